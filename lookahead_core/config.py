@@ -24,7 +24,11 @@ class LookaheadConfig:
     guesses: int = 7
 
     def __post_init__(self) -> None:
-        for name, value, low in (("window W", self.window, 1), ("n-gram size N", self.ngram, 2), ("guesses G", self.guesses, 0)):
+        for name, value, low in (
+            ("window W", self.window, 1),
+            ("n-gram size N", self.ngram, 2),
+            ("guesses G", self.guesses, 0),
+        ):
             if not isinstance(value, int) or isinstance(value, bool) or value < low:
                 raise SettingsError(f"{name} must be an integer >= {low}, got {value!r}")
         if self.tokens_per_step > MAX_TOKENS_PER_STEP:

