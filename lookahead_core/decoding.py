@@ -4,8 +4,8 @@ Both decoders share the prefill (step 0) and the commit rules: stop at the first
 EOS id, even inside an accepted block, and never commit more than the remaining max_new_tokens.
 A lookahead step feeds the current token, the Jacobi window and the guesses from the n-gram
 pool in one forward pass, commits the guaranteed next token plus whatever verification accepted
-(up to N tokens: the longest matching guess and the bonus token after it), and keeps in the KV
-cache only the committed rows. The engine knows nothing of display: records hold token ids,
+(the longest matching guess or window trajectory, and the bonus token after it), and keeps in
+the KV cache only the committed rows. The engine knows nothing of display: records hold token ids,
 counts and measured seconds.
 """
 
@@ -17,8 +17,13 @@ from collections.abc import Iterator
 from .config import LookaheadConfig
 from .forward import decode_one_token, forward_tree, keep_rows, prefill
 from .layout import step_layout
-from .pool import Guess, NGramPool
+from .pool import NGramPool
 from .window import JacobiWindow
+
+NO_GUESSES_NOTE = (
+    "G = 0: no n-gram guesses are verified; only the window's own Jacobi trajectories can add tokens "
+    "(plain Jacobi decoding), so the n-gram pool is idle"
+)
 
 
 class DecodingError(ValueError):
@@ -102,27 +107,27 @@ def greedy_steps(model, prompt_ids: list[int], max_new_tokens: int, eos_ids: fro
 # Lookahead
 
 
-def verify(
-    guesses: list[Guess], guess_rows, argmax: list[int], next_token: int
-) -> tuple[list[int], int | None, list[int]]:
-    """Greedy verification: each guess's matched length, the winner (longest, first on ties), the block.
+def verify(paths, input_ids: list[int], argmax: list[int]) -> tuple[list[int], int | None, list[int]]:
+    """Greedy verification of token paths after c: each path's matched length, the winner, the block.
 
-    A guess token is accepted while it equals the model's prediction for its position: the first
-    against the guaranteed next token, each later one against the argmax of the row before it.
-    The block is the guaranteed token, then the prediction after each accepted guess token:
-    m accepted tokens commit m + 1, the last being the bonus token.
+    A path is a list of rows that each extend the one before (the first extends c). Its token is
+    accepted while it equals the model's prediction for its position: the first against the
+    guaranteed next token (argmax of c's row), each later one against the argmax of the row
+    before it. The longest match wins (the first on ties). The block is the guaranteed token,
+    then the prediction after each accepted token: m accepted tokens commit m + 1, the last
+    being the bonus token.
     """
     matched = []
-    for guess, rows in zip(guesses, guess_rows, strict=True):
-        m, expected = 0, next_token
-        while m < len(guess.tokens) and guess.tokens[m] == expected:
+    for rows in paths:
+        m, expected = 0, argmax[0]
+        while m < len(rows) and input_ids[rows[m]] == expected:
             expected = argmax[rows[m]]
             m += 1
         matched.append(m)
     best = max(range(len(matched)), key=lambda i: (matched[i], -i), default=None)
     if best is None or matched[best] == 0:
-        return matched, None, [next_token]
-    return matched, best, [next_token] + [argmax[row] for row in guess_rows[best][: matched[best]]]
+        return matched, None, [argmax[0]]
+    return matched, best, [argmax[0]] + [argmax[row] for row in paths[best][: matched[best]]]
 
 
 def commit_sources(length: int, accepted: int) -> list[str]:
@@ -144,81 +149,79 @@ def fresh_ngrams(harvested, window_before, previous, sequence, pooled_upto, ngra
         yield sequence[start], sequence[start + 1 : start + ngram], sequence[start - 1] if start else None, "output"
 
 
-def lookahead_steps(
-    model,
-    prompt_ids: list[int],
-    config: LookaheadConfig,
-    max_new_tokens: int,
-    eos_ids: frozenset[int],
-    seed: int = 0,
-) -> Iterator[dict]:
-    """Lookahead decoding (Jacobi window + n-gram pool + greedy verification); output equals greedy."""
-    cache, token, seconds = prefill(model, prompt_ids)
-    sequence = list(prompt_ids) + [token]
-    committed, stop = commit_block([token], max_new_tokens, eos_ids)
-    yield {**prefill_record(prompt_ids, token, seconds, "lookahead"), "stop": stop}
-    produced = 1
-    pool = NGramPool(config.ngram, config.guesses)
-    pool.insert_sequence(sequence, "prompt")
-    pooled_upto = len(sequence)
-    window = JacobiWindow.initial(token, prompt_ids, config.window, config.ngram, seed)
-    step = 0
-    while stop is None:
-        step += 1
+class LookaheadDecoder:
+    """One lookahead run's state: KV cache, committed sequence, Jacobi window and n-gram pool."""
+
+    def __init__(self, model, prompt_ids, config: LookaheadConfig, max_new_tokens: int, eos_ids, seed: int = 0):
+        self.model, self.config, self.max_new_tokens, self.eos_ids = model, config, max_new_tokens, eos_ids
+        self.prompt_ids = list(prompt_ids)
+        self.seed = seed
+        self.pool = NGramPool(config.ngram, config.guesses)
+        self.stop: str | None = None
+        self.step_index = 0
+
+    def prefill(self) -> dict:
+        """Step 0: run the prompt, commit the first token, seed the pool and the window from the prompt."""
+        self.cache, token, seconds = prefill(self.model, self.prompt_ids)
+        committed, self.stop = commit_block([token], self.max_new_tokens, self.eos_ids)
+        self.sequence = self.prompt_ids + committed
+        self.pool.insert_sequence(self.sequence, "prompt")
+        self.pooled_upto = len(self.sequence)
+        self.window = JacobiWindow.initial(token, self.prompt_ids, self.config.window, self.config.ngram, self.seed)
+        return {**prefill_record(self.prompt_ids, token, seconds, "lookahead"), "stop": self.stop}
+
+    def step(self) -> dict:
+        """One forward pass: feed c, the window and the guesses; verify; update window, pool and cache."""
         start = time.perf_counter()
-        current, previous = sequence[-1], sequence[-2]
-        position = len(sequence) - 1
-        entries = [[list(e.continuation), e.source] for e in pool.entries(current)]
-        guesses = pool.guesses(current, previous, config.guesses)
-        layout = step_layout(len(window.levels), window.width, len(guesses), config.ngram - 1)
-        window_before = window.copy_levels()
-        input_ids = [t for level in window_before for t in level]
-        input_ids += [t for g in guesses for t in g.tokens]
+        self.step_index += 1
+        current, previous, position = self.sequence[-1], self.sequence[-2], len(self.sequence) - 1
+        entries = [[list(e.continuation), e.source] for e in self.pool.entries(current)]
+        guesses = self.pool.guesses(current, previous, self.config.guesses)
+        window_before = self.window.copy_levels()
+        layout = step_layout(len(window_before), self.window.width, len(guesses), self.config.ngram - 1)
+        input_ids = [t for level in window_before for t in level] + [t for g in guesses for t in g.tokens]
 
-        argmax, seconds = forward_tree(model, cache, input_ids, layout)
+        argmax, seconds = forward_tree(self.model, self.cache, input_ids, layout)
 
-        new_level = [argmax[row] for row in layout.window_rows[-1]]
-        matched, winner, block = verify(guesses, layout.guess_rows, argmax, argmax[0])
-        committed, stop = commit_block(block, max_new_tokens - produced, eos_ids)
+        # The guesses first, so a guess wins a tie; then the window's own Jacobi trajectories,
+        # which cost no extra input: a trajectory that matches is accepted like a guess.
+        paths = layout.guess_rows + layout.trajectory_rows
+        matched, best, block = verify(paths, input_ids, argmax)
+        committed, self.stop = commit_block(block, self.max_new_tokens - self.produced, self.eos_ids)
         accepted = len(block) - 1
-        if stop is None:
-            accepted_rows = [position + r for r in layout.guess_rows[winner][:accepted]] if accepted else []
-            keep_rows(cache, position + 1, accepted_rows)
-
-        harvested = window.harvest(new_level)
-        sequence += committed
-        produced += len(committed)
-        added, evicted = [], []
-        for key, continuation, chain_previous, source in fresh_ngrams(
-            harvested, window_before, previous, sequence, pooled_upto, config.ngram
-        ):
-            gone = pool.insert(key, continuation, chain_previous, source)
-            added.append([key, continuation, source])
-            evicted += [[key, list(gone)]] if gone else []
-        pooled_upto = len(sequence)
-        window.advance(new_level, sequence[-1])
-        yield {
-            "step": step,
+        if self.stop is None:
+            keep_rows(self.cache, position + 1, [position + r for r in paths[best][:accepted]] if accepted else [])
+        self.sequence += committed
+        new_level = [argmax[row] for row in layout.window_rows[-1]]
+        harvested = self.window.harvest(new_level)
+        added, evicted = self.update_pool(harvested, window_before, previous)
+        self.window.advance(new_level, self.sequence[-1])
+        return {
+            "step": self.step_index,
             "method": "lookahead",
             "kind": "decode",
             "position": position,
             "current_token": current,
             "window": window_before,
             "jacobi_update": new_level,
-            "window_next": window.copy_levels(),
-            "warming_up": len(window_before) < config.ngram - 1,
+            "window_predictions": [[argmax[row] for row in rows] for rows in layout.window_rows],
+            "window_next": self.window.copy_levels(),
+            "warming_up": len(window_before) < self.config.ngram - 1,
             "harvested": harvested,
             "pool_key": current,
             "pool_entries": entries,
             "pool_added": added,
             "pool_evicted": evicted,
-            "pool_size": pool.size,
+            "pool_size": self.pool.size,
             "guesses": [g.tokens for g in guesses],
             "guess_sources": [g.source for g in guesses],
             "guess_reasons": [g.reason for g in guesses],
             "guess_predictions": [[argmax[r] for r in rows] for rows in layout.guess_rows],
-            "matched": matched,
-            "winner": winner,
+            "matched": matched[: len(guesses)],
+            "winner": best if best is not None and best < len(guesses) else None,
+            "trajectories": [[input_ids[row] for row in rows] for rows in layout.trajectory_rows],
+            "trajectory_matched": matched[len(guesses) :],
+            "trajectory_winner": best - len(guesses) if best is not None and best >= len(guesses) else None,
             "block": block,
             "committed": committed,
             "sources": commit_sources(len(committed), accepted),
@@ -228,6 +231,36 @@ def lookahead_steps(
             "tokens_fed": layout.size,
             "forward_seconds": seconds,
             "step_seconds": time.perf_counter() - start,
-            "note": "G = 0: no guesses are verified, so each step commits one token" if config.guesses == 0 else None,
-            "stop": stop,
+            "note": NO_GUESSES_NOTE if self.config.guesses == 0 else None,
+            "stop": self.stop,
         }
+
+    @property
+    def produced(self) -> int:
+        return len(self.sequence) - len(self.prompt_ids)
+
+    def update_pool(self, harvested, window_before, previous: int) -> tuple[list, list]:
+        """Insert this step's fresh n-grams (`previous` precedes c); return what was added and evicted."""
+        added, evicted = [], []
+        fresh = fresh_ngrams(harvested, window_before, previous, self.sequence, self.pooled_upto, self.config.ngram)
+        for key, continuation, previous, source in fresh:
+            gone = self.pool.insert(key, continuation, previous, source)
+            added.append([key, continuation, source])
+            evicted += [[key, list(gone)]] if gone else []
+        self.pooled_upto = len(self.sequence)
+        return added, evicted
+
+
+def lookahead_steps(
+    model,
+    prompt_ids: list[int],
+    config: LookaheadConfig,
+    max_new_tokens: int,
+    eos_ids: frozenset[int],
+    seed: int = 0,
+) -> Iterator[dict]:
+    """Lookahead decoding (Jacobi window + n-gram pool + greedy verification); output equals greedy."""
+    decoder = LookaheadDecoder(model, prompt_ids, config, max_new_tokens, eos_ids, seed)
+    yield decoder.prefill()
+    while decoder.stop is None:
+        yield decoder.step()

@@ -87,7 +87,7 @@ def keep_rows(cache: DynamicCache, keep: int, rows: list[int]) -> None:
 
     `rows` are absolute cache indices, ascending and >= keep; they move down to follow the kept prefix.
     """
-    if rows and rows[0] != keep:
+    if rows != list(range(keep, keep + len(rows))):
         source = torch.tensor(rows, device=cache.layers[0].keys.device)
         target = slice(keep, keep + len(rows))
         for layer in cache.layers:

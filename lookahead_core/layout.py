@@ -21,6 +21,7 @@ class StepLayout:
     depths: tuple[int, ...]
     window_rows: tuple[tuple[int, ...], ...]  # window_rows[l][j]: row of level l, column j
     guess_rows: tuple[tuple[int, ...], ...]  # guess_rows[i][k]: row of guess i, token k
+    trajectory_rows: tuple[tuple[int, ...], ...]  # trajectory_rows[j]: the chain after c ending atop column j
 
     @property
     def size(self) -> int:
@@ -57,7 +58,16 @@ def step_layout(levels: int, width: int, guesses: int, guess_length: int) -> Ste
             parents.append(row[k - 1] if k else 0)
             depths.append(k + 1)
         guess_rows.append(row)
-    return StepLayout(tuple(parents), tuple(depths), tuple(map(tuple, window_rows)), tuple(map(tuple, guess_rows)))
+    trajectory_rows = [
+        window_rows[0][1 : j + 1] + [window_rows[lv][j] for lv in range(1, levels)] for j in range(width)
+    ]
+    return StepLayout(
+        tuple(parents),
+        tuple(depths),
+        tuple(map(tuple, window_rows)),
+        tuple(map(tuple, guess_rows)),
+        tuple(map(tuple, trajectory_rows)),
+    )
 
 
 def visible_rows(parents: list[int] | tuple[int, ...]) -> list[list[int]]:

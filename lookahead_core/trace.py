@@ -72,16 +72,20 @@ def token_ids_in(value) -> set[int]:
 
 TOKEN_FIELDS = (
     "committed",
+    "block",
     "window",
     "jacobi_update",
+    "window_predictions",
     "window_next",
     "harvested",
     "pool_entries",
+    "pool_added",
+    "pool_evicted",
     "guesses",
     "guess_predictions",
+    "trajectories",
     "input_ids",
     "current_token",
-    "pool_evicted",
 )
 
 

