@@ -88,11 +88,12 @@ def keep_rows(cache: DynamicCache, keep: int, rows: list[int]) -> None:
     `rows` are absolute cache indices, ascending and >= keep; they move down to follow the kept prefix.
     """
     if rows != list(range(keep, keep + len(rows))):
-        source = torch.tensor(rows, device=cache.layers[0].keys.device)
+        source = torch.tensor(rows)
         target = slice(keep, keep + len(rows))
-        for layer in cache.layers:
-            layer.keys[:, :, target] = layer.keys.index_select(2, source)
-            layer.values[:, :, target] = layer.values.index_select(2, source)
+        for layer in cache.layers:  # with device_map="auto", layers may sit on different devices
+            index = source.to(layer.keys.device)
+            layer.keys[:, :, target] = layer.keys.index_select(2, index)
+            layer.values[:, :, target] = layer.values.index_select(2, index)
     surplus = cache.get_seq_length() - keep - len(rows)
     if surplus:
         cache.crop(-surplus)

@@ -1,7 +1,10 @@
 """Tokens per step and exact matches against HF greedy `generate`, per prompt set and setting.
 
 Usage: python scripts/engine_report.py [--limit 10] [--max-new-tokens 128] [--settings 15,5,15 7,5,7 4,4,4]
+                                       [--device auto|cpu|cuda] [--dtype float32|bfloat16|float16]
 Prints one table row per (set, W, N, G); every figure is measured in this run, on this machine.
+On a GPU this is the one-call exactness check: float32 with TF32 off must give exact = all; in
+bfloat16 or float16, `exact` is the match rate against greedy `generate` in the same dtype.
 """
 
 from __future__ import annotations
@@ -23,8 +26,13 @@ def main() -> None:
     parser.add_argument("--max-new-tokens", type=int, default=128)
     parser.add_argument("--settings", nargs="+", default=["15,5,15", "7,5,7", "4,4,4"], help="W,N,G triples")
     parser.add_argument("--sets", nargs="+", default=["humaneval", "mtbench"])
+    parser.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
+    parser.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16"])
     args = parser.parse_args()
-    lm = load_model(dtype="float32")
+    # Exactness is promised in true float32: TF32 matmuls would round like half precision.
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    lm = load_model(device=args.device, dtype=args.dtype)
     facts = machine_facts(lm)
     print(
         f"# {facts['model']} on {facts['device_name']}, {facts['dtype']}, torch {facts['torch']}, "
@@ -38,7 +46,9 @@ def main() -> None:
         references, generate_seconds = [], 0.0
         for ids in encoded:
             start = time.perf_counter()
-            output = lm.model.generate(torch.tensor([ids]), do_sample=False, max_new_tokens=args.max_new_tokens)
+            output = lm.model.generate(
+                torch.tensor([ids], device=lm.device), do_sample=False, max_new_tokens=args.max_new_tokens
+            )
             generate_seconds += time.perf_counter() - start
             references.append(output[0, len(ids) :].tolist())
         for triple in args.settings:
