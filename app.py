@@ -1,0 +1,363 @@
+"""Lookahead Lab, the teaching app: record a real lookahead run, then replay it one forward pass at a time.
+
+Wiring only: layout, events and per-session state. The engine (lookahead_core) records, the
+drawings (visuals) render. Run is the only model work and goes through a queue of one; every
+replay event (step, scrub, play, preset) reads the session's recorded run and never waits for it.
+"""
+
+from __future__ import annotations
+
+try:  # ZeroGPU Spaces: `spaces` must be imported before anything touches CUDA
+    import spaces
+except ImportError:
+    spaces = None
+
+import os
+import threading
+from functools import cache
+
+import gradio as gr
+
+from lookahead_core import (
+    DecodingError,
+    LookaheadConfig,
+    ModelLoadError,
+    SettingsError,
+    encode_prompt,
+    load_model,
+    record_run,
+)
+from lookahead_core.config import MAX_TOKENS_PER_STEP
+from visuals import library, replay
+from visuals.palette import legend_html
+from visuals.progress import tokens_per_step_figure
+from visuals.summary import feed_html, model_html, notice_html, summary_html
+
+PRESETS = library.load_presets()
+DEFAULT = PRESETS[0]
+PLAY, PAUSE = "▶ Play", "⏸ Pause"
+# Slider ranges wide enough that the engine's budget of tokens per step, not the slider, is what refuses
+# the largest settings (W=N=G at their maximum would feed 1 + 31 + 8*32 + 32*9 = 576 > 512 tokens).
+MAX_WINDOW, MAX_NGRAM, MAX_GUESSES = 32, 10, 32
+SESSION_SECONDS = 3 * 3600  # a recorded run is kept this long after its last update, then the session expires
+
+# ----------------------------------------------------------------------------------------------
+# The model: loaded on the first Run, shared by every session
+
+
+class ModelHolder:
+    """One loaded model for the whole server, created on first use under a lock."""
+
+    def __init__(self) -> None:
+        self._lm = None
+        self._lock = threading.Lock()
+
+    def get(self):
+        with self._lock:
+            if self._lm is None:
+                self._lm = load_model()
+            return self._lm
+
+    def put(self, lm) -> None:
+        with self._lock:
+            self._lm = lm
+
+    def facts(self) -> dict | None:
+        return self._lm.describe() if self._lm is not None else None
+
+
+MODEL = ModelHolder()
+
+
+def on_gpu(fn):
+    """On a ZeroGPU Space, run `fn` with a GPU attached; elsewhere leave it as it is."""
+    return spaces.GPU(fn) if spaces is not None else fn
+
+
+@on_gpu
+def record(prompt: str, chat: bool, config: LookaheadConfig, max_new_tokens: int) -> dict:
+    """The whole lookahead trace and the greedy trace for one prompt: all the model work of a Run."""
+    lm = MODEL.get()
+    prompt_ids = encode_prompt(lm.tokenizer, prompt, chat)
+    return record_run(lm, prompt_ids, config, max_new_tokens, prompt)
+
+
+@cache
+def example_run(preset_id: str) -> dict:
+    """A preset's recorded example run; shared read-only by all sessions (nothing mutates a run)."""
+    return library.load_run(library.example_path(library.preset(PRESETS, preset_id)))
+
+
+# ----------------------------------------------------------------------------------------------
+# What an event sends back: every event updates OUTPUTS (below), skipping what it leaves alone
+
+
+def playback(playing: bool, steps_per_second=None) -> list:
+    timer = (
+        gr.Timer(active=playing)
+        if steps_per_second is None
+        else gr.Timer(value=replay.play_interval(steps_per_second), active=playing)
+    )
+    return [playing, timer, gr.Button(value=PAUSE if playing else PLAY)]
+
+
+def loaded(run: dict, index: int = 0) -> list:
+    """A newly loaded run: its summary and chart, the step slider's range, the panels; playback stops."""
+    slider = gr.Slider(value=index, maximum=max(replay.last_step(run), 1))
+    return [
+        run,
+        slider,
+        summary_html(run),
+        tokens_per_step_figure(run),
+        *replay.panel_values(run, index),
+        *playback(False),
+    ]
+
+
+def moved(run: dict, index: int, play: list | None = None) -> list:
+    """The same run at another step; `play` updates playback when given."""
+    return [gr.skip(), index, gr.skip(), gr.skip(), *replay.panel_values(run, index), *(play or [gr.skip()] * 3)]
+
+
+def expired() -> list:
+    gr.Warning(replay.SESSION_EXPIRED, title="Session expired")
+    return loaded(example_run(DEFAULT["id"]))
+
+
+# ----------------------------------------------------------------------------------------------
+# Event handlers
+
+
+def step_back(run, index):
+    return moved(run, replay.step_by(run, index, -1)) if replay.is_run(run) else expired()
+
+
+def step_forward(run, index):
+    return moved(run, replay.step_by(run, index, 1)) if replay.is_run(run) else expired()
+
+
+def scrub(run, index):
+    return moved(run, replay.clamp_step(run, index)) if replay.is_run(run) else expired()
+
+
+def toggle_play(run, index, playing, speed):
+    if not replay.is_run(run):
+        return expired()
+    if playing:
+        return moved(run, replay.clamp_step(run, index), playback(False))
+    return moved(run, replay.play_start(run, index), playback(True, speed))
+
+
+def tick(run, index):
+    if not replay.is_run(run):
+        return expired()
+    following, keep_playing = replay.play_tick(run, index)
+    return moved(run, following, None if keep_playing else playback(False))
+
+
+def set_speed(speed):
+    return gr.Timer(value=replay.play_interval(speed))
+
+
+def choose_preset(preset_id):
+    item = library.preset(PRESETS, preset_id)
+    settings = [item["prompt"], item["chat"], item["window"], item["ngram"], item["guesses"], item["max_new_tokens"]]
+    return [*settings, item["caption"], *loaded(example_run(preset_id)), notice_html(None)]
+
+
+def feed(window, ngram, guesses):
+    try:
+        w, n, g, _ = replay.check_settings(window, ngram, guesses, 1)
+        return feed_html(LookaheadConfig(window=w, ngram=n, guesses=g).tokens_per_step, MAX_TOKENS_PER_STEP)
+    except (replay.InputError, SettingsError) as error:
+        return feed_html(None, MAX_TOKENS_PER_STEP, str(error))
+
+
+def refused(message: str) -> list:
+    """Leave the replay as it is and say why nothing ran: a toast, and a note under the Run button."""
+    gr.Warning(message, title="Not run")
+    return [*[gr.skip()] * len(OUTPUTS), gr.skip(), notice_html(message)]
+
+
+def run_model(prompt, chat, window, ngram, guesses, max_new_tokens):
+    """Validate, record lookahead and greedy on the model, and show the new run from step 0."""
+    try:
+        text = replay.check_prompt(prompt)
+        w, n, g, tokens = replay.check_settings(window, ngram, guesses, max_new_tokens)
+        config = LookaheadConfig(window=w, ngram=n, guesses=g)
+        run = record(text, bool(chat), config, tokens)
+    except (replay.InputError, SettingsError, DecodingError, ModelLoadError) as error:
+        return refused(str(error))
+    return [*loaded(run), model_html(MODEL.facts()), notice_html(None)]
+
+
+# ----------------------------------------------------------------------------------------------
+# Layout
+
+KEYBOARD = """
+() => {
+  const keys = {ArrowLeft: "ll-back", ArrowRight: "ll-forward", " ": "ll-play"};
+  document.addEventListener("keydown", (event) => {
+    if (event.altKey || event.ctrlKey || event.metaKey || !(event.key in keys)) return;
+    if (event.target.closest && event.target.closest("input, textarea, select, [contenteditable]")) return;
+    const button = document.getElementById(keys[event.key]);
+    if (button) { event.preventDefault(); button.click(); }
+  });
+}
+"""
+
+THEME = gr.themes.Soft(
+    primary_hue="blue",
+    neutral_hue="slate",
+    font=["ui-sans-serif", "system-ui", "Segoe UI", "Helvetica", "Arial", "sans-serif"],
+    font_mono=["ui-monospace", "SFMono-Regular", "Menlo", "Consolas", "monospace"],
+)
+LAUNCH_OPTIONS = {"theme": THEME, "css_paths": [library.ASSETS / "style.css"], "js": KEYBOARD}
+
+HOW_IT_WORKS = """
+1. Each **step** is one forward pass of the unmodified model. It feeds the current token **c**, the **2D Jacobi
+   window** (N−1 levels × W columns of guessed future tokens) and up to G **guesses** from the **n-gram pool**.
+2. The row of c gives the **guaranteed** next token: exactly what greedy decoding would emit.
+3. The window's top level gets a **Jacobi update** (each row's argmax); each column, read upwards, is a fresh
+   n-gram that goes into the pool, keyed by its first token.
+4. **Verification**: each guess whose key is c is checked token by token against the model's own predictions in
+   the same pass, and so are the window's own Jacobi trajectories (they cost nothing extra: the pass computed
+   their rows anyway). The longest match is **accepted**, plus the **bonus** token predicted after it.
+5. So one pass commits 1 to N tokens, and the output is token for token the greedy output.
+6. The **compression ratio** (tokens per step) is the speedup when a wide step costs what a narrow one does
+   (a GPU); on a CPU each extra token fed costs time, so the clock can disagree.
+"""
+
+PANEL_TITLES = {
+    "window": ("1 · The 2D Jacobi window", "levels × columns; hover a token for its id and position"),
+    "pool": ("2 · The n-gram pool", "entries under the current key"),
+    "verification": ("3 · Verification", "each guess and window trajectory against the model's own predictions"),
+    "output": ("4 · The output so far", "each token coloured by how it was produced"),
+    "mask": ("5 · Attention mask and position ids", "the real mask of this forward pass"),
+    "progress": ("6 · Progress against greedy", "the same output, in fewer forward passes"),
+}
+
+
+def panel_card(name: str, first: dict) -> gr.HTML:
+    title, hint = PANEL_TITLES[name]
+    legend = legend_html(name) if name in ("window", "pool", "verification", "output", "mask") else ""
+    gr.HTML(f"<h3>{title}<small>{hint}</small></h3>{legend}", elem_classes="ll-card-head")
+    return gr.HTML(first[name], elem_id=f"ll-{name}")
+
+
+first_run = example_run(DEFAULT["id"])
+first_panels = replay.panels(first_run, 0)
+
+with gr.Blocks(title="Lookahead Lab") as demo:
+    run_state = gr.State(None, time_to_live=SESSION_SECONDS)
+    playing = gr.State(False)
+    timer = gr.Timer(replay.play_interval(2), active=False)
+
+    gr.Markdown(
+        "# Lookahead Lab\nWatch **lookahead decoding** (Fu et al., ICML 2024) on a real model, one forward pass at "
+        "a time: the Jacobi window guesses n-grams, the pool keeps them, verification accepts the ones the model "
+        "agrees with, and the output stays exactly what greedy decoding would write. Keys: ← → step, space plays.",
+        elem_id="ll-title",
+    )
+    with gr.Accordion("How lookahead decoding works, in six lines", open=False):
+        gr.Markdown(HOW_IT_WORKS)
+    with gr.Row(equal_height=False):
+        with gr.Column(scale=1, min_width=330, elem_id="ll-controls"):
+            preset = gr.Dropdown([(p["label"], p["id"]) for p in PRESETS], value=DEFAULT["id"], label="Preset")
+            preset_caption = gr.Markdown(DEFAULT["caption"], elem_id="ll-preset-caption")
+            prompt = gr.Textbox(DEFAULT["prompt"], lines=5, max_lines=14, label="Prompt (or write your own)")
+            chat = gr.Checkbox(DEFAULT["chat"], label="Wrap the prompt in the model's chat template")
+            window = gr.Slider(1, MAX_WINDOW, value=DEFAULT["window"], step=1, label="W · window size (columns)")
+            ngram = gr.Slider(2, MAX_NGRAM, value=DEFAULT["ngram"], step=1, label="N · n-gram size (N−1 levels)")
+            guesses = gr.Slider(0, MAX_GUESSES, value=DEFAULT["guesses"], step=1, label="G · guesses verified per step")
+            budget = gr.HTML(feed(DEFAULT["window"], DEFAULT["ngram"], DEFAULT["guesses"]))
+            max_new_tokens = gr.Slider(
+                1,
+                replay.MAX_NEW_TOKENS,
+                value=DEFAULT["max_new_tokens"],
+                step=1,
+                label="Max new tokens",
+                elem_id="ll-max",
+            )
+            run_button = gr.Button("Run on the model", variant="primary", elem_id="ll-run")
+            run_notice = gr.HTML(notice_html(None), elem_id="ll-run-notice", min_height=30)
+            model_info = gr.HTML(model_html(None))
+        with gr.Column(scale=3):
+            summary = gr.HTML(summary_html(first_run), elem_id="ll-summary")
+            with gr.Row(equal_height=False, elem_id="ll-replay"):
+                back = gr.Button("◀ Step", elem_id="ll-back", size="md", scale=0, min_width=96)
+                play = gr.Button(PLAY, elem_id="ll-play", size="md", scale=0, min_width=96)
+                forward = gr.Button("Step ▶", elem_id="ll-forward", size="md", scale=0, min_width=96)
+                step = gr.Slider(
+                    0, replay.last_step(first_run), value=0, step=1, label="Step", elem_id="ll-step", scale=4
+                )
+                speed = gr.Slider(0.5, 8, value=2, step=0.5, label="Speed (steps/s)", scale=1, min_width=160)
+            caption = gr.HTML(first_panels["caption"], elem_id="ll-caption")
+            with gr.Row(equal_height=False):
+                with gr.Column(scale=3, elem_classes="ll-card"):
+                    window_panel = panel_card("window", first_panels)
+                with gr.Column(scale=2, elem_classes="ll-card"):
+                    pool_panel = panel_card("pool", first_panels)
+            with gr.Row(equal_height=False):
+                with gr.Column(scale=3, elem_classes="ll-card"):
+                    verification_panel = panel_card("verification", first_panels)
+                with gr.Column(scale=2, elem_classes="ll-card"):
+                    output_panel = panel_card("output", first_panels)
+            with gr.Row(equal_height=False):
+                with gr.Column(scale=1, elem_classes="ll-card"):
+                    mask_panel = panel_card("mask", first_panels)
+                with gr.Column(scale=1, elem_classes="ll-card"):
+                    progress_panel = panel_card("progress", first_panels)
+                    chart = gr.Plot(tokens_per_step_figure(first_run), show_label=False, container=False)
+
+    panel_outputs = {
+        "caption": caption,
+        "window": window_panel,
+        "pool": pool_panel,
+        "verification": verification_panel,
+        "output": output_panel,
+        "mask": mask_panel,
+        "progress": progress_panel,
+    }
+    OUTPUTS = [run_state, step, summary, chart, *(panel_outputs[name] for name in replay.PANELS), playing, timer, play]
+    replaying = {"concurrency_limit": None, "show_progress": "hidden"}
+
+    demo.load(lambda: example_run(DEFAULT["id"]), None, run_state, api_visibility="private", **replaying)
+    back.click(step_back, [run_state, step], OUTPUTS, api_name="step_back", **replaying)
+    forward.click(step_forward, [run_state, step], OUTPUTS, api_name="step_forward", **replaying)
+    step.input(scrub, [run_state, step], OUTPUTS, api_name="scrub", trigger_mode="always_last", **replaying)
+    play.click(toggle_play, [run_state, step, playing, speed], OUTPUTS, api_name="play", **replaying)
+    timer.tick(tick, [run_state, step], OUTPUTS, api_visibility="private", trigger_mode="always_last", **replaying)
+    speed.change(set_speed, speed, timer, api_visibility="private", **replaying)
+    preset.change(
+        choose_preset,
+        preset,
+        [prompt, chat, window, ngram, guesses, max_new_tokens, preset_caption, *OUTPUTS, run_notice],
+        api_name="preset",
+        **replaying,
+    )
+    gr.on(
+        [window.change, ngram.change, guesses.change],
+        feed,
+        [window, ngram, guesses],
+        budget,
+        api_visibility="private",
+        **replaying,
+    )
+    run_button.click(
+        run_model,
+        [prompt, chat, window, ngram, guesses, max_new_tokens],
+        [*OUTPUTS, model_info, run_notice],
+        api_name="run",
+        concurrency_limit=1,
+        concurrency_id="model",
+        show_progress="minimal",
+        show_progress_on=run_notice,
+    )
+
+if __name__ == "__main__":
+    demo.launch(
+        server_name=os.environ.get("GRADIO_SERVER_NAME", "0.0.0.0"),
+        server_port=int(os.environ.get("GRADIO_SERVER_PORT", "7860")),
+        **LAUNCH_OPTIONS,
+    )

@@ -1,0 +1,49 @@
+"""Photograph the app for the README: one step of the default example, in Debian's headless chromium.
+
+Usage: python scripts/screenshot.py [--step N] [--out PATH]
+Serves the app on a free localhost port (no model is loaded: the shipped example is replayed),
+steps to step N of the default preset's example (default: the first step that committed the most
+tokens) and writes the whole page to assets/screenshot.png. Needs playwright and /usr/bin/chromium,
+as the browser test does, and drives the page with the same code (tests/serving.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from tests.serving import CHROMIUM, chromium_page, running_app, screenshot_step  # noqa: E402
+from visuals import library  # noqa: E402
+
+
+def busiest_step(run: dict) -> int:
+    """The first step of the lookahead trace that committed the most tokens."""
+    steps = run["lookahead"]["steps"]
+    return max(range(len(steps)), key=lambda i: (len(steps[i]["committed"]), -i))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--step", type=int, help="the step to photograph (default: the busiest step)")
+    parser.add_argument("--out", type=Path, default=ROOT / "assets" / "screenshot.png", help="the PNG to write")
+    args = parser.parse_args()
+    if not CHROMIUM.exists():
+        parser.error(f"{CHROMIUM} is missing: `make browser` installs Debian's chromium (needs root)")
+    default = library.load_presets()[0]
+    run = library.load_run(library.example_path(default))
+    step = busiest_step(run) if args.step is None else args.step
+    if not 0 <= step < len(run["lookahead"]["steps"]):
+        parser.error(f"--step must be between 0 and {len(run['lookahead']['steps']) - 1}")
+    with running_app() as url, chromium_page(url) as (page, errors):
+        screenshot_step(page, args.out, step)
+    if errors:
+        sys.exit(f"the page raised JavaScript errors: {errors}")
+    print(f"step {step} of the {default['id']} example -> {args.out} ({args.out.stat().st_size // 1024} KB)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,124 @@
+"""Serving the app in-process on a free localhost port, and driving it in Debian's headless chromium.
+
+Shared by the end-to-end tests, the browser test and scripts/screenshot.py, so the page is opened,
+stepped and photographed one way only. Playwright is imported only when a page is opened: the
+end-to-end tests need the server alone.
+"""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+VIEWPORT = {"width": 1440, "height": 1000}
+ERROR_TOAST = '[data-testid="toast-body"].error'
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@contextmanager
+def running_app(lm=None) -> Iterator[str]:
+    """The app's `demo` served with its theme, CSS and keyboard script; yields its URL.
+
+    `lm`, an already loaded model, is what Run will use; without it the model loads on the first Run
+    (replaying the shipped examples needs none).
+    """
+    import app
+
+    if lm is not None:
+        app.MODEL.put(lm)
+    port = free_port()
+    app.demo.launch(
+        server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, **app.LAUNCH_OPTIONS
+    )
+    try:
+        yield f"http://127.0.0.1:{port}/"
+    finally:
+        app.demo.close()
+
+
+# ----------------------------------------------------------------------------------------------
+# The page in chromium
+
+
+@contextmanager
+def chromium_page(url: str) -> Iterator[tuple[object, list]]:
+    """A page on `url` once the panels are drawn, and the list its JavaScript errors are appended to."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport=VIEWPORT)
+            errors: list = []
+            page.on("pageerror", lambda error: errors.append(error))  # playwright cannot wrap a bound builtin
+            page.goto(url)
+            page.wait_for_selector("#ll-window")
+            yield page, errors
+        finally:
+            browser.close()
+
+
+def caption(page) -> str:
+    return page.inner_text("#ll-caption")
+
+
+def wait_for_step(page, step: int) -> None:
+    """Wait until the caption shows step `step`."""
+    page.wait_for_function(f"() => document.querySelector('#ll-caption').innerText.startsWith('Step {step} of')")
+
+
+def choose_preset(page, label: str) -> None:
+    """Pick the preset labelled `label` in the dropdown and wait for its example run at step 0."""
+    page.click("#ll-controls input[role=listbox], #ll-controls .wrap input")
+    page.get_by_role("option", name=label).click()
+    wait_for_step(page, 0)
+
+
+def step_forward_to(page, step: int) -> None:
+    """From step 0, press → until step `step` shows: one key at a time, since Gradio drops a key pressed
+    while the previous step is still in flight."""
+    page.click("h1")
+    for shown in range(1, step + 1):
+        page.keyboard.press("ArrowRight")
+        wait_for_step(page, shown)
+
+
+def screenshot(page, path: Path) -> None:
+    """The whole page as a PNG at `path` (written whole, then moved in), with no hover and no error toast."""
+    page.mouse.move(0, 0)
+    page.wait_for_timeout(300)
+    if page.locator(ERROR_TOAST).count():
+        raise RuntimeError(f"the page shows an error: {page.inner_text(ERROR_TOAST)}")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_suffix(".partial.png")
+    page.screenshot(path=str(partial), full_page=True)
+    partial.replace(path)
+
+
+def screenshot_step(page, path: Path, step: int, preset: str | None = None) -> None:
+    """Photograph step `step` of the example of the preset labelled `preset` (default: the example shown).
+
+    Without `preset`, the page must be at step 0 (freshly opened).
+    """
+    if preset is not None:
+        choose_preset(page, preset)
+    step_forward_to(page, step)
+    screenshot(page, path)

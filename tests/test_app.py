@@ -1,0 +1,159 @@
+"""End to end through gradio_client: the app served in-process, driven as the page drives it.
+
+The panels each event returns must be exactly what visuals render for the recorded run, bad
+input must come back as a message (never a traceback), and the server must stay up through it.
+"""
+
+from __future__ import annotations
+
+import time
+from html import escape
+
+import pytest
+from gradio_client import Client
+from gradio_client.exceptions import AppError
+from gradio_client.utils import Status
+
+from tests.serving import running_app
+from visuals import library, replay
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore:.*(copy keyword|no_silent_downcasting)")
+
+PRESETS = library.load_presets()
+PANELS = slice(3, 3 + len(replay.PANELS))  # outputs: step, summary, chart, the panels, timer (states are not sent)
+
+
+@pytest.fixture(scope="module")
+def url(default_model):
+    with running_app(default_model) as address:
+        yield address
+
+
+@pytest.fixture
+def client(url) -> Client:
+    """A fresh browser-like session: its state is empty until an event loads a run."""
+    return Client(url, verbose=False)
+
+
+def example(preset_id: str) -> dict:
+    return library.load_run(library.example_path(library.preset(PRESETS, preset_id)))
+
+
+def step_value(output) -> int:
+    return output["value"] if isinstance(output, dict) else output
+
+
+def test_a_preset_loads_its_example_and_steps_agree_with_the_trace(client):
+    item = library.preset(PRESETS, "pencils")
+    run = example("pencils")
+    result = client.predict(item["id"], api_name="/preset")
+    settings = [item[k] for k in ("prompt", "chat", "window", "ngram", "guesses", "max_new_tokens", "caption")]
+    assert list(result[:7]) == settings
+    shown = result[7:]
+    assert step_value(shown[0]) == 0 and shown[0]["maximum"] == replay.last_step(run)
+    assert list(shown[PANELS]) == replay.panel_values(run, 0)
+
+    for expected in (1, 2, 3):
+        shown = client.predict(expected - 1, api_name="/step_forward")
+        assert step_value(shown[0]) == expected
+        assert list(shown[PANELS]) == replay.panel_values(run, expected)
+    shown = client.predict(3, api_name="/step_back")
+    assert step_value(shown[0]) == 2
+    assert list(shown[PANELS]) == replay.panel_values(run, 2)
+
+    target = next(i for i, r in enumerate(run["lookahead"]["steps"]) if len(r["committed"]) > 1)
+    shown = client.predict(target, api_name="/scrub")
+    caption = shown[PANELS][0]
+    record = run["lookahead"]["steps"][target]
+    assert f"committed {len(record['committed'])} tokens" in caption
+    assert f"Step {target} of {replay.last_step(run)}" in caption
+
+
+def test_play_starts_from_the_current_step_and_pauses(client):
+    client.predict("spelling", api_name="/preset")
+    started = client.predict(2, 4, api_name="/play")
+    assert step_value(started[0]) == 2
+    assert started[-1]["active"] is True and started[-1]["value"] == pytest.approx(0.25)
+    paused = client.predict(2, 4, api_name="/play")
+    assert paused[-1]["active"] is False
+
+
+def test_an_expired_session_gets_the_example_back_instead_of_an_error(client):
+    # A fresh client never ran the page's load event: its session holds no run, as after expiry.
+    shown = client.predict(5, api_name="/step_forward")
+    run = example(PRESETS[0]["id"])
+    assert step_value(shown[0]) == 0
+    assert list(shown[PANELS]) == replay.panel_values(run, 0)
+    assert client.predict(0, api_name="/step_forward")[PANELS][0] == replay.panel_values(run, 1)[0]
+
+
+@pytest.mark.parametrize(
+    ("prompt", "settings", "message"),
+    [
+        ("", (5, 4, 5, 16), "The prompt is empty"),
+        ("  \n ", (5, 4, 5, 16), "The prompt is empty"),
+        ("Hello", (32, 10, 32, 16), "over the budget of 512"),
+        ("Hello", (5.5, 4, 5, 16), "W must be a whole number"),
+        ("Hello", (5, 4, 5, 0), "less than minimum value 1"),
+        ("Hello", (5, 4, 5, 300), "greater than maximum value 256"),
+        ("a " * 9000, (5, 4, 5, 16), "exceed the model's context of 8192 tokens"),
+        ("word " * 10_000, (5, 4, 5, 16), "the limit is 40,000"),
+    ],
+    ids=["empty", "blank", "over-budget", "not-whole", "no-tokens", "too-many-tokens", "too-long", "huge"],
+)
+def test_bad_input_gets_a_message_and_the_server_stays_up(client, prompt, settings, message):
+    client.predict(PRESETS[0]["id"], api_name="/preset")
+    before = client.predict(3, api_name="/scrub")
+    if "value" in message:  # out of a slider's range: Gradio refuses it before the app sees it
+        with pytest.raises(AppError, match=message):
+            client.predict(prompt, False, *settings, api_name="/run")
+    else:
+        result = client.predict(prompt, False, *settings, api_name="/run")
+        assert escape(message) in result[-1] and "Not run" in result[-1]
+        assert all(panel["__type__"] == "update" and "value" not in panel["props"] for panel in result[PANELS])
+    after = client.predict(3, api_name="/scrub")
+    assert after[PANELS] == before[PANELS]  # the replay is untouched and the server answers
+
+
+def test_a_real_run_on_the_default_model(client):
+    started = time.perf_counter()
+    result = client.predict("def add(a, b):\n", False, 4, 3, 4, 16, api_name="/run")
+    seconds = time.perf_counter() - started
+    summary, model_info = result[1], result[-2]
+    assert "<b>16</b><span>new tokens" in summary
+    assert "SmolLM2-135M-Instruct" in model_info and "cpu" in model_info.lower()
+    first = client.predict(0, api_name="/step_forward")
+    assert "Step 1 of" in first[PANELS][0]
+    last = client.predict(result[0]["maximum"], api_name="/scrub")
+    assert "output identical to greedy so far ✓" in last[PANELS][-1]
+    assert "16 tokens" in last[PANELS][-1]
+    print(f"\n16-token lookahead + greedy run through the app: {seconds:.1f} s")
+
+
+def test_a_replay_step_round_trip_is_fast(client):
+    client.predict("pencils", api_name="/preset")
+    times = []
+    for index in range(10):
+        started = time.perf_counter()
+        client.predict(index, api_name="/step_forward")
+        times.append(time.perf_counter() - started)
+    median = sorted(times)[len(times) // 2]
+    print(
+        f"\nstep event round trip through gradio_client: median {median * 1000:.0f} ms, max {max(times) * 1000:.0f} ms"
+    )
+    assert median < 0.5
+
+
+def test_replay_does_not_wait_behind_model_work(url):
+    runner, viewer = Client(url, verbose=False), Client(url, verbose=False)
+    viewer.predict("pencils", api_name="/preset")
+    job = runner.submit("Once upon a time, in a small village by the sea,", False, 5, 4, 5, 8, api_name="/run")
+    deadline = time.monotonic() + 30
+    while job.status().code != Status.PROCESSING and time.monotonic() < deadline:
+        time.sleep(0.05)
+    started = time.perf_counter()
+    shown = viewer.predict(0, api_name="/step_forward")
+    waited = time.perf_counter() - started
+    assert not job.done(), "the run finished first: nothing was tested"
+    assert step_value(shown[0]) == 1 and waited < 1.5
+    assert "<b>8</b><span>new tokens" in job.result()[1]

@@ -1,0 +1,83 @@
+"""A real headless Chromium (Debian's /usr/bin/chromium, driven by Playwright) on the served app.
+
+Loads the page, runs the model, steps with the button and the keyboard, checks that no error
+toast appeared, and photographs a step into out/screenshot.png (git-ignored). The README's
+assets/screenshot.png is written by scripts/screenshot.py, with the same page-driving code.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.serving import CHROMIUM, ERROR_TOAST, caption, chromium_page, running_app, screenshot_step, wait_for_step
+
+SCREENSHOT = Path(__file__).resolve().parent.parent / "out" / "screenshot.png"
+WARNING_TOAST = '[data-testid="toast-body"].warning'
+SCREENSHOT_PRESET, SCREENSHOT_STEP = "Math: a word problem", 16
+
+pytest.importorskip("playwright.sync_api", reason="playwright is not installed: make test installs it")
+if not CHROMIUM.exists():
+    pytest.skip(
+        f"{CHROMIUM} is missing: `make browser` installs Debian's chromium (needs root)", allow_module_level=True
+    )
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore:.*(copy keyword|no_silent_downcasting)")
+
+
+@pytest.fixture(scope="module")
+def browser_page(default_model):
+    """The page and the list of JavaScript errors it raised."""
+    with running_app(default_model) as url, chromium_page(url) as (page, errors):
+        yield page, errors
+
+
+def test_the_page_opens_with_the_example_ready(browser_page):
+    page, _ = browser_page
+    assert caption(page).startswith("Step 0 of")
+    assert "Prefill" in caption(page)
+    assert "forward passes vs greedy" in page.inner_text("#ll-summary")
+
+
+def test_run_and_step_show_no_error(browser_page):
+    page, errors = browser_page
+    max_tokens = page.locator("#ll-max input[type=number]")
+    max_tokens.fill("12")
+    max_tokens.press("Enter")
+    page.click("#ll-run")
+    page.wait_for_function(
+        "() => document.querySelector('#ll-summary').innerText.includes('12\\nnew tokens')", timeout=120_000
+    )
+    page.click("#ll-forward")
+    wait_for_step(page, 1)
+    page.click("h1")
+    page.keyboard.press("ArrowRight")
+    wait_for_step(page, 2)
+    page.keyboard.press("ArrowLeft")
+    wait_for_step(page, 1)
+    assert page.locator(ERROR_TOAST).count() == 0
+    assert errors == []
+
+
+def test_an_empty_prompt_gets_a_warning_and_the_page_keeps_working(browser_page):
+    page, _ = browser_page
+    page.fill("#ll-controls textarea", "   ")
+    page.click("#ll-run")
+    page.wait_for_selector(WARNING_TOAST)
+    assert "The prompt is empty" in page.inner_text(WARNING_TOAST)
+    assert "Not run: The prompt is empty" in page.inner_text("#ll-run-notice")
+    assert page.locator(ERROR_TOAST).count() == 0
+    page.click('[data-testid="toast-close"]')
+    page.click("#ll-forward")
+    wait_for_step(page, 2)
+
+
+def test_screenshot_of_a_step_with_accepted_guesses(browser_page):
+    page, errors = browser_page
+    SCREENSHOT.unlink(missing_ok=True)
+    screenshot_step(page, SCREENSHOT, SCREENSHOT_STEP, preset=SCREENSHOT_PRESET)
+    assert caption(page).startswith(f"Step {SCREENSHOT_STEP} of")
+    assert "★" in page.inner_text("#ll-verification")
+    assert page.locator(ERROR_TOAST).count() == 0
+    assert errors == []
+    assert SCREENSHOT.stat().st_size > 50_000

@@ -1,0 +1,163 @@
+"""The pure replay logic behind the app: step arithmetic, panels, presets and the checks on bad input."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import math
+
+import pytest
+
+from lookahead_core import LookaheadConfig, SettingsError
+from visuals import library, replay
+
+PRESETS = library.load_presets()
+
+
+@pytest.fixture(scope="module")
+def run() -> dict:
+    return library.load_run(library.example_path(PRESETS[0]))
+
+
+# ----------------------------------------------------------------------------------------------
+# Steps
+
+
+def test_clamp_step_keeps_any_value_inside_the_run(run):
+    last = replay.last_step(run)
+    assert last == len(run["lookahead"]["steps"]) - 1
+    cases = {None: 0, "3": 0, True: 0, math.nan: 0, math.inf: 0, -5: 0, 2.0: 2, 2.6: 3, 10**9: last}
+    for value, expected in cases.items():
+        assert replay.clamp_step(run, value) == expected, value
+
+
+def test_step_by_stops_at_both_ends(run):
+    last = replay.last_step(run)
+    assert replay.step_by(run, 0, -1) == 0
+    assert replay.step_by(run, 0, 1) == 1
+    assert replay.step_by(run, last, 1) == last
+
+
+def test_play_runs_to_the_end_then_restarts_from_the_beginning(run):
+    last = replay.last_step(run)
+    assert replay.play_tick(run, 0) == (1, True)
+    assert replay.play_tick(run, last - 1) == (last, False)
+    assert replay.play_start(run, 3) == 3
+    assert replay.play_start(run, last) == 0
+
+
+def test_play_interval_is_bounded():
+    assert replay.play_interval(2) == 0.5
+    assert replay.play_interval(100) == 0.1
+    assert replay.play_interval(0) == 4.0
+    assert replay.play_interval(None) == 1.0
+    assert replay.play_interval(math.nan) == 1.0
+
+
+def test_panel_values_follow_the_panel_order(run):
+    values = replay.panel_values(run, 2)
+    shown = replay.panels(run, 2)
+    assert values == [shown[name] for name in replay.PANELS]
+    assert "Step 2 of" in shown["caption"]
+
+
+# ----------------------------------------------------------------------------------------------
+# Bad input: an expired session, an empty prompt, settings that are not whole numbers or too large
+
+
+@pytest.mark.parametrize(
+    "value",
+    [None, {}, [], "run", {"lookahead": {"steps": []}, "greedy": {"steps": []}}, {"lookahead": {"steps": [{}]}}],
+)
+def test_an_expired_or_broken_session_is_not_taken_for_a_run(value):
+    assert not replay.is_run(value)
+
+
+def test_a_recorded_run_is_accepted(run):
+    assert replay.is_run(run)
+
+
+@pytest.mark.parametrize("prompt", ["", "   \n\t", None, 42])
+def test_an_empty_prompt_is_refused(prompt):
+    with pytest.raises(replay.InputError, match="prompt is empty"):
+        replay.check_prompt(prompt)
+
+
+def test_a_huge_prompt_is_refused_before_tokenizing():
+    with pytest.raises(replay.InputError, match="the limit is 40,000"):
+        replay.check_prompt("word " * 10_000)
+
+
+def test_a_prompt_is_kept_as_written():
+    assert replay.check_prompt("  def f():\n") == "  def f():\n"
+
+
+def test_settings_from_sliders_become_ints():
+    assert replay.check_settings(7.0, 5, 7.0, 64.0) == (7, 5, 7, 64)
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        ((7.5, 5, 7, 64), "W must be a whole number"),
+        ((7, None, 7, 64), "N must be a whole number"),
+        ((7, 5, "seven", 64), "G must be a whole number"),
+        ((7, 5, True, 64), "G must be a whole number"),
+        ((7, 5, 7, 0), "between 1 and 256"),
+        ((7, 5, 7, 257), "between 1 and 256"),
+        ((7, 5, 7, math.inf), "whole number"),
+    ],
+)
+def test_bad_settings_are_refused_with_the_reason(settings, message):
+    with pytest.raises(replay.InputError, match=message):
+        replay.check_settings(*settings)
+
+
+def test_settings_over_the_token_budget_are_refused_by_the_engine():
+    w, n, g, _ = replay.check_settings(32, 10, 32, 64)
+    with pytest.raises(SettingsError, match="over the budget of 512"):
+        LookaheadConfig(window=w, ngram=n, guesses=g)
+
+
+# ----------------------------------------------------------------------------------------------
+# Presets and example runs
+
+
+def test_presets_cover_the_required_kinds():
+    ids = [p["id"] for p in PRESETS]
+    assert {"python", "study-tips", "pencils", "spelling", "german"} <= set(ids)
+    assert len(ids) == len(set(ids))
+    with pytest.raises(KeyError, match="no preset 'nope'"):
+        library.preset(PRESETS, "nope")
+
+
+@pytest.mark.parametrize("item", PRESETS, ids=[p["id"] for p in PRESETS])
+def test_each_preset_is_valid_and_its_example_matches_it(item):
+    assert isinstance(item["chat"], bool) and item["prompt"].strip() and item["caption"].strip()
+    LookaheadConfig(window=item["window"], ngram=item["ngram"], guesses=item["guesses"])
+    assert 1 <= item["max_new_tokens"] <= replay.MAX_NEW_TOKENS
+    path = library.example_path(item)
+    assert path.stat().st_size < 64 * 1024, "keep example runs small"
+    example = library.load_run(path)
+    assert replay.is_run(example)
+    meta = example["lookahead"]["meta"]
+    assert meta["prompt_text"] == item["prompt"]
+    assert meta["settings"] == {"window": item["window"], "ngram": item["ngram"], "guesses": item["guesses"]}
+    assert meta["max_new_tokens"] == item["max_new_tokens"]
+    assert meta["machine"]["model"] == "SmolLM2-135M-Instruct"
+    assert example["lookahead"]["summary"]["new_token_ids"] == example["greedy"]["summary"]["new_token_ids"]
+
+
+def test_the_low_gain_preset_gains_little():
+    example = library.load_run(library.example_path(library.preset(PRESETS, "german")))
+    assert example["lookahead"]["summary"]["tokens_per_step"] < 1.2
+
+
+def test_runs_round_trip_through_json_and_gzip(tmp_path, run):
+    for name in ("run.json", "run.json.gz"):
+        library.save_run(run, tmp_path / name)
+        assert library.load_run(tmp_path / name) == run
+    first = (tmp_path / "run.json.gz").read_bytes()
+    library.save_run(run, tmp_path / "run.json.gz")
+    assert (tmp_path / "run.json.gz").read_bytes() == first
+    assert json.loads(gzip.decompress(first)) == run

@@ -1,0 +1,169 @@
+"""Panel 5, the attention mask and position ids the engine built for this step, as a small SVG grid.
+
+Each row is one token fed to the forward pass; it sees the committed prefix, itself and its
+ancestors (the `parents` the engine recorded): the window rows see their Jacobi trajectory,
+guess tokens see c and their own earlier tokens, and the two branches never see each other.
+"""
+
+from __future__ import annotations
+
+from html import escape
+
+from .palette import colour
+from .tokens import token_text, visible
+
+CELL = 14
+LABEL_WIDTH = 104
+HEAD_HEIGHT = 34
+PREFIX_CELLS = 2
+DETAILED_ROWS = 80  # above this many rows, per-row labels would be unreadable
+
+
+def visible_rows(parents: list[int]) -> list[list[int]]:
+    """For each row, the rows of this step it attends to: its parent's, plus itself."""
+    seen: list[list[int]] = []
+    for i, parent in enumerate(parents):
+        seen.append((seen[parent] if parent >= 0 else []) + [i])
+    return seen
+
+
+def runs(columns: list[int]) -> list[tuple[int, int]]:
+    """Ascending column indices as (first, length) runs of neighbours, so a row is a few rectangles."""
+    spans: list[tuple[int, int]] = []
+    for col in columns:
+        if spans and spans[-1][0] + spans[-1][1] == col:
+            spans[-1] = (spans[-1][0], spans[-1][1] + 1)
+        else:
+            spans.append((col, 1))
+    return spans
+
+
+def row_roles(record: dict) -> list[tuple[str, str, str]]:
+    """(branch, short label, group) for each row in feeding order: c, level 0 columns 1.., levels 1.., guesses."""
+    levels, width = len(record["window"]), len(record["window"][0])
+    roles = [("current", "c", "c")]
+    roles += [("lookahead", f"L0:{j}", "level 0") for j in range(1, width)]
+    for level in range(1, levels):
+        roles += [("lookahead", f"L{level}:{j}", f"level {level}") for j in range(width)]
+    for i, guess in enumerate(record["guesses"]):
+        roles += [("verification", f"G{i + 1}:{k}", f"guess {i + 1}") for k in range(len(guess))]
+    return roles
+
+
+def group_starts(roles: list[tuple[str, str, str]]) -> list[int]:
+    return [i for i in range(1, len(roles)) if roles[i][2] != roles[i - 1][2]]
+
+
+def branch_spans(roles: list[tuple[str, str, str]]) -> list[tuple[str, int, int]]:
+    """(branch, first row, last row + 1) for each run of rows of one branch."""
+    spans: list[tuple[str, int, int]] = []
+    for i, (branch, _, _) in enumerate(roles):
+        if spans and spans[-1][0] == branch:
+            spans[-1] = (branch, spans[-1][1], i + 1)
+        else:
+            spans.append((branch, i, i + 1))
+    return spans
+
+
+def describe_row(record: dict, vocab: dict, roles: list, row: int) -> str:
+    token = escape(visible(token_text(vocab, record["input_ids"][row])))
+    return f"row {row} {roles[row][1]} ‘{token}’ at position {record['position_ids'][row]}"
+
+
+def header_svg(record: dict, roles: list, grid_x: int, font: int, detailed: bool) -> list[str]:
+    """The prefix column, a coloured bar and a name over each branch, and the label columns' titles."""
+    n = len(roles)
+    parts = [
+        f'<rect x="{grid_x}" y="{HEAD_HEIGHT}" width="{n * CELL}" height="{n * CELL}" class="ll-mask-bg"/>',
+        f'<rect x="{LABEL_WIDTH}" y="{HEAD_HEIGHT}" width="{PREFIX_CELLS * CELL}" height="{n * CELL}" '
+        f'class="ll-mask-prefix"><title>every row sees the committed prefix: {record["position"]} tokens'
+        "</title></rect>",
+        f'<text x="{LABEL_WIDTH + CELL}" y="{HEAD_HEIGHT - 6}" font-size="{font}" text-anchor="middle">prefix</text>',
+    ]
+    for branch, first, last in branch_spans(roles):
+        x, span = grid_x + first * CELL, (last - first) * CELL
+        name = {"current": "c", "lookahead": "window", "verification": "guesses"}[branch]
+        parts.append(f'<rect x="{x}" y="{HEAD_HEIGHT - 24}" width="{span}" height="4" fill="{colour(branch)}"/>')
+        if span >= 3 * font or branch == "current":
+            parts.append(
+                f'<text x="{x + span / 2}" y="{HEAD_HEIGHT - 6}" font-size="{font}" text-anchor="middle">{name}</text>'
+            )
+    if detailed:
+        parts.append(f'<text x="4" y="{HEAD_HEIGHT - 6}" font-size="{font}" class="ll-dimtext">row</text>')
+        parts.append(
+            f'<text x="{LABEL_WIDTH - 6}" y="{HEAD_HEIGHT - 6}" font-size="{font}" text-anchor="end" '
+            'class="ll-dimtext">position</text>'
+        )
+    return parts
+
+
+def rows_svg(record: dict, vocab: dict, roles: list, grid_x: int, font: int, detailed: bool) -> list[str]:
+    """One group per row: its label and position id, and a rectangle per run of columns it sees."""
+    parts = []
+    for row, seen in enumerate(visible_rows(record["parents"])):
+        y = HEAD_HEIGHT + row * CELL
+        sees = " sees the prefix and " + ", ".join(roles[col][1] for col in seen) if detailed else ""
+        tip = f"<title>{describe_row(record, vocab, roles, row)}{escape(sees)}</title>"
+        cells = "".join(
+            f'<rect x="{grid_x + first * CELL}" y="{y}" width="{length * CELL - 1}" height="{CELL - 1}"/>'
+            for first, length in runs(seen)
+        )
+        label = ""
+        if detailed:
+            label = (
+                f'<text x="4" y="{y + CELL - 3}" font-size="{font}">{escape(roles[row][1])}</text>'
+                f'<text x="{LABEL_WIDTH - 6}" y="{y + CELL - 3}" font-size="{font}" text-anchor="end" '
+                f'class="ll-pos">{record["position_ids"][row]}</text>'
+            )
+        parts.append(f'<g fill="{colour(roles[row][0])}">{tip}{label}{cells}</g>')
+    return parts
+
+
+def separators_svg(roles: list, grid_x: int) -> list[str]:
+    """Thin lines between levels and between guesses, across and down."""
+    end = len(roles) * CELL
+    parts = []
+    for start in group_starts(roles):
+        offset = start * CELL
+        parts.append(
+            f'<line x1="{grid_x + offset}" y1="{HEAD_HEIGHT}" x2="{grid_x + offset}" '
+            f'y2="{HEAD_HEIGHT + end}" class="ll-sep"/>'
+        )
+        parts.append(
+            f'<line x1="{grid_x}" y1="{HEAD_HEIGHT + offset}" x2="{grid_x + end}" '
+            f'y2="{HEAD_HEIGHT + offset}" class="ll-sep"/>'
+        )
+    return parts
+
+
+def mask_svg(record: dict, vocab: dict[str, str]) -> str:
+    roles = row_roles(record)
+    n = len(roles)
+    detailed = n <= DETAILED_ROWS
+    font = 10 if detailed else max(10, n // 6)
+    grid_x = LABEL_WIDTH + PREFIX_CELLS * CELL + 4
+    width, height = grid_x + n * CELL + 2, HEAD_HEIGHT + n * CELL + 2
+    parts = header_svg(record, roles, grid_x, font, detailed)
+    parts += rows_svg(record, vocab, roles, grid_x, font, detailed)
+    parts += separators_svg(roles, grid_x)
+    return (
+        f'<svg class="ll-mask" viewBox="0 0 {width} {height}" style="max-width:{width}px" role="img" '
+        f'aria-label="attention mask of step {record["step"]}: {n} rows">{"".join(parts)}</svg>'
+    )
+
+
+def mask_html(record: dict, vocab: dict[str, str]) -> str:
+    """The mask grid with the row labels and position ids, and a sentence on how to read it."""
+    if record.get("kind") == "prefill":
+        return (
+            '<p class="ll-empty">The prefill uses the ordinary causal mask: each prompt token sees the tokens '
+            "before it. The tree-shaped mask starts at step 1.</p>"
+        )
+    p = record["position"]
+    note = (
+        f"{record['tokens_fed']} rows fed in one forward pass. A coloured cell means the row may attend to that "
+        f"column; every row also sees the {p}-token committed prefix. Position ids: c at {p}, window level l "
+        f"column j at {p}+l+j, guess token k at {p + 1}+k, so several rows share a position: they are rival "
+        "guesses for it."
+    )
+    return f'<div class="ll-scroll">{mask_svg(record, vocab)}</div><p class="ll-note">{escape(note)}</p>'

@@ -1,0 +1,41 @@
+"""Panel 4, the output so far: the prompt, then every committed token coloured by how it was produced.
+
+Guaranteed (the next token greedy decoding would emit), accepted from a guess, or the bonus
+token; the tooltip names the step that committed it, and this step's tokens are underlined.
+"""
+
+from __future__ import annotations
+
+from html import escape
+
+from .tokens import chip, token_text
+
+PROMPT_CHARS = 400
+
+
+def prompt_html(trace: dict) -> str:
+    """The prompt as the model saw it (chat template included), its tail only when it is long."""
+    vocab = trace["vocab"]
+    text = "".join(token_text(vocab, t) for t in trace["meta"]["prompt_token_ids"])
+    if len(text) > PROMPT_CHARS:
+        text = "…" + text[-PROMPT_CHARS:]
+    count = len(trace["meta"]["prompt_token_ids"])
+    return f'<span class="ll-prompt" title="the prompt, {count} tokens">{escape(text)}</span>'
+
+
+def output_html(trace: dict, index: int) -> str:
+    """The prompt and the tokens committed by steps 0..index."""
+    vocab = trace["vocab"]
+    prompt_length = len(trace["meta"]["prompt_token_ids"])
+    produced = 0
+    pieces = []
+    for record in trace["steps"][: index + 1]:
+        current = " ll-this" if record["step"] == index else ""
+        for token, source in zip(record["committed"], record["sources"], strict=True):
+            tooltip = f"step {record['step']} · {source} · position {prompt_length + produced}"
+            pieces.append(chip(vocab, token, source, tooltip, current.strip()))
+            if token_text(vocab, token).endswith("\n"):
+                pieces.append("<br>")
+            produced += 1
+    body = f'{prompt_html(trace)}<span class="ll-generated">{"".join(pieces)}</span>'
+    return f'<div class="ll-output"><div>{body}</div></div>'

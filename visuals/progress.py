@@ -1,0 +1,94 @@
+"""Panel 7, progress against greedy: forward passes and measured seconds for the same output, so far.
+
+Greedy decoding needs one forward pass per token, so after T tokens it has made T passes; the
+lookahead trace made step + 1 (the prefill included). Their ratio is the compression ratio.
+Seconds are the ones both runs measured, on the machine the trace names.
+"""
+
+from __future__ import annotations
+
+from html import escape
+
+import plotly.graph_objects as go
+
+from .palette import KINDS
+
+
+def progress_at(run: dict, index: int) -> dict:
+    """Tokens, passes and seconds of both methods after step `index` of the lookahead trace."""
+    steps = run["lookahead"]["steps"][: index + 1]
+    tokens = sum(len(r["committed"]) for r in steps)
+    greedy_steps = run["greedy"]["steps"][:tokens]
+    ours = run["lookahead"]["summary"]["new_token_ids"][:tokens]
+    theirs = run["greedy"]["summary"]["new_token_ids"][:tokens]
+    return {
+        "tokens": tokens,
+        "lookahead_passes": len(steps),
+        "greedy_passes": len(greedy_steps),
+        "compression": tokens / len(steps),
+        "lookahead_seconds": sum(r["step_seconds"] for r in steps),
+        "greedy_seconds": sum(r["step_seconds"] for r in greedy_steps),
+        "same_as_greedy": ours == theirs,
+    }
+
+
+def bar(label: str, value: float, scale: float, text: str, kind: str) -> str:
+    width = 100 * value / scale if scale else 0
+    return (
+        f'<div class="ll-bar"><span class="ll-bar-label">{label}</span><span class="ll-bar-track">'
+        f'<span class="ll-bar-fill ll-{kind}" style="width:{width:.1f}%"></span></span>'
+        f'<span class="ll-bar-value">{escape(text)}</span></div>'
+    )
+
+
+def progress_html(run: dict, index: int) -> str:
+    p = progress_at(run, index)
+    device = run["lookahead"]["meta"]["machine"]["device_name"]
+    passes = max(p["lookahead_passes"], p["greedy_passes"])
+    seconds = max(p["lookahead_seconds"], p["greedy_seconds"])
+    same = (
+        "output identical to greedy so far ✓"
+        if p["same_as_greedy"]
+        else "output differs from greedy (half precision can flip near-ties)"
+    )
+    return (
+        f'<div class="ll-progress"><h4>Forward passes for the same {p["tokens"]} tokens</h4>'
+        + bar("lookahead", p["lookahead_passes"], passes, str(p["lookahead_passes"]), "lookahead")
+        + bar("greedy", p["greedy_passes"], passes, str(p["greedy_passes"]), "guaranteed")
+        + f'<h4>Measured time <span class="ll-dim">on {escape(device)}</span></h4>'
+        + bar("lookahead", p["lookahead_seconds"], seconds, f"{p['lookahead_seconds']:.2f} s", "lookahead")
+        + bar("greedy", p["greedy_seconds"], seconds, f"{p['greedy_seconds']:.2f} s", "guaranteed")
+        + f'<p class="ll-ratio"><b>{p["compression"]:.2f}</b> tokens per step (compression ratio) · '
+        f"{escape(same)}</p></div>"
+    )
+
+
+def tokens_per_step_figure(run: dict) -> go.Figure:
+    """Stacked bars: tokens each forward pass committed, split by how they were produced."""
+    steps = run["lookahead"]["steps"]
+    x = [r["step"] for r in steps]
+    figure = go.Figure()
+    for source in ("guaranteed", "accepted", "bonus"):
+        hue, label, _ = KINDS[source]
+        figure.add_bar(x=x, y=[r["sources"].count(source) for r in steps], name=label, marker_color=hue)
+    figure.add_hline(
+        y=1,
+        line_dash="dot",
+        line_color="#555",
+        annotation_text="greedy: 1 per pass",
+        annotation_position="top left",
+        annotation_font_size=10,
+    )
+    figure.update_layout(
+        template="none",
+        barmode="stack",
+        height=230,
+        margin={"l": 40, "r": 10, "t": 30, "b": 36},
+        title={"text": "Tokens committed per forward pass", "font": {"size": 13}, "x": 0.01},
+        legend={"orientation": "h", "y": 1.12, "x": 1, "xanchor": "right", "font": {"size": 11}},
+        xaxis={"title": {"text": "step", "font": {"size": 11}}, "tickfont": {"size": 10}},
+        yaxis={"tickfont": {"size": 10}, "dtick": 1, "rangemode": "tozero"},
+        bargap=0.15,
+        font={"size": 11},
+    )
+    return figure

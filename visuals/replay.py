@@ -1,0 +1,140 @@
+"""Replaying a recorded run with no model: which step to show, every panel for it, and input checks.
+
+A run is `{"lookahead": trace, "greedy": trace}` as the engine's `record_run` returns it. Nothing
+here imports gradio: `app.py` turns InputError and a lost session into messages for the user.
+"""
+
+from __future__ import annotations
+
+import math
+
+from .caption import caption_html
+from .mask import mask_html
+from .output import output_html
+from .pool import pool_html
+from .progress import progress_html
+from .verification import verification_html
+from .window import window_html
+
+PANELS = ("caption", "window", "pool", "verification", "output", "mask", "progress")
+MAX_NEW_TOKENS = 256
+# The model's context is 8,192 tokens (about 4 characters each); far longer text is refused before
+# the tokenizer spends seconds on it, so one visitor's paste cannot stall the queue.
+MAX_PROMPT_CHARACTERS = 40_000
+SESSION_EXPIRED = (
+    "This session expired (the page was open a long time, or the server restarted), so the example run was "
+    "loaded again. Pick a preset or press Run to record your prompt again."
+)
+
+
+class InputError(ValueError):
+    """A request the app refuses before any model work; the message says what to change."""
+
+
+# ----------------------------------------------------------------------------------------------
+# The recorded run and the step index
+
+
+def is_run(value) -> bool:
+    """Whether `value` looks like a recorded run: both traces, each with at least its prefill step."""
+    if not isinstance(value, dict):
+        return False
+    traces = [value.get("lookahead"), value.get("greedy")]
+    return all(isinstance(t, dict) and isinstance(t.get("steps"), list) and t["steps"] for t in traces)
+
+
+def last_step(run: dict) -> int:
+    return len(run["lookahead"]["steps"]) - 1
+
+
+def clamp_step(run: dict, index) -> int:
+    """`index` as a valid step number of the run: 0 for anything that is not a finite number."""
+    if isinstance(index, bool) or not isinstance(index, int | float) or not math.isfinite(index):
+        return 0
+    return min(max(int(round(index)), 0), last_step(run))
+
+
+def step_by(run: dict, index, delta: int) -> int:
+    return clamp_step(run, clamp_step(run, index) + delta)
+
+
+def play_tick(run: dict, index) -> tuple[int, bool]:
+    """The next step while playing, and whether to keep playing after it."""
+    following = step_by(run, index, 1)
+    return following, following < last_step(run)
+
+
+def play_start(run: dict, index) -> int:
+    """Where Play starts: from the current step, or from the beginning once the end was reached."""
+    current = clamp_step(run, index)
+    return 0 if current >= last_step(run) else current
+
+
+def play_interval(steps_per_second) -> float:
+    """Seconds between steps when playing at `steps_per_second` (held between 0.25 and 10)."""
+    try:
+        speed = float(steps_per_second)
+    except (TypeError, ValueError):
+        speed = 1.0
+    if not math.isfinite(speed):
+        speed = 1.0
+    return 1.0 / min(max(speed, 0.25), 10.0)
+
+
+# ----------------------------------------------------------------------------------------------
+# Panels
+
+
+def panels(run: dict, index: int) -> dict[str, str]:
+    """The HTML of every per-step panel for step `index` of the lookahead trace."""
+    trace = run["lookahead"]
+    index = clamp_step(run, index)
+    record, vocab = trace["steps"][index], trace["vocab"]
+    ngram = trace["meta"]["settings"]["ngram"]
+    previous_size = trace["steps"][index - 1].get("pool_size") if index > 1 else None
+    return {
+        "caption": caption_html(trace, index),
+        "window": window_html(record, vocab, ngram),
+        "pool": pool_html(record, vocab, previous_size),
+        "verification": verification_html(record, vocab),
+        "output": output_html(trace, index),
+        "mask": mask_html(record, vocab),
+        "progress": progress_html(run, index),
+    }
+
+
+def panel_values(run: dict, index: int) -> list[str]:
+    """The panels in PANELS order, the order app.py lists its outputs in."""
+    shown = panels(run, index)
+    return [shown[name] for name in PANELS]
+
+
+# ----------------------------------------------------------------------------------------------
+# Checks on what a user sends with Run
+
+
+def check_prompt(text) -> str:
+    if not isinstance(text, str) or not text.strip():
+        raise InputError("The prompt is empty: type a prompt or pick a preset.")
+    if len(text) > MAX_PROMPT_CHARACTERS:
+        raise InputError(
+            f"The prompt has {len(text):,} characters; the limit is {MAX_PROMPT_CHARACTERS:,} "
+            "(the model reads at most 8,192 tokens). Shorten it."
+        )
+    return text
+
+
+def whole_number(value, name: str) -> int:
+    """`value` as an int when it is a whole number (sliders send floats such as 7.0)."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value != int(value):
+        raise InputError(f"{name} must be a whole number, got {value!r}.")
+    return int(value)
+
+
+def check_settings(window, ngram, guesses, max_new_tokens) -> tuple[int, int, int, int]:
+    """W, N, G and max new tokens as ints; the engine's LookaheadConfig checks W, N, G ranges and budget."""
+    w, n, g = whole_number(window, "W"), whole_number(ngram, "N"), whole_number(guesses, "G")
+    tokens = whole_number(max_new_tokens, "Max new tokens")
+    if not 1 <= tokens <= MAX_NEW_TOKENS:
+        raise InputError(f"Max new tokens must be between 1 and {MAX_NEW_TOKENS}, got {tokens}.")
+    return w, n, g, tokens

@@ -1,0 +1,103 @@
+"""The run at a glance: settings, model and machine, and the measured result against greedy.
+
+It also says where any speedup comes from (tokens per step) or goes (the cost of one lookahead
+step on this device), since on a CPU a wide window can cost more than it saves.
+"""
+
+from __future__ import annotations
+
+from html import escape
+
+
+def mean_decode_seconds(trace: dict) -> float:
+    """Mean seconds of a step after the prefill (the prefill is the same for both methods)."""
+    decode = [r["step_seconds"] for r in trace["steps"][1:]]
+    return sum(decode) / len(decode) if decode else 0.0
+
+
+def speed_story(run: dict) -> str:
+    """One or two sentences on whether lookahead was faster here, and why."""
+    ours, theirs = run["lookahead"], run["greedy"]
+    decode = ours["steps"][1:]
+    if not decode:
+        return "The prefill alone produced the only new token: there was no decoding step to speed up."
+    compression = ours["summary"]["tokens_per_step"]
+    speedup = theirs["summary"]["seconds"] / ours["summary"]["seconds"] if ours["summary"]["seconds"] else 0.0
+    greedy_step = mean_decode_seconds(theirs)
+    cost = mean_decode_seconds(ours) / greedy_step if greedy_step else 0.0
+    device = ours["meta"]["machine"]["device_name"]
+    story = (
+        f"Lookahead ran {speedup:.2f}× as fast as greedy on {device}: it committed {compression:.2f} tokens "
+        f"per step, and one of its steps took {cost:.2f}× as long as a greedy step."
+    )
+    if all(r["warming_up"] for r in decode):
+        story += " The run ended while the window was still warming up, before any n-gram was harvested."
+    elif compression < 1.15:
+        story += " Few guesses were accepted here: the text was hard to predict from the pool."
+    elif speedup < 1:
+        story += " Guesses were accepted, but each step fed so many tokens that this device paid more than it saved."
+    return story
+
+
+def stat(value: str, label: str, tooltip: str) -> str:
+    return f'<div class="ll-stat" title="{escape(tooltip)}"><b>{escape(value)}</b><span>{escape(label)}</span></div>'
+
+
+def summary_html(run: dict) -> str:
+    """The recorded run in five numbers, the machine it was measured on, and where the speed went."""
+    ours, theirs = run["lookahead"], run["greedy"]
+    meta, s, g = ours["meta"], ours["summary"], theirs["summary"]
+    machine, settings = meta["machine"], meta["settings"]
+    stats = [
+        stat(
+            f"W={settings['window']} N={settings['ngram']} G={settings['guesses']}",
+            "settings",
+            "window size W, n-gram size N, guesses G",
+        ),
+        stat(str(s["tokens"]), "new tokens", f"stop: {s['stop']}"),
+        stat(f"{s['steps']} vs {g['steps']}", "forward passes vs greedy", "the prefill counts as one pass"),
+        stat(f"{s['tokens_per_step']:.2f}", "tokens per step", "the compression ratio: tokens / forward passes"),
+        stat(
+            f"{s['seconds']:.1f} s vs {g['seconds']:.1f} s", "time vs greedy", f"measured on {machine['device_name']}"
+        ),
+    ]
+    facts = f"{machine['model']} · {machine['device_name']} · {machine['dtype']} · recorded {meta['recorded_at']}"
+    return (
+        f'<div class="ll-summary"><div class="ll-stats">{"".join(stats)}</div>'
+        f'<div class="ll-dim">{escape(speed_story(run))} <i>{escape(facts)}</i></div></div>'
+    )
+
+
+def model_html(facts: dict | None) -> str:
+    """The model and device in use, or what will be loaded on the first Run."""
+    if facts is None:
+        return (
+            '<div class="ll-budget">Model in use: none yet. The embedded <b>SmolLM2-135M-Instruct</b> loads on '
+            "the first Run, on a GPU when this machine has one, else on the CPU.</div>"
+        )
+    millions = facts["parameters"] / 1e6
+    return (
+        f'<div class="ll-budget">Model in use: <b>{escape(facts["model"])}</b> ({escape(facts["architecture"])}, '
+        f"{millions:.0f} M parameters) on <b>{escape(facts['device_name'])}</b>, {escape(facts['dtype'])}, "
+        f"{escape(facts['attention'])} attention</div>"
+    )
+
+
+def feed_html(tokens: int | None, budget: int, problem: str | None = None) -> str:
+    """How many tokens one step of these settings feeds to the model, against the per-step budget."""
+    if problem is not None:
+        return f'<div class="ll-budget ll-over"><b>Refused:</b> {escape(problem)}</div>'
+    return (
+        f'<div class="ll-budget">Each full step feeds <b>{tokens}</b> tokens to one forward pass '
+        f"(1 + (W−1) + (N−2)·W + G·(N−1); budget {budget}).</div>"
+    )
+
+
+def notice_html(message: str | None) -> str:
+    """Under the Run button: why the last Run was refused, or how long a Run takes."""
+    if message is None:
+        return (
+            '<div class="ll-budget">Run records lookahead and then greedy decoding of your prompt on the model '
+            "(a few seconds per 16 tokens on a CPU), then replays it from step 0.</div>"
+        )
+    return f'<div class="ll-budget ll-over"><b>Not run:</b> {escape(message)}</div>'

@@ -1,0 +1,47 @@
+"""Token text for display: whitespace made visible (▁ for a space, ⏎ for a newline), always escaped.
+
+A token chip is one `<span>` whose colour comes from its kind (see palette) and whose tooltip
+(a title attribute) says what the record knows about it: id, position, origin.
+"""
+
+from __future__ import annotations
+
+from html import escape
+
+from .palette import colour
+
+VISIBLE_WHITESPACE = {" ": "▁", "\n": "⏎", "\t": "⇥", "\r": "␍"}
+
+
+def token_text(vocab: dict[str, str], token_id: int) -> str:
+    """The raw text of a token, or its id in brackets when the trace's vocab does not have it."""
+    return vocab.get(str(token_id), f"[{token_id}]")
+
+
+def visible(text: str) -> str:
+    """`text` with whitespace drawn as symbols; an empty token is shown as ∅ so it stays clickable."""
+    shown = "".join(VISIBLE_WHITESPACE.get(ch, ch) for ch in text)
+    return shown or "∅"
+
+
+def named(vocab: dict[str, str], token_id: int) -> str:
+    """A token for a tooltip, e.g. ‘▁the’ (not escaped: `chip` escapes its tooltip)."""
+    return f"‘{visible(token_text(vocab, token_id))}’"
+
+
+def quoted(vocab: dict[str, str], token_id: int) -> str:
+    """A token for running HTML prose, e.g. in captions: ‘▁the’, escaped."""
+    return escape(named(vocab, token_id))
+
+
+def chip(vocab: dict[str, str], token_id: int, kind: str | None = None, tooltip: str = "", classes: str = "") -> str:
+    """One token as a coloured span with whitespace visible; `tooltip` starts with the token id."""
+    style = f' style="--k:{colour(kind)}"' if kind else ""
+    title = f"id {token_id}" + (f" · {tooltip}" if tooltip else "")
+    css = "ll-tok" + (f" ll-{kind}" if kind else "") + (f" {classes}" if classes else "")
+    text = escape(visible(token_text(vocab, token_id)))
+    return f'<span class="{css}"{style} title="{escape(title)}">{text}</span>'
+
+
+def chips(vocab: dict[str, str], token_ids: list[int], kind: str | None = None, tooltip: str = "") -> str:
+    return "".join(chip(vocab, t, kind, tooltip) for t in token_ids)
