@@ -1,8 +1,11 @@
-"""Command line: `python -m lookahead_core generate ...` (the contract other tools rely on).
+"""Command line: `python -m lookahead_core generate|bench ...` (the contract other tools rely on).
 
-With --json, one JSON object per prompt per line, keys: id, method, window, ngram, guesses,
-prompt_token_ids, new_token_ids, text, steps (forward passes, the prefill counted as one),
-seconds. Without it, the text and a one-line summary. Errors go to stderr as one line, exit 2.
+generate: with --json, one JSON object per prompt per line, keys: id, method, window, ngram,
+guesses, prompt_token_ids, new_token_ids, text, steps (forward passes, the prefill counted as
+one), seconds. Without it, the text and a one-line summary.
+bench: a table of every method's totals on stdout, a progress bar on stderr, and the report
+of `bench.run_bench` with --json and as a self-contained Plotly page with --html.
+Errors go to stderr as one line, exit 2.
 """
 
 from __future__ import annotations
@@ -10,12 +13,40 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 
+from tqdm import tqdm
+
+from .bench import METHODS, check_methods, run_bench
 from .config import LookaheadConfig, SettingsError
-from .datasets import read_prompts_file
+from .datasets import load_prompts, read_prompts_file
 from .decoding import DecodingError
 from .models import ModelLoadError, encode_prompt, load_model
 from .trace import decode_steps, summarize
+from .tuning import AutoSettings, auto_settings
+
+
+def add_model_options(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "--model", default=None, help="hub id, local folder or .gguf file (default: embedded SmolLM2-135M-Instruct)"
+    )
+    command.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
+    command.add_argument("--dtype", default="auto", choices=["auto", "float32", "bfloat16", "float16"])
+    command.add_argument("--trust-remote-code", action="store_true", help="allow a hub model's own code to run")
+
+
+def add_settings_options(command: argparse.ArgumentParser) -> None:
+    command.add_argument("--window", type=int, default=LookaheadConfig.window, metavar="W", help="window W (columns)")
+    command.add_argument("--ngram", type=int, default=LookaheadConfig.ngram, metavar="N", help="n-gram size N")
+    command.add_argument(
+        "--guesses", type=int, default=LookaheadConfig.guesses, metavar="G", help="guesses G verified per step"
+    )
+    command.add_argument(
+        "--auto",
+        action="store_true",
+        help="choose W, N, G and a per-step plan from this hardware's measured step costs (ignores W, N, G)",
+    )
+    command.add_argument("--max-new-tokens", type=int, default=128, metavar="M")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -25,31 +56,49 @@ def build_parser() -> argparse.ArgumentParser:
     source = gen.add_mutually_exclusive_group(required=True)
     source.add_argument("--prompt", help="one prompt text")
     source.add_argument("--prompts-file", help='JSONL file, one {"id": str, "prompt": str} per line')
-    gen.add_argument(
-        "--model", default=None, help="hub id, local folder or .gguf file (default: embedded SmolLM2-135M-Instruct)"
-    )
-    gen.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
-    gen.add_argument("--dtype", default="auto", choices=["auto", "float32", "bfloat16", "float16"])
+    add_model_options(gen)
     gen.add_argument("--method", default="lookahead", choices=["lookahead", "greedy"])
-    gen.add_argument("--window", type=int, default=LookaheadConfig.window, metavar="W", help="window size W (columns)")
-    gen.add_argument("--ngram", type=int, default=LookaheadConfig.ngram, metavar="N", help="n-gram size N (N-1 levels)")
-    gen.add_argument(
-        "--guesses", type=int, default=LookaheadConfig.guesses, metavar="G", help="guesses G verified per step"
-    )
-    gen.add_argument("--max-new-tokens", type=int, default=128, metavar="M")
+    add_settings_options(gen)
     gen.add_argument("--chat", action="store_true", help="wrap each prompt in the model's chat template")
     gen.add_argument("--json", action="store_true", help="one JSON object per prompt per line")
-    gen.add_argument("--trust-remote-code", action="store_true", help="allow a hub model's own code to run")
+    bench = commands.add_parser("bench", help="time greedy, lookahead and their peers on a prompt set")
+    bench.add_argument(
+        "--dataset", required=True, metavar="humaneval|mtbench|FILE.jsonl", help="a prompt set or a JSONL file"
+    )
+    bench.add_argument("--limit", type=int, default=None, metavar="K", help="the first K prompts only")
+    bench.add_argument(
+        "--methods", default=",".join(METHODS), help=f"comma-separated, from {', '.join(METHODS)} (default: all)"
+    )
+    add_model_options(bench)
+    add_settings_options(bench)
+    bench.add_argument("--json", metavar="OUT.json", help="write the full report as JSON")
+    bench.add_argument("--html", metavar="OUT.html", help="write a self-contained Plotly report")
     return parser
 
 
+def asked_settings(args: argparse.Namespace) -> LookaheadConfig | None:
+    """The W, N, G asked for, validated before any model loads; None with --auto."""
+    return None if args.auto else LookaheadConfig(window=args.window, ngram=args.ngram, guesses=args.guesses)
+
+
+def chosen_settings(asked: LookaheadConfig | None, lm) -> tuple[LookaheadConfig, AutoSettings | None]:
+    """The settings asked for, or (asked None) the auto choice for this model and device, said on stderr."""
+    if asked is not None:
+        return asked, None
+    auto = auto_settings(lm)
+    print(f"auto: W={auto.config.window} N={auto.config.ngram} G={auto.config.guesses}, {auto.why}", file=sys.stderr)
+    return auto.config, auto
+
+
 def generate(args: argparse.Namespace) -> None:
-    config = LookaheadConfig(window=args.window, ngram=args.ngram, guesses=args.guesses)
+    asked = asked_settings(args)
     prompts = read_prompts_file(args.prompts_file) if args.prompts_file else [{"id": "prompt", "prompt": args.prompt}]
     lm = load_model(args.model, device=args.device, dtype=args.dtype, trust_remote_code=args.trust_remote_code)
+    config, auto = chosen_settings(asked, lm)
     for item in prompts:
         prompt_ids = encode_prompt(lm.tokenizer, item["prompt"], args.chat)
-        summary = summarize(list(decode_steps(lm, prompt_ids, args.method, config, args.max_new_tokens)))
+        planner = auto.make_planner() if auto is not None else None
+        summary = summarize(list(decode_steps(lm, prompt_ids, args.method, config, args.max_new_tokens, planner)))
         text = lm.tokenizer.decode(summary["new_token_ids"], skip_special_tokens=True)
         lookahead = args.method == "lookahead"
         if args.json:
@@ -72,6 +121,7 @@ def generate(args: argparse.Namespace) -> None:
             )
         else:
             settings = f"W={config.window} N={config.ngram} G={config.guesses}" if lookahead else "greedy"
+            settings += f", {auto.planner} plan" if lookahead and auto is not None else ""
             print(f"--- {item['id']} ---\n{text}")
             print(
                 f"[{args.method} {settings}] {summary['tokens']} tokens in {summary['steps']} steps "
@@ -81,10 +131,54 @@ def generate(args: argparse.Namespace) -> None:
             )
 
 
+def bench(args: argparse.Namespace) -> None:
+    methods = check_methods([m.strip() for m in args.methods.split(",") if m.strip()])
+    asked = asked_settings(args)
+    if args.limit is not None and args.limit < 1:
+        raise ValueError(f"--limit must be >= 1, got {args.limit}")
+    prompts = load_prompts(args.dataset, args.limit)
+    if not prompts:
+        raise ValueError(f"no prompts in {args.dataset}")
+    lm = load_model(args.model, device=args.device, dtype=args.dtype, trust_remote_code=args.trust_remote_code)
+    config, auto = chosen_settings(asked, lm)
+    with tqdm(total=len(prompts) * len(methods), unit="run", file=sys.stderr) as bar:
+
+        def progress(done: int, total: int, label: str) -> None:
+            bar.update(done - bar.n)
+            bar.set_postfix_str(label)
+
+        report = run_bench(lm, prompts, methods, config, args.max_new_tokens, progress, args.dataset, auto)
+    print(summary_table(report))
+    if args.json:
+        Path(args.json).write_text(json.dumps(report, indent=1))
+    if args.html:
+        from visuals.bench import bench_report_html  # the engine itself needs no plotting
+
+        Path(args.html).write_text(bench_report_html(report))
+
+
+def summary_table(report: dict) -> str:
+    """The totals as a plain-text table, with what ran where."""
+    machine, settings = report["machine"], report["settings"]
+    lines = [
+        f"{settings['dataset']}: {report['summary'][settings['methods'][0]]['prompts']} prompts, "
+        f"{settings['max_new_tokens']} new tokens, {machine['model']} on {machine['device_name']} "
+        f"({machine['dtype']}); "
+        f"speedup over {settings['baseline']}",
+        f"{'method':<14}{'tokens':>8}{'steps':>8}{'tok/step':>10}{'seconds':>10}{'tok/s':>9}{'speedup':>9}{'exact':>8}",
+    ]
+    for method, row in report["summary"].items():
+        lines.append(
+            f"{method:<14}{row['tokens']:>8}{row['steps']:>8}{row['tokens_per_step']:>10.2f}{row['seconds']:>10.2f}"
+            f"{row['tokens_per_second']:>9.2f}{row['speedup']:>8.2f}x{row['exact']:>5}/{row['prompts']}"
+        )
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        generate(args)
+        bench(args) if args.command == "bench" else generate(args)
     except (SettingsError, DecodingError, ModelLoadError, ValueError, OSError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from .config import LookaheadConfig
 from .forward import decode_one_token, forward_tree, keep_rows, prefill
 from .layout import step_layout
+from .planning import FullPlanner
 from .pool import NGramPool
 from .window import JacobiWindow
 
@@ -152,8 +153,11 @@ def fresh_ngrams(harvested, window_before, previous, sequence, pooled_upto, ngra
 class LookaheadDecoder:
     """One lookahead run's state: KV cache, committed sequence, Jacobi window and n-gram pool."""
 
-    def __init__(self, model, prompt_ids, config: LookaheadConfig, max_new_tokens: int, eos_ids, seed: int = 0):
+    def __init__(
+        self, model, prompt_ids, config: LookaheadConfig, max_new_tokens: int, eos_ids, seed: int = 0, planner=None
+    ):
         self.model, self.config, self.max_new_tokens, self.eos_ids = model, config, max_new_tokens, eos_ids
+        self.planner = planner or FullPlanner()
         self.prompt_ids = list(prompt_ids)
         self.seed = seed
         self.pool = NGramPool(config.ngram, config.guesses)
@@ -171,14 +175,19 @@ class LookaheadDecoder:
         return {**prefill_record(self.prompt_ids, token, seconds, "lookahead"), "stop": self.stop}
 
     def step(self) -> dict:
-        """One forward pass: feed c, the window and the guesses; verify; update window, pool and cache."""
+        """One forward pass: feed c, the window and the guesses the plan picked; verify; update window, pool, cache."""
         start = time.perf_counter()
         self.step_index += 1
         current, previous, position = self.sequence[-1], self.sequence[-2], len(self.sequence) - 1
         entries = [[list(e.continuation), e.source] for e in self.pool.entries(current)]
-        guesses = self.pool.guesses(current, previous, self.config.guesses)
-        window_before = self.window.copy_levels()
-        layout = step_layout(len(window_before), self.window.width, len(guesses), self.config.ngram - 1)
+        offered = self.pool.guesses(current, previous, self.config.guesses)
+        warming_up = not self.window.is_full
+        window_tokens = sum(map(len, self.window.levels)) - 1
+        plan = self.planner.plan(offered, window_tokens, self.config.ngram - 1)
+        guesses = plan.guesses
+        window_before = self.window.copy_levels() if plan.feed_window else [[current]]
+        guess_length = len(guesses[0].tokens) if guesses else 0
+        layout = step_layout(len(window_before), len(window_before[0]), len(guesses), guess_length)
         input_ids = [t for level in window_before for t in level] + [t for g in guesses for t in g.tokens]
 
         argmax, seconds = forward_tree(self.model, self.cache, input_ids, layout)
@@ -192,21 +201,25 @@ class LookaheadDecoder:
         if self.stop is None:
             keep_rows(self.cache, position + 1, [position + r for r in paths[best][:accepted]] if accepted else [])
         self.sequence += committed
-        new_level = [argmax[row] for row in layout.window_rows[-1]]
-        harvested = self.window.harvest(new_level)
+        new_level = [argmax[row] for row in layout.window_rows[-1]] if plan.feed_window else []
+        harvested = self.window.harvest(new_level) if plan.feed_window else []
         added, evicted = self.update_pool(harvested, window_before, previous)
-        self.window.advance(new_level, self.sequence[-1])
-        return {
+        if plan.feed_window:
+            self.window.advance(new_level, self.sequence[-1])
+        else:
+            self.window.reanchor(self.sequence[-1])
+        record = {
             "step": self.step_index,
             "method": "lookahead",
             "kind": "decode",
             "position": position,
             "current_token": current,
+            "plan": plan.as_record(len(offered)),
             "window": window_before,
             "jacobi_update": new_level,
             "window_predictions": [[argmax[row] for row in rows] for rows in layout.window_rows],
             "window_next": self.window.copy_levels(),
-            "warming_up": len(window_before) < self.config.ngram - 1,
+            "warming_up": warming_up,
             "harvested": harvested,
             "pool_key": current,
             "pool_entries": entries,
@@ -234,6 +247,8 @@ class LookaheadDecoder:
             "note": NO_GUESSES_NOTE if self.config.guesses == 0 else None,
             "stop": self.stop,
         }
+        self.planner.observe(record)
+        return record
 
     @property
     def produced(self) -> int:
@@ -258,9 +273,13 @@ def lookahead_steps(
     max_new_tokens: int,
     eos_ids: frozenset[int],
     seed: int = 0,
+    planner=None,
 ) -> Iterator[dict]:
-    """Lookahead decoding (Jacobi window + n-gram pool + greedy verification); output equals greedy."""
-    decoder = LookaheadDecoder(model, prompt_ids, config, max_new_tokens, eos_ids, seed)
+    """Lookahead decoding (Jacobi window + n-gram pool + greedy verification); output equals greedy.
+
+    `planner` picks each step's input (default: the paper's full window and G guesses).
+    """
+    decoder = LookaheadDecoder(model, prompt_ids, config, max_new_tokens, eos_ids, seed, planner)
     yield decoder.prefill()
     while decoder.stop is None:
         yield decoder.step()

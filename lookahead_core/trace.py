@@ -32,16 +32,19 @@ def lookahead_reach(config: LookaheadConfig) -> int:
 
 
 def decode_steps(
-    lm: LoadedModel, prompt_ids: list[int], method: str, config: LookaheadConfig, max_new_tokens: int
+    lm: LoadedModel, prompt_ids: list[int], method: str, config: LookaheadConfig, max_new_tokens: int, planner=None
 ) -> Iterator[dict]:
-    """Validate the request, then yield the records of `method` ('lookahead' or 'greedy')."""
+    """Validate the request, then yield the records of `method` ('lookahead' or 'greedy').
+
+    `planner` (lookahead only) picks what each step feeds; None is the paper's full plan.
+    """
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r}: use one of {', '.join(METHODS)}")
     reach = lookahead_reach(config) if method == "lookahead" else 0
     check_request(prompt_ids, max_new_tokens, lm.context_length, reach)
     if method == "greedy":
         return greedy_steps(lm.model, prompt_ids, max_new_tokens, lm.eos_ids)
-    return lookahead_steps(lm.model, prompt_ids, config, max_new_tokens, lm.eos_ids)
+    return lookahead_steps(lm.model, prompt_ids, config, max_new_tokens, lm.eos_ids, planner=planner)
 
 
 def summarize(steps: list[dict]) -> dict:

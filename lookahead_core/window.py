@@ -63,3 +63,7 @@ class JacobiWindow:
             levels = [level[1:] for level in self.levels] + [list(new_level[1:])]
         levels[0] = [next_token, *levels[0][1:]]
         self.levels = levels
+
+    def reanchor(self, next_token: int) -> None:
+        """A step that did not feed the window: keep its levels, put the new current token in column 0."""
+        self.levels[0][0] = next_token

@@ -15,9 +15,11 @@ import torch
 from lookahead_core.config import LookaheadConfig
 from lookahead_core.decoding import DecodingError
 from lookahead_core.models import LoadedModel
+from lookahead_core.planning import CostAwarePlanner
 from lookahead_core.trace import decode_steps, summarize
 
 from .conftest import TINY_VOCAB, tiny_model
+from .test_bench import cost_table
 
 CASES_PER_MODEL = 40
 
@@ -64,6 +66,33 @@ def test_lookahead_equals_greedy_generate_on_random_settings(family, attention):
         eos_stops += steps[-1]["stop"] == "eos"
     assert multi_token_steps > 0, "no step accepted a guess: the test would not catch a verification bug"
     assert eos_stops > 0
+
+
+@pytest.mark.parametrize("per_token", [0.01, 0.05, 0.2])
+def test_cost_aware_plans_change_what_is_tried_never_the_output(per_token):
+    """The auto planner feeds the window on some steps and not others, and cuts guesses short where tokens are dear."""
+    lm = tiny_model("llama")
+    rng = random.Random(per_token)
+    plans = set()
+    for case in range(12):
+        motif = [rng.randrange(TINY_VOCAB) for _ in range(rng.randint(1, 5))]
+        prompt = (motif * 8)[: rng.randint(2, 30)]
+        config = LookaheadConfig(window=rng.randint(1, 6), ngram=rng.randint(2, 7), guesses=rng.randint(0, 6))
+        max_new_tokens = rng.randint(1, 48)
+        lm.eos_ids = frozenset()
+        planner = CostAwarePlanner(cost_table(per_token), config.ngram)
+        steps = list(decode_steps(lm, prompt, "lookahead", config, max_new_tokens, planner))
+        output = summarize(steps)["new_token_ids"]
+        assert output == greedy_reference(lm.model, prompt, max_new_tokens, None), f"case {case}: {prompt} {config}"
+        for record in steps[1:]:
+            plan = record["plan"]
+            assert plan["guesses_verified"] == len(record["guesses"]) <= plan["guesses_offered"]
+            assert plan["window"] == (len(record["jacobi_update"]) > 0) and plan["reason"]
+            trimmed = any(len(g) < config.ngram - 1 for g in record["guesses"])
+            plans.add((plan["window"], bool(record["guesses"]), trimmed))
+    assert any(window for window, _, _ in plans), "the window was never fed"
+    assert any(not window for window, _, _ in plans), "the window was never left out"
+    assert any(trimmed for _, _, trimmed in plans) or per_token < 0.05, "steep costs never cut a guess short"
 
 
 def test_greedy_steps_equal_generate():

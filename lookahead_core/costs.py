@@ -1,0 +1,103 @@
+"""The measured cost of one forward pass against the number of tokens it is fed, on this hardware.
+
+On a GPU a step of a hundred tokens costs about what a step of one does; on a CPU the cost grows
+with every token. Lookahead pays off only when the tokens a step commits outgrow what the wider
+step costs, so the auto settings start from this curve: measured once per model, device and
+dtype, and kept as JSON in the user cache folder.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+import statistics
+import time
+from dataclasses import asdict, dataclass
+
+import torch
+
+from .forward import forward_tree, keep_rows, prefill
+from .layout import step_layout
+from .models import LoadedModel, cache_root
+
+SIZES = (1, 2, 4, 8, 12, 16, 24, 32, 48, 64, 96, 128)
+CONTEXT = 256  # a prompt plus a few dozen new tokens: where the bench's steps run
+
+
+@dataclass
+class StepCosts:
+    """Median forward seconds for each number of tokens fed, after a prefix of `context` tokens."""
+
+    sizes: list[int]
+    seconds: list[float]
+    context: int
+    hardware: str
+    model: str
+    dtype: str
+    measured_at: str
+
+    def relative(self, tokens: int) -> float:
+        """The cost of feeding `tokens` tokens, in units of a one-token step (linear between sizes)."""
+        return self.seconds_for(tokens) / self.seconds[0]
+
+    def seconds_for(self, tokens: int) -> float:
+        sizes, seconds = self.sizes, self.seconds
+        if tokens <= sizes[0]:
+            return seconds[0]
+        for (a, ta), (b, tb) in itertools.pairwise(zip(sizes, seconds, strict=True)):
+            if tokens <= b:
+                return ta + (tb - ta) * (tokens - a) / (b - a)
+        slope = (seconds[-1] - seconds[-2]) / (sizes[-1] - sizes[-2])
+        return seconds[-1] + slope * (tokens - sizes[-1])
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def measure_step_costs(lm: LoadedModel, sizes=SIZES, context: int = CONTEXT, repeats: int = 5) -> StepCosts:
+    """Time one forward pass of each size (a causal chain after a `context`-token prefix); median of `repeats`."""
+    generator = torch.Generator().manual_seed(0)
+    prefix = torch.randint(0, lm.model.config.vocab_size, (context,), generator=generator).tolist()
+    cache, _, _ = prefill(lm.model, prefix)
+    medians = []
+    for size in sizes:
+        layout = step_layout(1, size, 0, 0)
+        tokens = prefix[:size]
+        timings = []
+        for attempt in range(repeats + 1):  # the first run of each shape warms allocators and kernels
+            _, seconds = forward_tree(lm.model, cache, tokens, layout)
+            keep_rows(cache, context, [])
+            if attempt:
+                timings.append(seconds)
+        medians.append(statistics.median(timings))
+    facts = lm.describe()
+    return StepCosts(
+        list(sizes),
+        medians,
+        context,
+        facts["device_name"],
+        lm.name,
+        facts["dtype"],
+        time.strftime("%Y-%m-%dT%H:%M:%S"),
+    )
+
+
+def costs_path(lm: LoadedModel):
+    facts = lm.describe()
+    key = re.sub(r"[^A-Za-z0-9.]+", "-", f"{lm.name}-{facts['device_name']}-{facts['dtype']}").strip("-")
+    return cache_root() / "step-costs" / f"{key}.json"
+
+
+def step_costs(lm: LoadedModel, refresh: bool = False) -> StepCosts:
+    """The cost curve of this model on this device and dtype: from the cache, or measured now and cached."""
+    path = costs_path(lm)
+    if path.exists() and not refresh:
+        try:
+            return StepCosts(**json.loads(path.read_text()))
+        except (ValueError, TypeError):
+            pass  # a damaged cache file is measured again
+    costs = measure_step_costs(lm)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(costs.as_dict(), indent=1))
+    return costs

@@ -1,0 +1,99 @@
+"""The bench end to end on a tiny random model, its report's keys, and the auto settings' choice."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from tokenizers import Tokenizer, models
+from transformers import PreTrainedTokenizerFast
+
+from lookahead_core import costs as cost_module
+from lookahead_core.cli import main
+from lookahead_core.costs import StepCosts
+from lookahead_core.tuning import choose_settings
+
+from .conftest import TINY_VOCAB, tiny_model
+
+SUMMARY_KEYS = {"prompts", "tokens", "steps", "tokens_per_step", "seconds", "tokens_per_second", "speedup", "exact"}
+SIZES = [1, 2, 4, 8, 16, 32, 64, 128]
+
+
+def cost_table(per_token: float) -> StepCosts:
+    """A cost curve where each token fed adds `per_token` of a one-token step."""
+    seconds = [0.01 * (1 + per_token * (size - 1)) for size in SIZES]
+    return StepCosts(SIZES, seconds, 256, "test hardware", "tiny", "float32", "2026-01-01T00:00:00")
+
+
+def char_tokenizer() -> PreTrainedTokenizerFast:
+    """One id per printable ASCII character and newline: TINY_VOCAB ids, nothing to download."""
+    chars = [chr(code) for code in range(32, 127)] + ["\n"]
+    assert len(chars) == TINY_VOCAB
+    vocab = {char: index for index, char in enumerate(chars)}
+    return PreTrainedTokenizerFast(tokenizer_object=Tokenizer(models.BPE(vocab=vocab, merges=[])), eos_token="~")
+
+
+@pytest.fixture(scope="module")
+def tiny_folder(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("tiny-llama")
+    tiny_model("llama").model.save_pretrained(folder)
+    char_tokenizer().save_pretrained(folder)
+    prompts = folder / "prompts.jsonl"
+    lines = [
+        {"id": "loop", "prompt": "for i in range(10):\n    for j in range(10):\n        print(i, j)\n"},
+        {"id": "list", "prompt": "a, b, c, a, b, c, a, b, c, a, b"},
+        {"id": "unused", "prompt": "not benchmarked: --limit 2 stops before it"},
+    ]
+    prompts.write_text("\n".join(json.dumps(line) for line in lines))
+    return folder
+
+
+def bench(folder, tmp_path, *extra) -> dict:
+    out = tmp_path / "report.json"
+    args = ["bench", "--dataset", str(folder / "prompts.jsonl"), "--limit", "2", "--model", str(folder)]
+    args += ["--device", "cpu", "--max-new-tokens", "24", "--json", str(out), *extra]
+    assert main(args) == 0
+    return json.loads(out.read_text())
+
+
+def test_bench_runs_every_method_end_to_end(tiny_folder, tmp_path, capsys):
+    html = tmp_path / "report.html"
+    report = bench(tiny_folder, tmp_path, "--window", "3", "--ngram", "4", "--guesses", "3", "--html", str(html))
+    assert set(report) == {"summary", "prompts", "machine", "settings"}
+    assert list(report["summary"]) == ["greedy", "lookahead", "prompt-lookup", "hf-greedy"]
+    for method, row in report["summary"].items():
+        assert set(row) == SUMMARY_KEYS, method
+        assert row["prompts"] == 2 and row["exact"] == 2, method
+    assert report["settings"]["baseline"] == "hf-greedy"
+    assert report["summary"]["hf-greedy"]["speedup"] == pytest.approx(1.0)
+    assert [row["id"] for row in report["prompts"]] == ["loop", "list"]
+    assert report["settings"]["lookahead"] == {"window": 3, "ngram": 4, "guesses": 3}
+    page = html.read_text()
+    assert page.startswith("<!doctype html>") and "Plotly.newPlot" in page and "src=" not in page.split("<body>")[0]
+    assert "lookahead" in capsys.readouterr().out
+
+
+def test_auto_picks_a_smaller_window_when_wide_steps_are_expensive():
+    flat, steep = choose_settings(cost_table(0.002)), choose_settings(cost_table(0.05))
+    assert flat.planner == "full" and steep.planner == "cost-aware"
+    assert steep.config.window < flat.config.window
+    assert "64-token step costs 1.13x" in flat.why and "64-token step costs 4.15x" in steep.why
+
+
+def test_bench_auto_reports_what_it_chose_and_why(tiny_folder, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setattr(cost_module, "measure_step_costs", lambda lm: cost_table(0.05))
+    report = bench(tiny_folder, tmp_path, "--auto", "--methods", "greedy,lookahead")
+    auto = report["settings"]["auto"]
+    assert auto["planner"] == "cost-aware" and auto["window"] == report["settings"]["lookahead"]["window"]
+    assert "costs 4.15x a 1-token step" in auto["why"]
+    assert report["summary"]["lookahead"]["exact"] == 2
+    assert "auto: W=" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("bad", [["--methods", "greedy,beam"], ["--limit", "0"], ["--window", "0"]])
+def test_bench_refuses_bad_arguments_in_one_line(tiny_folder, tmp_path, capsys, bad):
+    args = ["bench", "--dataset", str(tiny_folder / "prompts.jsonl"), "--model", str(tiny_folder), *bad]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1

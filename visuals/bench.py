@@ -1,0 +1,115 @@
+"""The bench report as one self-contained HTML page (Plotly inlined), from `bench.run_bench`'s report."""
+
+from __future__ import annotations
+
+from html import escape
+
+import plotly.graph_objects as go
+import plotly.io as pio
+
+from .palette import BLUE, GREEN, GREY, ORANGE, PURPLE, SKY
+
+HUES = {"greedy": BLUE, "lookahead": SKY, "prompt-lookup": ORANGE, "hf-greedy": GREY}
+
+
+def speedup_figure(report: dict) -> go.Figure:
+    """Each method's total speedup over the baseline, with its exact-match count."""
+    summary, baseline = report["summary"], report["settings"]["baseline"]
+    methods = list(summary)
+    figure = go.Figure(
+        go.Bar(
+            x=methods,
+            y=[summary[m]["speedup"] for m in methods],
+            marker_color=[HUES.get(m, PURPLE) for m in methods],
+            text=[f"{s['speedup']:.2f}x · exact {s['exact']}/{s['prompts']}" for s in map(summary.get, methods)],
+            textposition="outside",
+        )
+    )
+    figure.add_hline(y=1, line_dash="dot", line_color="#555")
+    figure.update_layout(
+        template="none",
+        height=360,
+        title=f"Speedup over {baseline} (tokens per second, same run)",
+        yaxis={"rangemode": "tozero"},
+        margin={"t": 60},
+    )
+    return figure
+
+
+def per_prompt_figure(report: dict) -> go.Figure:
+    """Tokens per second of every method on every prompt."""
+    figure = go.Figure()
+    ids = [row["id"] for row in report["prompts"]]
+    for method in report["summary"]:
+        figure.add_bar(
+            x=ids,
+            y=[row["methods"][method]["tokens_per_second"] for row in report["prompts"]],
+            name=method,
+            marker_color=HUES.get(method, PURPLE),
+        )
+    figure.update_layout(template="none", height=380, barmode="group", title="Tokens per second, per prompt")
+    return figure
+
+
+def tokens_per_step_figure(report: dict) -> go.Figure:
+    """Tokens per forward pass of every method on every prompt: what each step bought."""
+    figure = go.Figure()
+    ids = [row["id"] for row in report["prompts"]]
+    for method in report["summary"]:
+        figure.add_scatter(
+            x=ids,
+            y=[row["methods"][method]["tokens_per_step"] for row in report["prompts"]],
+            name=method,
+            mode="markers",
+            marker={"color": HUES.get(method, PURPLE), "size": 9},
+        )
+    figure.update_layout(
+        template="none", height=340, title="Tokens per step, per prompt", yaxis={"rangemode": "tozero"}
+    )
+    return figure
+
+
+def summary_rows(report: dict) -> str:
+    rows = []
+    for method, s in report["summary"].items():
+        rows.append(
+            f"<tr><td>{escape(method)}</td><td>{s['tokens']}</td><td>{s['steps']}</td>"
+            f"<td>{s['tokens_per_step']:.2f}</td><td>{s['seconds']:.2f}</td><td>{s['tokens_per_second']:.2f}</td>"
+            f"<td><b>{s['speedup']:.2f}x</b></td><td>{s['exact']}/{s['prompts']}</td></tr>"
+        )
+    return "".join(rows)
+
+
+def bench_report_html(report: dict) -> str:
+    """A page with the totals table, the machine and settings, and three Plotly charts (plotly.js inlined)."""
+    machine, settings = report["machine"], report["settings"]
+    auto = settings.get("auto")
+    lookahead = settings["lookahead"]
+    chosen = (
+        f"auto: W={auto['window']} N={auto['ngram']} G={auto['guesses']}, {auto['planner']} plan. {auto['why']}"
+        if auto
+        else f"W={lookahead['window']} N={lookahead['ngram']} G={lookahead['guesses']}, full plan"
+    )
+    charts = [speedup_figure(report), per_prompt_figure(report), tokens_per_step_figure(report)]
+    body = "".join(
+        pio.to_html(chart, full_html=False, include_plotlyjs="inline" if i == 0 else False)
+        for i, chart in enumerate(charts)
+    )
+    facts = (
+        f"{machine['model']} · {machine['device_name']} · {machine['dtype']} · torch {machine['torch']} · "
+        f"transformers {machine['transformers']} · {settings['ran_at']}"
+    )
+    return f"""<!doctype html>
+<html><head><meta charset="utf-8"><title>Lookahead Lab bench: {escape(settings["dataset"])}</title>
+<style>body{{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;color:#222}}
+table{{border-collapse:collapse}}td,th{{padding:4px 10px;border-bottom:1px solid #ddd;text-align:right}}
+td:first-child,th:first-child{{text-align:left}}.dim{{color:#666}}.ok{{color:{GREEN}}}</style></head>
+<body><h1>Lookahead Lab bench: {escape(settings["dataset"])}</h1>
+<p class="dim">{escape(facts)}</p>
+<p>{len(report["prompts"])} prompts, {settings["max_new_tokens"]} new tokens each; speedup is tokens per second
+over <b>{escape(settings["baseline"])}</b> measured in the same run; exact counts the prompts whose output equals
+greedy <code>generate</code> token for token. Lookahead settings: {escape(chosen)}</p>
+<table><tr><th>method</th><th>tokens</th><th>steps</th><th>tokens/step</th><th>seconds</th><th>tokens/s</th>
+<th>speedup</th><th>exact</th></tr>{summary_rows(report)}</table>
+{body}</body></html>
+"""
