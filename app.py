@@ -28,9 +28,13 @@ from lookahead_core import (
     record_run,
 )
 from lookahead_core.config import MAX_TOKENS_PER_STEP
+from lookahead_core.costs import step_costs
+from lookahead_core.race import race
+from lookahead_core.tuning import choose_settings
 from visuals import library, replay
 from visuals.palette import legend_html
 from visuals.progress import tokens_per_step_figure
+from visuals.race import cost_figure, race_figure, race_html
 from visuals.summary import feed_html, model_html, notice_html, summary_html
 
 PRESETS = library.load_presets()
@@ -80,6 +84,15 @@ def record(prompt: str, chat: bool, config: LookaheadConfig, max_new_tokens: int
     lm = MODEL.get()
     prompt_ids = encode_prompt(lm.tokenizer, prompt, chat)
     return record_run(lm, prompt_ids, config, max_new_tokens, prompt)
+
+
+@on_gpu
+def timed_race(prompt: str, chat: bool, config: LookaheadConfig, max_new_tokens: int, auto: bool) -> dict:
+    """Greedy then lookahead on the model, timed with nothing drawn; auto picks W, N, G from measured costs."""
+    lm = MODEL.get()
+    prompt_ids = encode_prompt(lm.tokenizer, prompt, chat)
+    costs = step_costs(lm)
+    return race(lm, prompt_ids, config, max_new_tokens, costs, choose_settings(costs) if auto else None)
 
 
 @cache
@@ -189,6 +202,27 @@ def run_model(prompt, chat, window, ngram, guesses, max_new_tokens):
     except (replay.InputError, SettingsError, DecodingError, ModelLoadError) as error:
         return refused(str(error))
     return [*loaded(run), model_html(MODEL.facts()), notice_html(None)]
+
+
+RACE_AUTO, RACE_SLIDERS = "auto: measured for this hardware", "the sliders' W, N, G"
+RACE_INTRO = (
+    '<div class="ll-budget">The race decodes your prompt with greedy decoding, then with lookahead, on the model '
+    "loaded here, and times both with the device synchronised and nothing drawn. It shows what this hardware "
+    "really gains, and why.</div>"
+)
+
+
+def race_model(prompt, chat, window, ngram, guesses, max_new_tokens, settings):
+    """Validate, race greedy against lookahead on the model, and show the curves and the verdict."""
+    try:
+        text = replay.check_prompt(prompt)
+        w, n, g, tokens = replay.check_settings(window, ngram, guesses, max_new_tokens)
+        config = LookaheadConfig(window=w, ngram=n, guesses=g)
+        result = timed_race(text, bool(chat), config, tokens, settings != RACE_SLIDERS)
+    except (replay.InputError, SettingsError, DecodingError, ModelLoadError) as error:
+        gr.Warning(str(error), title="Not raced")
+        return notice_html(str(error), "Not raced"), gr.skip(), gr.skip()
+    return race_html(result), race_figure(result), cost_figure(result)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -309,6 +343,21 @@ with gr.Blocks(title="Lookahead Lab") as demo:
                 with gr.Column(scale=1, elem_classes="ll-card"):
                     progress_panel = panel_card("progress", first_panels)
                     chart = gr.Plot(tokens_per_step_figure(first_run), show_label=False, container=False)
+            with gr.Group(elem_classes="ll-card", elem_id="ll-race"):
+                gr.HTML(
+                    "<h3>7 · The race: greedy against lookahead, timed<small>same prompt, same model, "
+                    "one after the other</small></h3>",
+                    elem_classes="ll-card-head",
+                )
+                with gr.Row(equal_height=True):
+                    race_settings = gr.Radio(
+                        [RACE_AUTO, RACE_SLIDERS], value=RACE_AUTO, label="Lookahead settings", scale=3
+                    )
+                    race_button = gr.Button("Race on the model", variant="primary", elem_id="ll-race-run", scale=1)
+                race_summary = gr.HTML(RACE_INTRO, elem_id="ll-race-summary")
+                with gr.Row(equal_height=False):
+                    race_chart = gr.Plot(show_label=False, container=False)
+                    cost_chart = gr.Plot(show_label=False, container=False)
 
     panel_outputs = {
         "caption": caption,
@@ -353,6 +402,16 @@ with gr.Blocks(title="Lookahead Lab") as demo:
         concurrency_id="model",
         show_progress="minimal",
         show_progress_on=run_notice,
+    )
+    race_button.click(
+        race_model,
+        [prompt, chat, window, ngram, guesses, max_new_tokens, race_settings],
+        [race_summary, race_chart, cost_chart],
+        api_name="race",
+        concurrency_limit=1,
+        concurrency_id="model",
+        show_progress="minimal",
+        show_progress_on=race_summary,
     )
 
 if __name__ == "__main__":

@@ -41,6 +41,17 @@ class StepCosts:
         """The cost of feeding `tokens` tokens, in units of a one-token step (linear between sizes)."""
         return self.seconds_for(tokens) / self.seconds[0]
 
+    def fitted_relative(self, tokens: int) -> float:
+        """The same from a least-squares line through every measured size: robust to one noisy timing."""
+        n = len(self.sizes)
+        mean_x, mean_y = sum(self.sizes) / n, sum(self.seconds) / n
+        spread = sum((x - mean_x) ** 2 for x in self.sizes)
+        slope = sum((x - mean_x) * (y - mean_y) for x, y in zip(self.sizes, self.seconds, strict=True)) / spread
+        slope = max(slope, 0.0)
+        intercept = mean_y - slope * mean_x
+        one = max(intercept + slope, 1e-12)
+        return (intercept + slope * tokens) / one
+
     def seconds_for(self, tokens: int) -> float:
         sizes, seconds = self.sizes, self.seconds
         if tokens <= sizes[0]:
@@ -55,8 +66,13 @@ class StepCosts:
         return asdict(self)
 
 
-def measure_step_costs(lm: LoadedModel, sizes=SIZES, context: int = CONTEXT, repeats: int = 5) -> StepCosts:
-    """Time one forward pass of each size (a causal chain after a `context`-token prefix); median of `repeats`."""
+def measure_step_costs(lm: LoadedModel, sizes=SIZES, context: int = CONTEXT, repeats: int | None = None) -> StepCosts:
+    """Time one forward pass of each size (a causal chain after a `context`-token prefix); median of `repeats`.
+
+    A GPU step of a small model lasts milliseconds and jitters with the host, so it is timed 20
+    times (default); a CPU step 5 times.
+    """
+    repeats = repeats or (20 if lm.device.type == "cuda" else 5)
     generator = torch.Generator().manual_seed(0)
     prefix = torch.randint(0, lm.model.config.vocab_size, (context,), generator=generator).tolist()
     cache, _, _ = prefill(lm.model, prefix)

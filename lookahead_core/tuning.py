@@ -51,8 +51,12 @@ class AutoSettings:
 
 
 def choose_settings(costs: StepCosts) -> AutoSettings:
-    """Pick (W, N, G) and the planner from the relative cost of a PROBE_TOKENS-token step."""
-    ratio = costs.relative(PROBE_TOKENS)
+    """Pick (W, N, G) and the planner from the relative cost of a PROBE_TOKENS-token step.
+
+    The ratio comes from a line fitted through the whole measured curve, so one noisy timing
+    cannot flip the choice.
+    """
+    ratio = costs.fitted_relative(PROBE_TOKENS)
     measured = f"on {costs.hardware} ({costs.dtype}) a {PROBE_TOKENS}-token step costs {ratio:.2f}x a 1-token step"
     if ratio <= FLAT:
         why = (

@@ -10,9 +10,13 @@ bfloat16 or float16, `exact` is the match rate against greedy `generate` in the 
 from __future__ import annotations
 
 import argparse
+import sys
 import time
+from pathlib import Path
 
 import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from lookahead_core.config import LookaheadConfig
 from lookahead_core.datasets import load_prompts

@@ -157,3 +157,34 @@ def test_replay_does_not_wait_behind_model_work(url):
     assert not job.done(), "the run finished first: nothing was tested"
     assert step_value(shown[0]) == 1 and waited < 1.5
     assert "<b>8</b><span>new tokens" in job.result()[1]
+
+
+@pytest.fixture
+def steep_costs(monkeypatch):
+    """A CPU-like cost table, so the race need not measure the curve (the race itself is timed for real)."""
+    import app
+
+    from .test_bench import cost_table
+
+    monkeypatch.setattr(app, "step_costs", lambda lm: cost_table(0.05))
+
+
+def test_a_race_times_greedy_and_lookahead_and_says_why(client, steep_costs):
+    summary, race_plot, cost_plot = client.predict(
+        "def add(a, b):\n", False, 4, 3, 4, 12, "auto: measured for this hardware", api_name="/race"
+    )
+    assert "speedup over greedy" in summary and "✓ identical" in summary
+    assert "auto, planned per step" in summary and "costs 4.15x a 1-token step" in summary
+    assert "CPU" in summary and "float32" in summary
+    assert ("finished" in summary) or ("No speedup here" in summary)
+    assert "Tokens against wall-clock time" in str(race_plot) and "greedy: " in str(race_plot)
+    assert "Time of one step" in str(cost_plot)
+    _, _, cost_plot = client.predict("def add(a, b):\n", False, 3, 4, 2, 8, "the sliders' W, N, G", api_name="/race")
+    assert "this race:" in str(cost_plot)
+
+
+def test_a_bad_race_request_gets_a_message(client, steep_costs):
+    summary, *_ = client.predict("   ", False, 4, 3, 4, 12, "the sliders' W, N, G", api_name="/race")
+    assert "Not raced" in summary and "The prompt is empty" in summary
+    summary, *_ = client.predict("Hi", False, 32, 10, 32, 12, "the sliders' W, N, G", api_name="/race")
+    assert "Not raced" in summary and "over the budget of 512" in summary

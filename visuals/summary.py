@@ -93,11 +93,11 @@ def feed_html(tokens: int | None, budget: int, problem: str | None = None) -> st
     )
 
 
-def notice_html(message: str | None) -> str:
-    """Under the Run button: why the last Run was refused, or how long a Run takes."""
+def notice_html(message: str | None, refused: str = "Not run") -> str:
+    """Under the Run button: why the last Run was refused (headed `refused`), or how long a Run takes."""
     if message is None:
         return (
             '<div class="ll-budget">Run records lookahead and then greedy decoding of your prompt on the model '
             "(a few seconds per 16 tokens on a CPU), then replays it from step 0.</div>"
         )
-    return f'<div class="ll-budget ll-over"><b>Not run:</b> {escape(message)}</div>'
+    return f'<div class="ll-budget ll-over"><b>{escape(refused)}:</b> {escape(message)}</div>'

@@ -1,0 +1,100 @@
+"""The whole GPU check in one run: step costs, auto settings, and the bench per dtype and prompt set.
+
+Usage: python scripts/gpu_check.py [--dtypes float32 bfloat16] [--sets humaneval mtbench] [--limit 10]
+                                   [--max-new-tokens 128] [--out DIR] [--device cuda|cpu]
+TF32 is off, so float32 is true float32 and lookahead's `exact` must equal the prompt count; in
+half precision `exact` is the match rate against greedy `generate` in the same dtype. Every figure
+is measured in this run; the table is printed as Markdown, and each bench report is written to
+DIR as JSON when --out is given (`visuals.bench` draws them; the GPU image lacks plotly).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from lookahead_core.bench import METHODS, run_bench
+from lookahead_core.costs import step_costs
+from lookahead_core.datasets import load_prompts
+from lookahead_core.models import load_model
+from lookahead_core.trace import machine_facts
+from lookahead_core.tuning import choose_settings
+
+COST_POINTS = (1, 16, 64, 128, 256)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dtypes", nargs="+", default=["float32", "bfloat16"])
+    parser.add_argument("--sets", nargs="+", default=["humaneval", "mtbench"])
+    parser.add_argument("--limit", type=int, default=10)
+    parser.add_argument("--max-new-tokens", type=int, default=128)
+    parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--device", default="cuda", choices=["cuda", "cpu"], help="cpu: a smoke test of this script")
+    args = parser.parse_args()
+    if args.device == "cuda" and not torch.cuda.is_available():
+        sys.exit("error: no CUDA device: this script checks the GPU path")
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    rows = []
+    for dtype in args.dtypes:
+        lm = load_model(device=args.device, dtype=dtype)
+        facts = machine_facts(lm)
+        costs = step_costs(lm, refresh=True)
+        auto = choose_settings(costs)
+        curve = ", ".join(f"{n}: {costs.relative(n):.2f}x" for n in COST_POINTS)
+        print(
+            f"# {facts['model']} on {facts['device_name']}, {dtype}, torch {facts['torch']}, "
+            f"transformers {facts['transformers']}"
+        )
+        print(f"# one step of n tokens, in 1-token steps ({costs.seconds[0] * 1e3:.1f} ms): {curve}")
+        print(
+            f"# auto: W={auto.config.window} N={auto.config.ngram} G={auto.config.guesses}, {auto.planner} plan",
+            flush=True,
+        )
+        for name in args.sets:
+            prompts = load_prompts(name, args.limit)
+            report = run_bench(lm, prompts, list(METHODS), auto.config, args.max_new_tokens, dataset=name, auto=auto)
+            if args.out is not None:
+                args.out.mkdir(parents=True, exist_ok=True)
+                stem = args.out / f"{name}-{dtype}"
+                stem.with_suffix(".json").write_text(json.dumps(report, indent=1))
+            for method, s in report["summary"].items():
+                step_ms = 1e3 * s["seconds"] / s["steps"]
+                rows.append(
+                    (
+                        name,
+                        dtype,
+                        method,
+                        s["tokens_per_second"],
+                        s["speedup"],
+                        s["tokens_per_step"],
+                        step_ms,
+                        f"{s['exact']}/{s['prompts']}",
+                    )
+                )
+                print(
+                    f"  {name} {dtype} {method}: {s['tokens_per_second']:.1f} tok/s, {s['speedup']:.2f}x, "
+                    f"{s['tokens_per_step']:.2f} tok/step, {step_ms:.1f} ms/step, exact {s['exact']}/{s['prompts']}",
+                    flush=True,
+                )
+        del lm
+        if args.device == "cuda":
+            torch.cuda.empty_cache()
+    print(f"\n{args.limit} prompts per set, {args.max_new_tokens} new tokens; speedup over hf-greedy, same run")
+    print("| set | dtype | method | tokens/s | speedup | tokens/step | ms/step | exact |")
+    print("|---|---|---|---|---|---|---|---|")
+    for name, dtype, method, rate, speedup, per_step, step_ms, exact in rows:
+        print(
+            f"| {name} | {dtype} | {method} | {rate:.1f} | {speedup:.2f}x | {per_step:.2f} | {step_ms:.1f} | {exact} |"
+        )
+
+
+if __name__ == "__main__":
+    main()
