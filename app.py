@@ -222,7 +222,7 @@ def race_model(prompt, chat, window, ngram, guesses, max_new_tokens, settings):
     except (replay.InputError, SettingsError, DecodingError, ModelLoadError) as error:
         gr.Warning(str(error), title="Not raced")
         return notice_html(str(error), "Not raced"), gr.skip(), gr.skip()
-    return race_html(result), race_figure(result), cost_figure(result)
+    return race_html(result), gr.Plot(race_figure(result), visible=True), gr.Plot(cost_figure(result), visible=True)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -343,21 +343,23 @@ with gr.Blocks(title="Lookahead Lab") as demo:
                 with gr.Column(scale=1, elem_classes="ll-card"):
                     progress_panel = panel_card("progress", first_panels)
                     chart = gr.Plot(tokens_per_step_figure(first_run), show_label=False, container=False)
-            with gr.Group(elem_classes="ll-card", elem_id="ll-race"):
+            with gr.Column(elem_classes="ll-card", elem_id="ll-race"):
                 gr.HTML(
                     "<h3>7 · The race: greedy against lookahead, timed<small>same prompt, same model, "
                     "one after the other</small></h3>",
                     elem_classes="ll-card-head",
                 )
-                with gr.Row(equal_height=True):
+                with gr.Row(equal_height=False):
                     race_settings = gr.Radio(
                         [RACE_AUTO, RACE_SLIDERS], value=RACE_AUTO, label="Lookahead settings", scale=3
                     )
-                    race_button = gr.Button("Race on the model", variant="primary", elem_id="ll-race-run", scale=1)
+                    race_button = gr.Button(
+                        "Race on the model", variant="primary", elem_id="ll-race-run", scale=1, size="md"
+                    )
                 race_summary = gr.HTML(RACE_INTRO, elem_id="ll-race-summary")
                 with gr.Row(equal_height=False):
-                    race_chart = gr.Plot(show_label=False, container=False)
-                    cost_chart = gr.Plot(show_label=False, container=False)
+                    race_chart = gr.Plot(show_label=False, container=False, visible=False)
+                    cost_chart = gr.Plot(show_label=False, container=False, visible=False)
 
     panel_outputs = {
         "caption": caption,

@@ -113,3 +113,32 @@ greedy <code>generate</code> token for token. Lookahead settings: {escape(chosen
 <th>speedup</th><th>exact</th></tr>{summary_rows(report)}</table>
 {body}</body></html>
 """
+
+
+def overview_figure(reports: dict[str, dict]) -> go.Figure:
+    """Speedup of every method over its baseline, one group per report (labelled by the dict's keys)."""
+    labels = list(reports)
+    methods = [m for m in HUES if any(m in r["summary"] for r in reports.values())]
+    figure = go.Figure()
+    for method in methods:
+        rows = [reports[label]["summary"].get(method) for label in labels]
+        figure.add_bar(
+            x=labels,
+            y=[row["speedup"] if row else None for row in rows],
+            name=method,
+            marker_color=HUES[method],
+            text=[f"{row['speedup']:.2f}x" if row else "" for row in rows],
+            textposition="outside",
+        )
+    figure.add_hline(y=1, line_dash="dot", line_color="#555")
+    figure.update_layout(
+        template="none",
+        barmode="group",
+        width=900,
+        height=420,
+        title="Speedup over hf-greedy (model.generate), measured in the same run; every lookahead output exact",
+        yaxis={"rangemode": "tozero", "title": {"text": "× tokens per second of hf-greedy"}},
+        legend={"orientation": "h", "y": -0.12},
+        margin={"t": 60, "b": 70},
+    )
+    return figure
