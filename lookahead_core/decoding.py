@@ -201,13 +201,14 @@ class LookaheadDecoder:
         if self.stop is None:
             keep_rows(self.cache, position + 1, [position + r for r in paths[best][:accepted]] if accepted else [])
         self.sequence += committed
-        new_level = [argmax[row] for row in layout.window_rows[-1]] if plan.feed_window else []
-        harvested = self.window.harvest(new_level) if plan.feed_window else []
-        added, evicted = self.update_pool(harvested, window_before, previous)
         if plan.feed_window:
+            new_level = [argmax[row] for row in layout.window_rows[-1]]
+            harvested = self.window.harvest(new_level)
             self.window.advance(new_level, self.sequence[-1])
         else:
+            new_level, harvested = [], []
             self.window.reanchor(self.sequence[-1])
+        added, evicted = self.update_pool(harvested, window_before, previous)
         record = {
             "step": self.step_index,
             "method": "lookahead",

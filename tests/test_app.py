@@ -164,7 +164,7 @@ def steep_costs(monkeypatch):
     """A CPU-like cost table, so the race need not measure the curve (the race itself is timed for real)."""
     import app
 
-    from .test_bench import cost_table
+    from .conftest import cost_table
 
     monkeypatch.setattr(app, "step_costs", lambda lm: cost_table(0.05))
 

@@ -10,19 +10,11 @@ from transformers import PreTrainedTokenizerFast
 
 from lookahead_core import costs as cost_module
 from lookahead_core.cli import main
-from lookahead_core.costs import StepCosts
 from lookahead_core.tuning import choose_settings
 
-from .conftest import TINY_VOCAB, tiny_model
+from .conftest import TINY_VOCAB, cost_table, tiny_model
 
 SUMMARY_KEYS = {"prompts", "tokens", "steps", "tokens_per_step", "seconds", "tokens_per_second", "speedup", "exact"}
-SIZES = [1, 2, 4, 8, 16, 32, 64, 128]
-
-
-def cost_table(per_token: float) -> StepCosts:
-    """A cost curve where each token fed adds `per_token` of a one-token step."""
-    seconds = [0.01 * (1 + per_token * (size - 1)) for size in SIZES]
-    return StepCosts(SIZES, seconds, 256, "test hardware", "tiny", "float32", "2026-01-01T00:00:00")
 
 
 def char_tokenizer() -> PreTrainedTokenizerFast:

@@ -18,8 +18,7 @@ from lookahead_core.models import LoadedModel
 from lookahead_core.planning import CostAwarePlanner
 from lookahead_core.trace import decode_steps, summarize
 
-from .conftest import TINY_VOCAB, tiny_model
-from .test_bench import cost_table
+from .conftest import TINY_VOCAB, cost_table, tiny_model
 
 CASES_PER_MODEL = 40
 

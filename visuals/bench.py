@@ -36,36 +36,18 @@ def speedup_figure(report: dict) -> go.Figure:
     return figure
 
 
-def per_prompt_figure(report: dict) -> go.Figure:
-    """Tokens per second of every method on every prompt."""
+def per_prompt_figure(report: dict, field: str, title: str) -> go.Figure:
+    """`field` (a per-prompt figure such as tokens_per_second) of every method on every prompt."""
     figure = go.Figure()
     ids = [row["id"] for row in report["prompts"]]
     for method in report["summary"]:
         figure.add_bar(
             x=ids,
-            y=[row["methods"][method]["tokens_per_second"] for row in report["prompts"]],
+            y=[row["methods"][method][field] for row in report["prompts"]],
             name=method,
             marker_color=HUES.get(method, PURPLE),
         )
-    figure.update_layout(template="none", height=380, barmode="group", title="Tokens per second, per prompt")
-    return figure
-
-
-def tokens_per_step_figure(report: dict) -> go.Figure:
-    """Tokens per forward pass of every method on every prompt: what each step bought."""
-    figure = go.Figure()
-    ids = [row["id"] for row in report["prompts"]]
-    for method in report["summary"]:
-        figure.add_scatter(
-            x=ids,
-            y=[row["methods"][method]["tokens_per_step"] for row in report["prompts"]],
-            name=method,
-            mode="markers",
-            marker={"color": HUES.get(method, PURPLE), "size": 9},
-        )
-    figure.update_layout(
-        template="none", height=340, title="Tokens per step, per prompt", yaxis={"rangemode": "tozero"}
-    )
+    figure.update_layout(template="none", height=360, barmode="group", title=title, yaxis={"rangemode": "tozero"})
     return figure
 
 
@@ -90,7 +72,11 @@ def bench_report_html(report: dict) -> str:
         if auto
         else f"W={lookahead['window']} N={lookahead['ngram']} G={lookahead['guesses']}, full plan"
     )
-    charts = [speedup_figure(report), per_prompt_figure(report), tokens_per_step_figure(report)]
+    charts = [
+        speedup_figure(report),
+        per_prompt_figure(report, "tokens_per_second", "Tokens per second, per prompt"),
+        per_prompt_figure(report, "tokens_per_step", "Tokens per step, per prompt: what each forward pass bought"),
+    ]
     body = "".join(
         pio.to_html(chart, full_html=False, include_plotlyjs="inline" if i == 0 else False)
         for i, chart in enumerate(charts)
