@@ -18,19 +18,14 @@ from functools import cache
 
 import gradio as gr
 
-from lookahead_core import (
-    DecodingError,
-    LookaheadConfig,
-    ModelLoadError,
-    SettingsError,
-    encode_prompt,
-    load_model,
-    record_run,
-)
-from lookahead_core.config import MAX_TOKENS_PER_STEP
+from lab.race import race
+from lookahead_core.config import MAX_TOKENS_PER_STEP, LookaheadConfig, SettingsError
 from lookahead_core.costs import step_costs
-from lookahead_core.race import race
-from lookahead_core.tuning import choose_settings
+from lookahead_core.decoding import DecodingError
+from lookahead_core.models import DEFAULT_MODEL, ModelLoadError, encode_prompt, load_model
+from lookahead_core.records import Machine, RaceRecord, Run
+from lookahead_core.trace import machine_facts, record_run
+from lookahead_core.tuning import auto_settings, choose_settings
 from visuals import library, replay
 from visuals.palette import legend_html
 from visuals.progress import tokens_per_step_figure
@@ -66,8 +61,8 @@ class ModelHolder:
         with self._lock:
             self._lm = lm
 
-    def facts(self) -> dict | None:
-        return self._lm.describe() if self._lm is not None else None
+    def facts(self) -> Machine | None:
+        return machine_facts(self._lm) if self._lm is not None else None
 
 
 MODEL = ModelHolder()
@@ -79,15 +74,18 @@ def on_gpu(fn):
 
 
 @on_gpu
-def record(prompt: str, chat: bool, config: LookaheadConfig, max_new_tokens: int) -> dict:
-    """The whole lookahead trace and the greedy trace for one prompt: all the model work of a Run."""
+def record(prompt: str, chat: bool, config: LookaheadConfig, max_new_tokens: int, auto: bool) -> Run:
+    """The whole lookahead trace and the greedy trace for one prompt: all the model work of a Run.
+
+    With `auto`, lookahead runs this hardware's auto settings and records each step's plan.
+    """
     lm = MODEL.get()
     prompt_ids = encode_prompt(lm.tokenizer, prompt, chat)
-    return record_run(lm, prompt_ids, config, max_new_tokens, prompt)
+    return record_run(lm, prompt_ids, config, max_new_tokens, prompt, auto_settings(lm) if auto else None)
 
 
 @on_gpu
-def timed_race(prompt: str, chat: bool, config: LookaheadConfig, max_new_tokens: int, auto: bool) -> dict:
+def timed_race(prompt: str, chat: bool, config: LookaheadConfig, max_new_tokens: int, auto: bool) -> RaceRecord:
     """Greedy then lookahead on the model, timed with nothing drawn; auto picks W, N, G from measured costs."""
     lm = MODEL.get()
     prompt_ids = encode_prompt(lm.tokenizer, prompt, chat)
@@ -96,7 +94,7 @@ def timed_race(prompt: str, chat: bool, config: LookaheadConfig, max_new_tokens:
 
 
 @cache
-def example_run(preset_id: str) -> dict:
+def example_run(preset_id: str) -> Run:
     """A preset's recorded example run; shared read-only by all sessions (nothing mutates a run)."""
     return library.load_run(library.example_path(library.preset(PRESETS, preset_id)))
 
@@ -114,7 +112,7 @@ def playback(playing: bool, steps_per_second=None) -> list:
     return [playing, timer, gr.Button(value=PAUSE if playing else PLAY)]
 
 
-def loaded(run: dict, index: int = 0) -> list:
+def loaded(run: Run, index: int = 0) -> list:
     """A newly loaded run: its summary and chart, the step slider's range, the panels; playback stops."""
     slider = gr.Slider(value=index, maximum=max(replay.last_step(run), 1))
     return [
@@ -127,7 +125,7 @@ def loaded(run: dict, index: int = 0) -> list:
     ]
 
 
-def moved(run: dict, index: int, play: list | None = None) -> list:
+def moved(run: Run, index: int, play: list | None = None) -> list:
     """The same run at another step; `play` updates playback when given."""
     return [gr.skip(), index, gr.skip(), gr.skip(), *replay.panel_values(run, index), *(play or [gr.skip()] * 3)]
 
@@ -192,16 +190,16 @@ def refused(message: str) -> list:
     return [*[gr.skip()] * len(OUTPUTS), gr.skip(), notice_html(message)]
 
 
-def run_model(prompt, chat, window, ngram, guesses, max_new_tokens):
+def run_model(prompt, chat, window, ngram, guesses, max_new_tokens, auto=False):
     """Validate, record lookahead and greedy on the model, and show the new run from step 0."""
     try:
         text = replay.check_prompt(prompt)
         w, n, g, tokens = replay.check_settings(window, ngram, guesses, max_new_tokens)
         config = LookaheadConfig(window=w, ngram=n, guesses=g)
-        run = record(text, bool(chat), config, tokens)
+        run = record(text, bool(chat), config, tokens, bool(auto))
     except (replay.InputError, SettingsError, DecodingError, ModelLoadError) as error:
         return refused(str(error))
-    return [*loaded(run), model_html(MODEL.facts()), notice_html(None)]
+    return [*loaded(run), model_html(MODEL.facts(), DEFAULT_MODEL), notice_html(None)]
 
 
 RACE_AUTO, RACE_SLIDERS = "auto: measured for this hardware", "the sliders' W, N, G"
@@ -313,9 +311,14 @@ with gr.Blocks(title="Lookahead Lab") as demo:
                 label="Max new tokens",
                 elem_id="ll-max",
             )
+            run_auto = gr.Checkbox(
+                False,
+                label="Auto: W, N, G and each step's plan from this hardware's measured step costs",
+                elem_id="ll-run-auto",
+            )
             run_button = gr.Button("Run on the model", variant="primary", elem_id="ll-run")
             run_notice = gr.HTML(notice_html(None), elem_id="ll-run-notice", min_height=30)
-            model_info = gr.HTML(model_html(None))
+            model_info = gr.HTML(model_html(None, DEFAULT_MODEL))
         with gr.Column(scale=3):
             summary = gr.HTML(summary_html(first_run), elem_id="ll-summary")
             with gr.Row(equal_height=False, elem_id="ll-replay"):
@@ -397,7 +400,7 @@ with gr.Blocks(title="Lookahead Lab") as demo:
     )
     run_button.click(
         run_model,
-        [prompt, chat, window, ngram, guesses, max_new_tokens],
+        [prompt, chat, window, ngram, guesses, max_new_tokens, run_auto],
         [*OUTPUTS, model_info, run_notice],
         api_name="run",
         concurrency_limit=1,

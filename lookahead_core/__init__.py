@@ -1,27 +1,7 @@
 """Lookahead Lab's engine: exact lookahead decoding (Fu et al., ICML 2024) on transformers models.
 
-Decoders are step generators yielding JSON-ready records; nothing here formats for display.
+A small library with no user interface: `records` (the schema every record is built from; plain
+Python, importable without torch), `config`, `layout`, `window`, `pool`, `proposers`, `verify`,
+`planning`, `forward`, `decoding`, `costs`, `tuning`, `models` and `trace`. Importing this
+package loads nothing heavy: import the module you need.
 """
-
-from .config import LookaheadConfig, SettingsError
-from .decoding import DecodingError, greedy_steps, lookahead_steps
-from .models import LoadedModel, ModelLoadError, encode_prompt, load_model
-from .trace import decode_steps, load_trace, record_run, record_trace, save_trace, summarize
-
-__all__ = [
-    "DecodingError",
-    "LoadedModel",
-    "LookaheadConfig",
-    "ModelLoadError",
-    "SettingsError",
-    "decode_steps",
-    "encode_prompt",
-    "greedy_steps",
-    "load_model",
-    "load_trace",
-    "lookahead_steps",
-    "record_run",
-    "record_trace",
-    "save_trace",
-    "summarize",
-]

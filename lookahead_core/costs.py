@@ -8,34 +8,30 @@ dtype, and kept as JSON in the user cache folder.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import re
 import statistics
 import time
-from dataclasses import asdict, dataclass
 
 import torch
 
 from .forward import forward_tree, keep_rows, prefill
-from .layout import step_layout
+from .layout import chain_layout
 from .models import LoadedModel, cache_root
+from .records import StepCostCurve
 
 SIZES = (1, 2, 4, 8, 12, 16, 24, 32, 48, 64, 96, 128)
 CONTEXT = 256  # a prompt plus a few dozen new tokens: where the bench's steps run
 
 
-@dataclass
-class StepCosts:
-    """Median forward seconds for each number of tokens fed, after a prefix of `context` tokens."""
+class StepCosts(StepCostCurve):
+    """The measured curve (see records.StepCostCurve), read as the cost of a step of any width."""
 
-    sizes: list[int]
-    seconds: list[float]
-    context: int
-    hardware: str
-    model: str
-    dtype: str
-    measured_at: str
+    @classmethod
+    def of(cls, curve: StepCostCurve) -> StepCosts:
+        return cls(**{f.name: getattr(curve, f.name) for f in dataclasses.fields(StepCostCurve)})
 
     def relative(self, tokens: int) -> float:
         """The cost of feeding `tokens` tokens, in units of a one-token step (linear between sizes)."""
@@ -62,9 +58,6 @@ class StepCosts:
         slope = (seconds[-1] - seconds[-2]) / (sizes[-1] - sizes[-2])
         return seconds[-1] + slope * (tokens - sizes[-1])
 
-    def as_dict(self) -> dict:
-        return asdict(self)
-
 
 def measure_step_costs(lm: LoadedModel, sizes=SIZES, context: int = CONTEXT, repeats: int | None = None) -> StepCosts:
     """Time one forward pass of each size (a causal chain after a `context`-token prefix); median of `repeats`.
@@ -78,7 +71,7 @@ def measure_step_costs(lm: LoadedModel, sizes=SIZES, context: int = CONTEXT, rep
     cache, _, _ = prefill(lm.model, prefix)
     medians = []
     for size in sizes:
-        layout = step_layout(1, size, 0, 0)
+        layout = chain_layout(size)
         tokens = prefix[:size]
         timings = []
         for attempt in range(repeats + 1):  # the first run of each shape warms allocators and kernels
@@ -110,10 +103,10 @@ def step_costs(lm: LoadedModel, refresh: bool = False) -> StepCosts:
     path = costs_path(lm)
     if path.exists() and not refresh:
         try:
-            return StepCosts(**json.loads(path.read_text()))
+            return StepCosts(**json.loads(path.read_text()))  # the same fields as the records' curve
         except (ValueError, TypeError):
             pass  # a damaged cache file is measured again
     costs = measure_step_costs(lm)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(costs.as_dict(), indent=1))
+    path.write_text(json.dumps(dataclasses.asdict(costs), indent=1))
     return costs

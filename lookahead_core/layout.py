@@ -1,16 +1,18 @@
-"""The input of one lookahead step, laid out as a token tree.
+"""The input of one step, laid out as a token tree: the geometry of its branches, the mask and positions.
 
-Rows, in order: the current token c, the lookahead branch (level 0 columns 1.., then each level
-above), the verification branch (each guess's tokens). Every row names its parent: the token
-before it in the chain it belongs to. A row attends to the committed prefix, itself and its
-ancestors, and sits at position p + depth. So parents alone define the attention mask and the
-position ids; this module is pure Python and is shared by the engine and the trace readers.
+Row 0 is the current token c. Every other row names its parent: the token before it in the
+chain it belongs to. A row attends to the committed prefix, itself and its ancestors, and sits
+at position p + depth. So parents alone define the attention mask and the position ids. A
+branch (the Jacobi window, a guess) is laid out in local row numbers, -1 standing for c; a
+step's layout is its branches side by side. Pure Python, shared by the engine's parts.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
+
+CURRENT = -1  # a branch row whose parent is c
 
 
 @dataclass(frozen=True)
@@ -19,9 +21,6 @@ class StepLayout:
 
     parents: tuple[int, ...]
     depths: tuple[int, ...]
-    window_rows: tuple[tuple[int, ...], ...]  # window_rows[l][j]: row of level l, column j
-    guess_rows: tuple[tuple[int, ...], ...]  # guess_rows[i][k]: row of guess i, token k
-    trajectory_rows: tuple[tuple[int, ...], ...]  # trajectory_rows[j]: the chain after c ending atop column j
 
     @property
     def size(self) -> int:
@@ -29,45 +28,52 @@ class StepLayout:
 
 
 @lru_cache(maxsize=256)
-def step_layout(levels: int, width: int, guesses: int, guess_length: int) -> StepLayout:
-    """Layout for `levels` window levels of `width` columns and `guesses` guesses of `guess_length` tokens.
+def tree_layout(parents: tuple[int, ...]) -> StepLayout:
+    """The layout of a tree given each row's parent (row 0, c, has none); depths follow from parents."""
+    depths: list[int] = []
+    for parent in parents:
+        depths.append(depths[parent] + 1 if parent >= 0 else 0)
+    return StepLayout(parents, tuple(depths))
 
-    Window row (l, j) extends (l-1, j), or (0, j-1) on level 0: its chain is level-0 columns 0..j
-    then column j of levels 1..l, a Jacobi trajectory, at depth l + j. Guess token k extends token
-    k-1, or c for k = 0, at depth k + 1. The two branches never share a row beyond c.
+
+def chain_layout(size: int) -> StepLayout:
+    """c followed by `size - 1` tokens, each extending the one before: a plain causal chain."""
+    return tree_layout((-1, *range(size - 1)))
+
+
+@dataclass(frozen=True)
+class WindowGeometry:
+    """The window's rows in local numbers: level 0 columns 1.., then each level above, W columns each.
+
+    `places[i]` is row i's (level, column); `trajectories[j]` the rows of column j's Jacobi
+    trajectory (level-0 columns 1..j, then column j of levels 1..), the chain its top row extends.
+    `rows[l][j]` is the row of (level l, column j), CURRENT for (0, 0), which is c itself.
     """
-    parents: list[int] = [-1]
-    depths: list[int] = [0]
-    window_rows: list[list[int]] = [[0]]
-    for j in range(1, width):
-        window_rows[0].append(len(parents))
-        parents.append(window_rows[0][j - 1])
-        depths.append(j)
-    for level in range(1, levels):
-        row = []
-        for j in range(width):
-            row.append(len(parents))
-            parents.append(window_rows[level - 1][j])
-            depths.append(level + j)
-        window_rows.append(row)
-    guess_rows = []
-    for _ in range(guesses):
-        row = []
-        for k in range(guess_length):
-            row.append(len(parents))
-            parents.append(row[k - 1] if k else 0)
-            depths.append(k + 1)
-        guess_rows.append(row)
-    trajectory_rows = [
-        window_rows[0][1 : j + 1] + [window_rows[lv][j] for lv in range(1, levels)] for j in range(width)
-    ]
-    return StepLayout(
-        tuple(parents),
-        tuple(depths),
-        tuple(map(tuple, window_rows)),
-        tuple(map(tuple, guess_rows)),
-        tuple(map(tuple, trajectory_rows)),
+
+    parents: tuple[int, ...]
+    places: tuple[tuple[int, int], ...]
+    rows: tuple[tuple[int, ...], ...]
+    trajectories: tuple[tuple[int, ...], ...]
+
+
+@lru_cache(maxsize=256)
+def window_geometry(levels: int, width: int) -> WindowGeometry:
+    """Row (l, j) extends (l-1, j), or (0, j-1) on level 0: its chain is a Jacobi trajectory at depth l + j."""
+    rows = [[CURRENT]]
+    parents: list[int] = []
+    places: list[tuple[int, int]] = []
+    for level in range(levels):
+        for column in range(1 if level == 0 else 0, width):
+            parents.append(rows[0][column - 1] if level == 0 else rows[level - 1][column])
+            places.append((level, column))
+            if level == len(rows):
+                rows.append([])
+            rows[level].append(len(parents) - 1)
+    trajectories = tuple(
+        tuple(rows[0][1 : column + 1]) + tuple(rows[level][column] for level in range(1, levels))
+        for column in range(width)
     )
+    return WindowGeometry(tuple(parents), tuple(places), tuple(map(tuple, rows)), trajectories)
 
 
 def visible_rows(parents: list[int] | tuple[int, ...]) -> list[list[int]]:

@@ -1,4 +1,4 @@
-"""Step plans: what one lookahead step feeds besides the current token (the window, which guesses).
+"""Step planners: what one lookahead step feeds besides the current token (the window, which guesses).
 
 The paper's plan feeds the whole window and up to G guesses every step. The cost-aware plan
 (`--auto`) feeds a part only when it pays on this hardware: it weighs the tokens each part is
@@ -10,41 +10,43 @@ Either way verification is exact: a plan changes what is tried, never what is ac
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from .costs import StepCosts
-from .pool import Guess
+from .proposers import Outcome, Proposal
+from .records import PlanReason, PlanRecord, Reason, Source
 
 PROBE_EVERY = 16  # a window left out this many steps in a row is fed once, to measure it again
 
 
 @dataclass
-class StepPlan:
-    """This step's input beyond c, and the reason for it in plain words."""
+class Plan:
+    """This step's input beyond c: the window or not, the first `guesses` guesses cut to `length` tokens."""
 
     feed_window: bool
-    guesses: list[Guess]
-    reason: str
-    expected_tokens: float | None = None
-    relative_cost: float | None = None
+    guesses: int
+    length: int
+    record: PlanRecord
 
-    def as_record(self, offered: int) -> dict:
-        return {
-            "window": self.feed_window,
-            "guesses_offered": offered,
-            "guesses_verified": len(self.guesses),
-            "expected_tokens": self.expected_tokens,
-            "relative_cost": self.relative_cost,
-            "reason": self.reason,
-        }
+
+class StepPlanner(Protocol):
+    def plan(self, proposal: Proposal) -> Plan: ...
+
+    def observe(self, outcome: Outcome) -> None: ...
+
+
+def guess_length(proposal: Proposal) -> int:
+    return max((len(g.tokens) for g in proposal.guesses), default=0)
 
 
 class FullPlanner:
     """The paper's plan: the whole window and every guess the pool offers, every step."""
 
-    def plan(self, guesses: list[Guess], window_tokens: int, guess_length: int) -> StepPlan:
-        return StepPlan(True, guesses, "every step feeds the whole window and up to G guesses")
+    def plan(self, proposal: Proposal) -> Plan:
+        offered, length = len(proposal.guesses), guess_length(proposal)
+        return Plan(True, offered, length, PlanRecord(PlanReason.PAPER, True, offered, offered, length))
 
-    def observe(self, record: dict) -> None:
+    def observe(self, outcome: Outcome) -> None:
         """The full plan learns nothing."""
 
 
@@ -77,57 +79,53 @@ class CostAwarePlanner:
     """
 
     costs: StepCosts
-    ngram: int
     guess_gain: dict = field(default_factory=dict)
     window_gain: RunningMean = field(default_factory=RunningMean)
     idle_steps: int = 0
 
-    def gain(self, reason: str, k: int, length: int) -> RunningMean:
+    def gain(self, reason: Reason, k: int, length: int) -> RunningMean:
         """Untried guesses start as if fully accepted once: optimism is what gets each length tried."""
         return self.guess_gain.setdefault((reason, k, length), RunningMean(float(length)))
 
-    def plan(self, guesses: list[Guess], window_tokens: int, guess_length: int) -> StepPlan:
+    def plan(self, proposal: Proposal) -> Plan:
         if self.idle_steps >= PROBE_EVERY:
-            why = f"the window sat out {PROBE_EVERY} steps, so it is fed to measure it again"
-            return self.best(guesses, window_tokens, guess_length, windows=(True,), why=why)
-        return self.best(guesses, window_tokens, guess_length, windows=(False, True), why="")
+            return self.best(proposal, windows=(True,), reason=PlanReason.PROBE_WINDOW)
+        return self.best(proposal, windows=(False, True), reason=PlanReason.BEST_RATIO)
 
-    def best(self, guesses, window_tokens, guess_length, windows, why: str) -> StepPlan:
+    def best(self, proposal: Proposal, windows: tuple[bool, ...], reason: PlanReason) -> Plan:
         """The plan with the most expected tokens per unit of step time among the allowed ones."""
-        reason = guesses[0].reason if guesses else ""
+        guesses, longest = proposal.guesses, guess_length(proposal)
+        window_tokens = len(proposal.window.tokens) if proposal.window is not None else 0
+        first = guesses[0].candidates[0].reason if guesses else Reason.ONE_TOKEN_KEY
         options = []
         for window in windows:
             for k in range(len(guesses) + 1):
-                for length in range(1, guess_length + 1) if k else (0,):
-                    expected = 1 + (self.gain(reason, k, length).value if k else 0.0)
+                for length in range(1, longest + 1) if k else (0,):
+                    expected = 1 + (self.gain(first, k, length).value if k else 0.0)
                     expected += self.window_gain.value if window else 0.0
                     cost = self.costs.relative(1 + window * window_tokens + k * length)
                     options.append((expected / cost, -k, -length, window, k, length, expected, cost))
         _, _, _, window, k, length, expected, cost = max(options)
-        chosen = [Guess(g.tokens[:length], g.source, g.reason) for g in guesses[:k]]
-        parts = ("the window" if window else "no window") + (
-            f" and {k} of {len(guesses)} guesses, {length} tokens each" if k else ", no guess" if guesses else ""
-        )
-        because = why or (
-            f"{parts}: {expected:.2f} tokens expected for {cost:.2f}x the time of a 1-token step, "
-            "the best ratio of the plans measured so far"
-        )
-        return StepPlan(window, chosen, because, expected, cost)
+        record = PlanRecord(reason, window, len(guesses), k, length, expected, cost, self.idle_steps)
+        return Plan(window, k, length, record)
 
-    def observe(self, record: dict) -> None:
-        """Update the measured gains from a finished step's record."""
-        plan, matched = record["plan"], record["matched"]
-        if matched:
-            reason, fed = record["guess_reasons"][0], len(record["guesses"][0])
+    def observe(self, outcome: Outcome) -> None:
+        """Update the measured gains from what verification decided."""
+        candidates = outcome.verification.candidates
+        guesses = [c for c in candidates if c.source != Source.TRAJECTORY]
+        matched = [c.matched for c in guesses]
+        if guesses:
+            fed = len(guesses[0].tokens)
             for k in range(1, len(matched) + 1):
                 best = max(matched[:k])
                 for length in range(1, fed + 1):
-                    self.gain(reason, k, length).add(float(min(best, length)))
-        if not plan["window"]:
+                    self.gain(guesses[0].reason, k, length).add(float(min(best, length)))
+        if not outcome.window_fed:
             self.idle_steps += 1
             return
         self.idle_steps = 0
         best_guess = max(matched, default=0)
-        beyond = max(max(record["trajectory_matched"], default=0) - best_guess, 0)
-        harvested = max((m for m, s in zip(matched, record["guess_sources"], strict=True) if s == "window"), default=0)
+        trajectories = [c.matched for c in candidates if c.source == Source.TRAJECTORY]
+        beyond = max(max(trajectories, default=0) - best_guess, 0)
+        harvested = max((c.matched for c in guesses if c.source == Source.WINDOW), default=0)
         self.window_gain.add(float(beyond + (harvested if harvested == best_guess else 0)))

@@ -13,12 +13,14 @@ from __future__ import annotations
 from collections import OrderedDict
 from dataclasses import dataclass
 
+from .records import Reason, Source
+
 
 @dataclass
 class PoolEntry:
     continuation: tuple[int, ...]
     previous: int | None
-    source: str
+    source: Source
 
 
 @dataclass
@@ -26,8 +28,8 @@ class Guess:
     """A candidate continuation chosen for verification, and why it was chosen."""
 
     tokens: list[int]
-    source: str
-    reason: str
+    source: Source
+    reason: Reason
 
 
 class NGramPool:
@@ -37,8 +39,8 @@ class NGramPool:
         self._entries: dict[int, OrderedDict[tuple[int, ...], PoolEntry]] = {}
         self.size = 0
 
-    def insert(self, key: int, continuation: list[int], previous: int | None, source: str) -> tuple[int, ...] | None:
-        """Add one n-gram (key + N-1 continuation tokens); return the continuation it evicted, if any."""
+    def insert(self, key: int, continuation: list[int], previous: int | None, source: Source) -> PoolEntry | None:
+        """Add one n-gram (key + N-1 continuation tokens); return the entry it evicted, if any."""
         if self.capacity == 0:
             return None
         cont = tuple(continuation)
@@ -51,12 +53,12 @@ class NGramPool:
         bucket[cont] = PoolEntry(cont, previous, source)
         self.size += 1
         if len(bucket) > self.capacity:
-            evicted, _ = bucket.popitem(last=False)
+            _, evicted = bucket.popitem(last=False)
             self.size -= 1
             return evicted
         return None
 
-    def insert_sequence(self, tokens: list[int], source: str) -> int:
+    def insert_sequence(self, tokens: list[int], source: Source) -> int:
         """Add every n-gram of a token sequence (for the prompt or committed output); return how many."""
         n = self.ngram
         count = 0
@@ -75,6 +77,6 @@ class NGramPool:
         newest_first = self.entries(key)[::-1]
         both = [e for e in newest_first if previous is not None and e.previous == previous]
         rest = [e for e in newest_first if not (previous is not None and e.previous == previous)]
-        chosen = [Guess(list(e.continuation), e.source, "two-token key") for e in both]
-        chosen += [Guess(list(e.continuation), e.source, "one-token key") for e in rest]
+        chosen = [Guess(list(e.continuation), e.source, Reason.TWO_TOKEN_KEY) for e in both]
+        chosen += [Guess(list(e.continuation), e.source, Reason.ONE_TOKEN_KEY) for e in rest]
         return chosen[:limit]

@@ -1,17 +1,15 @@
-"""A trace: every step record of one decoding run, plus what is needed to read it with no model.
+"""Recording: decode once and keep every step record as a Trace (see records.py), or a Run of two.
 
-A trace is a plain dict (JSON round-trips it unchanged): `meta` (model, hardware, settings,
-prompt), `steps` (one record per forward pass, the prefill first), `vocab` (the text of every
-token id the steps mention) and `summary` (output, step count, tokens per step, seconds).
+A trace holds the meta facts (model, hardware, settings, prompt), one record per forward pass
+(the prefill first), the text of every token id the steps mention, and the run's totals, so it
+can be read and drawn with no model.
 """
 
 from __future__ import annotations
 
-import json
 import platform
 import time
 from collections.abc import Callable, Iterator
-from pathlib import Path
 
 import torch
 import transformers
@@ -19,8 +17,9 @@ import transformers
 from .config import LookaheadConfig
 from .decoding import check_request, greedy_steps, lookahead_steps
 from .models import LoadedModel
-
-METHODS = ("lookahead", "greedy")
+from .planning import StepPlanner
+from .records import Machine, Method, Run, Settings, StepRecord, Summary, Trace, TraceMeta
+from .tuning import AutoSettings
 
 
 def lookahead_reach(config: LookaheadConfig) -> int:
@@ -32,64 +31,39 @@ def lookahead_reach(config: LookaheadConfig) -> int:
 
 
 def decode_steps(
-    lm: LoadedModel, prompt_ids: list[int], method: str, config: LookaheadConfig, max_new_tokens: int, planner=None
-) -> Iterator[dict]:
-    """Validate the request, then yield the records of `method` ('lookahead' or 'greedy').
+    lm: LoadedModel,
+    prompt_ids: list[int],
+    method: Method,
+    config: LookaheadConfig,
+    max_new_tokens: int,
+    planner: StepPlanner | None = None,
+) -> Iterator[StepRecord]:
+    """Validate the request, then yield the records of `method`.
 
     `planner` (lookahead only) picks what each step feeds; None is the paper's full plan.
     """
-    if method not in METHODS:
-        raise ValueError(f"unknown method {method!r}: use one of {', '.join(METHODS)}")
-    reach = lookahead_reach(config) if method == "lookahead" else 0
+    method = Method(method)
+    reach = lookahead_reach(config) if method == Method.LOOKAHEAD else 0
     check_request(prompt_ids, max_new_tokens, lm.context_length, reach)
-    if method == "greedy":
+    if method == Method.GREEDY:
         return greedy_steps(lm.model, prompt_ids, max_new_tokens, lm.eos_ids)
     return lookahead_steps(lm.model, prompt_ids, config, max_new_tokens, lm.eos_ids, planner=planner)
 
 
-def summarize(steps: list[dict]) -> dict:
+def summarize(steps: list[StepRecord], text: str = "") -> Summary:
     """Totals of a run: committed ids, forward passes (prefill included), tokens per step, seconds."""
-    new_ids = [t for record in steps for t in record["committed"]]
-    seconds = sum(record["step_seconds"] for record in steps)
-    return {
-        "new_token_ids": new_ids,
-        "tokens": len(new_ids),
-        "steps": len(steps),
-        "tokens_per_step": len(new_ids) / len(steps) if steps else 0.0,
-        "seconds": seconds,
-        "tokens_per_second": len(new_ids) / seconds if seconds else 0.0,
-        "stop": steps[-1]["stop"] if steps else None,
-    }
-
-
-def token_ids_in(value) -> set[int]:
-    """Every int inside the token-bearing fields of step records."""
-    if isinstance(value, bool):
-        return set()
-    if isinstance(value, int):
-        return {value}
-    if isinstance(value, list):
-        return set().union(*map(token_ids_in, value)) if value else set()
-    return set()
-
-
-TOKEN_FIELDS = (
-    "committed",
-    "block",
-    "window",
-    "jacobi_update",
-    "window_predictions",
-    "window_next",
-    "harvested",
-    "pool_entries",
-    "pool_added",
-    "pool_evicted",
-    "guesses",
-    "guess_predictions",
-    "trajectories",
-    "input_ids",
-    "current_token",
-)
+    new_ids = [t for record in steps for t in record.committed]
+    seconds = sum(record.step_seconds for record in steps)
+    return Summary(
+        new_ids,
+        len(new_ids),
+        len(steps),
+        len(new_ids) / len(steps) if steps else 0.0,
+        seconds,
+        len(new_ids) / seconds if seconds else 0.0,
+        steps[-1].stop if steps else None,
+        text,
+    )
 
 
 def vocab_for(tokenizer, ids: set[int]) -> dict[str, str]:
@@ -97,61 +71,62 @@ def vocab_for(tokenizer, ids: set[int]) -> dict[str, str]:
     return {str(i): tokenizer.decode([i]) for i in sorted(ids)}
 
 
-def machine_facts(lm: LoadedModel) -> dict:
-    return {
-        **lm.describe(),
-        "torch": torch.__version__,
-        "transformers": transformers.__version__,
-        "python": platform.python_version(),
-        "platform": platform.platform(terse=True),
-    }
+def machine_facts(lm: LoadedModel) -> Machine:
+    facts = lm.describe()
+    return Machine(
+        **facts,
+        torch=str(torch.__version__),  # a plain str: torch gives a str subclass of its own
+        transformers=transformers.__version__,
+        python=platform.python_version(),
+        platform=platform.platform(terse=True),
+    )
+
+
+def trace_settings(method: Method, config: LookaheadConfig, auto: AutoSettings | None) -> Settings | None:
+    """The settings a trace records: none for greedy, the auto choice with its figures, or W, N, G."""
+    if method == Method.GREEDY:
+        return None
+    return auto.settings() if auto is not None else Settings(config.window, config.ngram, config.guesses)
 
 
 def record_trace(
     lm: LoadedModel,
     prompt_ids: list[int],
-    method: str,
+    method: Method,
     config: LookaheadConfig,
     max_new_tokens: int,
     prompt_text: str | None = None,
-    on_step: Callable[[dict], None] | None = None,
-) -> dict:
-    """Decode once and keep every step record; `on_step` sees each record as it is produced."""
+    on_step: Callable[[StepRecord], None] | None = None,
+    auto: AutoSettings | None = None,
+) -> Trace:
+    """Decode once and keep every step record; `on_step` sees each record as it is produced.
+
+    With `auto`, lookahead runs its settings and a fresh planner of its kind, and the trace
+    keeps the measured step costs that planner weighed.
+    """
+    method = Method(method)
+    config = auto.config if auto is not None else config
+    planner = auto.make_planner() if auto is not None else None
     steps = []
     started = time.time()
-    for record in decode_steps(lm, prompt_ids, method, config, max_new_tokens):
+    for record in decode_steps(lm, prompt_ids, method, config, max_new_tokens, planner):
         steps.append(record)
         if on_step is not None:
             on_step(record)
-    ids = set(prompt_ids)
-    for record in steps:
-        for field in TOKEN_FIELDS:
-            ids |= token_ids_in(record.get(field))
+    ids = set(prompt_ids).union(*(record.token_ids() for record in steps))
     summary = summarize(steps)
-    summary["text"] = lm.tokenizer.decode(summary["new_token_ids"], skip_special_tokens=True)
-    return {
-        "meta": {
-            "method": method,
-            "settings": config.as_dict() if method == "lookahead" else None,
-            "max_new_tokens": max_new_tokens,
-            "prompt_text": prompt_text,
-            "prompt_token_ids": list(prompt_ids),
-            "eos_ids": sorted(lm.eos_ids),
-            "machine": machine_facts(lm),
-            "recorded_at": time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(started)),
-        },
-        "steps": steps,
-        "vocab": vocab_for(lm.tokenizer, ids),
-        "summary": summary,
-    }
-
-
-def save_trace(trace: dict, path: str | Path) -> None:
-    Path(path).write_text(json.dumps(trace, separators=(",", ":")))
-
-
-def load_trace(path: str | Path) -> dict:
-    return json.loads(Path(path).read_text())
+    summary.text = lm.tokenizer.decode(summary.new_token_ids, skip_special_tokens=True)
+    meta = TraceMeta(
+        method,
+        trace_settings(method, config, auto),
+        max_new_tokens,
+        prompt_text,
+        list(prompt_ids),
+        sorted(lm.eos_ids),
+        machine_facts(lm),
+        time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(started)),
+    )
+    return Trace(meta, steps, vocab_for(lm.tokenizer, ids), summary)
 
 
 def record_run(
@@ -160,9 +135,9 @@ def record_run(
     config: LookaheadConfig,
     max_new_tokens: int,
     prompt_text: str | None = None,
-) -> dict[str, dict]:
+    auto: AutoSettings | None = None,
+) -> Run:
     """Both traces for one prompt, lookahead then greedy: what a replay of the comparison needs."""
-    return {
-        method: record_trace(lm, prompt_ids, method, config, max_new_tokens, prompt_text)
-        for method in ("lookahead", "greedy")
-    }
+    lookahead = record_trace(lm, prompt_ids, Method.LOOKAHEAD, config, max_new_tokens, prompt_text, auto=auto)
+    greedy = record_trace(lm, prompt_ids, Method.GREEDY, config, max_new_tokens, prompt_text)
+    return Run(lookahead, greedy)

@@ -4,50 +4,55 @@ Lookahead trades wider forward passes for fewer of them. Where a 64-token step c
 a 1-token step does (a GPU with a small model), the paper's plan pays: a wide window and many
 guesses every step. Where it costs several times more (a CPU), a small window and the
 cost-aware planner, which feeds the window and each guess only when the tokens they add are
-measured to outgrow their cost, do better. The choice and the figures behind it are returned
-in plain words, for the CLI, the bench report and the app.
+measured to outgrow their cost, do better. The choice comes with the measured figures behind
+it; the words that explain it belong to the visuals.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 from .config import LookaheadConfig
 from .costs import StepCosts, step_costs
 from .models import LoadedModel
-from .planning import CostAwarePlanner, FullPlanner
+from .planning import CostAwarePlanner, FullPlanner, StepPlanner
+from .records import Planner, Regime, Settings, StepCostCurve
 
 PROBE_TOKENS = 64  # the step width whose relative cost sorts hardware into the regimes below
 FLAT = 1.5  # a 64-token step at most this many 1-token steps: wide steps are almost free
 MODERATE = 2.5  # up to this: a middle window, planned step by step; beyond it, a small one
 
-PAPER = LookaheadConfig(window=15, ngram=5, guesses=15)
-MIDDLE = LookaheadConfig(window=8, ngram=6, guesses=8)
-SMALL = LookaheadConfig(window=4, ngram=8, guesses=4)
+CHOICES = {
+    Regime.FLAT: (LookaheadConfig(window=15, ngram=5, guesses=15), Planner.FULL),  # the paper's
+    Regime.MODERATE: (LookaheadConfig(window=8, ngram=6, guesses=8), Planner.COST_AWARE),
+    Regime.STEEP: (LookaheadConfig(window=4, ngram=8, guesses=4), Planner.COST_AWARE),
+}
 
 
 @dataclass
 class AutoSettings:
-    """The chosen maxima (W, N, G), the planner that uses them, and why."""
+    """The chosen maxima (W, N, G), the planner that uses them, and the measured figures behind them."""
 
     config: LookaheadConfig
-    planner: str  # "full": the paper's plan every step; "cost-aware": per-step plans (planning.py)
-    why: str
+    planner: Planner
+    regime: Regime
+    ratio: float  # a PROBE_TOKENS-token step's cost in 1-token steps, from a line fitted through the curve
     costs: StepCosts
 
-    def make_planner(self):
+    def make_planner(self) -> StepPlanner:
         """A fresh planner for one decoding run (the cost-aware one learns within a run)."""
-        return FullPlanner() if self.planner == "full" else CostAwarePlanner(self.costs, self.config.ngram)
+        return make_planner(self.planner, self.costs)
 
-    def as_dict(self) -> dict:
-        return {
-            "window": self.config.window,
-            "ngram": self.config.ngram,
-            "guesses": self.config.guesses,
-            "planner": self.planner,
-            "why": self.why,
-            "step_costs": self.costs.as_dict(),
-        }
+    def settings(self) -> Settings:
+        """These settings as the records hold them (the curve as the plain record type, so a trace read
+        back from JSON equals the one recorded)."""
+        c = self.config
+        curve = StepCostCurve(**asdict(self.costs))
+        return Settings(c.window, c.ngram, c.guesses, self.planner, self.regime, PROBE_TOKENS, self.ratio, curve)
+
+
+def make_planner(planner: Planner, costs: StepCosts | None) -> StepPlanner:
+    return CostAwarePlanner(costs) if planner == Planner.COST_AWARE else FullPlanner()
 
 
 def choose_settings(costs: StepCosts) -> AutoSettings:
@@ -57,22 +62,17 @@ def choose_settings(costs: StepCosts) -> AutoSettings:
     cannot flip the choice.
     """
     ratio = costs.fitted_relative(PROBE_TOKENS)
-    measured = f"on {costs.hardware} ({costs.dtype}) a {PROBE_TOKENS}-token step costs {ratio:.2f}x a 1-token step"
-    if ratio <= FLAT:
-        why = (
-            f"{measured}: wide steps are almost free, so every step feeds the paper's window "
-            f"W={PAPER.window}, N={PAPER.ngram} and G={PAPER.guesses} guesses"
-        )
-        return AutoSettings(PAPER, "full", why, costs)
-    config = MIDDLE if ratio <= MODERATE else SMALL
-    why = (
-        f"{measured}: each token fed must earn its cost, so the window is at most W={config.window} "
-        f"(N={config.ngram}, G={config.guesses}) and each step feeds the window and the guesses only "
-        "when the tokens they were measured to add in this run outweigh the wider step"
-    )
-    return AutoSettings(config, "cost-aware", why, costs)
+    regime = Regime.FLAT if ratio <= FLAT else Regime.MODERATE if ratio <= MODERATE else Regime.STEEP
+    config, planner = CHOICES[regime]
+    return AutoSettings(config, planner, regime, ratio, costs)
 
 
 def auto_settings(lm: LoadedModel, refresh: bool = False) -> AutoSettings:
     """Auto settings for this model on its device and dtype (the cost curve is measured once, cached)."""
     return choose_settings(step_costs(lm, refresh))
+
+
+def replay_planner(settings: Settings) -> StepPlanner:
+    """A fresh planner of a recorded run's settings: decoding again with it repeats the run's plans."""
+    costs = StepCosts.of(settings.step_costs) if settings.step_costs is not None else None
+    return make_planner(settings.planner, costs)

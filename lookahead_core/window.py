@@ -4,7 +4,8 @@ Level 0 column 0 is always the current token c; level l column j guesses positio
 The window starts with level 0 only, W + N - 2 columns wide, and gains a level per step while
 every level drops its first column (warm-up); once N-1 levels stand W columns wide, each step's
 Jacobi update goes on top, the columns are harvested as n-grams and the levels move down one.
-The window holds token ids only; it never touches the model.
+The window holds token ids, and for each level the step whose Jacobi update produced it (0 for
+the initial fill); it never touches the model.
 """
 
 from __future__ import annotations
@@ -13,11 +14,12 @@ import random
 
 
 class JacobiWindow:
-    """Levels of token ids; `levels[0][0]` is the current token c."""
+    """Levels of token ids; `levels[0][0]` is the current token c; `origins[l]` made level l."""
 
-    def __init__(self, levels: list[list[int]], ngram: int) -> None:
+    def __init__(self, levels: list[list[int]], ngram: int, origins: list[int] | None = None) -> None:
         self.levels = levels
         self.ngram = ngram
+        self.origins = origins if origins is not None else [0] * len(levels)
 
     @classmethod
     def initial(cls, current_token: int, prompt_ids: list[int], window: int, ngram: int, seed: int = 0) -> JacobiWindow:
@@ -50,19 +52,19 @@ class JacobiWindow:
             return []
         return [[level[j] for level in self.levels] + [new_level[j]] for j in range(self.width)]
 
-    def advance(self, new_level: list[int], next_token: int) -> None:
-        """Apply the Jacobi update `new_level` (argmax of the last level) and re-anchor on `next_token`.
+    def advance(self, new_level: list[int], next_token: int, step: int) -> None:
+        """Apply step `step`'s Jacobi update `new_level` (argmax of the last level); re-anchor on `next_token`.
 
         Warm-up: keep every level, add the new one, all drop their first column.
         Full: level 0 is dropped, the others move down one, the new level goes on top.
         Either way, the new level 0 column 0 is the next current token.
         """
         if self.is_full:
-            levels = self.levels[1:] + [list(new_level)]
+            levels, origins = self.levels[1:] + [list(new_level)], self.origins[1:]
         else:
-            levels = [level[1:] for level in self.levels] + [list(new_level[1:])]
+            levels, origins = [level[1:] for level in self.levels] + [list(new_level[1:])], list(self.origins)
         levels[0] = [next_token, *levels[0][1:]]
-        self.levels = levels
+        self.levels, self.origins = levels, [*origins, step]
 
     def reanchor(self, next_token: int) -> None:
         """A step that did not feed the window: keep its levels, put the new current token in column 0."""

@@ -1,7 +1,7 @@
 """Draw the README's bench figure from the JSON reports in docs/bench.
 
 Usage: python scripts/bench_plot.py [--out assets/bench.png]
-Each docs/bench/*.json is a `python -m lookahead_core bench --json` report (or one written by
+Each docs/bench/*.json is a `python -m lab bench --json` report (or one written by
 scripts/gpu_check.py). The overview of the float32 reports is photographed with Debian's
 headless chromium into --out. (A full HTML report of one bench: `bench --html`; at about 5 MB with
 plotly.js inside, those are not kept in the repo.)

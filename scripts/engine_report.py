@@ -18,9 +18,10 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from lab.datasets import load_prompts
 from lookahead_core.config import LookaheadConfig
-from lookahead_core.datasets import load_prompts
 from lookahead_core.models import encode_prompt, load_model
+from lookahead_core.records import Method
 from lookahead_core.trace import decode_steps, machine_facts, summarize
 
 
@@ -39,8 +40,8 @@ def main() -> None:
     lm = load_model(device=args.device, dtype=args.dtype)
     facts = machine_facts(lm)
     print(
-        f"# {facts['model']} on {facts['device_name']}, {facts['dtype']}, torch {facts['torch']}, "
-        f"transformers {facts['transformers']}; {args.limit} prompts per set, {args.max_new_tokens} new tokens"
+        f"# {facts.model} on {facts.device_name}, {facts.dtype}, torch {facts.torch}, "
+        f"transformers {facts.transformers}; {args.limit} prompts per set, {args.max_new_tokens} new tokens"
     )
     print("| set | W | N | G | tokens/step | exact | lookahead s | greedy generate s |")
     print("|---|---|---|---|---|---|---|---|")
@@ -61,11 +62,11 @@ def main() -> None:
             tokens = steps = exact = 0
             seconds = 0.0
             for ids, reference in zip(encoded, references, strict=True):
-                summary = summarize(list(decode_steps(lm, ids, "lookahead", config, args.max_new_tokens)))
-                tokens += summary["tokens"]
-                steps += summary["steps"]
-                seconds += summary["seconds"]
-                exact += summary["new_token_ids"] == reference
+                summary = summarize(list(decode_steps(lm, ids, Method.LOOKAHEAD, config, args.max_new_tokens)))
+                tokens += summary.tokens
+                steps += summary.steps
+                seconds += summary.seconds
+                exact += summary.new_token_ids == reference
             row = [name, w, n, g, f"{tokens / steps:.2f}", f"{exact}/{len(encoded)}", f"{seconds:.1f}"]
             print("| " + " | ".join(map(str, row)) + f" | {generate_seconds:.1f} |", flush=True)
 

@@ -19,9 +19,9 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from lookahead_core.bench import METHODS, run_bench
+from lab.bench import METHODS, run_bench
+from lab.datasets import load_prompts
 from lookahead_core.costs import step_costs
-from lookahead_core.datasets import load_prompts
 from lookahead_core.models import load_model
 from lookahead_core.trace import machine_facts
 from lookahead_core.tuning import choose_settings
@@ -50,12 +50,12 @@ def main() -> None:
         auto = choose_settings(costs)
         curve = ", ".join(f"{n}: {costs.relative(n):.2f}x" for n in COST_POINTS)
         print(
-            f"# {facts['model']} on {facts['device_name']}, {dtype}, torch {facts['torch']}, "
-            f"transformers {facts['transformers']}"
+            f"# {facts.model} on {facts.device_name}, {dtype}, torch {facts.torch}, transformers {facts.transformers}"
         )
         print(f"# one step of n tokens, in 1-token steps ({costs.seconds[0] * 1e3:.1f} ms): {curve}")
         print(
-            f"# auto: W={auto.config.window} N={auto.config.ngram} G={auto.config.guesses}, {auto.planner} plan",
+            f"# auto: W={auto.config.window} N={auto.config.ngram} G={auto.config.guesses}, {auto.planner} plan "
+            f"({auto.regime}: a 64-token step costs {auto.ratio:.2f}x a 1-token step)",
             flush=True,
         )
         for name in args.sets:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import torch
 from transformers import AutoModelForCausalLM, GPT2Config, LlamaConfig, Qwen2Config
@@ -47,6 +49,22 @@ def tiny_model(family: str, attention: str = "sdpa", seed: int = 0) -> LoadedMod
     model = AutoModelForCausalLM.from_config(tiny_config(family), attn_implementation=attention, dtype=torch.float32)
     model.eval()
     return LoadedModel(model, None, f"tiny-random-{family}", frozenset(), 256)
+
+
+class CharTokenizer:
+    """A stand-in tokenizer for the tiny models: token id i reads as one printable character.
+
+    Enough for `record_trace`, which needs only `decode` to write the trace's vocabulary and text.
+    """
+
+    def decode(self, ids, skip_special_tokens: bool = False) -> str:
+        return "".join(chr(32 + i % 95) for i in ids)
+
+
+@pytest.fixture
+def tiny_lm() -> LoadedModel:
+    """A tiny random Llama with a character tokenizer: what recording a trace or a run needs."""
+    return dataclasses.replace(tiny_model("llama"), tokenizer=CharTokenizer())
 
 
 @pytest.fixture(scope="session")

@@ -14,6 +14,7 @@ from gradio_client import Client
 from gradio_client.exceptions import AppError
 from gradio_client.utils import Status
 
+from lookahead_core.records import Run
 from tests.serving import running_app
 from visuals import library, replay
 
@@ -35,7 +36,7 @@ def client(url) -> Client:
     return Client(url, verbose=False)
 
 
-def example(preset_id: str) -> dict:
+def example(preset_id: str) -> Run:
     return library.load_run(library.example_path(library.preset(PRESETS, preset_id)))
 
 
@@ -61,11 +62,11 @@ def test_a_preset_loads_its_example_and_steps_agree_with_the_trace(client):
     assert step_value(shown[0]) == 2
     assert list(shown[PANELS]) == replay.panel_values(run, 2)
 
-    target = next(i for i, r in enumerate(run["lookahead"]["steps"]) if len(r["committed"]) > 1)
+    target = next(i for i, r in enumerate(run.lookahead.steps) if len(r.committed) > 1)
     shown = client.predict(target, api_name="/scrub")
     caption = shown[PANELS][0]
-    record = run["lookahead"]["steps"][target]
-    assert f"committed {len(record['committed'])} tokens" in caption
+    record = run.lookahead.steps[target]
+    assert f"committed {len(record.committed)} tokens" in caption
     assert f"Step {target} of {replay.last_step(run)}" in caption
 
 
@@ -106,9 +107,9 @@ def test_bad_input_gets_a_message_and_the_server_stays_up(client, prompt, settin
     before = client.predict(3, api_name="/scrub")
     if "value" in message:  # out of a slider's range: Gradio refuses it before the app sees it
         with pytest.raises(AppError, match=message):
-            client.predict(prompt, False, *settings, api_name="/run")
+            client.predict(prompt, False, *settings, False, api_name="/run")
     else:
-        result = client.predict(prompt, False, *settings, api_name="/run")
+        result = client.predict(prompt, False, *settings, False, api_name="/run")
         assert escape(message) in result[-1] and "Not run" in result[-1]
         assert all(panel["__type__"] == "update" and "value" not in panel["props"] for panel in result[PANELS])
     after = client.predict(3, api_name="/scrub")
@@ -117,7 +118,7 @@ def test_bad_input_gets_a_message_and_the_server_stays_up(client, prompt, settin
 
 def test_a_real_run_on_the_default_model(client):
     started = time.perf_counter()
-    result = client.predict("def add(a, b):\n", False, 4, 3, 4, 16, api_name="/run")
+    result = client.predict("def add(a, b):\n", False, 4, 3, 4, 16, False, api_name="/run")
     seconds = time.perf_counter() - started
     summary, model_info = result[1], result[-2]
     assert "<b>16</b><span>new tokens" in summary
@@ -147,7 +148,7 @@ def test_a_replay_step_round_trip_is_fast(client):
 def test_replay_does_not_wait_behind_model_work(url):
     runner, viewer = Client(url, verbose=False), Client(url, verbose=False)
     viewer.predict("pencils", api_name="/preset")
-    job = runner.submit("Once upon a time, in a small village by the sea,", False, 5, 4, 5, 8, api_name="/run")
+    job = runner.submit("Once upon a time, in a small village by the sea,", False, 5, 4, 5, 8, False, api_name="/run")
     deadline = time.monotonic() + 30
     while job.status().code != Status.PROCESSING and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -161,12 +162,23 @@ def test_replay_does_not_wait_behind_model_work(url):
 
 @pytest.fixture
 def steep_costs(monkeypatch):
-    """A CPU-like cost table, so the race need not measure the curve (the race itself is timed for real)."""
+    """A CPU-like cost table, so Run and the race need not measure the curve (the decoding is timed for real)."""
     import app
+    from lookahead_core.tuning import choose_settings
 
     from .conftest import cost_table
 
     monkeypatch.setattr(app, "step_costs", lambda lm: cost_table(0.05))
+    monkeypatch.setattr(app, "auto_settings", lambda lm: choose_settings(cost_table(0.05)))
+
+
+def test_an_auto_run_records_and_replays_each_steps_plan(client, steep_costs):
+    result = client.predict("def add(a, b):\n", False, 4, 3, 4, 16, True, api_name="/run")
+    summary = result[1]
+    assert "W=4 N=8 G=4" in summary and "cost-aware plan" in summary
+    captions = [client.predict(index, api_name="/scrub")[PANELS][0] for index in range(1, result[0]["maximum"] + 1)]
+    assert all("Plan: " in caption for caption in captions)
+    assert any("tokens expected for" in caption for caption in captions)
 
 
 def test_a_race_times_greedy_and_lookahead_and_says_why(client, steep_costs):

@@ -1,15 +1,21 @@
-"""The bench end to end on a tiny random model, its report's keys, and the auto settings' choice."""
+"""The lab's command line on a tiny random model: bench end to end with its report's keys, generate,
+the auto settings' choice, and `python -m lab` itself."""
 
 from __future__ import annotations
 
 import json
+import re
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from tokenizers import Tokenizer, models
 from transformers import PreTrainedTokenizerFast
 
+from lab.cli import main
 from lookahead_core import costs as cost_module
-from lookahead_core.cli import main
+from lookahead_core.records import Planner, Regime
 from lookahead_core.tuning import choose_settings
 
 from .conftest import TINY_VOCAB, cost_table, tiny_model
@@ -67,9 +73,13 @@ def test_bench_runs_every_method_end_to_end(tiny_folder, tmp_path, capsys):
 
 def test_auto_picks_a_smaller_window_when_wide_steps_are_expensive():
     flat, steep = choose_settings(cost_table(0.002)), choose_settings(cost_table(0.05))
-    assert flat.planner == "full" and steep.planner == "cost-aware"
+    assert (flat.regime, flat.planner) == (Regime.FLAT, Planner.FULL)
+    assert (steep.regime, steep.planner) == (Regime.STEEP, Planner.COST_AWARE)
     assert steep.config.window < flat.config.window
-    assert "64-token step costs 1.13x" in flat.why and "64-token step costs 4.15x" in steep.why
+    assert flat.ratio == pytest.approx(1.126) and steep.ratio == pytest.approx(4.15)
+    settings = steep.settings()  # what a trace records: the choice and the curve behind it
+    assert (settings.planner, settings.regime, settings.probe_tokens) == (Planner.COST_AWARE, Regime.STEEP, 64)
+    assert settings.probe_ratio == steep.ratio and settings.step_costs.seconds == cost_table(0.05).seconds
 
 
 def test_bench_auto_reports_what_it_chose_and_why(tiny_folder, tmp_path, monkeypatch, capsys):
@@ -78,7 +88,8 @@ def test_bench_auto_reports_what_it_chose_and_why(tiny_folder, tmp_path, monkeyp
     report = bench(tiny_folder, tmp_path, "--auto", "--methods", "greedy,lookahead")
     auto = report["settings"]["auto"]
     assert auto["planner"] == "cost-aware" and auto["window"] == report["settings"]["lookahead"]["window"]
-    assert "costs 4.15x a 1-token step" in auto["why"]
+    assert auto["regime"] == "steep" and auto["probe_ratio"] == pytest.approx(4.15)
+    assert auto["step_costs"]["seconds"] == cost_table(0.05).seconds
     assert report["summary"]["lookahead"]["exact"] == 2
     assert "auto: W=" in capsys.readouterr().err
 
@@ -89,3 +100,51 @@ def test_bench_refuses_bad_arguments_in_one_line(tiny_folder, tmp_path, capsys, 
     assert main(args) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and err.count("\n") == 1
+
+
+def generated(capsys, folder, *extra) -> list[dict]:
+    """`generate --json` on the tiny model: one parsed JSON object per prompt."""
+    args = ["generate", "--model", str(folder), "--device", "cpu", "--max-new-tokens", "20", "--json", *extra]
+    assert main(args) == 0
+    return [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+
+
+def test_generate_prints_one_json_line_per_prompt_and_lookahead_equals_greedy(tiny_folder, capsys):
+    prompts = ["--prompts-file", str(tiny_folder / "prompts.jsonl")]
+    lookahead = generated(capsys, tiny_folder, *prompts, "--window", "3", "--ngram", "4", "--guesses", "3")
+    greedy = generated(capsys, tiny_folder, *prompts, "--method", "greedy")
+    keys = {
+        "id",
+        "method",
+        "window",
+        "ngram",
+        "guesses",
+        "prompt_token_ids",
+        "new_token_ids",
+        "text",
+        "steps",
+        "seconds",
+    }
+    assert all(set(row) == keys for row in lookahead + greedy)
+    assert [row["id"] for row in lookahead] == ["loop", "list", "unused"]
+    assert [row["new_token_ids"] for row in lookahead] == [row["new_token_ids"] for row in greedy]
+    assert [row["steps"] for row in greedy] == [len(row["new_token_ids"]) for row in greedy]
+    assert (lookahead[0]["window"], lookahead[0]["ngram"], lookahead[0]["guesses"]) == (3, 4, 3)
+    assert greedy[0]["window"] is None and greedy[0]["method"] == "greedy"
+
+
+def test_generate_without_json_prints_the_text_and_a_summary_line(tiny_folder, capsys):
+    args = ["generate", "--prompt", "a, b, a, b, a,", "--model", str(tiny_folder), "--device", "cpu"]
+    assert main([*args, "--max-new-tokens", "12", "--window", "2", "--ngram", "3", "--guesses", "2"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("--- prompt ---\n")
+    assert re.search(r"\n\[lookahead W=2 N=3 G=2\] \d+ tokens in \d+ steps \(\d\.\d\d tokens/step\)", out)
+
+
+def test_python_m_lab_runs_and_lists_its_commands():
+    root = Path(__file__).resolve().parent.parent
+    result = subprocess.run(
+        [sys.executable, "-m", "lab", "--help"], cwd=root, capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    assert "python -m lab" in result.stdout and "generate" in result.stdout and "bench" in result.stdout

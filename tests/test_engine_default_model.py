@@ -8,8 +8,11 @@ from __future__ import annotations
 import pytest
 import torch
 
-from lookahead_core import LookaheadConfig, ModelLoadError, decode_steps, encode_prompt, load_model, summarize
+from lookahead_core.config import LookaheadConfig
 from lookahead_core.decoding import DecodingError
+from lookahead_core.models import ModelLoadError, encode_prompt, load_model
+from lookahead_core.records import Method, StepRecord, StopReason
+from lookahead_core.trace import decode_steps, summarize
 
 MAX_NEW_TOKENS = 40
 
@@ -63,31 +66,31 @@ def reference(lm, name: str, max_new_tokens: int = MAX_NEW_TOKENS) -> list[int]:
     return _references[key]
 
 
-def lookahead(lm, ids: list[int], config: LookaheadConfig, max_new_tokens: int) -> list[dict]:
-    return list(decode_steps(lm, ids, "lookahead", config, max_new_tokens))
+def lookahead(lm, ids: list[int], config: LookaheadConfig, max_new_tokens: int) -> list[StepRecord]:
+    return list(decode_steps(lm, ids, Method.LOOKAHEAD, config, max_new_tokens))
 
 
 @pytest.mark.parametrize("config", SETTINGS, ids=lambda c: f"W{c.window}-N{c.ngram}-G{c.guesses}")
 @pytest.mark.parametrize("name", PROMPTS)
 def test_lookahead_equals_hf_greedy_in_float32(default_model, name, config):
     steps = lookahead(default_model, prompt_ids(default_model, name), config, MAX_NEW_TOKENS)
-    assert summarize(steps)["new_token_ids"] == reference(default_model, name)
+    assert summarize(steps).new_token_ids == reference(default_model, name)
 
 
 def test_lookahead_saves_steps_on_copy_heavy_text(default_model):
     steps = lookahead(default_model, prompt_ids(default_model, "copy-list"), SETTINGS[0], MAX_NEW_TOKENS)
-    assert summarize(steps)["tokens_per_step"] > 1.5
+    assert summarize(steps).tokens_per_step > 1.5
 
 
 def test_eos_inside_an_accepted_block_stops_decoding_there(default_model):
     ids = encode_prompt(default_model.tokenizer, "Say 'hello world' and nothing else.", chat=True)
     steps = lookahead(default_model, ids, LookaheadConfig(window=7, ngram=5, guesses=7), 60)
-    last = steps[-1]
-    eos_at = last["block"].index(2)
-    assert last["stop"] == "eos" and 0 < eos_at < len(last["block"]) - 1, "EOS must sit inside the accepted block"
-    assert last["committed"] == last["block"][: eos_at + 1]
+    last, block = steps[-1], steps[-1].verification.block
+    eos_at = block.index(2)
+    assert last.stop == StopReason.EOS and 0 < eos_at < len(block) - 1, "EOS must sit inside the accepted block"
+    assert last.committed == block[: eos_at + 1]
     expected = default_model.model.generate(torch.tensor([ids]), do_sample=False, max_new_tokens=60)[0, len(ids) :]
-    assert summarize(steps)["new_token_ids"] == expected.tolist()
+    assert summarize(steps).new_token_ids == expected.tolist()
 
 
 def test_max_new_tokens_ending_inside_a_block_is_never_exceeded(default_model):
@@ -95,26 +98,26 @@ def test_max_new_tokens_ending_inside_a_block_is_never_exceeded(default_model):
     steps = lookahead(default_model, ids, SETTINGS[0], MAX_NEW_TOKENS)
     done, budget = 0, None
     for record in steps:
-        if len(record["committed"]) >= 3:
-            budget = done + 1 + len(record["committed"]) // 2  # ends in the middle of this block
+        if len(record.committed) >= 3:
+            budget = done + 1 + len(record.committed) // 2  # ends in the middle of this block
             break
-        done += len(record["committed"])
+        done += len(record.committed)
     assert budget is not None, "no multi-token block to cut"
     cut = lookahead(default_model, ids, SETTINGS[0], budget)
-    assert cut[-1]["stop"] == "max_new_tokens" and len(cut[-1]["block"]) > len(cut[-1]["committed"])
-    assert summarize(cut)["new_token_ids"] == reference(default_model, "copy-list", budget)
+    assert cut[-1].stop == StopReason.MAX_NEW_TOKENS and len(cut[-1].verification.block) > len(cut[-1].committed)
+    assert summarize(cut).new_token_ids == reference(default_model, "copy-list", budget)
 
 
 def test_greedy_decoder_equals_hf_greedy(default_model):
-    steps = list(decode_steps(default_model, prompt_ids(default_model, "chat-haiku"), "greedy", SETTINGS[0], 40))
-    assert summarize(steps)["new_token_ids"] == reference(default_model, "chat-haiku")
+    steps = list(decode_steps(default_model, prompt_ids(default_model, "chat-haiku"), Method.GREEDY, SETTINGS[0], 40))
+    assert summarize(steps).new_token_ids == reference(default_model, "chat-haiku")
 
 
 def test_bad_input_gets_a_clear_error(default_model):
     with pytest.raises(DecodingError, match="the prompt is empty"):
-        decode_steps(default_model, encode_prompt(default_model.tokenizer, ""), "lookahead", SETTINGS[0], 8)
+        decode_steps(default_model, encode_prompt(default_model.tokenizer, ""), Method.LOOKAHEAD, SETTINGS[0], 8)
     with pytest.raises(DecodingError, match="exceed the model's context of 8192 tokens"):
-        decode_steps(default_model, [1] * 8190, "lookahead", SETTINGS[0], 8)
+        decode_steps(default_model, [1] * 8190, Method.LOOKAHEAD, SETTINGS[0], 8)
 
 
 def test_an_unknown_model_gets_a_one_line_error():

@@ -1,4 +1,7 @@
-"""Unit tests of the engine's parts: pool, window, layout and mask, verification, commit rules, cache."""
+"""Unit tests of the engine's parts: pool, window, layout and mask, cache, settings.
+
+Verification and the commit rules have their own file (test_verify.py), as do the proposers.
+"""
 
 from __future__ import annotations
 
@@ -7,10 +10,13 @@ import torch
 from transformers import DynamicCache
 
 from lookahead_core.config import LookaheadConfig, SettingsError
-from lookahead_core.decoding import commit_block, commit_sources, verify
+from lookahead_core.decoding import lay_out
 from lookahead_core.forward import keep_rows, tree_mask
-from lookahead_core.layout import step_layout, visible_rows
-from lookahead_core.pool import NGramPool
+from lookahead_core.layout import CURRENT, chain_layout, tree_layout, visible_rows, window_geometry
+from lookahead_core.planning import Plan
+from lookahead_core.pool import Guess, NGramPool
+from lookahead_core.proposers import Proposal, guess_branch, window_branch
+from lookahead_core.records import Branch, PlanReason, PlanRecord, Reason, Source
 from lookahead_core.window import JacobiWindow
 
 # ------------------------------------------------------------------------------------------------
@@ -19,33 +25,34 @@ from lookahead_core.window import JacobiWindow
 
 def test_pool_keeps_most_recent_last_and_evicts_the_oldest():
     pool = NGramPool(ngram=3, capacity=2)
-    assert pool.insert(7, [1, 2], None, "window") is None
-    assert pool.insert(7, [3, 4], None, "window") is None
+    assert pool.insert(7, [1, 2], None, Source.WINDOW) is None
+    assert pool.insert(7, [3, 4], None, Source.OUTPUT) is None
     assert [e.continuation for e in pool.entries(7)] == [(1, 2), (3, 4)]
-    assert pool.insert(7, [5, 6], None, "window") == (1, 2)
+    evicted = pool.insert(7, [5, 6], None, Source.WINDOW)
+    assert (evicted.continuation, evicted.source) == ((1, 2), Source.WINDOW)
     assert [e.continuation for e in pool.entries(7)] == [(3, 4), (5, 6)]
     assert pool.size == 2
 
 
 def test_pool_reinsertion_moves_to_the_end_without_growing():
     pool = NGramPool(ngram=3, capacity=2)
-    pool.insert(7, [1, 2], None, "prompt")
-    pool.insert(7, [3, 4], None, "window")
-    assert pool.insert(7, [1, 2], None, "window") is None
+    pool.insert(7, [1, 2], None, Source.PROMPT)
+    pool.insert(7, [3, 4], None, Source.WINDOW)
+    assert pool.insert(7, [1, 2], None, Source.WINDOW) is None
     assert [e.continuation for e in pool.entries(7)] == [(3, 4), (1, 2)]
-    assert pool.insert(7, [5, 6], None, "window") == (3, 4)
+    assert pool.insert(7, [5, 6], None, Source.WINDOW).continuation == (3, 4)
     assert pool.size == 2
 
 
 def test_pool_with_zero_capacity_stays_empty():
     pool = NGramPool(ngram=3, capacity=0)
-    pool.insert_sequence([1, 2, 3, 4], "prompt")
+    pool.insert_sequence([1, 2, 3, 4], Source.PROMPT)
     assert pool.size == 0 and pool.guesses(1, None, 5) == []
 
 
 def test_pool_seeds_every_ngram_of_a_sequence():
     pool = NGramPool(ngram=3, capacity=4)
-    assert pool.insert_sequence([5, 6, 7, 5, 8], "prompt") == 3
+    assert pool.insert_sequence([5, 6, 7, 5, 8], Source.PROMPT) == 3
     assert [e.continuation for e in pool.entries(5)] == [(6, 7)]
     assert [e.continuation for e in pool.entries(7)] == [(5, 8)]
     assert pool.entries(6)[0].previous == 5
@@ -53,13 +60,13 @@ def test_pool_seeds_every_ngram_of_a_sequence():
 
 def test_pool_guesses_prefer_the_two_token_key_then_the_newest():
     pool = NGramPool(ngram=3, capacity=4)
-    pool.insert(9, [1, 1], previous=4, source="prompt")
-    pool.insert(9, [2, 2], previous=5, source="window")
-    pool.insert(9, [3, 3], previous=6, source="output")
+    pool.insert(9, [1, 1], previous=4, source=Source.PROMPT)
+    pool.insert(9, [2, 2], previous=5, source=Source.WINDOW)
+    pool.insert(9, [3, 3], previous=6, source=Source.OUTPUT)
     guesses = pool.guesses(9, previous=4, limit=2)
     assert [g.tokens for g in guesses] == [[1, 1], [3, 3]]
-    assert [g.reason for g in guesses] == ["two-token key", "one-token key"]
-    assert guesses[0].source == "prompt"
+    assert [g.reason for g in guesses] == [Reason.TWO_TOKEN_KEY, Reason.ONE_TOKEN_KEY]
+    assert [g.source for g in guesses] == [Source.PROMPT, Source.OUTPUT]
 
 
 # ------------------------------------------------------------------------------------------------
@@ -69,24 +76,34 @@ def test_pool_guesses_prefer_the_two_token_key_then_the_newest():
 def test_window_warms_up_one_level_per_step_then_shifts():
     window = JacobiWindow.initial(current_token=100, prompt_ids=[1, 2, 3], window=3, ngram=4, seed=0)
     assert window.width == 3 + 4 - 2 and len(window.levels) == 1 and window.levels[0][0] == 100
+    assert window.origins == [0]  # level 0 is the initial fill
     fill = window.levels[0][1:]
     assert set(fill) <= {1, 2, 3}
-    window.advance([10, 11, 12, 13, 14], next_token=101)
+    window.advance([10, 11, 12, 13, 14], next_token=101, step=1)
     assert len(window.levels) == 2 and window.width == 4
     assert window.levels[1] == [11, 12, 13, 14]
     assert window.levels[0][0] == 101
-    window.advance([20, 21, 22, 23], next_token=102)
+    assert window.origins == [0, 1]
+    window.advance([20, 21, 22, 23], next_token=102, step=2)
     assert window.is_full and window.width == 3
     assert window.levels == [[102, *fill[2:]], [12, 13, 14], [21, 22, 23]]
+    assert window.origins == [0, 1, 2]
     assert window.harvest([30, 31, 32]) == [[102, 12, 21, 30], [fill[2], 13, 22, 31], [fill[3], 14, 23, 32]]
-    window.advance([30, 31, 32], next_token=103)
+    window.advance([30, 31, 32], next_token=103, step=5)
     assert window.levels == [[103, 13, 14], [21, 22, 23], [30, 31, 32]]
+    assert window.origins == [1, 2, 5]  # level 0 (from step 0) dropped; the top came from step 5
 
 
 def test_window_with_two_gram_is_full_from_the_start():
     window = JacobiWindow.initial(current_token=5, prompt_ids=[1], window=1, ngram=2)
     assert window.levels == [[5]] and window.is_full
     assert window.harvest([6]) == [[5, 6]]
+
+
+def test_a_window_left_out_keeps_its_levels_and_takes_the_new_current_token():
+    window = JacobiWindow([[5, 6, 7], [8, 9, 10]], ngram=4, origins=[0, 3])
+    window.reanchor(11)
+    assert window.levels == [[11, 6, 7], [8, 9, 10]] and window.origins == [0, 3]
 
 
 # ------------------------------------------------------------------------------------------------
@@ -108,20 +125,65 @@ HAND_DRAWN_MASK = [
 HAND_DRAWN_POSITIONS = [0, 1, 2, 1, 2, 3, 1, 2]  # offsets from the current token's position
 
 
+def hand_drawn_step():
+    """The hand-drawn step laid out by the engine: c=10, levels [[10, 11, 12], [21, 22, 23]], guess [31, 32]."""
+    window = JacobiWindow([[10, 11, 12], [21, 22, 23]], ngram=3)
+    guess = guess_branch(Guess([31, 32], Source.PROMPT, Reason.ONE_TOKEN_KEY), 0)
+    plan = Plan(True, 1, 2, PlanRecord(PlanReason.PAPER, True, 1, 1, 2))
+    return lay_out(10, Proposal(window_branch(window), [guess]), plan)
+
+
 def test_layout_matches_the_hand_drawn_example():
-    layout = step_layout(levels=2, width=3, guesses=1, guess_length=2)
-    assert layout.parents == (-1, 0, 1, 0, 1, 2, 0, 6)
-    assert list(layout.depths) == HAND_DRAWN_POSITIONS
-    assert layout.window_rows == ((0, 1, 2), (3, 4, 5))
-    assert layout.guess_rows == ((6, 7),)
-    assert layout.trajectory_rows == ((3,), (1, 4), (1, 2, 5))
+    fed = hand_drawn_step()
+    assert fed.tokens == [10, 11, 12, 21, 22, 23, 31, 32]
+    assert fed.layout.parents == (-1, 0, 1, 0, 1, 2, 0, 6)
+    assert list(fed.layout.depths) == HAND_DRAWN_POSITIONS
+    assert fed.places == [
+        (Branch.CURRENT, 0, 0),
+        *[(Branch.WINDOW, 0, 1), (Branch.WINDOW, 0, 2)],
+        *[(Branch.WINDOW, 1, 0), (Branch.WINDOW, 1, 1), (Branch.WINDOW, 1, 2)],
+        *[(Branch.GUESS, 0, 0), (Branch.GUESS, 0, 1)],
+    ]
+    assert fed.window_rows == range(1, 6)
     drawn = [[i for i, mark in enumerate(line) if mark == "x"] for line in HAND_DRAWN_MASK]
-    assert visible_rows(layout.parents) == drawn
+    assert visible_rows(fed.layout.parents) == drawn
+
+
+def test_candidates_are_the_guesses_first_then_each_columns_trajectory():
+    """Verification order: a guess wins a tie with a trajectory. Column j's trajectory is L0C1..L0Cj, then L1Cj."""
+    fed = hand_drawn_step()
+    assert [c.rows for c in fed.candidates] == [(6, 7), (3,), (1, 4), (1, 2, 5)]
+    assert [c.tokens for c in fed.candidates] == [(31, 32), (21,), (11, 22), (11, 12, 23)]
+    assert [c.source for c in fed.candidates] == [Source.PROMPT] + [Source.TRAJECTORY] * 3
+    assert [c.lane for c in fed.candidates] == [0, 0, 1, 2]
+
+
+def test_window_geometry_in_local_rows():
+    geometry = window_geometry(levels=2, width=3)
+    assert geometry.places == ((0, 1), (0, 2), (1, 0), (1, 1), (1, 2))
+    assert geometry.rows == ((CURRENT, 0, 1), (2, 3, 4))
+    assert geometry.parents == (CURRENT, 0, CURRENT, 0, 1)
+    assert geometry.trajectories == ((2,), (0, 3), (0, 1, 4))
+
+
+def test_a_plan_without_the_window_and_with_cut_guesses_lays_out_only_that():
+    window = JacobiWindow([[10, 11, 12], [21, 22, 23]], ngram=4)
+    guesses = [guess_branch(Guess([31, 32, 33], Source.OUTPUT, Reason.TWO_TOKEN_KEY), lane) for lane in range(2)]
+    plan = Plan(False, 1, 2, PlanRecord(PlanReason.BEST_RATIO, False, 2, 1, 2))
+    fed = lay_out(10, Proposal(window_branch(window), guesses), plan)
+    assert fed.tokens == [10, 31, 32] and fed.layout.parents == (-1, 0, 1)
+    assert fed.window_rows == range(0)
+    assert [(c.tokens, c.rows) for c in fed.candidates] == [((31, 32), (1, 2))]
+
+
+def test_tree_and_chain_layouts():
+    assert tree_layout((-1, 0, 0, 2)).depths == (0, 1, 1, 2)
+    chain = chain_layout(4)
+    assert chain.parents == (-1, 0, 1, 2) and chain.depths == (0, 1, 2, 3) and chain.size == 4
 
 
 def test_tree_mask_is_additive_with_zero_where_allowed():
-    layout = step_layout(levels=2, width=3, guesses=1, guess_length=2)
-    mask = tree_mask(layout, torch.float32, torch.device("cpu"))
+    mask = tree_mask(hand_drawn_step().layout, torch.float32, torch.device("cpu"))
     allowed = [[mark == "x" for mark in line] for line in HAND_DRAWN_MASK]
     assert torch.equal(mask == 0, torch.tensor(allowed))
     assert torch.all(mask[mask != 0] == torch.finfo(torch.float32).min)
@@ -129,58 +191,11 @@ def test_tree_mask_is_additive_with_zero_where_allowed():
 
 def test_layout_size_matches_the_configured_cost_once_warm():
     config = LookaheadConfig(window=15, ngram=5, guesses=15)
-    layout = step_layout(levels=4, width=15, guesses=15, guess_length=4)
-    assert layout.size == config.tokens_per_step == 1 + 14 + 3 * 15 + 15 * 4
-
-
-# ------------------------------------------------------------------------------------------------
-# Verification and commit rules
-
-
-def test_verify_takes_the_longest_match_and_the_bonus_token():
-    layout = step_layout(levels=1, width=1, guesses=3, guess_length=3)
-    input_ids = [5, 5, 9, 9, 5, 6, 7, 5, 6, 0]  # rows: c, guess 0 (1-3), guess 1 (4-6), guess 2 (7-9)
-    argmax = [5, 6, 0, 0, 6, 7, 8, 6, 7, 0]
-    paths = layout.guess_rows + layout.trajectory_rows
-    matched, winner, block = verify(paths, input_ids, argmax)
-    assert matched == [1, 3, 2, 0]  # the lone column's trajectory is empty: W = 1 on one level
-    assert winner == 1
-    assert block == [5, 6, 7, 8]  # three accepted guess tokens, then the bonus token 8
-    assert commit_sources(len(block), 3) == ["guaranteed", "accepted", "accepted", "bonus"]
-
-
-def test_verify_ties_go_to_the_first_and_misses_commit_one_token():
-    paths = ((1, 2), (3, 4))
-    assert verify(paths, [0, 4, 1, 4, 2], [4, 9, 9, 9, 9]) == ([1, 1], 0, [4, 9])
-    assert verify(paths, [0, 4, 1, 4, 2], [3, 9, 9, 9, 9]) == ([0, 0], None, [3])
-    assert verify((), [0], [7]) == ([], None, [7])
-
-
-def test_a_window_trajectory_is_verified_like_a_guess():
-    layout = step_layout(levels=2, width=3, guesses=1, guess_length=2)
-    # rows: 0 c | 1 L0C1 | 2 L0C2 | 3 L1C0 | 4 L1C1 | 5 L1C2 | 6 g0 | 7 g1
-    input_ids = [10, 11, 12, 21, 22, 0, 11, 41]
-    argmax = [11, 12, 0, 0, 0, 30, 40, 0]
-    matched, best, block = verify(layout.guess_rows + layout.trajectory_rows, input_ids, argmax)
-    # guess [11, 41]: 11 is the guaranteed token, 41 is not what row 6 predicts (40).
-    # trajectory of column 2 [11, 12, 0]: each is what the row before it predicts.
-    assert matched == [1, 0, 1, 3]
-    assert best == 3 and block == [11, 12, 0, 30]
-
-
-@pytest.mark.parametrize(
-    ("block", "remaining", "eos", "expected"),
-    [
-        ([1, 2, 3], 5, frozenset(), ([1, 2, 3], None)),
-        ([1, 2, 3], 2, frozenset(), ([1, 2], "max_new_tokens")),
-        ([1, 2, 3], 3, frozenset(), ([1, 2, 3], "max_new_tokens")),
-        ([1, 2, 3], 5, frozenset({2, 9}), ([1, 2], "eos")),
-        ([1, 2, 3], 1, frozenset({2}), ([1], "max_new_tokens")),
-        ([2, 2, 3], 1, frozenset({2}), ([2], "eos")),
-    ],
-)
-def test_commit_block_stops_at_any_eos_and_at_the_budget(block, remaining, eos, expected):
-    assert commit_block(block, remaining, eos) == expected
+    window = JacobiWindow([list(range(15))] * 4, ngram=5)
+    guesses = [guess_branch(Guess([1, 2, 3, 4], Source.WINDOW, Reason.ONE_TOKEN_KEY), lane) for lane in range(15)]
+    plan = Plan(True, 15, 4, PlanRecord(PlanReason.PAPER, True, 15, 15, 4))
+    fed = lay_out(0, Proposal(window_branch(window), guesses), plan)
+    assert fed.layout.size == config.tokens_per_step == 1 + 14 + 3 * 15 + 15 * 4
 
 
 # ------------------------------------------------------------------------------------------------

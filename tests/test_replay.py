@@ -2,20 +2,22 @@
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import json
 import math
 
 import pytest
 
-from lookahead_core import LookaheadConfig, SettingsError
+from lookahead_core.config import LookaheadConfig, SettingsError
+from lookahead_core.records import Run, SchemaError, Settings, to_data
 from visuals import library, replay
 
 PRESETS = library.load_presets()
 
 
 @pytest.fixture(scope="module")
-def run() -> dict:
+def run() -> Run:
     return library.load_run(library.example_path(PRESETS[0]))
 
 
@@ -25,7 +27,7 @@ def run() -> dict:
 
 def test_clamp_step_keeps_any_value_inside_the_run(run):
     last = replay.last_step(run)
-    assert last == len(run["lookahead"]["steps"]) - 1
+    assert last == len(run.lookahead.steps) - 1
     cases = {None: 0, "3": 0, True: 0, math.nan: 0, math.inf: 0, -5: 0, 2.0: 2, 2.6: 3, 10**9: last}
     for value, expected in cases.items():
         assert replay.clamp_step(run, value) == expected, value
@@ -71,6 +73,13 @@ def test_panel_values_follow_the_panel_order(run):
 )
 def test_an_expired_or_broken_session_is_not_taken_for_a_run(value):
     assert not replay.is_run(value)
+
+
+def test_a_run_without_steps_is_not_taken_for_a_run(run):
+    empty = dataclasses.replace(run.lookahead, steps=[])
+    assert not replay.is_run(Run(empty, run.greedy))
+    assert not replay.is_run(Run(run.lookahead, dataclasses.replace(run.greedy, steps=[])))
+    assert not replay.is_run(to_data(run))  # the plain data of a run is not a run
 
 
 def test_a_recorded_run_is_accepted(run):
@@ -140,17 +149,18 @@ def test_each_preset_is_valid_and_its_example_matches_it(item):
     assert path.stat().st_size < 64 * 1024, "keep example runs small"
     example = library.load_run(path)
     assert replay.is_run(example)
-    meta = example["lookahead"]["meta"]
-    assert meta["prompt_text"] == item["prompt"]
-    assert meta["settings"] == {"window": item["window"], "ngram": item["ngram"], "guesses": item["guesses"]}
-    assert meta["max_new_tokens"] == item["max_new_tokens"]
-    assert meta["machine"]["model"] == "SmolLM2-135M-Instruct"
-    assert example["lookahead"]["summary"]["new_token_ids"] == example["greedy"]["summary"]["new_token_ids"]
+    meta = example.lookahead.meta
+    assert meta.prompt_text == item["prompt"]
+    assert meta.settings == Settings(window=item["window"], ngram=item["ngram"], guesses=item["guesses"])
+    assert meta.max_new_tokens == item["max_new_tokens"]
+    assert meta.machine.model == "SmolLM2-135M-Instruct"
+    assert example.greedy.meta.settings is None
+    assert example.lookahead.summary.new_token_ids == example.greedy.summary.new_token_ids
 
 
 def test_the_low_gain_preset_gains_little():
     example = library.load_run(library.example_path(library.preset(PRESETS, "german")))
-    assert example["lookahead"]["summary"]["tokens_per_step"] < 1.2
+    assert example.lookahead.summary.tokens_per_step < 1.2
 
 
 def test_runs_round_trip_through_json_and_gzip(tmp_path, run):
@@ -160,4 +170,37 @@ def test_runs_round_trip_through_json_and_gzip(tmp_path, run):
     first = (tmp_path / "run.json.gz").read_bytes()
     library.save_run(run, tmp_path / "run.json.gz")
     assert (tmp_path / "run.json.gz").read_bytes() == first
-    assert json.loads(gzip.decompress(first)) == run
+    assert json.loads(gzip.decompress(first)) == to_data(run)
+    assert Run.from_json(run.to_json()) == run
+
+
+def old_trace(run: Run) -> dict:
+    """`run` as a trace from before versioned records: plain dicts, no schema_version anywhere."""
+    data = to_data(run)
+    del data["schema_version"]
+    for method in ("lookahead", "greedy"):
+        del data[method]["schema_version"]
+    return data
+
+
+@pytest.mark.parametrize("name", ["old.json", "old.json.gz"])
+def test_an_old_trace_is_refused_with_the_schema_version(tmp_path, run, name):
+    data = json.dumps(old_trace(run)).encode()
+    (tmp_path / name).write_bytes(gzip.compress(data) if name.endswith(".gz") else data)
+    with pytest.raises(SchemaError, match="no schema version .* reads schema version 2: record it again"):
+        library.load_run(tmp_path / name)
+
+
+def test_a_trace_of_another_version_or_shape_is_refused(tmp_path, run):
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps({**to_data(run), "schema_version": 1}))
+    with pytest.raises(SchemaError, match="version 1; this lab reads schema version 2"):
+        library.load_run(path)
+    damaged = to_data(run)
+    del damaged["lookahead"]["steps"][1]["rows"][0]["sees"]
+    path.write_text(json.dumps(damaged))
+    with pytest.raises(SchemaError, match=r"run\.lookahead\.steps\[1\]\.rows\[0\]: missing field 'sees'"):
+        library.load_run(path)
+    path.write_bytes(b"{not json")
+    with pytest.raises(SchemaError, match="not JSON"):
+        library.load_run(path)

@@ -1,28 +1,55 @@
-"""Every panel renders every step of the shipped example runs, and says what the record says.
+"""Every panel renders every step of the shipped example runs, and shows what the record says.
 
-No model, except two short runs of the engine on a tiny random Llama for steps the examples lack
-(G = 0, and more trajectory wins).
+The panels read facts from the record (`lookahead_core.records`) instead of re-deriving them:
+the mask is `InputRow.sees`, a window level's origin is `WindowRecord.origins`, a candidate's
+expected tokens, match and verdict come from its `CandidateRecord`, a picked pool entry is
+`PoolEntry.guess`. Several tests below alter one such fact and check the panel follows it.
+
+No model, except short runs of the engine on a tiny random Llama for steps the examples lack
+(G = 0, more trajectory wins, and cost-aware plans that leave the window out).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import random
 import re
 import subprocess
 import sys
 import time
-from html import escape
+from html import escape, unescape
 from pathlib import Path
 
 import pytest
 
+from lookahead_core.records import (
+    CandidateRecord,
+    Method,
+    NGram,
+    PlanReason,
+    PlanRecord,
+    PoolEntry,
+    PoolRecord,
+    Reason,
+    Run,
+    Settings,
+    Source,
+    StepKind,
+    StepRecord,
+    TokenSource,
+    Trace,
+    Verdict,
+    VerificationRecord,
+    WindowRecord,
+)
 from visuals import (
     caption,
     library,
     mask,
     output,
     palette,
+    plans,
     pool,
     progress,
     replay,
@@ -36,22 +63,61 @@ ROOT = Path(__file__).resolve().parent.parent
 PRESETS = library.load_presets()
 
 
+@functools.cache
+def example(preset_id: str) -> Run:
+    """A shipped example run, read once (tests never mutate it: they use dataclasses.replace)."""
+    return library.load_run(library.example_path(library.preset(PRESETS, preset_id)))
+
+
 @pytest.fixture(scope="module", params=[p["id"] for p in PRESETS])
-def run(request) -> dict:
-    return library.load_run(library.example_path(library.preset(PRESETS, request.param)))
+def run(request) -> Run:
+    return example(request.param)
 
 
-def decode_steps(run: dict):
-    trace = run["lookahead"]
-    return [(i, r) for i, r in enumerate(trace["steps"]) if r["kind"] == "decode"]
+def decode_steps(run: Run) -> list[tuple[int, StepRecord]]:
+    return [(i, r) for i, r in enumerate(run.lookahead.steps) if r.kind == StepKind.DECODE]
 
 
 def chip_count(html: str, kind: str) -> int:
     return len(re.findall(rf'class="ll-tok ll-{kind}[ "]', html))
 
 
+CHIP = re.compile(r'<span class="ll-tok ll-(\w+)(?: [^"]*)?" style="[^"]*" title="([^"]*)">([^<]*)</span>')
+
+
+def chips_in(html: str) -> list[tuple[str, str, str]]:
+    """(kind, tooltip, shown text) of every coloured token chip in `html`, tooltips unescaped."""
+    return [(kind, unescape(title), text) for kind, title, text in CHIP.findall(html)]
+
+
 def shown(vocab: dict, token_id: int) -> str:
     return escape(tokens.visible(tokens.token_text(vocab, token_id)))
+
+
+def with_record(run: Run, index: int, record: StepRecord, settings: Settings | None = None) -> Run:
+    """`run` with lookahead step `index` replaced by `record` (and its settings, if given)."""
+    trace = run.lookahead
+    steps = [*trace.steps[:index], record, *trace.steps[index + 1 :]]
+    meta = dataclasses.replace(trace.meta, settings=settings) if settings is not None else trace.meta
+    return dataclasses.replace(run, lookahead=dataclasses.replace(trace, steps=steps, meta=meta))
+
+
+def winner_of(record: StepRecord) -> CandidateRecord | None:
+    v = record.verification
+    return v.candidates[v.winner] if v.winner is not None else None
+
+
+def trajectory_winner(record: StepRecord) -> CandidateRecord | None:
+    winner = winner_of(record)
+    return winner if winner is not None and winner.source == Source.TRAJECTORY else None
+
+
+def guesses_of(record: StepRecord) -> list[CandidateRecord]:
+    return [c for c in record.verification.candidates if c.source != Source.TRAJECTORY]
+
+
+def trajectories_of(record: StepRecord) -> list[CandidateRecord]:
+    return [c for c in record.verification.candidates if c.source == Source.TRAJECTORY]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -82,8 +148,8 @@ def test_palette_is_okabe_ito():
 
 def test_visuals_do_not_import_torch_or_gradio():
     code = (
-        "import sys, visuals.replay, visuals.summary, visuals.library, visuals.palette; "
-        "bad = {'torch', 'gradio', 'transformers'} & set(sys.modules); assert not bad, bad"
+        "import sys, visuals.replay, visuals.summary, visuals.library, visuals.palette, visuals.race, "
+        "visuals.plans; bad = {'torch', 'gradio', 'transformers'} & set(sys.modules); assert not bad, bad"
     )
     subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True)
 
@@ -99,113 +165,231 @@ def test_every_panel_renders_every_step(run):
         assert all(isinstance(html, str) and html for html in shown_panels.values())
 
 
+def check_window(record: StepRecord, vocab: dict, ngram: int) -> None:
+    """The window panel shows every level (and the new one when fed), outlines and labels as the record says."""
+    w = record.window
+    html = window.window_html(record, vocab, ngram)
+    width = len(w.levels[0])
+    assert html.count("<td") == (len(w.levels) + w.fed) * width
+    assert ("new level<small>this step</small>" in html) == w.fed
+    assert html.count("ll-h-top") == (width if w.harvested else 0)
+    assert html.count("ll-h-bot") == (width if w.harvested else 0)
+    assert chip_count(html, "new") == len(w.update)
+    assert chip_count(html, "current") == 1
+    for token in [t for level in w.levels for t in level] + w.update:
+        assert shown(vocab, token) in html
+    for level, origin in enumerate(w.origins):
+        label = "fill" if origin == 0 else f"from step {origin}"
+        assert f'title="level {level}: {window.origin_words(origin)}">level {level}<small>{label}</small>' in html
+    assert ("Warm-up" in html) == (w.fed and w.warming_up)
+    assert ("left the window out" in html) == (not w.fed)
+    if w.harvested:
+        assert f"All {len(w.harvested)} went into the pool" in html
+
+
 def test_window_shows_every_level_and_outlines_harvested_columns(run):
-    trace = run["lookahead"]
-    ngram = trace["meta"]["settings"]["ngram"]
+    trace = run.lookahead
     for _, record in decode_steps(run):
-        html = window.window_html(record, trace["vocab"], ngram)
-        width = len(record["window"][0])
-        assert html.count("<td") == (len(record["window"]) + 1) * width
-        assert html.count("ll-h-top") == (width if record["harvested"] else 0)
-        assert chip_count(html, "new") == len(record["jacobi_update"])
-        assert chip_count(html, "current") == 1
-        for token in [t for level in record["window"] for t in level] + record["jacobi_update"]:
-            assert shown(trace["vocab"], token) in html
-        assert ("Warm-up" in html) == record["warming_up"]
+        check_window(record, trace.vocab, trace.meta.settings.ngram)
+        harvested = [a for a in record.pool.added if a.source == Source.WINDOW]
+        assert [[g.key, *g.continuation] for g in harvested] == record.window.harvested
 
 
-def test_window_colours_levels_by_origin():
-    assert window.level_origin(step=1, levels=1, level=0) == 0
-    assert window.level_origin(step=3, levels=3, level=2) == 2  # warm-up: level l came from step l
-    assert window.level_origin(step=10, levels=4, level=0) == 6  # full: the window shifts one level per step
-    assert window.level_origin(step=10, levels=4, level=3) == 9
+def test_window_labels_each_level_with_its_recorded_origin():
+    """Level labels, tooltips and colours follow WindowRecord.origins, whatever they say."""
+    trace = example("python").lookahead
+    record = next(r for r in trace.steps[1:] if len(r.window.levels) == 4)
+    origins = [0, 42, 7, 0]  # no real window looks like this: the panel must not re-derive it
+    odd = dataclasses.replace(record, window=dataclasses.replace(record.window, origins=origins))
+    html = window.window_html(odd, trace.vocab, trace.meta.settings.ngram)
+    assert 'title="level 1: the Jacobi update of step 42">level 1<small>from step 42</small>' in html
+    assert 'title="level 2: the Jacobi update of step 7">level 2<small>from step 7</small>' in html
+    assert 'title="level 3: the initial fill (random prompt tokens)">level 3<small>fill</small>' in html
+    rows = re.findall(r'<tr><th class="ll-rowhead" title="level (\d+)[^"]*">(.*?)</tr>', html)
+    assert [level for level, _ in rows] == ["3", "2", "1", "0"]
+    for (_, level_html), origin in zip(rows[:3], [0, 7, 42], strict=True):  # level 0 also holds c
+        kinds = {kind for kind, _, _ in chips_in(level_html)}
+        assert kinds == {"fill" if origin == 0 else "earlier"}
+        assert all(window.origin_words(origin) in tip for _, tip, _ in chips_in(level_html))
 
 
 def test_pool_lists_the_key_entries_and_picked_guesses(run):
-    trace = run["lookahead"]
-    for index, record in decode_steps(run):
-        previous = trace["steps"][index - 1].get("pool_size")
-        html = pool.pool_html(record, trace["vocab"], previous)
-        assert f'title="id {record["pool_key"]} · the current token c"' in html
-        assert html.count('<li class="ll-entry') == len(record["pool_entries"])
-        assert html.count("ll-chosen") == len(record["guesses"])
-        assert f"{record['pool_size']} n-grams in the pool" in html
-        assert html.count('class="ll-ngram"') == len(record["pool_added"]) + len(record["pool_evicted"])
-        assert len([a for a in record["pool_added"] if a[2] == "window"]) == len(record["harvested"])
-        for guess, reason in enumerate(record["guess_reasons"]):
-            assert f'title="picked for verification: {reason}">guess {guess + 1}' in html
+    trace = run.lookahead
+    for _, record in decode_steps(run):
+        p = record.pool
+        html = pool.pool_html(record, trace.vocab, trace.meta.settings.guesses)
+        assert f'title="id {p.key} · the current token c"' in html
+        items = re.findall(r'<li class="ll-entry( ll-chosen)?">(.*?)</li>', html)
+        assert len(items) == len(p.entries)
+        reasons = {c.lane: c.reason for c in guesses_of(record)}
+        for (chosen, item), entry in zip(items, p.entries, strict=True):
+            assert bool(chosen) == (entry.guess is not None)
+            assert [text for _, _, text in chips_in(item)] == [shown(trace.vocab, t) for t in entry.continuation]
+            assert f">{entry.source.value}</span>" in item
+            if entry.guess is None:
+                assert "not picked" in item
+            else:
+                reason = reasons[entry.guess].value
+                assert f'title="picked for verification: {reason}">guess {entry.guess + 1}' in item
+        assert f"{p.size} n-grams in the pool, {p.size - p.size_before:+d} this step" in html
+        assert html.count('class="ll-ngram"') == len(p.added) + len(p.evicted)
+        if not p.entries:
+            assert "there is no guess to verify" in html
 
 
-def shown_trajectory_columns(record: dict) -> list[int]:
-    """The trajectories the panel must show: the 3 longest matches (first column on ties) and the winner."""
-    matched = record.get("trajectory_matched", [])
-    ranked = sorted((j for j, m in enumerate(matched) if m), key=lambda j: (-matched[j], j))[:3]
-    winner = record.get("trajectory_winner")
-    return sorted(set(ranked) | ({winner} if winner is not None else set()))
+def test_pool_marks_the_recorded_guess_of_each_entry(run):
+    """Which entry became which guess is PoolEntry.guess: the panel shows it as recorded."""
+    trace = run.lookahead
+    index, record = next((i, r) for i, r in decode_steps(run) if len(r.pool.entries) >= 2 and guesses_of(r))
+    lane = guesses_of(record)[0].lane
+    entries = [dataclasses.replace(e, guess=None) for e in record.pool.entries]
+    entries[-1] = dataclasses.replace(entries[-1], guess=lane)  # the newest entry, whatever was picked
+    moved = dataclasses.replace(record, pool=dataclasses.replace(record.pool, entries=entries))
+    html = pool.pool_html(moved, trace.vocab, trace.meta.settings.guesses)
+    items = re.findall(r'<li class="ll-entry( ll-chosen)?">(.*?)</li>', html)
+    assert [bool(chosen) for chosen, _ in items] == [False] * (len(entries) - 1) + [True]
+    assert f">guess {lane + 1}" in items[-1][1]
 
 
-def check_verification(record: dict, vocab: dict) -> None:
-    """The verification panel of `record` shows every guess and the best trajectories as the record says."""
+def shown_trajectories(record: StepRecord) -> list[CandidateRecord]:
+    """The trajectories the panel must show: the 3 longest matches (first column on ties), in column order."""
+    ranked = sorted((c for c in trajectories_of(record) if c.matched), key=lambda c: (-c.matched, c.lane))[:3]
+    winner = trajectory_winner(record)
+    assert winner is None or winner in ranked
+    return sorted(ranked, key=lambda c: c.lane)
+
+
+VERIFY_ROW = re.compile(
+    r'<tr class="([^"]*)"><th title="([^"]*)">(.*?)</th><td class="ll-guess">(.*?)</td>'
+    r'<td class="ll-matched">matched (\d+) of (\d+)</td></tr>'
+)
+
+
+def expected_row(record: StepRecord, candidate: CandidateRecord) -> tuple[str, list[str]]:
+    """The label of a candidate's row and the place each of its tokens is named by in its tooltip."""
+    if candidate.source == Source.TRAJECTORY:
+        cells = [(record.rows[r].lane, record.rows[r].index) for r in candidate.rows]
+        places = [f"trajectory token {k}: level {level}, column {j}" for k, (level, j) in enumerate(cells)]
+        return f"window column {candidate.lane} trajectory", places
+    return f"guess {candidate.lane + 1}", [f"guess token {k}" for k in range(len(candidate.tokens))]
+
+
+def check_path_row(record: StepRecord, vocab: dict, candidate: CandidateRecord, row: tuple) -> None:
+    """One row: its label and verdict tooltip, each token's mark and tooltip, the bonus on the winner."""
+    css, title, label, cells, matched, length = row
+    won = candidate.verdict == Verdict.WON
+    name, places = expected_row(record, candidate)
+    assert label == ("★ " if won else "") + name
+    assert (css == "ll-winner") == won
+    assert unescape(title).endswith(verification.VERDICT_WORDS[candidate.verdict])
+    assert (int(matched), int(length)) == (candidate.matched, len(candidate.tokens))
+    marks = chips_in(cells)
+    bonus = record.verification.bonus if won else None
+    assert len(marks) == len(candidate.tokens) + (bonus is not None)
+    for k, (token, expected) in enumerate(zip(candidate.tokens, candidate.expected, strict=True)):
+        kind, tip, text = marks[k]
+        assert text == shown(vocab, token)
+        assert tip.startswith(f"id {token} · {places[k]} · position {record.position + 1 + k} · ")
+        said = tokens.named(vocab, expected)
+        if k < candidate.matched:
+            assert kind == "accepted" and tip.endswith(f"accepted: the model also predicted {said} here")
+        elif k == candidate.matched:
+            assert kind == "mismatch" and tip.endswith(f"first mismatch: the model predicted {said}")
+        else:
+            assert kind == "unchecked" and "not checked" in tip
+    if bonus is not None:
+        assert marks[-1][0] == "bonus" and marks[-1][2] == shown(vocab, bonus)
+        assert '<span class="ll-plus">+ bonus</span>' in cells
+
+
+def check_verification(record: StepRecord, vocab: dict) -> None:
+    """The verification panel shows every guess and the best trajectories exactly as verification judged them."""
+    v = record.verification
     html = verification.verification_html(record, vocab)
-    for guess, matched in zip(record["guesses"], record["matched"], strict=True):
-        assert f"matched {matched} of {len(guess)}" in html
-    columns = shown_trajectory_columns(record)
-    assert html.count("trajectory</th>") == len(columns)
-    for j in columns:
-        assert f"window column {j} trajectory</th>" in html
-        assert f"matched {record['trajectory_matched'][j]} of {len(record['trajectories'][j])}" in html
-    if record.get("trajectories") and not columns:
+    assert f'title="id {v.guaranteed} · argmax of the current token\'s row"' in unescape(html)
+    paths = guesses_of(record) + shown_trajectories(record)
+    rows = VERIFY_ROW.findall(html)
+    assert len(rows) == len(paths)
+    for candidate, row in zip(paths, rows, strict=True):
+        check_path_row(record, vocab, candidate, row)
+    if not guesses_of(record):
+        assert "No guesses to verify" in html
+    if trajectories_of(record) and not shown_trajectories(record):
         assert "No window trajectory matched" in html
-    paths = list(zip(record["guesses"], record["matched"], strict=True))
-    paths += [(record["trajectories"][j], record["trajectory_matched"][j]) for j in columns]
-    assert chip_count(html, "accepted") == sum(m for _, m in paths) + record["sources"].count("accepted")
-    assert chip_count(html, "mismatch") == sum(m < len(tokens) for tokens, m in paths)
-    won = record["winner"] is not None or record.get("trajectory_winner") is not None
-    assert html.count("★") == html.count('class="ll-winner"') == won
+    assert chip_count(html, "accepted") == sum(c.matched for c in paths) + record.sources.count(TokenSource.ACCEPTED)
+    assert chip_count(html, "mismatch") == sum(c.matched < len(c.tokens) for c in paths)
+    assert html.count("★") == html.count('class="ll-winner"') == (v.winner is not None)
+    assert html.count("+ bonus") == (v.bonus is not None)
     committed = html[html.index('class="ll-committed"') :]
-    assert [shown(vocab, t) in committed for t in record["committed"]] == [True] * len(record["committed"])
+    assert [(kind, text) for kind, _, text in chips_in(committed)] == [
+        (source.value, shown(vocab, t)) for t, source in zip(record.committed, record.sources, strict=True)
+    ]
 
 
 def test_verification_marks_accepted_mismatch_and_the_winner(run):
-    trace = run["lookahead"]
+    trace = run.lookahead
     for _, record in decode_steps(run):
-        check_verification(record, trace["vocab"])
+        check_verification(record, trace.vocab)
+
+
+def test_verification_shows_each_recorded_verdict():
+    """The verdict tooltip is CandidateRecord.verdict, not a re-judgement: change it and the panel follows."""
+    trace = example("study-tips").lookahead
+    record = next(r for r in trace.steps[1:] if r.verification.winner is not None and len(guesses_of(r)) >= 2)
+    losers = [i for i, c in enumerate(record.verification.candidates) if c.source != Source.TRAJECTORY]
+    losers = [i for i in losers if i != record.verification.winner]
+    candidates = list(record.verification.candidates)
+    for i in losers:
+        candidates[i] = dataclasses.replace(candidates[i], verdict=Verdict.TIED_LATER)
+    relabelled = dataclasses.replace(
+        record, verification=dataclasses.replace(record.verification, candidates=candidates)
+    )
+    html = unescape(verification.verification_html(relabelled, trace.vocab))
+    assert html.count(verification.VERDICT_WORDS[Verdict.TIED_LATER]) == len(losers)
+    assert html.count(verification.VERDICT_WORDS[Verdict.WON]) == 1
+    assert verification.VERDICT_WORDS[Verdict.NO_MATCH] not in html
 
 
 def test_trajectory_tooltips_name_the_predictions_from_the_window(run):
-    """Trajectory token k is checked against the guaranteed token (k = 0) or the prediction at token k-1's cell."""
-    trace = run["lookahead"]
+    """Trajectory token k sits at the cell its input row names and is checked against the recorded prediction."""
+    trace = run.lookahead
     for _, record in decode_steps(run):
-        html = verification.verification_html(record, trace["vocab"])
-        for j in shown_trajectory_columns(record):
-            cells = window.trajectory_cells(len(record["window"]), j)
-            assert [record["window"][level][c] for level, c in cells] == record["trajectories"][j]
-            expected = [record["block"][0]] + [record["window_predictions"][level][c] for level, c in cells]
-            for k, (level, c) in enumerate(cells[: record["trajectory_matched"][j]]):
-                said = tokens.named(trace["vocab"], expected[k])
-                assert escape(f"trajectory token {k}: level {level}, column {c}") in html
-                assert escape(f"accepted: the model also predicted {said} here") in html
+        html = unescape(verification.verification_html(record, trace.vocab))
+        for trajectory in shown_trajectories(record):
+            cells = [(record.rows[r].lane, record.rows[r].index) for r in trajectory.rows]
+            assert [record.window.levels[level][j] for level, j in cells] == trajectory.tokens
+            assert trajectory.expected[0] == record.verification.guaranteed
+            for k, (level, j) in enumerate(cells[: trajectory.matched]):
+                said = tokens.named(trace.vocab, trajectory.expected[k])
+                assert f"trajectory token {k}: level {level}, column {j}" in html
+                assert f"accepted: the model also predicted {said} here" in html
 
 
-def check_window_path(record: dict, vocab: dict, ngram: int) -> None:
-    """The window panel marks exactly the accepted tokens of the winning trajectory, and names it."""
+PATH_MARK = re.compile(r'class="ll-tok ll-\w+ ll-path" style="[^"]*" title="([^"]*)">([^<]*)<')
+
+
+def check_window_path(record: StepRecord, vocab: dict, ngram: int) -> None:
+    """The window panel marks exactly the accepted cells of the winning trajectory, and names it."""
     html = window.window_html(record, vocab, ngram)
-    column = record.get("trajectory_winner")
-    if column is None:
+    winner = trajectory_winner(record)
+    if winner is None:
         assert "ll-path" not in html and "Dashed" not in html
         return
-    matched = record["trajectory_matched"][column]
-    marked = re.findall(r'class="ll-tok ll-\w+ ll-path"[^>]* title="[^"]*accepted: token (\d+) of[^"]*">([^<]*)<', html)
-    assert sorted((int(k), text) for k, text in marked) == [
-        (k, shown(vocab, t)) for k, t in enumerate(record["block"][:matched])
+    marked = []
+    for title, text in PATH_MARK.findall(html):
+        level, j, k = re.search(r"level (\d+), column (\d+) · .* accepted: token (\d+) of", unescape(title)).groups()
+        marked.append((int(k), int(level), int(j), text))
+    cells = [(record.rows[r].lane, record.rows[r].index) for r in winner.rows[: winner.matched]]
+    assert sorted(marked) == [
+        (k, level, j, shown(vocab, t)) for k, ((level, j), t) in enumerate(zip(cells, winner.tokens, strict=False))
     ]
-    assert f"of column {column}'s Jacobi trajectory that verification accepted" in html
+    assert f"of column {winner.lane}'s Jacobi trajectory that verification accepted" in html
 
 
 def test_window_marks_the_cells_of_the_accepted_trajectory(run):
-    trace = run["lookahead"]
+    trace = run.lookahead
     for _, record in decode_steps(run):
-        check_window_path(record, trace["vocab"], trace["meta"]["settings"]["ngram"])
+        check_window_path(record, trace.vocab, trace.meta.settings.ngram)
 
 
 def test_window_legend_names_the_trajectory_outline():
@@ -214,142 +398,192 @@ def test_window_legend_names_the_trajectory_outline():
 
 
 def test_output_shows_the_committed_tokens_so_far(run):
-    trace = run["lookahead"]
+    trace = run.lookahead
     produced = 0
-    for index, record in enumerate(trace["steps"]):
-        produced += len(record["committed"])
+    for index, record in enumerate(trace.steps):
+        produced += len(record.committed)
         html = output.output_html(trace, index)
         assert html.count('class="ll-tok') == produced
-        assert html.count("ll-this") == len(record["committed"])
-        assert f"step {index} · {record['sources'][0]}" in html
+        assert html.count("ll-this") == len(record.committed)
+        assert f"step {index} · {record.sources[0].value}" in html
+    assert len(trace.meta.prompt_token_ids) and 'class="ll-prompt"' in html
+
+
+GROUP = re.compile(r'<g fill="[^"]+"><title>(.*?)</title>(.*?)</g>')
+
+
+def drawn_rows(html: str) -> list[tuple[str, set[int]]]:
+    """Each mask row's tooltip and the columns its rectangles cover."""
+    grid_x = mask.LABEL_WIDTH + mask.PREFIX_CELLS * mask.CELL + 4
+    rows = []
+    for title, body in GROUP.findall(html):
+        columns = set()
+        for x, width in re.findall(rf'<rect x="(\d+)" y="\d+" width="(\d+)" height="{mask.CELL - 1}"/>', body):
+            first, length = (int(x) - grid_x) // mask.CELL, (int(width) + 1) // mask.CELL
+            columns |= set(range(first, first + length))
+        rows.append((unescape(title), columns))
+    return rows
+
+
+def check_mask(record: StepRecord, vocab: dict) -> None:
+    """One row per token fed, each drawing exactly the columns its InputRow.sees lists, at its position."""
+    html = mask.mask_html(record, vocab)
+    drawn = drawn_rows(html)
+    assert len(drawn) == record.tokens_fed == len(record.rows)
+    for i, ((title, columns), row) in enumerate(zip(drawn, record.rows, strict=True)):
+        assert columns == set(row.sees)
+        assert title.startswith(f"row {i} ") and f"at position {row.position}" in title
+    if len(record.rows) <= mask.DETAILED_ROWS:
+        for row in record.rows:
+            assert f'class="ll-pos">{row.position}</text>' in html
 
 
 def test_mask_has_one_row_per_token_fed_and_the_recorded_visibility(run):
-    trace = run["lookahead"]
+    trace = run.lookahead
     for _, record in decode_steps(run):
-        html = mask.mask_html(record, trace["vocab"])
-        assert html.count("<g fill=") == record["tokens_fed"] == len(record["input_ids"])
-        seen = mask.visible_rows(record["parents"])
-        cells = sum(length for row in seen for _, length in mask.runs(row))
-        rects = re.findall(r'<g fill="[^"]+"><title>.*?</g>', html)
-        widths = sum(int(w) + 1 for g in rects for w in re.findall(r'width="(\d+)" height="13"', g))
-        assert widths == cells * mask.CELL
-        for position in set(record["position_ids"]):
-            assert f'class="ll-pos">{position}</text>' in html
+        check_mask(record, trace.vocab)
 
 
-def test_mask_visibility_follows_parents():
-    parents = [-1, 0, 1, 0, 3]  # c, a window chain of two, a guess of two
-    assert mask.visible_rows(parents) == [[0], [0, 1], [0, 1, 2], [0, 3], [0, 3, 4]]
+def test_mask_draws_the_recorded_rows_not_a_rederivation():
+    """The mask is InputRow.sees as the engine passed it: an unusual visibility is drawn as it stands."""
+    trace = example("python").lookahead
+    record = trace.steps[3]
+    odd = [dataclasses.replace(row, sees=[0, i] if i % 2 else [i]) for i, row in enumerate(record.rows)]
+    altered = dataclasses.replace(record, rows=odd)
+    check_mask(altered, trace.vocab)
     assert mask.runs([0, 1, 2, 5, 7, 8]) == [(0, 3), (5, 1), (7, 2)]
 
 
-def check_caption(trace: dict, index: int) -> None:
-    """The caption of step `index` says how many tokens it committed and which guess or trajectory won."""
-    record = trace["steps"][index]
+def check_caption(trace: Trace, index: int) -> None:
+    """The caption of step `index` says how many tokens it committed, which guess or trajectory won, and the plan."""
+    record = trace.steps[index]
     html = caption.caption_html(trace, index)
-    count = len(record["committed"])
+    count = len(record.committed)
     if count == 1:
         assert "committed only the guaranteed next token" in html
     else:
         assert f"committed {count} tokens" in html
-    if record["winner"] is not None:
-        winner = record["winner"]
-        assert f"guess {winner + 1} matched {caption.plural(record['matched'][winner], 'token')}" in html
-    column = record.get("trajectory_winner")
-    if column is not None:
-        matched = caption.plural(record["trajectory_matched"][column], "token")
-        assert f"olumn {column}'s Jacobi trajectory matched {matched}" in html
+    winner = winner_of(record)
+    if winner is not None and winner.source != Source.TRAJECTORY:
+        assert f"guess {winner.lane + 1} matched {caption.plural(winner.matched, 'token')}" in html
+    if trajectory_winner(record) is not None:
+        matched = caption.plural(winner.matched, "token")
+        assert f"olumn {winner.lane}'s Jacobi trajectory matched {matched}" in html
         assert "the trajectory's first token matched it" in html or count == 1
-        if record["guesses"]:
+        if trace.meta.settings.guesses and record.pool.entries:
             assert "no guess beat the window" in html
-    if record.get("note"):
-        assert escape(record["note"]) in html
-    assert f"Step {index} of {len(trace['steps']) - 1}" in html
+    assert ("Plan:" in html) == (record.plan.reason != PlanReason.PAPER)
+    if record.pool.entries and not guesses_of(record):  # nothing of the pool was verified: no claim it failed
+        assert "but the plan verified none of them" in html and "none began" not in html
+    assert (escape(caption.NO_GUESSES) in html) == (trace.meta.settings.guesses == 0)
+    assert ("Decoding stops" in html) == (record.stop is not None)
+    assert f"Step {index} of {len(trace.steps) - 1}" in html
 
 
 def test_caption_says_what_the_step_committed(run):
-    trace = run["lookahead"]
+    trace = run.lookahead
     assert "Prefill" in caption.caption_html(trace, 0)
     for index, _ in decode_steps(run):
         check_caption(trace, index)
 
 
+# A hand-made step: key ‘def’ with 3 n-grams; guesses [9 9], [2 3], [2 4] against the predictions [2 3].
+
+CAPTION_VOCAB = {"1": "def", "2": " f", "3": "(", "4": "x", "5": ")", "9": "?"}
+
+
+def candidate(tokens_: list[int], lane: int, verdict: Verdict, trajectory: bool = False) -> CandidateRecord:
+    expected = [2, 3][: len(tokens_)]
+    matched = next((k for k, (t, e) in enumerate(zip(tokens_, expected, strict=True)) if t != e), len(tokens_))
+    source, reason = (
+        (Source.TRAJECTORY, Reason.JACOBI_TRAJECTORY) if trajectory else (Source.PROMPT, Reason.ONE_TOKEN_KEY)
+    )
+    return CandidateRecord(source, reason, lane, tokens_, [], expected, matched, verdict)
+
+
+def caption_step(candidates: list[CandidateRecord], winner: int) -> StepRecord:
+    verification_ = VerificationRecord(2, candidates, winner, 2, 4, [2, 3, 4])
+    entries = [PoolEntry([2, 3], Source.PROMPT, lane) for lane in range(3)]
+    return StepRecord(
+        5,
+        Method.LOOKAHEAD,
+        StepKind.DECODE,
+        9,
+        7,
+        [2, 3, 4],
+        [TokenSource.GUARANTEED, TokenSource.ACCEPTED, TokenSource.BONUS],
+        None,
+        0.01,
+        0.01,
+        plan=PlanRecord(PlanReason.PAPER, True, 3, 3, 2),
+        window=WindowRecord(True, False, [[1, 5], [4, 5]], [3, 4], [5, 5], []),
+        pool=PoolRecord(1, 5, entries, [], [], 9, 9),
+        verification=verification_,
+    )
+
+
+def hand_trace(record: StepRecord, guesses: int = 3) -> Trace:
+    base = example("python").lookahead
+    meta = dataclasses.replace(base.meta, settings=Settings(2, 3, guesses))
+    return dataclasses.replace(base, meta=meta, steps=[*base.steps[:5], record], vocab=CAPTION_VOCAB)
+
+
 def test_caption_example_wording():
-    vocab = {"1": "def", "2": " f", "3": "(", "4": "x", "5": ")"}
-    record = {
-        "step": 5,
-        "kind": "decode",
-        "position": 9,
-        "pool_key": 1,
-        "pool_entries": [[[2, 3], "prompt"]] * 3,
-        "guesses": [[9, 9], [2, 3], [2, 4]],
-        "winner": 1,
-        "matched": [0, 2, 1],
-        "committed": [2, 3, 4],
-        "sources": ["guaranteed", "accepted", "bonus"],
-        "warming_up": False,
-        "window": [[1]],
-        "note": None,
-        "stop": None,
-        "tokens_fed": 7,
-        "forward_seconds": 0.01,
-    }
-    trace = {"steps": [record] * 6, "vocab": vocab, "meta": {"machine": {"device_name": "CPU"}}}
-    text = caption.step_caption(trace, 5)
-    assert text == (
+    guess_won = caption_step(
+        [
+            candidate([9, 9], 0, Verdict.NO_MATCH),
+            candidate([2, 3], 1, Verdict.WON),
+            candidate([2, 4], 2, Verdict.SHORTER),
+        ],
+        winner=1,
+    )
+    assert caption.step_caption(hand_trace(guess_won), 5) == (
         "The key ‘def’ had 3 n-grams in the pool; guess 2 matched 2 tokens, so this one forward pass committed "
         "3 tokens: the guaranteed next token (the guess's first token matched it), 1 more accepted token and the "
         "bonus token."
     )
-    window_won = {**record, "winner": None, "trajectory_winner": 3, "trajectory_matched": [0, 1, 1, 2]}
-    text = caption.step_caption({**trace, "steps": [window_won] * 6}, 5)
-    assert text == (
+    window_won = caption_step(
+        [
+            candidate([9, 9], 0, Verdict.NO_MATCH),
+            candidate([2, 4], 1, Verdict.SHORTER),
+            candidate([2, 5], 2, Verdict.SHORTER),
+            candidate([9, 3], 0, Verdict.NO_MATCH, trajectory=True),
+            candidate([2, 9], 1, Verdict.SHORTER, trajectory=True),
+            candidate([2, 4], 2, Verdict.SHORTER, trajectory=True),
+            candidate([2, 3], 3, Verdict.WON, trajectory=True),
+        ],
+        winner=6,
+    )
+    assert caption.step_caption(hand_trace(window_won), 5) == (
         "The key ‘def’ had 3 n-grams in the pool; no guess beat the window: column 3's Jacobi trajectory matched "
         "2 tokens, so this one forward pass committed 3 tokens: the guaranteed next token (the trajectory's first "
         "token matched it), 1 more accepted token and the bonus token."
     )
 
 
-NEW_FIELDS = ("trajectories", "trajectory_matched", "trajectory_winner", "window_predictions", "block", "pool_added")
-
-
-def test_records_from_before_trajectories_still_render(run):
-    """Traces recorded before the window's trajectories were verified lack their fields: nothing breaks."""
-    old_steps = [{k: v for k, v in r.items() if k not in NEW_FIELDS} for r in run["lookahead"]["steps"]]
-    old = {**run, "lookahead": {**run["lookahead"], "steps": old_steps}}
-    for index in range(replay.last_step(old) + 1):
-        shown_panels = replay.panels(old, index)
-        assert "trajectory" not in shown_panels["verification"] and "ll-path" not in shown_panels["window"]
-
-
-def test_an_old_step_with_no_guesses_says_why(run):
-    trace = run["lookahead"]
-    index, record = decode_steps(run)[-1]
-    bare = {
-        **{k: v for k, v in record.items() if k not in NEW_FIELDS},
-        "guesses": [],
-        "guess_sources": [],
-        "guess_reasons": [],
-        "guess_predictions": [],
-        "matched": [],
-        "winner": None,
-        "pool_entries": [],
-        "committed": record["committed"][:1],
-        "sources": ["guaranteed"],
-        "note": "G = 0: no guesses are verified, so each step commits one token",
-    }
-    steps = [*trace["steps"][:index], bare]
-    single = {**trace, "steps": steps}
-    assert "No guesses to verify" in verification.verification_html(bare, trace["vocab"])
-    assert "G = 0: no guesses are verified" in pool.pool_html(bare, trace["vocab"])
-    text = caption.step_caption(single, index)
-    assert text.startswith("G = 0: no guesses are verified, so each step commits one token.")
-    assert "Nothing was verified, so this forward pass committed only the guaranteed" in text
+def test_a_step_with_nothing_verified_says_so():
+    """G = 0 and no candidate at all (a window left out): the caption leads with the G = 0 wording."""
+    bare = caption_step([], winner=0)
+    bare = dataclasses.replace(
+        bare,
+        committed=[2],
+        sources=[TokenSource.GUARANTEED],
+        pool=dataclasses.replace(bare.pool, entries=[]),
+        window=dataclasses.replace(bare.window, fed=False, update=[]),
+        verification=VerificationRecord(2, [], None, 0, None, [2]),
+    )
+    trace = hand_trace(bare, guesses=0)
+    text = caption.step_caption(trace, 5)
+    assert text.startswith(escape(caption.NO_GUESSES))
+    assert "Nothing was verified, so this forward pass committed only the guaranteed next token ‘▁f’." in text
+    assert "No guesses to verify" in verification.verification_html(bare, trace.vocab)
+    pool_html = pool.pool_html(bare, trace.vocab, 0)
+    assert "G = 0: the pool keeps no n-grams" in pool_html
+    assert "this step can commit only the guaranteed token" in pool_html
 
 
 # ----------------------------------------------------------------------------------------------
-# Runs of the engine on a tiny random Llama: trajectory wins, with guesses and with G = 0
+# Runs of the engine on a tiny random Llama: trajectory wins, G = 0, and cost-aware plans
 
 
 class NumberTokenizer:
@@ -363,73 +597,125 @@ class NumberTokenizer:
 TINY_MOTIFS = {0: [64, 17, 36, 17], 3: [12, 93, 9, 87]}
 
 
-def tiny_run(guesses: int) -> dict:
-    from lookahead_core import LookaheadConfig, record_run
-
+def tiny_lm():
     from .conftest import tiny_model
 
-    lm = dataclasses.replace(tiny_model("llama"), tokenizer=NumberTokenizer())
+    return dataclasses.replace(tiny_model("llama"), tokenizer=NumberTokenizer())
+
+
+def tiny_run(guesses: int) -> Run:
+    from lookahead_core.config import LookaheadConfig
+    from lookahead_core.trace import record_run
+
     prompt = (TINY_MOTIFS[guesses] * 4)[:13]
-    return record_run(lm, prompt, LookaheadConfig(window=4, ngram=4, guesses=guesses), 24)
+    return record_run(tiny_lm(), prompt, LookaheadConfig(window=4, ngram=4, guesses=guesses), 24)
 
 
 @pytest.fixture(scope="module")
-def tiny_runs() -> dict[int, dict]:
+def tiny_runs() -> dict[int, Run]:
     """One recorded run per G in TINY_MOTIFS, keyed by G."""
     return {guesses: tiny_run(guesses) for guesses in TINY_MOTIFS}
+
+
+def check_step(run: Run, index: int) -> None:
+    """Every per-step check above, on step `index` of `run`."""
+    trace = run.lookahead
+    record = trace.steps[index]
+    check_window(record, trace.vocab, trace.meta.settings.ngram)
+    check_verification(record, trace.vocab)
+    check_window_path(record, trace.vocab, trace.meta.settings.ngram)
+    check_mask(record, trace.vocab)
+    check_caption(trace, index)
+    assert all(replay.panels(run, index).values())
 
 
 @pytest.mark.parametrize("guesses", sorted(TINY_MOTIFS))
 def test_tiny_runs_show_what_each_trajectory_win_says(tiny_runs, guesses):
     run = tiny_runs[guesses]
-    trace = run["lookahead"]
-    vocab, ngram = trace["vocab"], trace["meta"]["settings"]["ngram"]
-    assert any(r["trajectory_winner"] is not None for _, r in decode_steps(run)), "no step won by a trajectory"
-    for index, record in decode_steps(run):
-        check_verification(record, vocab)
-        check_window_path(record, vocab, ngram)
-        check_caption(trace, index)
-        assert all(replay.panels(run, index).values())
+    assert any(trajectory_winner(r) is not None for _, r in decode_steps(run)), "no step won by a trajectory"
+    assert run.lookahead.summary.new_token_ids == run.greedy.summary.new_token_ids
+    for index, _ in decode_steps(run):
+        check_step(run, index)
 
 
-def test_with_g_0_the_note_leads_and_only_trajectories_are_verified(tiny_runs):
-    trace = tiny_runs[0]["lookahead"]
+def test_with_g_0_the_wording_leads_and_only_trajectories_are_verified(tiny_runs):
+    trace = tiny_runs[0].lookahead
     for index, record in decode_steps(tiny_runs[0]):
-        assert record["guesses"] == [] and record["winner"] is None
-        assert "only the window's own Jacobi trajectories can add tokens" in record["note"]
+        assert guesses_of(record) == [] and record.pool.entries == []
         text = caption.step_caption(trace, index)
-        assert text.startswith(escape(record["note"]) + ".")
-        column = record["trajectory_winner"]
-        if column is None:
+        assert text.startswith(escape(caption.NO_GUESSES) + " ")
+        winner = trajectory_winner(record)
+        if winner is None:
             assert "No window trajectory began with the guaranteed next token" in text
         else:
-            matched = caption.plural(record["trajectory_matched"][column], "token")
-            assert f"Column {column}'s Jacobi trajectory matched {matched}, so this one forward pass" in text
-        assert "No guesses to verify" in verification.verification_html(record, trace["vocab"])
+            matched = caption.plural(winner.matched, "token")
+            assert f"Column {winner.lane}'s Jacobi trajectory matched {matched}, so this one forward pass" in text
+        assert "No guesses to verify" in verification.verification_html(record, trace.vocab)
+        html = pool.pool_html(record, trace.vocab, 0)
+        assert "G = 0: the pool keeps no n-grams" in html
+        assert "only the window's own Jacobi trajectories can add tokens this step" in html
+
+
+@pytest.fixture(scope="module")
+def auto_run() -> Run:
+    """A tiny run with auto settings on a steep cost table: the cost-aware planner leaves the window out."""
+    from lookahead_core.config import LookaheadConfig
+    from lookahead_core.trace import record_run
+    from lookahead_core.tuning import choose_settings
+
+    from .conftest import cost_table
+
+    prompt = (TINY_MOTIFS[3] * 4)[:13]
+    return record_run(tiny_lm(), prompt, LookaheadConfig(), 40, auto=choose_settings(cost_table(0.2)))
+
+
+def test_an_auto_run_renders_its_plans_and_the_window_left_out(auto_run):
+    trace = auto_run.lookahead
+    steps = decode_steps(auto_run)
+    assert {r.window.fed for _, r in steps} == {True, False}, "want steps with and without the window"
+    assert any(r.plan.reason != PlanReason.PAPER for _, r in steps)
+    for index, record in steps:
+        check_step(auto_run, index)
+        html = caption.caption_html(trace, index)
+        if record.plan.reason != PlanReason.PAPER:
+            words = plans.plan_words(record.plan)
+            assert f"Plan: {escape(words[0].upper() + words[1:])}." in html
+        shown_window = window.window_html(record, trace.vocab, trace.meta.settings.ngram)
+        left_out = "The plan left the window out of this step's forward pass"
+        assert (left_out in shown_window) == (not record.window.fed)
+        if not record.window.fed:
+            assert "new level" not in shown_window
+            assert all(row.branch != "window" for row in record.rows)
+    for index in range(replay.last_step(auto_run) + 1):
+        assert all(replay.panel_values(auto_run, index))
+    html = summary.summary_html(auto_run)
+    assert "cost-aware plan" in html and "Auto: on test hardware" in html
 
 
 def test_a_run_of_one_token_is_only_the_prefill(run):
-    ours, theirs = run["lookahead"], run["greedy"]
-    one = {
-        "lookahead": {**ours, "steps": ours["steps"][:1], "summary": {**ours["summary"], "steps": 1, "tokens": 1}},
-        "greedy": {**theirs, "steps": theirs["steps"][:1], "summary": {**theirs["summary"], "steps": 1}},
-    }
+    ours, theirs = run.lookahead, run.greedy
+    one = Run(
+        dataclasses.replace(ours, steps=ours.steps[:1], summary=dataclasses.replace(ours.summary, steps=1, tokens=1)),
+        dataclasses.replace(theirs, steps=theirs.steps[:1], summary=dataclasses.replace(theirs.summary, steps=1)),
+    )
     assert replay.last_step(one) == 0
     assert "prefill alone" in summary.summary_html(one)
-    assert all(replay.panel_values(one, 5))
+    values = replay.panel_values(one, 5)
+    assert all(values)
+    assert "Step 0 of 0" in values[replay.PANELS.index("caption")]
 
 
 def test_progress_counts_passes_against_greedy(run):
-    ours = run["lookahead"]
+    ours = run.lookahead
     for index in (0, replay.last_step(run)):
         p = progress.progress_at(run, index)
-        tokens_so_far = sum(len(r["committed"]) for r in ours["steps"][: index + 1])
+        tokens_so_far = sum(len(r.committed) for r in ours.steps[: index + 1])
         assert p["tokens"] == p["greedy_passes"] == tokens_so_far
         assert p["lookahead_passes"] == index + 1
         assert p["same_as_greedy"]  # float32 on the CPU: lookahead is exact
         html = progress.progress_html(run, index)
         assert f"{p['compression']:.2f}</b> tokens per step" in html
-        assert ours["meta"]["machine"]["device_name"] in html
+        assert escape(ours.meta.machine.device_name) in html
 
 
 def test_tokens_per_step_chart_is_small_and_plain(run):
@@ -437,67 +723,97 @@ def test_tokens_per_step_chart_is_small_and_plain(run):
     assert figure.layout.height <= 260
     assert figure.layout.template.to_plotly_json() == {"data": {"scatter": [{"type": "scatter"}]}}
     stacked = [sum(values) for values in zip(*(bar.y for bar in figure.data), strict=True)]
-    assert stacked == [len(r["committed"]) for r in run["lookahead"]["steps"]]
+    assert stacked == [len(r.committed) for r in run.lookahead.steps]
 
 
 def test_summary_names_settings_machine_and_result(run):
     html = summary.summary_html(run)
-    meta, s = run["lookahead"]["meta"], run["lookahead"]["summary"]
-    settings = meta["settings"]
-    assert f"W={settings['window']} N={settings['ngram']} G={settings['guesses']}" in html
-    assert meta["machine"]["model"] in html and escape(meta["machine"]["device_name"]) in html
-    assert f"<b>{s['tokens']}</b><span>new tokens" in html
-    assert f"<b>{s['steps']} vs {run['greedy']['summary']['steps']}</b>" in html
-    assert f"<b>{s['tokens_per_step']:.2f}</b><span>tokens per step" in html
+    meta, s = run.lookahead.meta, run.lookahead.summary
+    settings = meta.settings
+    assert f"W={settings.window} N={settings.ngram} G={settings.guesses}" in html
+    assert f"settings, {settings.planner.value} plan" in html
+    assert escape(meta.machine.model) in html and escape(meta.machine.device_name) in html
+    assert f"<b>{s.tokens}</b><span>new tokens" in html
+    assert f"<b>{s.steps} vs {run.greedy.summary.steps}</b>" in html
+    assert f"<b>{s.tokens_per_step:.2f}</b><span>tokens per step" in html
+
+
+def test_model_html_names_the_machine_or_the_model_to_load():
+    machine = example("python").lookahead.meta.machine
+    html = summary.model_html(machine, "some-default")
+    assert escape(machine.model) in html and escape(machine.device_name) in html and "some-default" not in html
+    assert f"{machine.parameters / 1e6:.0f} M parameters" in html
+    waiting = summary.model_html(None, "SmolLM2-135M-Instruct")
+    assert "none yet" in waiting and "<b>SmolLM2-135M-Instruct</b> loads on the first Run" in waiting
+
+
+def test_notice_says_why_a_run_was_refused():
+    assert "ll-over" not in summary.notice_html(None)
+    refused = summary.notice_html("too <long>", "Refused")
+    assert "<b>Refused:</b> too &lt;long&gt;" in refused and "ll-over" in refused
 
 
 # ----------------------------------------------------------------------------------------------
 # Speed: replaying a step must stay well under 50 ms, even for the widest settings the budget allows
 
+WIDEST = Settings(window=32, ngram=8, guesses=31)  # 1 + 31 + 6 * 32 + 31 * 7 = 441 tokens fed
 
-def widest_step_run(run: dict) -> dict:
-    """`run` with its last step replaced by a synthetic full step of W=32, N=8, G=31 (441 rows fed)."""
-    from lookahead_core.layout import step_layout
 
-    width, ngram, count = 32, 8, 31
-    layout = step_layout(ngram - 1, width, count, ngram - 1)
-    ids = [int(k) for k in run["lookahead"]["vocab"]]
+def widest_step_run(run: Run) -> Run:
+    """`run` with its last step replaced by a full step of WIDEST, built by the engine's own parts."""
+    from lookahead_core.decoding import input_rows, lay_out
+    from lookahead_core.planning import FullPlanner
+    from lookahead_core.pool import Guess
+    from lookahead_core.proposers import Proposal, guess_branch, window_branch
+    from lookahead_core.verify import commit_sources, verify
+    from lookahead_core.window import JacobiWindow
+
+    width, ngram, count = WIDEST.window, WIDEST.ngram, WIDEST.guesses
+    ids = [int(k) for k in run.lookahead.vocab]
     rng = random.Random(0)
 
-    def tokens(n: int) -> list[int]:
+    def draw(n: int) -> list[int]:
         return [rng.choice(ids) for _ in range(n)]
 
-    levels = [tokens(width) for _ in range(ngram - 1)]
-    guesses = [tokens(ngram - 1) for _ in range(count)]
-    record = dict(run["lookahead"]["steps"][-1])
-    record.update(
-        window=levels,
-        jacobi_update=tokens(width),
-        warming_up=False,
-        harvested=[[level[j] for level in levels] + tokens(1) for j in range(width)],
-        pool_entries=[[g, "window"] for g in guesses],
-        pool_added=[[levels[0][j], tokens(ngram - 1), "window"] for j in range(width)],
-        guesses=guesses,
-        guess_sources=["window"] * count,
-        guess_reasons=["one-token key"] * count,
-        guess_predictions=[tokens(ngram - 1) for _ in range(count)],
-        matched=[0] * count,
-        winner=None,
-        window_predictions=[tokens(width) for _ in range(ngram - 1)],
-        trajectories=[[levels[lv][c] for lv, c in window.trajectory_cells(ngram - 1, j)] for j in range(width)],
-        trajectory_matched=[0] * width,
-        trajectory_winner=None,
-        block=record["committed"][:1],
-        committed=record["committed"][:1],
-        sources=["guaranteed"],
-        input_ids=tokens(layout.size),
-        parents=list(layout.parents),
-        position_ids=[record["position"] + d for d in layout.depths],
-        tokens_fed=layout.size,
+    levels = [draw(width) for _ in range(ngram - 1)]
+    current = levels[0][0]
+    guesses = [draw(ngram - 1) for _ in range(count)]
+    proposal = Proposal(
+        window_branch(JacobiWindow([list(level) for level in levels], ngram)),
+        [guess_branch(Guess(g, Source.WINDOW, Reason.ONE_TOKEN_KEY), lane) for lane, g in enumerate(guesses)],
     )
-    lookahead = {**run["lookahead"], "steps": [*run["lookahead"]["steps"][:-1], record]}
-    lookahead["meta"] = {**lookahead["meta"], "settings": {"window": width, "ngram": ngram, "guesses": count}}
-    return {**run, "lookahead": lookahead}
+    plan = FullPlanner().plan(proposal)
+    fed = lay_out(current, proposal, plan)
+    verified = verify(fed.candidates, draw(len(fed.tokens)))
+    update = draw(width)
+    harvested = [[level[j] for level in levels] + [update[j]] for j in range(width)]
+    last = run.lookahead.steps[-1]
+    record = StepRecord(
+        last.step,
+        last.method,
+        StepKind.DECODE,
+        last.position,
+        fed.layout.size,
+        verified.block,
+        commit_sources(len(verified.block), verified.accepted),
+        None,
+        0.01,
+        0.01,
+        input_rows(fed, last.position),
+        plan.record,
+        WindowRecord(True, False, levels, list(range(1, ngram)), update, harvested),
+        PoolRecord(
+            current,
+            draw(1)[0],
+            [PoolEntry(g, Source.WINDOW, lane) for lane, g in enumerate(guesses)],
+            [NGram(column[0], column[1:], Source.WINDOW) for column in harvested],
+            [],
+            500,
+            500 - width,
+        ),
+        verified,
+    )
+    return with_record(run, len(run.lookahead.steps) - 1, record, WIDEST)
 
 
 def test_every_step_renders_in_well_under_50_ms(run):
@@ -512,11 +828,23 @@ def test_every_step_renders_in_well_under_50_ms(run):
 def test_the_widest_allowed_step_renders_in_under_50_ms(run):
     wide = widest_step_run(run)
     last = replay.last_step(wide)
-    assert wide["lookahead"]["steps"][last]["tokens_fed"] == 441
+    record = wide.lookahead.steps[last]
+    assert record.tokens_fed == len(record.rows) == 441
     best = min(timed(lambda: replay.panel_values(wide, last)) for _ in range(3))
     html = replay.panels(wide, last)
     assert html["mask"].count("<g fill=") == 441
+    assert html["window"].count("<td") == WIDEST.ngram * WIDEST.window
+    assert html["pool"].count('<li class="ll-entry ll-chosen">') == WIDEST.guesses
     assert best < 0.05
+
+
+def test_the_widest_step_is_drawn_as_recorded():
+    """The synthetic widest step passes the same checks as a recorded one (so its timing is a fair one)."""
+    wide = widest_step_run(example("python"))
+    last = replay.last_step(wide)
+    check_window(wide.lookahead.steps[last], wide.lookahead.vocab, WIDEST.ngram)
+    check_verification(wide.lookahead.steps[last], wide.lookahead.vocab)
+    check_mask(wide.lookahead.steps[last], wide.lookahead.vocab)
 
 
 def timed(action) -> float:

@@ -68,7 +68,9 @@ def bench_report_html(report: dict) -> str:
     auto = settings.get("auto")
     lookahead = settings["lookahead"]
     chosen = (
-        f"auto: W={auto['window']} N={auto['ngram']} G={auto['guesses']}, {auto['planner']} plan. {auto['why']}"
+        f"auto: W={auto['window']} N={auto['ngram']} G={auto['guesses']}, {auto['planner']} plan "
+        f"({auto['regime']} regime: a {auto['probe_tokens']}-token step measured at {auto['probe_ratio']:.2f}x "
+        "a 1-token step)"
         if auto
         else f"W={lookahead['window']} N={lookahead['ngram']} G={lookahead['guesses']}, full plan"
     )
@@ -101,6 +103,13 @@ greedy <code>generate</code> token for token. Lookahead settings: {escape(chosen
 """
 
 
+def exactness_words(reports: dict[str, dict]) -> str:
+    """How many lookahead outputs equalled greedy generate, counted from the reports themselves."""
+    counts = [r["summary"]["lookahead"] for r in reports.values() if "lookahead" in r["summary"]]
+    exact, prompts = sum(c["exact"] for c in counts), sum(c["prompts"] for c in counts)
+    return f"lookahead output equal to greedy generate on {exact} of {prompts} prompts"
+
+
 def overview_figure(reports: dict[str, dict]) -> go.Figure:
     """Speedup of every method over its baseline, one group per report (labelled by the dict's keys)."""
     labels = list(reports)
@@ -122,7 +131,7 @@ def overview_figure(reports: dict[str, dict]) -> go.Figure:
         barmode="group",
         width=900,
         height=420,
-        title="Speedup over hf-greedy (model.generate), measured in the same run; every lookahead output exact",
+        title=f"Speedup over hf-greedy (model.generate), measured in the same run; {exactness_words(reports)}",
         yaxis={"rangemode": "tozero", "title": {"text": "× tokens per second of hf-greedy"}},
         legend={"orientation": "h", "y": -0.12},
         margin={"t": 60, "b": 70},

@@ -10,6 +10,8 @@ import gzip
 import json
 from pathlib import Path
 
+from lookahead_core.records import Run
+
 ASSETS = Path(__file__).resolve().parent.parent / "assets"
 PRESETS_FILE = ASSETS / "presets.json"
 
@@ -29,17 +31,17 @@ def example_path(item: dict) -> Path:
     return ASSETS / item["example"]
 
 
-def load_run(path: Path) -> dict:
-    """A recorded run from a .json or .json.gz file."""
+def load_run(path: Path) -> Run:
+    """A recorded run from a .json or .json.gz file; records.SchemaError if it does not fit the schema."""
     data = Path(path).read_bytes()
     if str(path).endswith(".gz"):
         data = gzip.decompress(data)
-    return json.loads(data)
+    return Run.from_json(data)
 
 
-def save_run(run: dict, path: Path) -> None:
+def save_run(run: Run, path: Path) -> None:
     """Write a run compactly, gzipped when the name ends in .gz (mtime 0, so reruns give identical bytes)."""
-    data = json.dumps(run, separators=(",", ":")).encode()
+    data = run.to_json().encode()
     if str(path).endswith(".gz"):
         data = gzip.compress(data, mtime=0)
     Path(path).write_bytes(data)

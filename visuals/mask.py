@@ -1,13 +1,16 @@
 """Panel 5, the attention mask and position ids the engine built for this step, as a small SVG grid.
 
-Each row is one token fed to the forward pass; it sees the committed prefix, itself and its
-ancestors (the `parents` the engine recorded): the window rows see their Jacobi trajectory,
-guess tokens see c and their own earlier tokens, and the two branches never see each other.
+Each row is one token fed to the forward pass; it sees the committed prefix plus the rows the
+engine recorded it may attend to (`InputRow.sees`: the mask it passed): the window rows see
+their Jacobi trajectory, guess tokens see c and their own earlier tokens, and the two branches
+never see each other.
 """
 
 from __future__ import annotations
 
 from html import escape
+
+from lookahead_core.records import Branch, StepKind, StepRecord
 
 from .palette import colour
 from .tokens import token_text, visible
@@ -17,14 +20,6 @@ LABEL_WIDTH = 104
 HEAD_HEIGHT = 34
 PREFIX_CELLS = 2
 DETAILED_ROWS = 80  # above this many rows, per-row labels would be unreadable
-
-
-def visible_rows(parents: list[int]) -> list[list[int]]:
-    """For each row, the rows of this step it attends to: its parent's, plus itself."""
-    seen: list[list[int]] = []
-    for i, parent in enumerate(parents):
-        seen.append((seen[parent] if parent >= 0 else []) + [i])
-    return seen
 
 
 def runs(columns: list[int]) -> list[tuple[int, int]]:
@@ -38,15 +33,19 @@ def runs(columns: list[int]) -> list[tuple[int, int]]:
     return spans
 
 
-def row_roles(record: dict) -> list[tuple[str, str, str]]:
-    """(branch, short label, group) for each row in feeding order: c, level 0 columns 1.., levels 1.., guesses."""
-    levels, width = len(record["window"]), len(record["window"][0])
-    roles = [("current", "c", "c")]
-    roles += [("lookahead", f"L0:{j}", "level 0") for j in range(1, width)]
-    for level in range(1, levels):
-        roles += [("lookahead", f"L{level}:{j}", f"level {level}") for j in range(width)]
-    for i, guess in enumerate(record["guesses"]):
-        roles += [("verification", f"G{i + 1}:{k}", f"guess {i + 1}") for k in range(len(guess))]
+BRANCH_KINDS = {Branch.CURRENT: "current", Branch.WINDOW: "lookahead", Branch.GUESS: "verification"}
+
+
+def row_roles(record: StepRecord) -> list[tuple[str, str, str]]:
+    """(branch colour kind, short label, group) for each row in feeding order, from the rows' recorded places."""
+    roles = []
+    for row in record.rows:
+        if row.branch == Branch.CURRENT:
+            roles.append(("current", "c", "c"))
+        elif row.branch == Branch.WINDOW:
+            roles.append(("lookahead", f"L{row.lane}:{row.index}", f"level {row.lane}"))
+        else:
+            roles.append(("verification", f"G{row.lane + 1}:{row.index}", f"guess {row.lane + 1}"))
     return roles
 
 
@@ -65,18 +64,18 @@ def branch_spans(roles: list[tuple[str, str, str]]) -> list[tuple[str, int, int]
     return spans
 
 
-def describe_row(record: dict, vocab: dict, roles: list, row: int) -> str:
-    token = escape(visible(token_text(vocab, record["input_ids"][row])))
-    return f"row {row} {roles[row][1]} ‘{token}’ at position {record['position_ids'][row]}"
+def describe_row(record: StepRecord, vocab: dict, roles: list, row: int) -> str:
+    token = escape(visible(token_text(vocab, record.rows[row].token)))
+    return f"row {row} {roles[row][1]} ‘{token}’ at position {record.rows[row].position}"
 
 
-def header_svg(record: dict, roles: list, grid_x: int, font: int, detailed: bool) -> list[str]:
+def header_svg(record: StepRecord, roles: list, grid_x: int, font: int, detailed: bool) -> list[str]:
     """The prefix column, a coloured bar and a name over each branch, and the label columns' titles."""
     n = len(roles)
     parts = [
         f'<rect x="{grid_x}" y="{HEAD_HEIGHT}" width="{n * CELL}" height="{n * CELL}" class="ll-mask-bg"/>',
         f'<rect x="{LABEL_WIDTH}" y="{HEAD_HEIGHT}" width="{PREFIX_CELLS * CELL}" height="{n * CELL}" '
-        f'class="ll-mask-prefix"><title>every row sees the committed prefix: {record["position"]} tokens'
+        f'class="ll-mask-prefix"><title>every row sees the committed prefix: {record.position} tokens'
         "</title></rect>",
         f'<text x="{LABEL_WIDTH + CELL}" y="{HEAD_HEIGHT - 6}" font-size="{font}" text-anchor="middle">prefix</text>',
     ]
@@ -97,10 +96,10 @@ def header_svg(record: dict, roles: list, grid_x: int, font: int, detailed: bool
     return parts
 
 
-def rows_svg(record: dict, vocab: dict, roles: list, grid_x: int, font: int, detailed: bool) -> list[str]:
+def rows_svg(record: StepRecord, vocab: dict, roles: list, grid_x: int, font: int, detailed: bool) -> list[str]:
     """One group per row: its label and position id, and a rectangle per run of columns it sees."""
     parts = []
-    for row, seen in enumerate(visible_rows(record["parents"])):
+    for row, seen in enumerate(r.sees for r in record.rows):
         y = HEAD_HEIGHT + row * CELL
         sees = " sees the prefix and " + ", ".join(roles[col][1] for col in seen) if detailed else ""
         tip = f"<title>{describe_row(record, vocab, roles, row)}{escape(sees)}</title>"
@@ -113,7 +112,7 @@ def rows_svg(record: dict, vocab: dict, roles: list, grid_x: int, font: int, det
             label = (
                 f'<text x="4" y="{y + CELL - 3}" font-size="{font}">{escape(roles[row][1])}</text>'
                 f'<text x="{LABEL_WIDTH - 6}" y="{y + CELL - 3}" font-size="{font}" text-anchor="end" '
-                f'class="ll-pos">{record["position_ids"][row]}</text>'
+                f'class="ll-pos">{record.rows[row].position}</text>'
             )
         parts.append(f'<g fill="{colour(roles[row][0])}">{tip}{label}{cells}</g>')
     return parts
@@ -136,7 +135,7 @@ def separators_svg(roles: list, grid_x: int) -> list[str]:
     return parts
 
 
-def mask_svg(record: dict, vocab: dict[str, str]) -> str:
+def mask_svg(record: StepRecord, vocab: dict[str, str]) -> str:
     roles = row_roles(record)
     n = len(roles)
     detailed = n <= DETAILED_ROWS
@@ -148,20 +147,20 @@ def mask_svg(record: dict, vocab: dict[str, str]) -> str:
     parts += separators_svg(roles, grid_x)
     return (
         f'<svg class="ll-mask" viewBox="0 0 {width} {height}" style="max-width:{width}px" role="img" '
-        f'aria-label="attention mask of step {record["step"]}: {n} rows">{"".join(parts)}</svg>'
+        f'aria-label="attention mask of step {record.step}: {n} rows">{"".join(parts)}</svg>'
     )
 
 
-def mask_html(record: dict, vocab: dict[str, str]) -> str:
+def mask_html(record: StepRecord, vocab: dict[str, str]) -> str:
     """The mask grid with the row labels and position ids, and a sentence on how to read it."""
-    if record.get("kind") == "prefill":
+    if record.kind == StepKind.PREFILL or not record.rows:
         return (
             '<p class="ll-empty">The prefill uses the ordinary causal mask: each prompt token sees the tokens '
             "before it. The tree-shaped mask starts at step 1.</p>"
         )
-    p = record["position"]
+    p = record.position
     note = (
-        f"{record['tokens_fed']} rows fed in one forward pass. A coloured cell means the row may attend to that "
+        f"{record.tokens_fed} rows fed in one forward pass. A coloured cell means the row may attend to that "
         f"column; every row also sees the {p}-token committed prefix. Position ids: c at {p}, window level l "
         f"column j at {p}+l+j, guess token k at {p + 1}+k, so several rows share a position: they are rival "
         "guesses for it."

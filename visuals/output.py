@@ -8,32 +8,34 @@ from __future__ import annotations
 
 from html import escape
 
+from lookahead_core.records import Trace
+
 from .tokens import chip, token_text
 
 PROMPT_CHARS = 400
 
 
-def prompt_html(trace: dict) -> str:
+def prompt_html(trace: Trace) -> str:
     """The prompt as the model saw it (chat template included), its tail only when it is long."""
-    vocab = trace["vocab"]
-    text = "".join(token_text(vocab, t) for t in trace["meta"]["prompt_token_ids"])
+    vocab = trace.vocab
+    text = "".join(token_text(vocab, t) for t in trace.meta.prompt_token_ids)
     if len(text) > PROMPT_CHARS:
         text = "…" + text[-PROMPT_CHARS:]
-    count = len(trace["meta"]["prompt_token_ids"])
+    count = len(trace.meta.prompt_token_ids)
     return f'<span class="ll-prompt" title="the prompt, {count} tokens">{escape(text)}</span>'
 
 
-def output_html(trace: dict, index: int) -> str:
+def output_html(trace: Trace, index: int) -> str:
     """The prompt and the tokens committed by steps 0..index."""
-    vocab = trace["vocab"]
-    prompt_length = len(trace["meta"]["prompt_token_ids"])
+    vocab = trace.vocab
+    prompt_length = len(trace.meta.prompt_token_ids)
     produced = 0
     pieces = []
-    for record in trace["steps"][: index + 1]:
-        current = " ll-this" if record["step"] == index else ""
-        for token, source in zip(record["committed"], record["sources"], strict=True):
-            tooltip = f"step {record['step']} · {source} · position {prompt_length + produced}"
-            pieces.append(chip(vocab, token, source, tooltip, current.strip()))
+    for record in trace.steps[: index + 1]:
+        current = " ll-this" if record.step == index else ""
+        for token, source in zip(record.committed, record.sources, strict=True):
+            tooltip = f"step {record.step} · {source.value} · position {prompt_length + produced}"
+            pieces.append(chip(vocab, token, source.value, tooltip, current.strip()))
             if token_text(vocab, token).endswith("\n"):
                 pieces.append("<br>")
             produced += 1

@@ -11,23 +11,25 @@ from html import escape
 
 import plotly.graph_objects as go
 
+from lookahead_core.records import Run, TokenSource
+
 from .palette import KINDS
 
 
-def progress_at(run: dict, index: int) -> dict:
+def progress_at(run: Run, index: int) -> dict:
     """Tokens, passes and seconds of both methods after step `index` of the lookahead trace."""
-    steps = run["lookahead"]["steps"][: index + 1]
-    tokens = sum(len(r["committed"]) for r in steps)
-    greedy_steps = run["greedy"]["steps"][:tokens]
-    ours = run["lookahead"]["summary"]["new_token_ids"][:tokens]
-    theirs = run["greedy"]["summary"]["new_token_ids"][:tokens]
+    steps = run.lookahead.steps[: index + 1]
+    tokens = sum(len(r.committed) for r in steps)
+    greedy_steps = run.greedy.steps[:tokens]
+    ours = run.lookahead.summary.new_token_ids[:tokens]
+    theirs = run.greedy.summary.new_token_ids[:tokens]
     return {
         "tokens": tokens,
         "lookahead_passes": len(steps),
         "greedy_passes": len(greedy_steps),
         "compression": tokens / len(steps),
-        "lookahead_seconds": sum(r["step_seconds"] for r in steps),
-        "greedy_seconds": sum(r["step_seconds"] for r in greedy_steps),
+        "lookahead_seconds": sum(r.step_seconds for r in steps),
+        "greedy_seconds": sum(r.step_seconds for r in greedy_steps),
         "same_as_greedy": ours == theirs,
     }
 
@@ -41,9 +43,9 @@ def bar(label: str, value: float, scale: float, text: str, kind: str) -> str:
     )
 
 
-def progress_html(run: dict, index: int) -> str:
+def progress_html(run: Run, index: int) -> str:
     p = progress_at(run, index)
-    device = run["lookahead"]["meta"]["machine"]["device_name"]
+    device = run.lookahead.meta.machine.device_name
     passes = max(p["lookahead_passes"], p["greedy_passes"])
     seconds = max(p["lookahead_seconds"], p["greedy_seconds"])
     same = (
@@ -63,14 +65,14 @@ def progress_html(run: dict, index: int) -> str:
     )
 
 
-def tokens_per_step_figure(run: dict) -> go.Figure:
+def tokens_per_step_figure(run: Run) -> go.Figure:
     """Stacked bars: tokens each forward pass committed, split by how they were produced."""
-    steps = run["lookahead"]["steps"]
-    x = [r["step"] for r in steps]
+    steps = run.lookahead.steps
+    x = [r.step for r in steps]
     figure = go.Figure()
-    for source in ("guaranteed", "accepted", "bonus"):
-        hue, label, _ = KINDS[source]
-        figure.add_bar(x=x, y=[r["sources"].count(source) for r in steps], name=label, marker_color=hue)
+    for source in TokenSource:
+        hue, label, _ = KINDS[source.value]
+        figure.add_bar(x=x, y=[r.sources.count(source) for r in steps], name=label, marker_color=hue)
     figure.add_hline(
         y=1,
         line_dash="dot",

@@ -1,7 +1,8 @@
 """The race panel: tokens against wall-clock time for greedy and lookahead, and why one won.
 
-Pure functions of a `lookahead_core.race.race` result: the curves, the measured numbers, and the
-cost of a wide step on the hardware it ran on (the figure that explains a slow lookahead).
+Pure functions of a race record (`records.RaceRecord`, made by `lab.race.race`): the curves, the
+measured numbers, and the cost of a wide step on the hardware it ran on (the figure that explains
+a slow lookahead).
 """
 
 from __future__ import annotations
@@ -10,7 +11,10 @@ from html import escape
 
 import plotly.graph_objects as go
 
+from lookahead_core.records import RaceRecord
+
 from .palette import BLUE, GREY, SKY, VERMILLION
+from .plans import settings_words, triple
 from .summary import stat
 
 LAYOUT = {
@@ -21,17 +25,16 @@ LAYOUT = {
 }
 
 
-def race_figure(result: dict) -> go.Figure:
+def race_figure(result: RaceRecord) -> go.Figure:
     """Tokens committed against seconds since the start, one line per method."""
     figure = go.Figure()
-    for method, hue in (("greedy", BLUE), ("lookahead", SKY)):
-        run = result[method]
+    for method, run, hue in (("greedy", result.greedy, BLUE), ("lookahead", result.lookahead, SKY)):
         figure.add_scatter(
-            x=run["seconds"],
-            y=run["tokens"],
+            x=run.seconds,
+            y=run.tokens,
             mode="lines",
             line={"color": hue, "width": 3 if method == "lookahead" else 2, "shape": "hv"},
-            name=f"{method}: {run['tokens'][-1]} tokens in {run['seconds'][-1]:.2f} s",
+            name=f"{method}: {run.tokens[-1]} tokens in {run.seconds[-1]:.2f} s",
         )
     figure.update_layout(
         **LAYOUT,
@@ -43,24 +46,24 @@ def race_figure(result: dict) -> go.Figure:
     return figure
 
 
-def cost_figure(result: dict) -> go.Figure:
+def cost_figure(result: RaceRecord) -> go.Figure:
     """The measured cost of one forward pass against tokens fed, with where this run's steps sat."""
-    costs, run = result["step_costs"], result["lookahead"]
-    base = costs["seconds"][0]
+    costs, run = result.step_costs, result.lookahead
+    base = costs.seconds[0]
     figure = go.Figure()
     figure.add_scatter(
-        x=costs["sizes"],
-        y=[s / base for s in costs["seconds"]],
+        x=costs.sizes,
+        y=[s / base for s in costs.seconds],
         mode="lines+markers",
         line={"color": GREY},
-        name="cost of a step (measured once on this hardware)",
+        name=f"cost of a step (measured on this hardware, {costs.measured_at})",
     )
     figure.add_scatter(
-        x=[run["mean_tokens_fed"]],
-        y=[result["step_cost_ratio"]],
+        x=[run.mean_tokens_fed],
+        y=[result.step_cost_ratio],
         mode="markers",
         marker={"color": VERMILLION, "size": 12, "symbol": "diamond"},
-        name=f"this race: {run['decode_tokens_per_step']:.2f} tokens committed per step",
+        name=f"this race: {run.decode_tokens_per_step:.2f} tokens committed per step",
     )
     figure.add_hline(y=1, line_dash="dot", line_color="#555")
     figure.update_layout(
@@ -73,45 +76,41 @@ def cost_figure(result: dict) -> go.Figure:
     return figure
 
 
-def race_story(result: dict) -> str:
+def race_story(result: RaceRecord) -> str:
     """Whether lookahead won this race, and the two measured numbers that decide it."""
-    run, machine = result["lookahead"], result["machine"]
-    where = f"{machine['device_name']} ({machine['dtype']})"
-    fed, ratio, committed = run["mean_tokens_fed"], result["step_cost_ratio"], run["decode_tokens_per_step"]
+    run, machine = result.lookahead, result.machine
+    where = f"{machine.device_name} ({machine.dtype})"
+    fed, ratio, committed = run.mean_tokens_fed, result.step_cost_ratio, run.decode_tokens_per_step
     steps = (
         f"a lookahead step fed {fed:.0f} tokens on average and took {ratio:.2f}x a greedy step, "
         f"and it committed {committed:.2f} tokens per step"
     )
-    if result["speedup"] >= 1:
-        return f"Lookahead finished {result['speedup']:.2f}x as fast as greedy on {where}: {steps}."
+    if result.speedup >= 1:
+        return f"Lookahead finished {result.speedup:.2f}x as fast as greedy on {where}: {steps}."
     return (
-        f"No speedup here: lookahead took {1 / result['speedup']:.2f}x as long as greedy on {where}. On this hardware "
+        f"No speedup here: lookahead took {1 / result.speedup:.2f}x as long as greedy on {where}. On this hardware "
         f"{steps}. A step pays only when it commits more tokens than it costs: the figure on the right shows "
         "what each width costs here."
     )
 
 
-def race_html(result: dict) -> str:
+def race_html(result: RaceRecord) -> str:
     """The measured race in numbers: speedup, tokens per step, the settings used and the hardware."""
-    settings, machine, ours, theirs = result["settings"], result["machine"], result["lookahead"], result["greedy"]
-    plan = "auto, planned per step" if settings["planner"] == "cost-aware" else settings["planner"] + " plan"
+    settings, machine, ours, theirs = result.settings, result.machine, result.lookahead, result.greedy
+    plan = "auto, planned per step" if settings.regime is not None else f"{settings.planner.value} plan"
     stats = [
-        stat(f"{result['speedup']:.2f}×", "speedup over greedy", "greedy's seconds / lookahead's, this run"),
-        stat(f"{ours['tokens_per_step']:.2f}", "tokens per step", "lookahead's tokens / its forward passes"),
+        stat(f"{result.speedup:.2f}×", "speedup over greedy", "greedy's seconds / lookahead's, this run"),
+        stat(f"{ours.tokens_per_step:.2f}", "tokens per step", "lookahead's tokens / its forward passes"),
         stat(
-            f"{ours['seconds'][-1]:.2f} s vs {theirs['seconds'][-1]:.2f} s",
+            f"{ours.seconds[-1]:.2f} s vs {theirs.seconds[-1]:.2f} s",
             "lookahead vs greedy",
             "wall time with the device synchronised; nothing drawn while timing",
         ),
-        stat(
-            f"W={settings['window']} N={settings['ngram']} G={settings['guesses']}",
-            plan,
-            "the settings lookahead raced with",
-        ),
-        stat("✓ identical" if result["exact"] else "✗ differs", "output vs greedy", "token for token"),
+        stat(triple(settings), plan, "the settings lookahead raced with"),
+        stat("✓ identical" if result.exact else "✗ differs", "output vs greedy", "token for token"),
     ]
-    why = f"<p class='ll-dim'>Auto settings: {escape(result['why'])}</p>" if result["why"] else ""
-    facts = f"{machine['model']} · {machine['device_name']} · {machine['dtype']} · measured {result['ran_at']}"
+    why = f"<p class='ll-dim'>Settings: {escape(settings_words(settings))}</p>"
+    facts = f"{machine.model} · {machine.device_name} · {machine.dtype} · measured {result.ran_at}"
     return (
         f'<div class="ll-summary"><div class="ll-stats">{"".join(stats)}</div>'
         f"<p>{escape(race_story(result))}</p>{why}<div class='ll-dim'><i>{escape(facts)}</i></div></div>"

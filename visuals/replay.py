@@ -1,12 +1,14 @@
 """Replaying a recorded run with no model: which step to show, every panel for it, and input checks.
 
-A run is `{"lookahead": trace, "greedy": trace}` as the engine's `record_run` returns it. Nothing
-here imports gradio: `app.py` turns InputError and a lost session into messages for the user.
+A run is a `records.Run` (lookahead and greedy traces of one prompt). Nothing here imports
+gradio: `app.py` turns InputError and a lost session into messages for the user.
 """
 
 from __future__ import annotations
 
 import math
+
+from lookahead_core.records import Run
 
 from .caption import caption_html
 from .mask import mask_html
@@ -36,35 +38,32 @@ class InputError(ValueError):
 
 
 def is_run(value) -> bool:
-    """Whether `value` looks like a recorded run: both traces, each with at least its prefill step."""
-    if not isinstance(value, dict):
-        return False
-    traces = [value.get("lookahead"), value.get("greedy")]
-    return all(isinstance(t, dict) and isinstance(t.get("steps"), list) and t["steps"] for t in traces)
+    """Whether `value` is a recorded run with at least its prefill step (a lost session holds None)."""
+    return isinstance(value, Run) and bool(value.lookahead.steps) and bool(value.greedy.steps)
 
 
-def last_step(run: dict) -> int:
-    return len(run["lookahead"]["steps"]) - 1
+def last_step(run: Run) -> int:
+    return len(run.lookahead.steps) - 1
 
 
-def clamp_step(run: dict, index) -> int:
+def clamp_step(run: Run, index) -> int:
     """`index` as a valid step number of the run: 0 for anything that is not a finite number."""
     if isinstance(index, bool) or not isinstance(index, int | float) or not math.isfinite(index):
         return 0
     return min(max(int(round(index)), 0), last_step(run))
 
 
-def step_by(run: dict, index, delta: int) -> int:
+def step_by(run: Run, index, delta: int) -> int:
     return clamp_step(run, clamp_step(run, index) + delta)
 
 
-def play_tick(run: dict, index) -> tuple[int, bool]:
+def play_tick(run: Run, index) -> tuple[int, bool]:
     """The next step while playing, and whether to keep playing after it."""
     following = step_by(run, index, 1)
     return following, following < last_step(run)
 
 
-def play_start(run: dict, index) -> int:
+def play_start(run: Run, index) -> int:
     """Where Play starts: from the current step, or from the beginning once the end was reached."""
     current = clamp_step(run, index)
     return 0 if current >= last_step(run) else current
@@ -85,17 +84,15 @@ def play_interval(steps_per_second) -> float:
 # Panels
 
 
-def panels(run: dict, index: int) -> dict[str, str]:
+def panels(run: Run, index: int) -> dict[str, str]:
     """The HTML of every per-step panel for step `index` of the lookahead trace."""
-    trace = run["lookahead"]
+    trace = run.lookahead
     index = clamp_step(run, index)
-    record, vocab = trace["steps"][index], trace["vocab"]
-    ngram = trace["meta"]["settings"]["ngram"]
-    previous_size = trace["steps"][index - 1].get("pool_size") if index > 1 else None
+    record, vocab, settings = trace.steps[index], trace.vocab, trace.meta.settings
     return {
         "caption": caption_html(trace, index),
-        "window": window_html(record, vocab, ngram),
-        "pool": pool_html(record, vocab, previous_size),
+        "window": window_html(record, vocab, settings.ngram),
+        "pool": pool_html(record, vocab, settings.guesses),
         "verification": verification_html(record, vocab),
         "output": output_html(trace, index),
         "mask": mask_html(record, vocab),
@@ -103,7 +100,7 @@ def panels(run: dict, index: int) -> dict[str, str]:
     }
 
 
-def panel_values(run: dict, index: int) -> list[str]:
+def panel_values(run: Run, index: int) -> list[str]:
     """The panels in PANELS order, the order app.py lists its outputs in."""
     shown = panels(run, index)
     return [shown[name] for name in PANELS]

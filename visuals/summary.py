@@ -8,29 +8,33 @@ from __future__ import annotations
 
 from html import escape
 
+from lookahead_core.records import Machine, Run, Trace
 
-def mean_decode_seconds(trace: dict) -> float:
+from .plans import settings_words
+
+
+def mean_decode_seconds(trace: Trace) -> float:
     """Mean seconds of a step after the prefill (the prefill is the same for both methods)."""
-    decode = [r["step_seconds"] for r in trace["steps"][1:]]
+    decode = [r.step_seconds for r in trace.steps[1:]]
     return sum(decode) / len(decode) if decode else 0.0
 
 
-def speed_story(run: dict) -> str:
+def speed_story(run: Run) -> str:
     """One or two sentences on whether lookahead was faster here, and why."""
-    ours, theirs = run["lookahead"], run["greedy"]
-    decode = ours["steps"][1:]
+    ours, theirs = run.lookahead, run.greedy
+    decode = ours.steps[1:]
     if not decode:
         return "The prefill alone produced the only new token: there was no decoding step to speed up."
-    compression = ours["summary"]["tokens_per_step"]
-    speedup = theirs["summary"]["seconds"] / ours["summary"]["seconds"] if ours["summary"]["seconds"] else 0.0
+    compression = ours.summary.tokens_per_step
+    speedup = theirs.summary.seconds / ours.summary.seconds if ours.summary.seconds else 0.0
     greedy_step = mean_decode_seconds(theirs)
     cost = mean_decode_seconds(ours) / greedy_step if greedy_step else 0.0
-    device = ours["meta"]["machine"]["device_name"]
+    device = ours.meta.machine.device_name
     story = (
         f"Lookahead ran {speedup:.2f}× as fast as greedy on {device}: it committed {compression:.2f} tokens "
         f"per step, and one of its steps took {cost:.2f}× as long as a greedy step."
     )
-    if all(r["warming_up"] for r in decode):
+    if all(r.window.warming_up for r in decode):
         story += " The run ended while the window was still warming up, before any n-gram was harvested."
     elif compression < 1.15:
         story += " Few guesses were accepted here: the text was hard to predict from the pool."
@@ -43,43 +47,41 @@ def stat(value: str, label: str, tooltip: str) -> str:
     return f'<div class="ll-stat" title="{escape(tooltip)}"><b>{escape(value)}</b><span>{escape(label)}</span></div>'
 
 
-def summary_html(run: dict) -> str:
+def summary_html(run: Run) -> str:
     """The recorded run in five numbers, the machine it was measured on, and where the speed went."""
-    ours, theirs = run["lookahead"], run["greedy"]
-    meta, s, g = ours["meta"], ours["summary"], theirs["summary"]
-    machine, settings = meta["machine"], meta["settings"]
+    ours, theirs = run.lookahead, run.greedy
+    meta, s, g = ours.meta, ours.summary, theirs.summary
+    machine, settings = meta.machine, meta.settings
     stats = [
         stat(
-            f"W={settings['window']} N={settings['ngram']} G={settings['guesses']}",
-            "settings",
-            "window size W, n-gram size N, guesses G",
+            f"W={settings.window} N={settings.ngram} G={settings.guesses}",
+            f"settings, {settings.planner.value} plan",
+            settings_words(settings),
         ),
-        stat(str(s["tokens"]), "new tokens", f"stop: {s['stop']}"),
-        stat(f"{s['steps']} vs {g['steps']}", "forward passes vs greedy", "the prefill counts as one pass"),
-        stat(f"{s['tokens_per_step']:.2f}", "tokens per step", "the compression ratio: tokens / forward passes"),
-        stat(
-            f"{s['seconds']:.1f} s vs {g['seconds']:.1f} s", "time vs greedy", f"measured on {machine['device_name']}"
-        ),
+        stat(str(s.tokens), "new tokens", f"stop: {s.stop.value if s.stop else 'none'}"),
+        stat(f"{s.steps} vs {g.steps}", "forward passes vs greedy", "the prefill counts as one pass"),
+        stat(f"{s.tokens_per_step:.2f}", "tokens per step", "the compression ratio: tokens / forward passes"),
+        stat(f"{s.seconds:.1f} s vs {g.seconds:.1f} s", "time vs greedy", f"measured on {machine.device_name}"),
     ]
-    facts = f"{machine['model']} · {machine['device_name']} · {machine['dtype']} · recorded {meta['recorded_at']}"
+    facts = f"{machine.model} · {machine.device_name} · {machine.dtype} · recorded {meta.recorded_at}"
     return (
         f'<div class="ll-summary"><div class="ll-stats">{"".join(stats)}</div>'
         f'<div class="ll-dim">{escape(speed_story(run))} <i>{escape(facts)}</i></div></div>'
     )
 
 
-def model_html(facts: dict | None) -> str:
-    """The model and device in use, or what will be loaded on the first Run."""
-    if facts is None:
+def model_html(machine: Machine | None, default_model: str) -> str:
+    """The model and device in use, or the one that will be loaded on the first Run."""
+    if machine is None:
         return (
-            '<div class="ll-budget">Model in use: none yet. The embedded <b>SmolLM2-135M-Instruct</b> loads on '
+            f'<div class="ll-budget">Model in use: none yet. <b>{escape(default_model)}</b> loads on '
             "the first Run, on a GPU when this machine has one, else on the CPU.</div>"
         )
-    millions = facts["parameters"] / 1e6
+    millions = machine.parameters / 1e6
     return (
-        f'<div class="ll-budget">Model in use: <b>{escape(facts["model"])}</b> ({escape(facts["architecture"])}, '
-        f"{millions:.0f} M parameters) on <b>{escape(facts['device_name'])}</b>, {escape(facts['dtype'])}, "
-        f"{escape(facts['attention'])} attention</div>"
+        f'<div class="ll-budget">Model in use: <b>{escape(machine.model)}</b> ({escape(machine.architecture)}, '
+        f"{millions:.0f} M parameters) on <b>{escape(machine.device_name)}</b>, {escape(machine.dtype)}, "
+        f"{escape(machine.attention)} attention</div>"
     )
 
 
@@ -94,10 +96,10 @@ def feed_html(tokens: int | None, budget: int, problem: str | None = None) -> st
 
 
 def notice_html(message: str | None, refused: str = "Not run") -> str:
-    """Under the Run button: why the last Run was refused (headed `refused`), or how long a Run takes."""
+    """Under the Run button: why the last Run was refused (headed `refused`), or what a Run does."""
     if message is None:
         return (
-            '<div class="ll-budget">Run records lookahead and then greedy decoding of your prompt on the model '
-            "(a few seconds per 16 tokens on a CPU), then replays it from step 0.</div>"
+            '<div class="ll-budget">Run records lookahead and then greedy decoding of your prompt on the model, '
+            "then replays it from step 0; the summary above says how long each took here.</div>"
         )
     return f'<div class="ll-budget ll-over"><b>{escape(refused)}:</b> {escape(message)}</div>'

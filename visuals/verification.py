@@ -1,20 +1,28 @@
 """Panel 3, verification: each guess, then the window's own trajectories, token by token against the model.
 
-A path (a guess, or a Jacobi trajectory of the window) is checked token by token: token 0 against
-the guaranteed next token, token k against the model's argmax at the row of token k-1. Accepted
-tokens are green (✓), the first mismatch red (✗), the rest grey. The longest match wins (guesses
-first on ties); its last accepted row's prediction is the bonus token. Trajectories cost no extra
-input, so the panel shows the few that matched most, not all W.
+Each candidate (a guess, or a Jacobi trajectory of the window) as the engine's verifier judged
+it: its tokens against the model's predictions for their positions (recorded as `expected`),
+how far it matched, and its verdict. Accepted tokens are green (✓), the first mismatch red (✗),
+the rest grey; the winner is starred with its bonus token. Trajectories cost no extra input,
+so the panel shows the few that matched most, not all W.
 """
 
 from __future__ import annotations
 
 from html import escape
 
+from lookahead_core.records import CandidateRecord, Source, StepKind, StepRecord, Verdict
+
 from .tokens import chip, chips, named
-from .window import trajectory_cells, trajectory_route
+from .window import trajectory_route
 
 STOP_WORDS = {"eos": "an end-of-sequence token was committed", "max_new_tokens": "max new tokens was reached"}
+VERDICT_WORDS = {
+    Verdict.WON: "won: the longest match (the first on ties), so its accepted tokens were committed",
+    Verdict.SHORTER: "lost: it matched fewer tokens than the winner",
+    Verdict.TIED_LATER: "lost: it matched as many tokens as the winner but came later",
+    Verdict.NO_MATCH: "no match: its first token is not the guaranteed next token",
+}
 SHOWN_TRAJECTORIES = 3
 
 
@@ -25,46 +33,38 @@ def token_status(k: int, matched: int) -> str:
     return "mismatch" if k == matched else "unchecked"
 
 
-def expected_tokens(record: dict, predictions: list[int]) -> list[int]:
-    """What the model predicted at each token's position of a path whose rows predicted `predictions`.
-
-    Token 0 is checked against the guaranteed token, token k against the row of token k-1.
-    """
-    return [record["committed"][0], *predictions][: len(predictions)]
-
-
-def path_tokens_html(
-    record: dict, vocab: dict, tokens: list[int], predictions: list[int], matched: int, places: list[str]
-) -> str:
-    """The chips of one path; `places[k]` names token k (e.g. "guess token 2") in its tooltip."""
+def path_tokens_html(record: StepRecord, vocab: dict, candidate: CandidateRecord, places: list[str]) -> str:
+    """The chips of one candidate; `places[k]` names token k (e.g. "guess token 2") in its tooltip."""
     cells = []
-    for k, (token, expected) in enumerate(zip(tokens, expected_tokens(record, predictions), strict=True)):
-        status = token_status(k, matched)
+    for k, (token, expected) in enumerate(zip(candidate.tokens, candidate.expected, strict=True)):
+        status = token_status(k, candidate.matched)
         words = {
             "accepted": f"accepted: the model also predicted {named(vocab, expected)} here",
             "mismatch": f"first mismatch: the model predicted {named(vocab, expected)}",
             "unchecked": "not checked: an earlier token of this path already differed",
         }[status]
-        position = record["position"] + 1 + k
+        position = record.position + 1 + k
         cells.append(chip(vocab, token, status, f"{places[k]} · position {position} · {words}"))
     return "".join(cells)
 
 
 def path_row(
-    vocab: dict, label: str, title: str, tokens_html: str, matched: int, length: int, bonus: int | None
+    record: StepRecord, vocab: dict, candidate: CandidateRecord, label: str, why: str, places: list[str]
 ) -> str:
-    """One table row: the label (its title a tooltip), the chips, the bonus token if this path won, the count."""
+    """One table row: the label (why it was verified and its verdict as a tooltip), the chips, the bonus, the count."""
+    won = candidate.verdict == Verdict.WON
     extra = ""
-    if bonus is not None:
+    if won and record.verification.bonus is not None:
         extra = (
             f'<span class="ll-nowrap"><span class="ll-plus">+ bonus</span>'
-            f"{chip(vocab, bonus, 'bonus', 'the prediction after the last accepted token')}</span>"
+            f"{chip(vocab, record.verification.bonus, 'bonus', 'the prediction after the last accepted token')}</span>"
         )
+    title = f"{why} · {VERDICT_WORDS[candidate.verdict]}"
     return (
-        f'<tr class="{"ll-winner" if bonus is not None else ""}"><th title="{escape(title)}">'
-        f"{'★ ' if bonus is not None else ''}{label}</th>"
-        f'<td class="ll-guess">{tokens_html}{extra}</td>'
-        f'<td class="ll-matched">matched {matched} of {length}</td></tr>'
+        f'<tr class="{"ll-winner" if won else ""}"><th title="{escape(title)}">'
+        f"{'★ ' if won else ''}{label}</th>"
+        f'<td class="ll-guess">{path_tokens_html(record, vocab, candidate, places)}{extra}</td>'
+        f'<td class="ll-matched">matched {candidate.matched} of {len(candidate.tokens)}</td></tr>'
     )
 
 
@@ -72,26 +72,25 @@ def path_row(
 # Guesses from the n-gram pool
 
 
-def guess_row(record: dict, vocab: dict, guess: int) -> str:
-    tokens, predictions = record["guesses"][guess], record["guess_predictions"][guess]
-    matched = record["matched"][guess]
-    places = [f"guess token {k}" for k in range(len(tokens))]
-    bonus = predictions[matched - 1] if record["winner"] == guess else None
-    return path_row(
-        vocab,
-        f"guess {guess + 1}",
-        f"{record['guess_reasons'][guess]}, {record['guess_sources'][guess]}",
-        path_tokens_html(record, vocab, tokens, predictions, matched, places),
-        matched,
-        len(tokens),
-        bonus,
-    )
+def guesses(record: StepRecord) -> list[CandidateRecord]:
+    return [c for c in record.verification.candidates if c.source != Source.TRAJECTORY]
 
 
-def guesses_html(record: dict, vocab: dict) -> str:
-    if not record["guesses"]:
+def trajectories(record: StepRecord) -> list[CandidateRecord]:
+    return [c for c in record.verification.candidates if c.source == Source.TRAJECTORY]
+
+
+def guess_row(record: StepRecord, vocab: dict, guess: CandidateRecord) -> str:
+    places = [f"guess token {k}" for k in range(len(guess.tokens))]
+    why = f"picked by its {guess.reason.value}, an n-gram from the {guess.source.value}"
+    return path_row(record, vocab, guess, f"guess {guess.lane + 1}", why, places)
+
+
+def guesses_html(record: StepRecord, vocab: dict) -> str:
+    verified = guesses(record)
+    if not verified:
         return '<p class="ll-empty">No guesses to verify this step.</p>'
-    rows = "".join(guess_row(record, vocab, i) for i in range(len(record["guesses"])))
+    rows = "".join(guess_row(record, vocab, guess) for guess in verified)
     return f'<div class="ll-scroll"><table class="ll-verify"><tbody>{rows}</tbody></table></div>'
 
 
@@ -99,52 +98,39 @@ def guesses_html(record: dict, vocab: dict) -> str:
 # The window's own Jacobi trajectories
 
 
-def shown_trajectories(record: dict) -> list[int]:
-    """Columns whose trajectory matched at least one token: the longest few plus the winner, in column order.
+def shown_trajectories(record: StepRecord) -> list[CandidateRecord]:
+    """Trajectories that matched at least one token: the longest few, in column order.
 
     Ranked by matched length, then column, the rule verification breaks ties with.
     """
-    matched = record.get("trajectory_matched") or []
-    ranked = sorted((j for j, m in enumerate(matched) if m > 0), key=lambda j: (-matched[j], j))
-    shown = set(ranked[:SHOWN_TRAJECTORIES])
-    if record.get("trajectory_winner") is not None:
-        shown.add(record["trajectory_winner"])
-    return sorted(shown)
+    matching = sorted((c for c in trajectories(record) if c.matched), key=lambda c: (-c.matched, c.lane))
+    return sorted(matching[:SHOWN_TRAJECTORIES], key=lambda c: c.lane)  # a winning trajectory ranks first
 
 
-def trajectory_row(record: dict, vocab: dict, column: int) -> str:
-    cells = trajectory_cells(len(record["window"]), column)
-    tokens, matched = record["trajectories"][column], record["trajectory_matched"][column]
-    predictions = [record["window_predictions"][level][j] for level, j in cells]
+def trajectory_row(record: StepRecord, vocab: dict, trajectory: CandidateRecord) -> str:
+    cells = [(record.rows[row].lane, record.rows[row].index) for row in trajectory.rows]
     places = [f"trajectory token {k}: level {level}, column {j}" for k, (level, j) in enumerate(cells)]
-    bonus = predictions[matched - 1] if record.get("trajectory_winner") == column else None
-    return path_row(
-        vocab,
-        f"window column {column} trajectory",
-        f"{trajectory_route(column)}: rows this pass computed anyway",
-        path_tokens_html(record, vocab, tokens, predictions, matched, places),
-        matched,
-        len(tokens),
-        bonus,
-    )
+    column = trajectory.lane
+    why = f"{trajectory_route(column)}: rows this pass computed anyway"
+    return path_row(record, vocab, trajectory, f"window column {column} trajectory", why, places)
 
 
-def trajectories_html(record: dict, vocab: dict) -> str:
-    """The trajectories that matched, under a heading; one line when none did; nothing for old traces."""
-    trajectories = record.get("trajectories") or []
-    if not trajectories:
+def trajectories_html(record: StepRecord, vocab: dict) -> str:
+    """The trajectories that matched, under a heading; one line when none did; nothing when none was verified."""
+    verified = trajectories(record)
+    if not verified:
         return ""
-    columns = shown_trajectories(record)
-    if not columns:
+    shown = shown_trajectories(record)
+    if not shown:
         return (
-            f'<p class="ll-empty">No window trajectory matched: none of the {len(trajectories)} began with the '
+            f'<p class="ll-empty">No window trajectory matched: none of the {len(verified)} began with the '
             "guaranteed next token.</p>"
         )
-    matching = sum(m > 0 for m in record["trajectory_matched"])
-    more = f"; the {len(columns)} longest shown" if matching > len(columns) else ""
-    rows = "".join(trajectory_row(record, vocab, j) for j in columns)
+    matching = sum(c.matched > 0 for c in verified)
+    more = f"; the {len(shown)} longest shown" if matching > len(shown) else ""
+    rows = "".join(trajectory_row(record, vocab, c) for c in shown)
     return (
-        f'<h4>Window trajectories <span class="ll-dim">(no extra input; {matching} of {len(trajectories)} matched '
+        f'<h4>Window trajectories <span class="ll-dim">(no extra input; {matching} of {len(verified)} matched '
         f"at least one token{more})</span></h4>"
         f'<div class="ll-scroll"><table class="ll-verify ll-trajectories"><tbody>{rows}</tbody></table></div>'
     )
@@ -154,26 +140,25 @@ def trajectories_html(record: dict, vocab: dict) -> str:
 # The panel
 
 
-def committed_html(record: dict, vocab: dict) -> str:
-    position = record["position"]
+def committed_html(record: StepRecord, vocab: dict) -> str:
     cells = "".join(
-        chip(vocab, token, source, f"{source} · position {position + 1 + k}")
-        for k, (token, source) in enumerate(zip(record["committed"], record["sources"], strict=True))
+        chip(vocab, token, source.value, f"{source.value} · position {record.position + 1 + k}")
+        for k, (token, source) in enumerate(zip(record.committed, record.sources, strict=True))
     )
-    stop = f' <span class="ll-dim">Decoding stops: {STOP_WORDS[record["stop"]]}.</span>' if record.get("stop") else ""
-    count = len(record["committed"])
+    stop = f' <span class="ll-dim">Decoding stops: {STOP_WORDS[record.stop]}.</span>' if record.stop else ""
+    count = len(record.committed)
     return (
         f'<div class="ll-committed"><b>Committed this step</b> <span class="ll-dim">({count} token'
         f"{'s' if count != 1 else ''}, one forward pass)</span> {cells}{stop}</div>"
     )
 
 
-def verification_html(record: dict, vocab: dict[str, str]) -> str:
+def verification_html(record: StepRecord, vocab: dict[str, str]) -> str:
     """Every guess, then the best window trajectories, checked token by token; the winner starred; the commit."""
-    if record.get("kind") == "prefill":
-        first = chips(vocab, record["committed"], "guaranteed")
+    if record.kind == StepKind.PREFILL or record.verification is None:
+        first = chips(vocab, record.committed, "guaranteed")
         return f'<p class="ll-empty">The prefill verifies nothing: it predicts the first new token {first}.</p>'
-    guaranteed = chip(vocab, record["committed"][0], "guaranteed", "argmax of the current token's row")
+    guaranteed = chip(vocab, record.verification.guaranteed, "guaranteed", "argmax of the current token's row")
     head = (
         f'<div class="ll-poolhead">guaranteed next token {guaranteed}'
         f'<span class="ll-dim">from the row of c, as greedy decoding would emit</span></div>'

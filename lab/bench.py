@@ -15,10 +15,11 @@ from collections.abc import Callable
 
 import torch
 
-from .config import LookaheadConfig
-from .forward import synchronize
-from .models import LoadedModel, encode_prompt
-from .trace import decode_steps, lookahead_reach, machine_facts, summarize
+from lookahead_core.config import LookaheadConfig
+from lookahead_core.forward import synchronize
+from lookahead_core.models import LoadedModel, encode_prompt
+from lookahead_core.records import Method, to_data
+from lookahead_core.trace import decode_steps, lookahead_reach, machine_facts, summarize
 
 METHODS = ("greedy", "lookahead", "prompt-lookup", "hf-greedy")
 PROMPT_LOOKUP_TOKENS = 10  # transformers' documented default for prompt_lookup_num_tokens
@@ -68,11 +69,11 @@ def run_engine(lm: LoadedModel, prompt_ids: list[int], method: str, config, max_
     planner = auto.make_planner() if auto is not None and method == "lookahead" else None
     synchronize(lm.device)
     start = time.perf_counter()
-    records = list(decode_steps(lm, prompt_ids, method, config, max_new_tokens, planner))
+    records = list(decode_steps(lm, prompt_ids, Method(method), config, max_new_tokens, planner))
     synchronize(lm.device)
     seconds = time.perf_counter() - start
     summary = summarize(records)
-    return {"new_token_ids": summary["new_token_ids"], "steps": summary["steps"], "seconds": seconds}
+    return {"new_token_ids": summary.new_token_ids, "steps": summary.steps, "seconds": seconds}
 
 
 def run_method(lm: LoadedModel, method: str, prompt_ids: list[int], config, max_new_tokens: int, auto=None) -> dict:
@@ -173,14 +174,14 @@ def run_bench(
     return {
         "summary": {m: totals(rows, m, base_seconds, base_tokens) for m in methods},
         "prompts": rows,
-        "machine": machine_facts(lm),
+        "machine": to_data(machine_facts(lm)),
         "settings": {
             "dataset": dataset,
             "methods": methods,
             "baseline": baseline,
             "max_new_tokens": max_new_tokens,
             "lookahead": config.as_dict(),
-            "auto": auto.as_dict() if auto is not None else None,
+            "auto": to_data(auto.settings()) if auto is not None else None,
             "prompt_lookup_num_tokens": PROMPT_LOOKUP_TOKENS,
             "ran_at": time.strftime("%Y-%m-%dT%H:%M:%S"),
         },

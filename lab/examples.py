@@ -1,6 +1,6 @@
 """Record the example runs the app opens with: one lookahead + greedy run per preset, from the real model.
 
-Usage: python scripts/record_examples.py [--only spelling python ...] [--device cpu]
+Usage: python -m lab.examples [--only spelling python ...] [--device cpu]
 Reads assets/presets.json (prompt, chat flag, W, N, G, max new tokens) and writes each run to the
 preset's `example` file under assets/ (gzipped JSON, a few tens of KB). Float32 on the CPU by
 default, so the example's output equals plain greedy decoding token for token; a short warm-up run
@@ -10,14 +10,12 @@ comes first and is thrown away.
 from __future__ import annotations
 
 import argparse
-import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from lookahead_core import LookaheadConfig, encode_prompt, load_model, record_run  # noqa: E402
-from visuals.library import example_path, load_presets, save_run  # noqa: E402
+from lookahead_core.config import LookaheadConfig
+from lookahead_core.models import encode_prompt, load_model
+from lookahead_core.trace import record_run
+from visuals.library import example_path, load_presets, save_run
 
 
 def warm_up(lm, item: dict) -> None:
@@ -47,11 +45,11 @@ def main() -> None:
         path = example_path(item)
         path.parent.mkdir(parents=True, exist_ok=True)
         save_run(run, path)
-        ours, theirs = run["lookahead"]["summary"], run["greedy"]["summary"]
+        ours, theirs = run.lookahead.summary, run.greedy.summary
         print(
-            f"{item['id']}: {ours['tokens']} tokens, {ours['steps']} lookahead steps "
-            f"({ours['tokens_per_step']:.2f} tokens/step) vs {theirs['steps']} greedy; "
-            f"{ours['seconds']:.1f} s vs {theirs['seconds']:.1f} s; recorded in "
+            f"{item['id']}: {ours.tokens} tokens, {ours.steps} lookahead steps "
+            f"({ours.tokens_per_step:.2f} tokens/step) vs {theirs.steps} greedy; "
+            f"{ours.seconds:.1f} s vs {theirs.seconds:.1f} s; recorded in "
             f"{time.perf_counter() - started:.1f} s -> {path.relative_to(path.parents[2])} "
             f"({path.stat().st_size // 1024} KB)",
             flush=True,

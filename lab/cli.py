@@ -1,4 +1,4 @@
-"""Command line: `python -m lookahead_core generate|bench ...` (the contract other tools rely on).
+"""Command line: `python -m lab generate|bench ...` (the contract other tools rely on).
 
 generate: with --json, one JSON object per prompt per line, keys: id, method, window, ngram,
 guesses, prompt_token_ids, new_token_ids, text, steps (forward passes, the prefill counted as
@@ -17,13 +17,16 @@ from pathlib import Path
 
 from tqdm import tqdm
 
+from lookahead_core.config import LookaheadConfig, SettingsError
+from lookahead_core.decoding import DecodingError
+from lookahead_core.models import ModelLoadError, encode_prompt, load_model
+from lookahead_core.records import Method
+from lookahead_core.trace import decode_steps, summarize
+from lookahead_core.tuning import AutoSettings, auto_settings
+from visuals.plans import settings_words
+
 from .bench import METHODS, check_methods, run_bench
-from .config import LookaheadConfig, SettingsError
 from .datasets import load_prompts, read_prompts_file
-from .decoding import DecodingError
-from .models import ModelLoadError, encode_prompt, load_model
-from .trace import decode_steps, summarize
-from .tuning import AutoSettings, auto_settings
 
 
 def add_model_options(command: argparse.ArgumentParser) -> None:
@@ -50,7 +53,7 @@ def add_settings_options(command: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m lookahead_core", description="Exact lookahead decoding.")
+    parser = argparse.ArgumentParser(prog="python -m lab", description="Exact lookahead decoding.")
     commands = parser.add_subparsers(dest="command", required=True)
     gen = commands.add_parser("generate", help="decode prompts with lookahead or greedy decoding")
     source = gen.add_mutually_exclusive_group(required=True)
@@ -86,7 +89,7 @@ def chosen_settings(asked: LookaheadConfig | None, lm) -> tuple[LookaheadConfig,
     if asked is not None:
         return asked, None
     auto = auto_settings(lm)
-    print(f"auto: W={auto.config.window} N={auto.config.ngram} G={auto.config.guesses}, {auto.why}", file=sys.stderr)
+    print(f"auto: {settings_words(auto.settings())}", file=sys.stderr)
     return auto.config, auto
 
 
@@ -98,8 +101,10 @@ def generate(args: argparse.Namespace) -> None:
     for item in prompts:
         prompt_ids = encode_prompt(lm.tokenizer, item["prompt"], args.chat)
         planner = auto.make_planner() if auto is not None else None
-        summary = summarize(list(decode_steps(lm, prompt_ids, args.method, config, args.max_new_tokens, planner)))
-        text = lm.tokenizer.decode(summary["new_token_ids"], skip_special_tokens=True)
+        summary = summarize(
+            list(decode_steps(lm, prompt_ids, Method(args.method), config, args.max_new_tokens, planner))
+        )
+        text = lm.tokenizer.decode(summary.new_token_ids, skip_special_tokens=True)
         lookahead = args.method == "lookahead"
         if args.json:
             print(
@@ -111,21 +116,21 @@ def generate(args: argparse.Namespace) -> None:
                         "ngram": config.ngram if lookahead else None,
                         "guesses": config.guesses if lookahead else None,
                         "prompt_token_ids": prompt_ids,
-                        "new_token_ids": summary["new_token_ids"],
+                        "new_token_ids": summary.new_token_ids,
                         "text": text,
-                        "steps": summary["steps"],
-                        "seconds": round(summary["seconds"], 6),
+                        "steps": summary.steps,
+                        "seconds": round(summary.seconds, 6),
                     }
                 ),
                 flush=True,
             )
         else:
             settings = f"W={config.window} N={config.ngram} G={config.guesses}" if lookahead else "greedy"
-            settings += f", {auto.planner} plan" if lookahead and auto is not None else ""
+            settings += f", {auto.planner.value} plan" if lookahead and auto is not None else ""
             print(f"--- {item['id']} ---\n{text}")
             print(
-                f"[{args.method} {settings}] {summary['tokens']} tokens in {summary['steps']} steps "
-                f"({summary['tokens_per_step']:.2f} tokens/step), {summary['seconds']:.2f} s "
+                f"[{args.method} {settings}] {summary.tokens} tokens in {summary.steps} steps "
+                f"({summary.tokens_per_step:.2f} tokens/step), {summary.seconds:.2f} s "
                 f"on {lm.describe()['device_name']}, {lm.describe()['dtype']}",
                 flush=True,
             )
@@ -152,7 +157,7 @@ def bench(args: argparse.Namespace) -> None:
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=1))
     if args.html:
-        from visuals.bench import bench_report_html  # the engine itself needs no plotting
+        from visuals.bench import bench_report_html  # plotly loads only when a page is asked for
 
         Path(args.html).write_text(bench_report_html(report))
 

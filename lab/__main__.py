@@ -1,4 +1,4 @@
-"""`python -m lookahead_core`: see cli.py."""
+"""`python -m lab`: see cli.py."""
 
 import sys
 

@@ -1,0 +1,211 @@
+"""Proposers: where a step's candidate token paths come from, behind one small interface.
+
+A proposer `propose`s, for the step at hand, branches of input rows (each row extends a row of
+its branch, or c) and the candidate paths among them that verification will check. After the
+forward pass it `observe`s the outcome (the model's argmax at its rows, what was committed) and
+returns what it did for the step's record. The shape follows transformers' candidate
+generators (`get_candidates`, `update_candidate_strategy`). The Jacobi window with its n-gram
+pool is lookahead decoding's proposer; prompt lookup and a draft model plug in the same way.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Protocol
+
+from .config import LookaheadConfig
+from .layout import CURRENT, window_geometry
+from .pool import Guess, NGramPool
+from .records import (
+    Branch,
+    NGram,
+    PoolEntry,
+    PoolRecord,
+    Reason,
+    Source,
+    VerificationRecord,
+    WindowRecord,
+)
+from .window import JacobiWindow
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A token path to verify: its tokens, its rows in its branch, where it came from and why."""
+
+    tokens: tuple[int, ...]
+    rows: tuple[int, ...]
+    source: Source
+    reason: Reason
+    lane: int  # the guess number, or the window column whose trajectory it is
+
+
+@dataclass(frozen=True)
+class ProposedBranch:
+    """Rows to feed, in local numbers: `parents[i]` is the row that row i extends (CURRENT for c).
+
+    `places[i]` is (lane, index): (level, column) in the window, (guess number, token) in a guess.
+    """
+
+    kind: Branch
+    tokens: tuple[int, ...]
+    parents: tuple[int, ...]
+    places: tuple[tuple[int, int], ...]
+    candidates: tuple[Candidate, ...]
+
+    def cut(self, length: int) -> ProposedBranch:
+        """The first `length` rows of a chain branch, its candidates cut to match."""
+        candidates = tuple(replace(c, tokens=c.tokens[:length], rows=c.rows[:length]) for c in self.candidates)
+        return ProposedBranch(self.kind, self.tokens[:length], self.parents[:length], self.places[:length], candidates)
+
+
+@dataclass
+class Proposal:
+    """What a proposer offers this step: a window (rows whose own chains are candidates) and guesses.
+
+    The input lays the window out before the guesses; verification checks the guesses first, so
+    a guess wins a tie with a window trajectory.
+    """
+
+    window: ProposedBranch | None
+    guesses: list[ProposedBranch] = field(default_factory=list)
+
+
+@dataclass
+class StepContext:
+    """What a proposer may read before a step: the committed sequence (prompt first) and the step number."""
+
+    sequence: list[int]
+    step: int
+
+
+@dataclass
+class Outcome:
+    """What a step decided, for proposers and planners to learn from.
+
+    `window_argmax` is the argmax of c's row followed by that of each window row fed, in the
+    branch's local order (empty when the window was not fed).
+    """
+
+    sequence: list[int]
+    step: int
+    window_fed: bool
+    window_argmax: list[int]
+    verification: VerificationRecord
+
+
+@dataclass
+class ProposerReport:
+    """What a proposer did in a step, for the step's record."""
+
+    window: WindowRecord | None = None
+    pool: PoolRecord | None = None
+
+
+class Proposer(Protocol):
+    def propose(self, context: StepContext) -> Proposal: ...
+
+    def observe(self, outcome: Outcome) -> ProposerReport: ...
+
+
+def guess_branch(guess: Guess, lane: int) -> ProposedBranch:
+    """A pool guess as a chain after c, verified as one candidate."""
+    size = len(guess.tokens)
+    rows = tuple(range(size))
+    candidate = Candidate(tuple(guess.tokens), rows, guess.source, guess.reason, lane)
+    parents = (CURRENT, *range(size - 1)) if size else ()
+    return ProposedBranch(Branch.GUESS, tuple(guess.tokens), parents, tuple((lane, k) for k in rows), (candidate,))
+
+
+def window_branch(window: JacobiWindow) -> ProposedBranch:
+    """The window's rows (all but c), with each column's Jacobi trajectory as a candidate."""
+    geometry = window_geometry(len(window.levels), window.width)
+    tokens = tuple(window.levels[level][column] for level, column in geometry.places)
+    candidates = tuple(
+        Candidate(tuple(tokens[r] for r in rows), rows, Source.TRAJECTORY, Reason.JACOBI_TRAJECTORY, column)
+        for column, rows in enumerate(geometry.trajectories)
+        if rows
+    )
+    return ProposedBranch(Branch.WINDOW, tokens, geometry.parents, geometry.places, candidates)
+
+
+def fresh_ngrams(harvested, levels, previous, sequence, pooled_upto, ngram):
+    """This step's n-grams for the pool, as (key, continuation, preceding token, source).
+
+    The window's harvested columns (preceded by the level-0 token left of them, or by the token
+    before c), then every n-gram of the committed output that ends after `pooled_upto`.
+    """
+    for j, column in enumerate(harvested):
+        yield column[0], column[1:], levels[0][j - 1] if j else previous, Source.WINDOW
+    for start in range(max(pooled_upto - ngram + 1, 0), len(sequence) - ngram + 1):
+        yield (
+            sequence[start],
+            sequence[start + 1 : start + ngram],
+            sequence[start - 1] if start else None,
+            Source.OUTPUT,
+        )
+
+
+class JacobiProposer:
+    """Lookahead's proposer: the 2D Jacobi window and the n-gram pool it feeds.
+
+    It offers the window (whose column trajectories are free candidates) and up to G guesses
+    from the pool keyed by c. On observing, it applies the Jacobi update, harvests the columns
+    and the committed output into the pool, and re-anchors the window on the new c.
+    """
+
+    def __init__(self, config: LookaheadConfig, sequence: list[int], prompt_ids: list[int], seed: int = 0) -> None:
+        self.config = config
+        self.pool = NGramPool(config.ngram, config.guesses)
+        self.pool.insert_sequence(sequence, Source.PROMPT)
+        self.pooled_upto = len(sequence)
+        self.window = JacobiWindow.initial(sequence[-1], prompt_ids, config.window, config.ngram, seed)
+
+    def propose(self, context: StepContext) -> Proposal:
+        current, previous = context.sequence[-1], context.sequence[-2]
+        self.before = {
+            "levels": self.window.copy_levels(),
+            "origins": list(self.window.origins),
+            "warming_up": not self.window.is_full,
+            "entries": self.pool.entries(current),
+            "size": self.pool.size,
+            "previous": previous,
+        }
+        offered = self.pool.guesses(current, previous, self.config.guesses)
+        self.before["offered"] = {tuple(g.tokens): lane for lane, g in enumerate(offered)}
+        return Proposal(window_branch(self.window), [guess_branch(g, i) for i, g in enumerate(offered)])
+
+    def observe(self, outcome: Outcome) -> ProposerReport:
+        before = self.before
+        if outcome.window_fed:
+            geometry = window_geometry(len(before["levels"]), len(before["levels"][0]))
+            new_level = [outcome.window_argmax[row + 1] for row in geometry.rows[-1]]
+            harvested = self.window.harvest(new_level)
+            self.window.advance(new_level, outcome.sequence[-1], outcome.step)
+        else:
+            new_level, harvested = [], []
+            self.window.reanchor(outcome.sequence[-1])
+        added, evicted = self.update_pool(harvested, before["levels"], before["previous"], outcome.sequence)
+        window = WindowRecord(
+            outcome.window_fed, before["warming_up"], before["levels"], before["origins"], new_level, harvested
+        )
+        return ProposerReport(window, self.pool_record(outcome, added, evicted))
+
+    def pool_record(self, outcome: Outcome, added: list[NGram], evicted: list[NGram]) -> PoolRecord:
+        """The entries under the key as they stood before this step, each marked with the guess it became."""
+        verified = {c.lane for c in outcome.verification.candidates if c.source != Source.TRAJECTORY}
+        lanes = {c: lane for c, lane in self.before["offered"].items() if lane in verified}
+        entries = [PoolEntry(list(e.continuation), e.source, lanes.get(e.continuation)) for e in self.before["entries"]]
+        key = self.before["levels"][0][0]
+        return PoolRecord(key, self.before["previous"], entries, added, evicted, self.pool.size, self.before["size"])
+
+    def update_pool(self, harvested, levels, previous: int, sequence: list[int]) -> tuple[list[NGram], list[NGram]]:
+        """Insert this step's fresh n-grams (`previous` precedes c); return what was added and evicted."""
+        added, evicted = [], []
+        fresh = fresh_ngrams(harvested, levels, previous, sequence, self.pooled_upto, self.config.ngram)
+        for key, continuation, before, source in fresh:
+            gone = self.pool.insert(key, continuation, before, source)
+            added.append(NGram(key, list(continuation), source))
+            evicted += [NGram(key, list(gone.continuation), gone.source)] if gone else []
+        self.pooled_upto = len(sequence)
+        return added, evicted

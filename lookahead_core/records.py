@@ -1,0 +1,500 @@
+"""The record schema: the one contract between the engine and everything above it.
+
+Typed, versioned records of a decoding step, a trace (one method's run) and a run (lookahead
+beside greedy on the same prompt). The engine builds every record it writes from these types;
+the visuals and the lab read only their fields. Plain Python only (no torch), so a trace can be
+read, checked and drawn on a machine with no model. `from_json` refuses a record of another
+schema version, a missing field or a wrong type, with a message that says where.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import json
+import types
+import typing
+from dataclasses import dataclass, field
+from typing import Any
+
+SCHEMA_VERSION = 2
+
+
+class SchemaError(ValueError):
+    """A record does not fit this schema; the message names the field and what was wrong."""
+
+
+# ----------------------------------------------------------------------------------------------
+# Names (enums: values are what the JSON holds)
+
+
+class Method(enum.StrEnum):
+    LOOKAHEAD = "lookahead"
+    GREEDY = "greedy"
+
+
+class StepKind(enum.StrEnum):
+    PREFILL = "prefill"  # the prompt in one pass; commits the first new token
+    DECODE = "decode"
+
+
+class TokenSource(enum.StrEnum):
+    """How a committed token was produced."""
+
+    GUARANTEED = "guaranteed"  # argmax of the current token's row: what greedy decoding emits
+    ACCEPTED = "accepted"  # a candidate's token that verification accepted
+    BONUS = "bonus"  # the prediction after the last accepted token
+
+
+class StopReason(enum.StrEnum):
+    EOS = "eos"  # an end-of-sequence token was committed
+    MAX_NEW_TOKENS = "max_new_tokens"
+
+
+class Branch(enum.StrEnum):
+    """Which part of a step's input a row belongs to."""
+
+    CURRENT = "current"  # the current token c
+    WINDOW = "window"  # the lookahead branch: the 2D Jacobi window
+    GUESS = "guess"  # the verification branch: one candidate n-gram
+
+
+class Source(enum.StrEnum):
+    """Where a candidate's (or a pool n-gram's) tokens came from."""
+
+    PROMPT = "prompt"  # an n-gram of the prompt
+    WINDOW = "window"  # an n-gram harvested from a column of the Jacobi window
+    OUTPUT = "output"  # an n-gram of the committed output
+    TRAJECTORY = "trajectory"  # a Jacobi trajectory inside the window, verified as it stands
+
+
+class Reason(enum.StrEnum):
+    """Why a candidate was verified."""
+
+    TWO_TOKEN_KEY = "two-token key"  # a pool n-gram whose key and preceding token both match
+    ONE_TOKEN_KEY = "one-token key"  # a pool n-gram whose key matches the current token
+    JACOBI_TRAJECTORY = "jacobi trajectory"  # the window computed this chain anyway: free to check
+
+
+class Verdict(enum.StrEnum):
+    """A candidate's outcome in verification."""
+
+    WON = "won"  # the longest match (first on ties): its accepted tokens were committed
+    SHORTER = "shorter"  # matched, but fewer tokens than the winner
+    TIED_LATER = "tied-later"  # matched as many as the winner, but came later
+    NO_MATCH = "no-match"  # its first token differs from the guaranteed next token
+
+
+class PlanReason(enum.StrEnum):
+    """Why a step fed what it fed."""
+
+    PAPER = "paper"  # the paper's plan: the whole window and every guess, every step
+    BEST_RATIO = "best-ratio"  # cost-aware: the most expected tokens per unit of measured step time
+    PROBE_WINDOW = "probe-window"  # cost-aware: the window sat out too long and is fed to measure it again
+
+
+class Planner(enum.StrEnum):
+    FULL = "full"
+    COST_AWARE = "cost-aware"
+
+
+class Regime(enum.StrEnum):
+    """How a wide step's measured cost sorts the hardware (auto settings)."""
+
+    FLAT = "flat"  # a wide step costs about what a 1-token step does: the paper's settings
+    MODERATE = "moderate"  # a middle window, planned step by step
+    STEEP = "steep"  # a small window, planned step by step
+
+
+# ----------------------------------------------------------------------------------------------
+# A step
+
+
+@dataclass
+class InputRow:
+    """One token fed to the step's forward pass, where it sits, and what it may attend to.
+
+    `lane` and `index` place it: (level, column) in the window, (guess number, token index) in
+    a guess, (0, 0) for c. `sees` lists the rows of this step it attends to (its ancestors and
+    itself); every row also sees the committed prefix. This is the mask the engine passed.
+    """
+
+    token: int
+    position: int
+    parent: int
+    branch: Branch
+    lane: int
+    index: int
+    sees: list[int]
+
+
+@dataclass
+class PlanRecord:
+    """What this step fed besides c, and why (figures only where a cost-aware planner weighed them)."""
+
+    reason: PlanReason
+    window_fed: bool
+    guesses_offered: int
+    guesses_verified: int
+    guess_length: int  # tokens of each verified guess (N-1, or fewer when the plan cut them)
+    expected_tokens: float | None = None
+    relative_cost: float | None = None  # the planned step's measured cost, in 1-token steps
+    idle_steps: int = 0  # steps the window had sat out before this one
+
+
+@dataclass
+class NGram:
+    key: int
+    continuation: list[int]
+    source: Source
+
+
+@dataclass
+class PoolEntry:
+    """An entry under the current key before this step; `guess` is the guess it became, if picked."""
+
+    continuation: list[int]
+    source: Source
+    guess: int | None
+
+
+@dataclass
+class PoolRecord:
+    """The n-gram pool at this step: the entries under the key, what was added and evicted, its size after."""
+
+    key: int
+    previous: int  # the token before c: the second token of a two-token key
+    entries: list[PoolEntry]
+    added: list[NGram]
+    evicted: list[NGram]
+    size: int
+    size_before: int
+
+
+@dataclass
+class WindowRecord:
+    """The Jacobi window before this step, where each level came from, and what the step did to it.
+
+    `origins[l]` is the step whose Jacobi update produced level l (0: the initial fill from the
+    prompt; level 0 column 0 is always c). `update` is this step's new top level (empty when the
+    window was not fed), `harvested` the n-grams its columns gave the pool (empty in warm-up).
+    """
+
+    fed: bool
+    warming_up: bool
+    levels: list[list[int]]
+    origins: list[int]
+    update: list[int]
+    harvested: list[list[int]]
+
+
+@dataclass
+class CandidateRecord:
+    """One candidate token path and how verification judged it.
+
+    `rows` are its rows in the step's input, `expected[k]` the model's prediction for the
+    position of token k (the guaranteed token for k = 0, else the argmax of token k-1's row),
+    `matched` how many leading tokens agreed with it. `lane` is its guess number, or the window
+    column its trajectory ends atop.
+    """
+
+    source: Source
+    reason: Reason
+    lane: int
+    tokens: list[int]
+    rows: list[int]
+    expected: list[int]
+    matched: int
+    verdict: Verdict
+
+
+@dataclass
+class VerificationRecord:
+    """The outcome of greedy verification: the candidates, the winner, the block it gives.
+
+    `block` is the guaranteed token followed by the winner's accepted tokens' predictions: m
+    accepted tokens give m + 1, the last being the bonus token (None when nothing matched).
+    """
+
+    guaranteed: int
+    candidates: list[CandidateRecord]
+    winner: int | None
+    accepted: int
+    bonus: int | None
+    block: list[int]
+
+
+@dataclass
+class StepRecord:
+    """One forward pass: what it fed, what it verified, what it committed, and how long it took.
+
+    Greedy steps and the prefill carry no rows, plan, window, pool or verification.
+    """
+
+    step: int
+    method: Method
+    kind: StepKind
+    position: int  # the current token's position (for the prefill: 0)
+    tokens_fed: int
+    committed: list[int]
+    sources: list[TokenSource]
+    stop: StopReason | None
+    forward_seconds: float
+    step_seconds: float
+    rows: list[InputRow] = field(default_factory=list)
+    plan: PlanRecord | None = None
+    window: WindowRecord | None = None
+    pool: PoolRecord | None = None
+    verification: VerificationRecord | None = None
+
+    def token_ids(self) -> set[int]:
+        """Every token id this record mentions (what a trace's vocabulary must cover)."""
+        ids = set(self.committed) | {row.token for row in self.rows}
+        if self.window is not None:
+            ids |= {t for level in self.window.levels for t in level} | set(self.window.update)
+        if self.pool is not None:
+            ids |= {self.pool.key, self.pool.previous}
+            ids |= {t for e in self.pool.entries for t in e.continuation}
+            ids |= {t for g in self.pool.added + self.pool.evicted for t in [g.key, *g.continuation]}
+        if self.verification is not None:
+            ids |= set(self.verification.block)
+            ids |= {t for c in self.verification.candidates for t in c.tokens + c.expected}
+        return ids
+
+
+# ----------------------------------------------------------------------------------------------
+# A trace and a run
+
+
+@dataclass
+class StepCostCurve:
+    """Median seconds of one forward pass for each number of tokens fed, after `context` cached tokens."""
+
+    sizes: list[int]
+    seconds: list[float]
+    context: int
+    hardware: str
+    model: str
+    dtype: str
+    measured_at: str
+
+
+@dataclass
+class Settings:
+    """Lookahead's W, N, G, the planner that chose each step's input, and the auto choice if any.
+
+    With auto settings, `regime` is how the measured `step_costs` sorted this hardware: a
+    `probe_tokens`-token step costs `probe_ratio` 1-token steps. The curve is what a cost-aware
+    planner weighed, so the run can be decoded again, plan for plan.
+    """
+
+    window: int
+    ngram: int
+    guesses: int
+    planner: Planner = Planner.FULL
+    regime: Regime | None = None
+    probe_tokens: int | None = None
+    probe_ratio: float | None = None
+    step_costs: StepCostCurve | None = None
+
+
+@dataclass
+class Machine:
+    model: str
+    architecture: str
+    parameters: int
+    device: str
+    device_name: str
+    dtype: str
+    attention: str
+    torch: str
+    transformers: str
+    python: str
+    platform: str
+
+
+@dataclass
+class TraceMeta:
+    method: Method
+    settings: Settings | None  # None for greedy
+    max_new_tokens: int
+    prompt_text: str | None
+    prompt_token_ids: list[int]
+    eos_ids: list[int]
+    machine: Machine
+    recorded_at: str
+
+
+@dataclass
+class Summary:
+    """A run's totals: forward passes count the prefill as one."""
+
+    new_token_ids: list[int]
+    tokens: int
+    steps: int
+    tokens_per_step: float
+    seconds: float
+    tokens_per_second: float
+    stop: StopReason | None
+    text: str
+
+
+@dataclass
+class Trace:
+    """Every step record of one decoding run, plus what it takes to read it with no model."""
+
+    meta: TraceMeta
+    steps: list[StepRecord]
+    vocab: dict[str, str]  # str(token id) -> its text
+    summary: Summary
+    schema_version: int = SCHEMA_VERSION
+
+    def to_json(self) -> str:
+        return to_json(self)
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> Trace:
+        return from_json(cls, text)
+
+
+@dataclass
+class Run:
+    """Lookahead and greedy on the same prompt: what a replay of the comparison needs."""
+
+    lookahead: Trace
+    greedy: Trace
+    schema_version: int = SCHEMA_VERSION
+
+    def to_json(self) -> str:
+        return to_json(self)
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> Run:
+        return from_json(cls, text)
+
+
+# ----------------------------------------------------------------------------------------------
+# The race: greedy then lookahead, timed with nothing drawn
+
+
+@dataclass
+class RaceLane:
+    """One method's race: cumulative tokens and seconds after each step, and what it fed per step."""
+
+    tokens: list[int]
+    seconds: list[float]
+    tokens_fed: list[int]
+    new_token_ids: list[int]
+    steps: int
+    tokens_per_step: float
+    decode_step_seconds: float  # mean seconds of a step after the prefill
+    mean_tokens_fed: float
+    decode_tokens_per_step: float
+
+
+@dataclass
+class RaceRecord:
+    greedy: RaceLane
+    lookahead: RaceLane
+    exact: bool
+    speedup: float  # greedy's total seconds over lookahead's
+    step_cost_ratio: float  # a lookahead step's mean seconds over a greedy step's
+    settings: Settings
+    step_costs: StepCostCurve
+    machine: Machine
+    max_new_tokens: int
+    ran_at: str
+    schema_version: int = SCHEMA_VERSION
+
+
+# ----------------------------------------------------------------------------------------------
+# JSON
+
+
+def to_data(record: Any) -> Any:
+    """A record as plain JSON data (enums as their values)."""
+    if dataclasses.is_dataclass(record):
+        return {f.name: to_data(getattr(record, f.name)) for f in dataclasses.fields(record)}
+    if isinstance(record, enum.Enum):
+        return record.value
+    if isinstance(record, list | tuple):
+        return [to_data(item) for item in record]
+    if isinstance(record, dict):
+        return {key: to_data(value) for key, value in record.items()}
+    return record
+
+
+def to_json(record: Any) -> str:
+    return json.dumps(to_data(record), separators=(",", ":"), ensure_ascii=False)
+
+
+def from_json(cls: type, text: str | bytes) -> Any:
+    """Parse `text` as a `cls` record of this schema version; SchemaError says what does not fit."""
+    try:
+        data = json.loads(text)
+    except (ValueError, UnicodeDecodeError) as error:
+        raise SchemaError(f"not JSON: {error}") from error
+    return from_data(cls, data)
+
+
+def from_data(cls: type, data: Any) -> Any:
+    """Build a `cls` record from plain data, checking the schema version first, then every field."""
+    version = data.get("schema_version") if isinstance(data, dict) else None
+    if version != SCHEMA_VERSION:
+        found = (
+            "no schema version (a trace from before versioned records)" if version is None else f"version {version!r}"
+        )
+        raise SchemaError(
+            f"this {cls.__name__.lower()} has {found}; this lab reads schema version {SCHEMA_VERSION}: record it again"
+        )
+    return decode(cls, data, cls.__name__.lower())
+
+
+def decode(kind: Any, value: Any, where: str) -> Any:
+    """`value` as type `kind`, or SchemaError naming `where` it failed."""
+    origin, args = typing.get_origin(kind), typing.get_args(kind)
+    if origin in (typing.Union, types.UnionType):
+        if value is None and type(None) in args:
+            return None
+        (inner,) = [a for a in args if a is not type(None)]
+        return decode(inner, value, where)
+    if origin is list:
+        return [decode(args[0], item, f"{where}[{i}]") for i, item in enumerate(expect(value, list, where))]
+    if origin is dict:
+        items = expect(value, dict, where).items()
+        return {decode(args[0], k, where): decode(args[1], v, f"{where}.{k}") for k, v in items}
+    if dataclasses.is_dataclass(kind):
+        return decode_dataclass(kind, expect(value, dict, where), where)
+    if isinstance(kind, type) and issubclass(kind, enum.Enum):
+        try:
+            return kind(value)
+        except ValueError:
+            allowed = ", ".join(repr(m.value) for m in kind)
+            raise SchemaError(f"{where}: {value!r} is not one of {allowed}") from None
+    if kind is float:
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return float(value)
+        raise SchemaError(f"{where}: expected a number, got {type(value).__name__}")
+    return expect(value, kind, where)
+
+
+def expect(value: Any, kind: type, where: str) -> Any:
+    if isinstance(value, bool) and kind is not bool or not isinstance(value, kind):
+        raise SchemaError(f"{where}: expected {kind.__name__}, got {type(value).__name__}")
+    return value
+
+
+def decode_dataclass(kind: type, value: dict, where: str) -> Any:
+    hints = typing.get_type_hints(kind)
+    known = {f.name for f in dataclasses.fields(kind)}
+    unknown = sorted(set(value) - known)
+    if unknown:
+        raise SchemaError(f"{where}: unknown field {unknown[0]!r}")
+    fields = {}
+    for f in dataclasses.fields(kind):
+        if f.name not in value:
+            if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+                raise SchemaError(f"{where}: missing field {f.name!r}")
+            continue
+        fields[f.name] = decode(hints[f.name], value[f.name], f"{where}.{f.name}")
+    return kind(**fields)

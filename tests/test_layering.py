@@ -1,0 +1,71 @@
+"""The layers: the engine knows nothing above it, and the visuals read only the record schema.
+
+So a saved trace can be read, checked and drawn on a machine with no torch and no model, and
+the engine can be used as a library with no user interface. Checked two ways: what a fresh
+interpreter loads (torch and transformers must stay out), and what each module's source imports.
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+HEAVY = ("torch", "transformers")
+
+
+def loaded_after(code: str) -> set[str]:
+    """The heavy modules a fresh interpreter has loaded after running `code` from the repository root."""
+    probe = f"{code}\nimport sys\nprint(' '.join(name for name in {HEAVY!r} if name in sys.modules))"
+    result = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    return set(result.stdout.split())
+
+
+def test_the_records_and_every_visuals_module_load_without_torch():
+    code = (
+        "import pkgutil, importlib\n"
+        "import lookahead_core.records\n"
+        "import visuals, visuals.replay, visuals.window\n"
+        "for module in pkgutil.walk_packages(visuals.__path__, 'visuals.'):\n"
+        "    importlib.import_module(module.name)"
+    )
+    assert loaded_after(code) == set()
+
+
+def test_importing_the_engine_package_alone_loads_no_torch():
+    assert loaded_after("import lookahead_core") == set()
+
+
+def imported_modules(path: Path) -> set[str]:
+    """Every absolute module `path` imports; `from package import name` counts as package.name."""
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            names |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module == "lookahead_core":
+            names |= {f"lookahead_core.{alias.name}" for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0:
+            names.add(node.module)
+    return names
+
+
+def modules(package: str) -> list[Path]:
+    return sorted((ROOT / package).rglob("*.py"))
+
+
+@pytest.mark.parametrize("path", modules("lookahead_core"), ids=lambda p: p.name)
+def test_no_engine_module_imports_the_layers_above_it(path):
+    above = {"visuals", "lab", "app", "gradio", "plotly"}
+    offending = {name for name in imported_modules(path) if name.split(".")[0] in above}
+    assert not offending, f"{path.name} imports {sorted(offending)}"
+
+
+@pytest.mark.parametrize("path", modules("visuals"), ids=lambda p: p.name)
+def test_visuals_read_only_the_record_schema_of_the_engine(path):
+    engine = {name for name in imported_modules(path) if name.split(".")[0] == "lookahead_core"}
+    assert engine <= {"lookahead_core.records"}, f"{path.name} imports {sorted(engine)}"

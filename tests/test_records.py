@@ -1,0 +1,149 @@
+"""The record schema: a recorded run reads back from JSON field for field, and a record that does
+not fit the schema (a missing field, a wrong type, an unknown name, another or no schema version)
+is refused with a SchemaError that says where.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+
+from lookahead_core.config import LookaheadConfig
+from lookahead_core.records import (
+    SCHEMA_VERSION,
+    Method,
+    Planner,
+    Run,
+    SchemaError,
+    StepCostCurve,
+    StopReason,
+    Trace,
+    Verdict,
+)
+from lookahead_core.trace import record_run, record_trace
+from lookahead_core.tuning import choose_settings
+
+from .conftest import CharTokenizer, cost_table, tiny_model
+
+PROMPT = ([5, 6, 7, 8] * 8)[:30]  # repetitive: guesses win, the pool fills and evicts
+
+
+@pytest.fixture(scope="module")
+def run() -> Run:
+    lm = dataclasses.replace(tiny_model("llama"), tokenizer=CharTokenizer(), eos_ids=frozenset({95}))
+    return record_run(lm, PROMPT, LookaheadConfig(window=5, ngram=3, guesses=5), 40, "a prompt")
+
+
+def assert_same_types(recorded, read, where: str = "run") -> None:
+    """Equal is not enough ("won" == Verdict.WON): every value must come back as the same type too."""
+    assert type(read) is type(recorded), f"{where}: {type(recorded).__name__} came back as {type(read).__name__}"
+    if dataclasses.is_dataclass(recorded):
+        for f in dataclasses.fields(recorded):
+            assert_same_types(getattr(recorded, f.name), getattr(read, f.name), f"{where}.{f.name}")
+    elif isinstance(recorded, list):
+        for i, (a, b) in enumerate(zip(recorded, read, strict=True)):
+            assert_same_types(a, b, f"{where}[{i}]")
+    elif isinstance(recorded, dict):
+        for key in recorded:
+            assert_same_types(recorded[key], read[key], f"{where}.{key}")
+
+
+def test_the_recorded_run_fills_every_part_of_the_schema(run):
+    """So the round trip below carries real values in every field, not empty lists and Nones."""
+    steps = run.lookahead.steps[1:]
+    assert any(s.verification.accepted > 1 for s in steps) and any(s.verification.winner is None for s in steps)
+    assert any(s.window.harvested for s in steps) and any(s.window.warming_up for s in steps)
+    assert any(s.pool.evicted for s in steps) and any(e.guess is not None for s in steps for e in s.pool.entries)
+    assert {c.verdict for s in steps for c in s.verification.candidates} == set(Verdict)
+    assert run.greedy.meta.settings is None and run.lookahead.meta.settings.window == 5
+
+
+def test_a_recorded_run_reads_back_equal_field_for_field(run):
+    read = Run.from_json(run.to_json())
+    assert read == run
+    assert_same_types(run, read)
+
+
+def test_an_auto_trace_reads_back_with_its_settings_and_cost_curve(tiny_lm):
+    auto = choose_settings(cost_table(0.2))
+    trace = record_trace(tiny_lm, PROMPT, Method.LOOKAHEAD, LookaheadConfig(), 24, auto=auto)
+    read = Trace.from_json(trace.to_json())
+    assert read == trace
+    assert_same_types(trace, read, "trace")
+    assert read.meta.settings.planner == Planner.COST_AWARE
+    assert type(read.meta.settings.step_costs) is StepCostCurve
+    assert read.meta.settings.step_costs.seconds == cost_table(0.2).seconds
+
+
+def mutated(trace: Trace, change) -> str:
+    data = json.loads(trace.to_json())
+    change(data)
+    return json.dumps(data)
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda d: d["steps"][1].pop("committed"), r"trace\.steps\[1\]: missing field 'committed'"),
+        (lambda d: d["meta"].pop("machine"), r"trace\.meta: missing field 'machine'"),
+        (lambda d: d["steps"][1].update(tokens_fed="9"), r"trace\.steps\[1\]\.tokens_fed: expected int, got str"),
+        (
+            lambda d: d["steps"][1]["rows"][0].update(token=True),
+            r"steps\[1\]\.rows\[0\]\.token: expected int, got bool",
+        ),
+        (lambda d: d["summary"].update(tokens=None), r"trace\.summary\.tokens: expected int, got NoneType"),
+        (lambda d: d["summary"].update(seconds="1.5"), r"trace\.summary\.seconds: expected a number, got str"),
+        (lambda d: d["steps"][1]["rows"].append(3), r"trace\.steps\[1\]\.rows\[\d+\]: expected dict, got int"),
+        (
+            lambda d: d["steps"][1]["verification"]["candidates"][0].update(verdict="maybe"),
+            r"candidates\[0\]\.verdict: 'maybe' is not one of 'won', 'shorter', 'tied-later', 'no-match'",
+        ),
+        (lambda d: d["meta"].update(method="beam"), r"trace\.meta\.method: 'beam' is not one of"),
+        (lambda d: d["meta"].update(colour="red"), r"trace\.meta: unknown field 'colour'"),
+    ],
+    ids=[
+        "missing-field",
+        "missing-part",
+        "wrong-type",
+        "bool-for-int",
+        "null-for-int",
+        "string-for-number",
+        "wrong-item",
+        "unknown-enum-value",
+        "unknown-method",
+        "unknown-field",
+    ],
+)
+def test_a_trace_that_does_not_fit_is_refused_naming_the_field(run, change, message):
+    with pytest.raises(SchemaError, match=message):
+        Trace.from_json(mutated(run.lookahead, change))
+
+
+def test_a_trace_of_another_schema_version_is_refused_naming_both_versions(run):
+    text = mutated(run.lookahead, lambda d: d.update(schema_version=SCHEMA_VERSION + 1))
+    with pytest.raises(SchemaError, match=f"version {SCHEMA_VERSION + 1}.*reads schema version {SCHEMA_VERSION}"):
+        Trace.from_json(text)
+
+
+def test_an_old_trace_without_a_schema_version_is_refused_as_such(run):
+    text = mutated(run.greedy, lambda d: d.pop("schema_version"))
+    with pytest.raises(SchemaError, match="no schema version .*record it again"):
+        Trace.from_json(text)
+    with pytest.raises(SchemaError, match="this run has no schema version"):
+        Run.from_json(json.dumps({"lookahead": {}, "greedy": {}}))
+
+
+def test_text_that_is_not_json_is_refused():
+    with pytest.raises(SchemaError, match="not JSON"):
+        Run.from_json("{not json")
+
+
+def test_stop_reasons_and_optional_parts_read_back_as_recorded(run):
+    """The last step's stop, and a greedy step's absent plan, window, pool and verification."""
+    read = Run.from_json(run.to_json())
+    assert read.lookahead.steps[-1].stop in set(StopReason)
+    greedy_step = read.greedy.steps[1]
+    assert (greedy_step.plan, greedy_step.window, greedy_step.pool, greedy_step.verification) == (None,) * 4
+    assert greedy_step.rows == []

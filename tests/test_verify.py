@@ -1,0 +1,113 @@
+"""Greedy verification and the commit rules, on hand-made candidates and argmax rows.
+
+Verification decides which guessed tokens are kept, so each of its outputs is checked by hand:
+the per-candidate predictions and matched lengths, the verdicts, the winner, the block and its
+bonus token. Row 0 of the argmax is always the current token c.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from lookahead_core.decoding import lay_out
+from lookahead_core.planning import Plan
+from lookahead_core.pool import Guess
+from lookahead_core.proposers import Candidate, Proposal, guess_branch, window_branch
+from lookahead_core.records import PlanReason, PlanRecord, Reason, Source, StopReason, TokenSource, Verdict
+from lookahead_core.verify import commit, commit_sources, verify
+from lookahead_core.window import JacobiWindow
+
+
+def guess(tokens: list[int], first_row: int, lane: int) -> Candidate:
+    """A guess laid out as a chain from `first_row`."""
+    rows = tuple(range(first_row, first_row + len(tokens)))
+    return Candidate(tuple(tokens), rows, Source.PROMPT, Reason.ONE_TOKEN_KEY, lane)
+
+
+# rows: 0 c | 1-3 guess 0 | 4-6 guess 1 | 7-9 guess 2 | 10-12 guess 3 | 13-14 guess 4
+CANDIDATES = [
+    guess([5, 9, 9], 1, 0),  # 5 is right, then 9 is not what row 1 predicts (6)
+    guess([5, 6, 7], 4, 1),  # all three right: the winner
+    guess([5, 6, 0], 7, 2),  # two right
+    guess([5, 6, 7], 10, 3),  # as long as the winner, but later
+    guess([4, 6], 13, 4),  # the first token is not the guaranteed one
+]
+ARGMAX = [5, 6, 0, 0, 6, 7, 8, 6, 7, 0, 6, 7, 1, 0, 0]
+
+
+def test_the_longest_match_wins_and_brings_its_bonus_token():
+    result = verify(CANDIDATES, ARGMAX)
+    assert result.guaranteed == 5
+    assert result.winner == 1 and result.accepted == 3
+    assert result.block == [5, 6, 7, 8]  # three accepted tokens, then the prediction after the last
+    assert result.bonus == 8
+
+
+def test_each_candidate_records_what_the_model_expected_and_how_much_matched():
+    candidates = verify(CANDIDATES, ARGMAX).candidates
+    assert [c.expected for c in candidates] == [[5, 6, 0], [5, 6, 7], [5, 6, 7], [5, 6, 7], [5, 0]]
+    assert [c.matched for c in candidates] == [1, 3, 2, 3, 0]
+    assert [c.verdict for c in candidates] == [
+        Verdict.SHORTER,
+        Verdict.WON,
+        Verdict.SHORTER,
+        Verdict.TIED_LATER,
+        Verdict.NO_MATCH,
+    ]
+    first = candidates[0]  # the candidate itself is kept as verified: its tokens, rows, origin
+    assert (first.tokens, first.rows, first.lane, first.source) == ([5, 9, 9], [1, 2, 3], 0, Source.PROMPT)
+
+
+def test_no_match_commits_the_guaranteed_token_alone():
+    result = verify(CANDIDATES, [3, *ARGMAX[1:]])
+    assert result.winner is None and result.accepted == 0 and result.bonus is None
+    assert result.block == [3]
+    assert {c.verdict for c in result.candidates} == {Verdict.NO_MATCH}
+    assert verify([], [7]).block == [7]
+
+
+def test_a_tie_goes_to_the_first_candidate():
+    result = verify([guess([4, 1], 1, 0), guess([4, 2], 3, 1)], [4, 9, 9, 9, 9])
+    assert result.winner == 0 and result.block == [4, 9]
+    assert [c.verdict for c in result.candidates] == [Verdict.WON, Verdict.TIED_LATER]
+
+
+def test_a_window_trajectory_is_verified_like_a_guess():
+    # rows: 0 c | 1 L0C1 | 2 L0C2 | 3 L1C0 | 4 L1C1 | 5 L1C2 | 6 g0 | 7 g1
+    window = JacobiWindow([[10, 11, 12], [21, 22, 0]], ngram=3)
+    offered = guess_branch(Guess([11, 41], Source.OUTPUT, Reason.TWO_TOKEN_KEY), 0)
+    plan = Plan(True, 1, 2, PlanRecord(PlanReason.PAPER, True, 1, 1, 2))
+    fed = lay_out(10, Proposal(window_branch(window), [offered]), plan)
+    result = verify(fed.candidates, [11, 12, 0, 0, 0, 30, 40, 0])
+    # guess [11, 41]: 11 is the guaranteed token, 41 is not what row 6 predicts (40).
+    # trajectory of column 2 [11, 12, 0]: each is what the row before it predicts.
+    assert [c.matched for c in result.candidates] == [1, 0, 1, 3]
+    assert [c.source for c in result.candidates] == [Source.OUTPUT] + [Source.TRAJECTORY] * 3
+    assert result.candidates[3].reason == Reason.JACOBI_TRAJECTORY and result.candidates[3].lane == 2
+    assert result.winner == 3 and result.block == [11, 12, 0, 30] and result.bonus == 30
+
+
+def test_commit_sources_name_the_guaranteed_accepted_and_bonus_tokens():
+    assert commit_sources(4, 3) == [
+        TokenSource.GUARANTEED,
+        TokenSource.ACCEPTED,
+        TokenSource.ACCEPTED,
+        TokenSource.BONUS,
+    ]
+    assert commit_sources(1, 0) == [TokenSource.GUARANTEED]
+    assert commit_sources(2, 3) == [TokenSource.GUARANTEED, TokenSource.ACCEPTED]  # a block cut by the rules
+
+
+@pytest.mark.parametrize(
+    ("block", "remaining", "eos", "expected"),
+    [
+        ([1, 2, 3], 5, frozenset(), ([1, 2, 3], None)),
+        ([1, 2, 3], 2, frozenset(), ([1, 2], StopReason.MAX_NEW_TOKENS)),
+        ([1, 2, 3], 3, frozenset(), ([1, 2, 3], StopReason.MAX_NEW_TOKENS)),
+        ([1, 2, 3], 5, frozenset({2, 9}), ([1, 2], StopReason.EOS)),
+        ([1, 2, 3], 1, frozenset({2}), ([1], StopReason.MAX_NEW_TOKENS)),
+        ([2, 2, 3], 1, frozenset({2}), ([2], StopReason.EOS)),
+    ],
+)
+def test_commit_stops_at_any_eos_and_at_the_budget(block, remaining, eos, expected):
+    assert commit(block, remaining, eos) == expected

@@ -1,0 +1,62 @@
+"""Settings and plans in words: the auto choice and the figures behind it, and what each step fed and why.
+
+Pure functions of the records' Settings and PlanRecord: every figure they name was measured
+(the step-cost curve, with its hardware and date) or counted in the run at hand.
+"""
+
+from __future__ import annotations
+
+from lookahead_core.records import Planner, PlanReason, PlanRecord, Regime, Settings
+
+REGIME_WORDS = {
+    Regime.FLAT: "wide steps are almost free, so every step feeds the paper's whole window and all its guesses",
+    Regime.MODERATE: "each token fed must earn its cost, so a middle window is planned step by step",
+    Regime.STEEP: "each token fed must earn its cost, so a small window is planned step by step",
+}
+PLANNER_WORDS = {
+    Planner.FULL: "full plan: every step feeds the whole window and up to G guesses",
+    Planner.COST_AWARE: (
+        "cost-aware plan: each step feeds the window and the guesses only when the tokens they were measured "
+        "to add in this run outweigh the wider step's measured cost"
+    ),
+}
+
+
+def triple(settings: Settings) -> str:
+    return f"W={settings.window} N={settings.ngram} G={settings.guesses}"
+
+
+def settings_words(settings: Settings) -> str:
+    """The settings, the planner, and (for an auto choice) the measured figure that chose them."""
+    words = f"{triple(settings)}, {PLANNER_WORDS[settings.planner]}"
+    if settings.regime is None or settings.step_costs is None:
+        return words
+    curve = settings.step_costs
+    return (
+        f"{words}. Auto: on {curve.hardware} ({curve.dtype}, measured {curve.measured_at}) a "
+        f"{settings.probe_tokens}-token step costs {settings.probe_ratio:.2f}x a 1-token step: "
+        f"{REGIME_WORDS[settings.regime]}"
+    )
+
+
+def fed_words(plan: PlanRecord) -> str:
+    """What the plan fed beyond c, e.g. "the window and 2 of 4 guesses, 3 tokens each"."""
+    window = "the window" if plan.window_fed else "no window"
+    if not plan.guesses_offered:
+        return f"{window}, no guess offered"
+    if not plan.guesses_verified:
+        return f"{window}, none of the {plan.guesses_offered} guesses"
+    of = f"{plan.guesses_verified} of {plan.guesses_offered} guesses"
+    return f"{window} and {of}, {plan.guess_length} token{'s' if plan.guess_length != 1 else ''} each"
+
+
+def plan_words(plan: PlanRecord) -> str:
+    """Why this step fed what it fed, with the planner's measured figures."""
+    if plan.reason == PlanReason.PAPER:
+        return "the paper's plan: the whole window and every guess the pool offered"
+    if plan.reason == PlanReason.PROBE_WINDOW:
+        return f"{fed_words(plan)}: the window had sat out {plan.idle_steps} steps, so it was fed to measure it again"
+    return (
+        f"{fed_words(plan)}: {plan.expected_tokens:.2f} tokens expected for {plan.relative_cost:.2f}x the measured "
+        "time of a 1-token step, the best ratio of the plans measured so far in this run"
+    )
