@@ -24,6 +24,7 @@ from lookahead_core.costs import step_costs
 from lookahead_core.decoding import DecodingError
 from lookahead_core.models import DEFAULT_MODEL, ModelLoadError, encode_prompt, load_model
 from lookahead_core.records import Machine, RaceRecord, Run
+from lookahead_core.sampling import GREEDY, SamplingConfig
 from lookahead_core.trace import machine_facts, record_run
 from lookahead_core.tuning import auto_settings, choose_settings
 from visuals import library, replay
@@ -74,23 +75,28 @@ def on_gpu(fn):
 
 
 @on_gpu
-def record(prompt: str, chat: bool, config: LookaheadConfig, max_new_tokens: int, auto: bool) -> Run:
-    """The whole lookahead trace and the greedy trace for one prompt: all the model work of a Run.
+def record(
+    prompt: str, chat: bool, config: LookaheadConfig, max_new_tokens: int, auto: bool, sampling: SamplingConfig
+) -> Run:
+    """The whole lookahead trace and the plain trace for one prompt: all the model work of a Run.
 
     With `auto`, lookahead runs this hardware's auto settings and records each step's plan.
     """
     lm = MODEL.get()
     prompt_ids = encode_prompt(lm.tokenizer, prompt, chat)
-    return record_run(lm, prompt_ids, config, max_new_tokens, prompt, auto_settings(lm) if auto else None)
+    auto_choice = auto_settings(lm) if auto else None
+    return record_run(lm, prompt_ids, config, max_new_tokens, prompt, auto_choice, sampling)
 
 
 @on_gpu
-def timed_race(prompt: str, chat: bool, config: LookaheadConfig, max_new_tokens: int, auto: bool) -> RaceRecord:
-    """Greedy then lookahead on the model, timed with nothing drawn; auto picks W, N, G from measured costs."""
+def timed_race(
+    prompt: str, chat: bool, config: LookaheadConfig, max_new_tokens: int, auto: bool, sampling: SamplingConfig
+) -> RaceRecord:
+    """Plain decoding then lookahead on the model, timed with nothing drawn; auto picks W, N, G from measured costs."""
     lm = MODEL.get()
     prompt_ids = encode_prompt(lm.tokenizer, prompt, chat)
     costs = step_costs(lm)
-    return race(lm, prompt_ids, config, max_new_tokens, costs, choose_settings(costs) if auto else None)
+    return race(lm, prompt_ids, config, max_new_tokens, costs, choose_settings(costs) if auto else None, sampling)
 
 
 @cache
@@ -173,7 +179,20 @@ def set_speed(speed):
 def choose_preset(preset_id):
     item = library.preset(PRESETS, preset_id)
     settings = [item["prompt"], item["chat"], item["window"], item["ngram"], item["guesses"], item["max_new_tokens"]]
-    return [*settings, item["caption"], *loaded(example_run(preset_id)), notice_html(None)]
+    sampled = item.get("sampling")
+    sampling = [sampled is not None, *(sampled or SAMPLING_DEFAULTS).values()]
+    return [*settings, item["caption"], *loaded(example_run(preset_id)), notice_html(None), *sampling]
+
+
+SAMPLING_DEFAULTS = {"temperature": 0.8, "top_k": 0, "top_p": 0.95, "seed": 0}
+
+
+def sampling_of(sample, temperature, top_k, top_p, seed) -> SamplingConfig:
+    """The sampling settings sent with Run or Race (greedy when the switch is off); SettingsError if out of range."""
+    if not sample:
+        return GREEDY
+    k, s = replay.whole_number(top_k, "top-k"), replay.whole_number(seed, "Seed")
+    return SamplingConfig(float(temperature), k, float(top_p), s)
 
 
 def feed(window, ngram, guesses):
@@ -190,13 +209,13 @@ def refused(message: str) -> list:
     return [*[gr.skip()] * len(OUTPUTS), gr.skip(), notice_html(message)]
 
 
-def run_model(prompt, chat, window, ngram, guesses, max_new_tokens, auto=False):
-    """Validate, record lookahead and greedy on the model, and show the new run from step 0."""
+def run_model(prompt, chat, window, ngram, guesses, max_new_tokens, auto, *sampling):
+    """Validate, record lookahead and plain decoding on the model, and show the new run from step 0."""
     try:
         text = replay.check_prompt(prompt)
         w, n, g, tokens = replay.check_settings(window, ngram, guesses, max_new_tokens)
         config = LookaheadConfig(window=w, ngram=n, guesses=g)
-        run = record(text, bool(chat), config, tokens, bool(auto))
+        run = record(text, bool(chat), config, tokens, bool(auto), sampling_of(*sampling))
     except (replay.InputError, SettingsError, DecodingError, ModelLoadError) as error:
         return refused(str(error))
     return [*loaded(run), model_html(MODEL.facts(), DEFAULT_MODEL), notice_html(None)]
@@ -210,13 +229,13 @@ RACE_INTRO = (
 )
 
 
-def race_model(prompt, chat, window, ngram, guesses, max_new_tokens, settings):
-    """Validate, race greedy against lookahead on the model, and show the curves and the verdict."""
+def race_model(prompt, chat, window, ngram, guesses, max_new_tokens, settings, *sampling):
+    """Validate, race plain decoding against lookahead on the model, and show the curves and the verdict."""
     try:
         text = replay.check_prompt(prompt)
         w, n, g, tokens = replay.check_settings(window, ngram, guesses, max_new_tokens)
         config = LookaheadConfig(window=w, ngram=n, guesses=g)
-        result = timed_race(text, bool(chat), config, tokens, settings != RACE_SLIDERS)
+        result = timed_race(text, bool(chat), config, tokens, settings != RACE_SLIDERS, sampling_of(*sampling))
     except (replay.InputError, SettingsError, DecodingError, ModelLoadError) as error:
         gr.Warning(str(error), title="Not raced")
         return notice_html(str(error), "Not raced"), gr.skip(), gr.skip()
@@ -311,6 +330,12 @@ with gr.Blocks(title="Lookahead Lab") as demo:
                 label="Max new tokens",
                 elem_id="ll-max",
             )
+            with gr.Accordion("Sampling (for Run and the race)", open=False, elem_id="ll-sampling"):
+                sample = gr.Checkbox(False, label="Sample instead of greedy decoding", elem_id="ll-sample")
+                temperature = gr.Slider(0.05, 2, value=SAMPLING_DEFAULTS["temperature"], step=0.05, label="Temperature")
+                top_k = gr.Slider(0, 200, value=SAMPLING_DEFAULTS["top_k"], step=1, label="Top-k (0: off)")
+                top_p = gr.Slider(0.05, 1, value=SAMPLING_DEFAULTS["top_p"], step=0.01, label="Top-p (1: off)")
+                seed = gr.Number(SAMPLING_DEFAULTS["seed"], precision=0, minimum=0, label="Seed")
             run_auto = gr.Checkbox(
                 False,
                 label="Auto: W, N, G and each step's plan from this hardware's measured step costs",
@@ -375,6 +400,7 @@ with gr.Blocks(title="Lookahead Lab") as demo:
     }
     OUTPUTS = [run_state, step, summary, chart, *(panel_outputs[name] for name in replay.PANELS), playing, timer, play]
     replaying = {"concurrency_limit": None, "show_progress": "hidden"}
+    sampling = [sample, temperature, top_k, top_p, seed]
 
     demo.load(lambda: example_run(DEFAULT["id"]), None, run_state, api_visibility="private", **replaying)
     back.click(step_back, [run_state, step], OUTPUTS, api_name="step_back", **replaying)
@@ -386,7 +412,7 @@ with gr.Blocks(title="Lookahead Lab") as demo:
     preset.change(
         choose_preset,
         preset,
-        [prompt, chat, window, ngram, guesses, max_new_tokens, preset_caption, *OUTPUTS, run_notice],
+        [prompt, chat, window, ngram, guesses, max_new_tokens, preset_caption, *OUTPUTS, run_notice, *sampling],
         api_name="preset",
         **replaying,
     )
@@ -400,7 +426,7 @@ with gr.Blocks(title="Lookahead Lab") as demo:
     )
     run_button.click(
         run_model,
-        [prompt, chat, window, ngram, guesses, max_new_tokens, run_auto],
+        [prompt, chat, window, ngram, guesses, max_new_tokens, run_auto, *sampling],
         [*OUTPUTS, model_info, run_notice],
         api_name="run",
         concurrency_limit=1,
@@ -410,7 +436,7 @@ with gr.Blocks(title="Lookahead Lab") as demo:
     )
     race_button.click(
         race_model,
-        [prompt, chat, window, ngram, guesses, max_new_tokens, race_settings],
+        [prompt, chat, window, ngram, guesses, max_new_tokens, race_settings, *sampling],
         [race_summary, race_chart, cost_chart],
         api_name="race",
         concurrency_limit=1,

@@ -21,6 +21,7 @@ from lookahead_core.config import LookaheadConfig, SettingsError
 from lookahead_core.decoding import DecodingError
 from lookahead_core.models import ModelLoadError, encode_prompt, load_model
 from lookahead_core.records import Method
+from lookahead_core.sampling import SamplingConfig
 from lookahead_core.trace import decode_steps, summarize
 from lookahead_core.tuning import AutoSettings, auto_settings
 from visuals.plans import settings_words
@@ -50,6 +51,16 @@ def add_settings_options(command: argparse.ArgumentParser) -> None:
         help="choose W, N, G and a per-step plan from this hardware's measured step costs (ignores W, N, G)",
     )
     command.add_argument("--max-new-tokens", type=int, default=128, metavar="M")
+    command.add_argument(
+        "--temperature", type=float, default=0.0, metavar="T", help="sample at temperature T (0: greedy, the default)"
+    )
+    command.add_argument(
+        "--top-k", type=int, default=0, metavar="K", help="sample from the K likeliest tokens (0: off)"
+    )
+    command.add_argument("--top-p", type=float, default=1.0, metavar="P", help="nucleus sampling mass (1: off)")
+    command.add_argument(
+        "--seed", type=int, default=0, metavar="S", help="sampling seed; prompt k of a file is sampled with S + k"
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -84,6 +95,11 @@ def asked_settings(args: argparse.Namespace) -> LookaheadConfig | None:
     return None if args.auto else LookaheadConfig(window=args.window, ngram=args.ngram, guesses=args.guesses)
 
 
+def asked_sampling(args: argparse.Namespace) -> SamplingConfig:
+    """The sampling settings asked for, validated before any model loads."""
+    return SamplingConfig(args.temperature, args.top_k, args.top_p, args.seed)
+
+
 def chosen_settings(asked: LookaheadConfig | None, lm) -> tuple[LookaheadConfig, AutoSettings | None]:
     """The settings asked for, or (asked None) the auto choice for this model and device, said on stderr."""
     if asked is not None:
@@ -94,16 +110,15 @@ def chosen_settings(asked: LookaheadConfig | None, lm) -> tuple[LookaheadConfig,
 
 
 def generate(args: argparse.Namespace) -> None:
-    asked = asked_settings(args)
+    asked, sampling = asked_settings(args), asked_sampling(args)
     prompts = read_prompts_file(args.prompts_file) if args.prompts_file else [{"id": "prompt", "prompt": args.prompt}]
     lm = load_model(args.model, device=args.device, dtype=args.dtype, trust_remote_code=args.trust_remote_code)
     config, auto = chosen_settings(asked, lm)
-    for item in prompts:
+    for index, item in enumerate(prompts):
         prompt_ids = encode_prompt(lm.tokenizer, item["prompt"], args.chat)
         planner = auto.make_planner() if auto is not None else None
-        summary = summarize(
-            list(decode_steps(lm, prompt_ids, Method(args.method), config, args.max_new_tokens, planner))
-        )
+        method, seeded = Method(args.method), sampling.for_prompt(index)
+        summary = summarize(list(decode_steps(lm, prompt_ids, method, config, args.max_new_tokens, planner, seeded)))
         text = lm.tokenizer.decode(summary.new_token_ids, skip_special_tokens=True)
         lookahead = args.method == "lookahead"
         if args.json:
@@ -120,12 +135,19 @@ def generate(args: argparse.Namespace) -> None:
                         "text": text,
                         "steps": summary.steps,
                         "seconds": round(summary.seconds, 6),
+                        "temperature": seeded.temperature,
+                        "top_k": seeded.top_k,
+                        "top_p": seeded.top_p,
+                        "seed": seeded.seed,
                     }
                 ),
                 flush=True,
             )
         else:
-            settings = f"W={config.window} N={config.ngram} G={config.guesses}" if lookahead else "greedy"
+            plain = "greedy" if sampling.is_greedy else "sampling"
+            settings = f"W={config.window} N={config.ngram} G={config.guesses}" if lookahead else plain
+            if not sampling.is_greedy:
+                settings += f", T={seeded.temperature} top-k={seeded.top_k} top-p={seeded.top_p} seed={seeded.seed}"
             settings += f", {auto.planner.value} plan" if lookahead and auto is not None else ""
             print(f"--- {item['id']} ---\n{text}")
             print(
@@ -138,7 +160,7 @@ def generate(args: argparse.Namespace) -> None:
 
 def bench(args: argparse.Namespace) -> None:
     methods = check_methods([m.strip() for m in args.methods.split(",") if m.strip()])
-    asked = asked_settings(args)
+    asked, sampling = asked_settings(args), asked_sampling(args)
     if args.limit is not None and args.limit < 1:
         raise ValueError(f"--limit must be >= 1, got {args.limit}")
     prompts = load_prompts(args.dataset, args.limit)
@@ -152,7 +174,7 @@ def bench(args: argparse.Namespace) -> None:
             bar.update(done - bar.n)
             bar.set_postfix_str(label)
 
-        report = run_bench(lm, prompts, methods, config, args.max_new_tokens, progress, args.dataset, auto)
+        report = run_bench(lm, prompts, methods, config, args.max_new_tokens, progress, args.dataset, auto, sampling)
     print(summary_table(report))
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=1))
@@ -164,18 +186,30 @@ def bench(args: argparse.Namespace) -> None:
 
 def summary_table(report: dict) -> str:
     """The totals as a plain-text table, with what ran where."""
-    machine, settings = report["machine"], report["settings"]
+    machine, settings, sampling = report["machine"], report["settings"], report["settings"]["sampling"]
+    decoding = (
+        "greedy, exact = output equal to greedy generate"
+        if sampling is None
+        else f"SAMPLED at T={sampling['temperature']} top-k={sampling['top_k']} top-p={sampling['top_p']}, "
+        f"prompt k with seed {sampling['seed']} + k, hf-greedy and prompt-lookup with do_sample=True; "
+        "outputs are not compared token for token"
+    )
     lines = [
         f"{settings['dataset']}: {report['summary'][settings['methods'][0]]['prompts']} prompts, "
         f"{settings['max_new_tokens']} new tokens, {machine['model']} on {machine['device_name']} "
-        f"({machine['dtype']}); "
-        f"speedup over {settings['baseline']}",
-        f"{'method':<14}{'tokens':>8}{'steps':>8}{'tok/step':>10}{'seconds':>10}{'tok/s':>9}{'speedup':>9}{'exact':>8}",
+        f"({machine['dtype']}); {decoding}; speedup over {settings['baseline']}",
+        f"{'method':<14}{'tokens':>8}{'steps':>8}{'tok/step':>10}{'seconds':>10}{'tok/s':>9}{'speedup':>9}"
+        + (f"{'exact':>8}" if sampling is None else f"{'accepted':>10}"),
     ]
     for method, row in report["summary"].items():
+        last = (
+            f"{row['exact']:>5}/{row['prompts']}"
+            if sampling is None
+            else (f"{row['acceptance']:>10.1%}" if row["acceptance"] is not None else f"{'-':>10}")
+        )
         lines.append(
             f"{method:<14}{row['tokens']:>8}{row['steps']:>8}{row['tokens_per_step']:>10.2f}{row['seconds']:>10.2f}"
-            f"{row['tokens_per_second']:>9.2f}{row['speedup']:>8.2f}x{row['exact']:>5}/{row['prompts']}"
+            f"{row['tokens_per_second']:>9.2f}{row['speedup']:>8.2f}x{last}"
         )
     return "\n".join(lines)
 

@@ -1,7 +1,7 @@
 """Record the example runs the app opens with: one lookahead + greedy run per preset, from the real model.
 
 Usage: python -m lab.examples [--only spelling python ...] [--device cpu]
-Reads assets/presets.json (prompt, chat flag, W, N, G, max new tokens) and writes each run to the
+Reads assets/presets.json (prompt, chat flag, W, N, G, max new tokens, sampling if any) and writes each run to the
 preset's `example` file under assets/ (gzipped JSON, a few tens of KB). Float32 on the CPU by
 default, so the example's output equals plain greedy decoding token for token; a short warm-up run
 comes first and is thrown away.
@@ -14,6 +14,7 @@ import time
 
 from lookahead_core.config import LookaheadConfig
 from lookahead_core.models import encode_prompt, load_model
+from lookahead_core.sampling import GREEDY, SamplingConfig
 from lookahead_core.trace import record_run
 from visuals.library import example_path, load_presets, save_run
 
@@ -41,7 +42,8 @@ def main() -> None:
         config = LookaheadConfig(window=item["window"], ngram=item["ngram"], guesses=item["guesses"])
         prompt_ids = encode_prompt(lm.tokenizer, item["prompt"], item["chat"])
         started = time.perf_counter()
-        run = record_run(lm, prompt_ids, config, item["max_new_tokens"], item["prompt"])
+        sampling = SamplingConfig(**item["sampling"]) if "sampling" in item else GREEDY
+        run = record_run(lm, prompt_ids, config, item["max_new_tokens"], item["prompt"], sampling=sampling)
         path = example_path(item)
         path.parent.mkdir(parents=True, exist_ok=True)
         save_run(run, path)

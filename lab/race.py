@@ -15,11 +15,14 @@ from lookahead_core.costs import StepCosts
 from lookahead_core.forward import synchronize
 from lookahead_core.models import LoadedModel
 from lookahead_core.records import Method, RaceLane, RaceRecord, Settings, StepCostCurve
+from lookahead_core.sampling import GREEDY, SamplingConfig
 from lookahead_core.trace import decode_steps, machine_facts
 from lookahead_core.tuning import AutoSettings
 
 
-def timed_run(lm: LoadedModel, prompt_ids, method: Method, config, max_new_tokens: int, planner=None) -> RaceLane:
+def timed_run(
+    lm: LoadedModel, prompt_ids, method: Method, config, max_new_tokens: int, planner=None, sampling=GREEDY
+) -> RaceLane:
     """Decode once; the cumulative tokens and seconds after each step, and per-step tokens fed.
 
     The step figures leave out the prefill, which both methods share.
@@ -27,7 +30,7 @@ def timed_run(lm: LoadedModel, prompt_ids, method: Method, config, max_new_token
     tokens, seconds, fed, committed = [0], [0.0], [], []
     synchronize(lm.device)
     start = time.perf_counter()
-    for record in decode_steps(lm, prompt_ids, method, config, max_new_tokens, planner):
+    for record in decode_steps(lm, prompt_ids, method, config, max_new_tokens, planner, sampling):
         synchronize(lm.device)
         tokens.append(tokens[-1] + len(record.committed))
         seconds.append(time.perf_counter() - start)
@@ -54,20 +57,22 @@ def race(
     max_new_tokens: int,
     costs: StepCosts,
     auto: AutoSettings | None = None,
+    sampling: SamplingConfig = GREEDY,
 ) -> RaceRecord:
-    """Greedy then lookahead (with `auto`'s settings and planner if given), and how they compare.
+    """Plain decoding then lookahead (with `auto`'s settings and planner if given), and how they compare.
 
-    Speedup is greedy's total seconds over lookahead's.
+    Speedup is plain decoding's total seconds over lookahead's. Sampled, both draw with the same
+    settings and seed, so their outputs are not compared (`exact` is None).
     """
     config = auto.config if auto is not None else config
-    greedy = timed_run(lm, prompt_ids, Method.GREEDY, config, max_new_tokens)
+    greedy = timed_run(lm, prompt_ids, Method.GREEDY, config, max_new_tokens, sampling=sampling)
     planner = auto.make_planner() if auto is not None else None
-    lookahead = timed_run(lm, prompt_ids, Method.LOOKAHEAD, config, max_new_tokens, planner)
+    lookahead = timed_run(lm, prompt_ids, Method.LOOKAHEAD, config, max_new_tokens, planner, sampling)
     greedy_step = greedy.decode_step_seconds
     return RaceRecord(
         greedy,
         lookahead,
-        lookahead.new_token_ids == greedy.new_token_ids,
+        lookahead.new_token_ids == greedy.new_token_ids if sampling.is_greedy else None,
         greedy.seconds[-1] / lookahead.seconds[-1],
         lookahead.decode_step_seconds / greedy_step if greedy_step else 0.0,
         auto.settings() if auto is not None else Settings(config.window, config.ngram, config.guesses),
@@ -75,4 +80,5 @@ def race(
         machine_facts(lm),
         max_new_tokens,
         time.strftime("%Y-%m-%dT%H:%M:%S"),
+        sampling.record(),
     )

@@ -68,14 +68,14 @@ def measure_step_costs(lm: LoadedModel, sizes=SIZES, context: int = CONTEXT, rep
     repeats = repeats or (20 if lm.device.type == "cuda" else 5)
     generator = torch.Generator().manual_seed(0)
     prefix = torch.randint(0, lm.model.config.vocab_size, (context,), generator=generator).tolist()
-    cache, _, _ = prefill(lm.model, prefix)
+    cache, _ = prefill(lm.model, prefix)
     medians = []
     for size in sizes:
         layout = chain_layout(size)
         tokens = prefix[:size]
         timings = []
         for attempt in range(repeats + 1):  # the first run of each shape warms allocators and kernels
-            _, seconds = forward_tree(lm.model, cache, tokens, layout)
+            seconds = forward_tree(lm.model, cache, tokens, layout).seconds
             keep_rows(cache, context, [])
             if attempt:
                 timings.append(seconds)

@@ -14,13 +14,16 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
+import torch
+
 from .config import LookaheadConfig
-from .forward import decode_one_token, forward_tree, keep_rows, prefill
+from .forward import Pass, decode_one_token, forward_tree, keep_rows, prefill
 from .layout import CURRENT, StepLayout, tree_layout, visible_rows
 from .planning import FullPlanner, Plan, StepPlanner
 from .proposers import Candidate, JacobiProposer, Outcome, Proposal, StepContext
 from .records import Branch, InputRow, Method, StepKind, StepRecord, StopReason, TokenSource
-from .verify import commit, commit_sources, verify
+from .sampling import GREEDY, SamplingConfig, draw, probabilities
+from .verify import commit, commit_sources, verify, verify_sampled
 
 
 class DecodingError(ValueError):
@@ -44,27 +47,43 @@ def check_request(prompt_ids: list[int], max_new_tokens: int, context_length: in
         )
 
 
-def prefill_record(method: Method, prompt_ids: list[int], committed: list[int], stop, seconds: float) -> StepRecord:
-    return StepRecord(
-        0, method, StepKind.PREFILL, 0, len(prompt_ids), committed, [TokenSource.GUARANTEED], stop, seconds, seconds
-    )
+def next_token(result: Pass, sampling: SamplingConfig, generator: torch.Generator | None) -> int:
+    """The token after the pass's last row: its argmax (greedy), or a draw from its P (sampling)."""
+    if sampling.is_greedy:
+        return result.argmax[-1]
+    return draw(probabilities(result.logits[-1:], sampling)[0], generator)
+
+
+def plain_source(sampling: SamplingConfig) -> TokenSource:
+    return TokenSource.GUARANTEED if sampling.is_greedy else TokenSource.SAMPLED
+
+
+def prefill_record(
+    method: Method, prompt_ids: list[int], committed: list[int], stop, seconds: float, source
+) -> StepRecord:
+    return StepRecord(0, method, StepKind.PREFILL, 0, len(prompt_ids), committed, [source], stop, seconds, seconds)
 
 
 # ----------------------------------------------------------------------------------------------
-# Greedy
+# Plain autoregressive decoding (greedy, or ordinary sampling)
 
 
-def greedy_steps(model, prompt_ids: list[int], max_new_tokens: int, eos_ids: frozenset[int]) -> Iterator[StepRecord]:
-    """Plain autoregressive greedy decoding: one committed token per forward pass."""
-    cache, token, seconds = prefill(model, prompt_ids)
+def greedy_steps(
+    model, prompt_ids: list[int], max_new_tokens: int, eos_ids: frozenset[int], sampling: SamplingConfig = GREEDY
+) -> Iterator[StepRecord]:
+    """Plain autoregressive decoding, greedy or sampled: one committed token per forward pass."""
+    generator = None if sampling.is_greedy else sampling.generator(model.device)
+    cache, result = prefill(model, prompt_ids)
+    token = next_token(result, sampling, generator)
     committed, stop = commit([token], max_new_tokens, eos_ids)
-    yield prefill_record(Method.GREEDY, prompt_ids, committed, stop, seconds)
+    yield prefill_record(Method.GREEDY, prompt_ids, committed, stop, result.seconds, plain_source(sampling))
     produced, step = 1, 0
     while stop is None:
         step += 1
         start = time.perf_counter()
         position = len(prompt_ids) + produced - 1
-        token, seconds = decode_one_token(model, cache, token)
+        result = decode_one_token(model, cache, token)
+        token = next_token(result, sampling, generator)
         committed, stop = commit([token], max_new_tokens - produced, eos_ids)
         produced += 1
         yield StepRecord(
@@ -74,9 +93,9 @@ def greedy_steps(model, prompt_ids: list[int], max_new_tokens: int, eos_ids: fro
             position,
             1,
             committed,
-            [TokenSource.GUARANTEED],
+            [plain_source(sampling)],
             stop,
-            seconds,
+            result.seconds,
             time.perf_counter() - start,
         )
 
@@ -140,9 +159,12 @@ class LookaheadDecoder:
         eos_ids: frozenset[int],
         seed: int = 0,
         planner: StepPlanner | None = None,
+        sampling: SamplingConfig = GREEDY,
     ):
         self.model, self.config, self.max_new_tokens, self.eos_ids = model, config, max_new_tokens, eos_ids
         self.planner = planner or FullPlanner()
+        self.sampling = sampling
+        self.generator = None if sampling.is_greedy else sampling.generator(model.device)
         self.prompt_ids = list(prompt_ids)
         self.seed = seed
         self.stop: StopReason | None = None
@@ -150,11 +172,13 @@ class LookaheadDecoder:
 
     def prefill(self) -> StepRecord:
         """Step 0: run the prompt, commit the first token, start the proposer from the prompt."""
-        self.cache, token, seconds = prefill(self.model, self.prompt_ids)
+        self.cache, result = prefill(self.model, self.prompt_ids)
+        token = next_token(result, self.sampling, self.generator)
         committed, self.stop = commit([token], self.max_new_tokens, self.eos_ids)
         self.sequence = self.prompt_ids + committed
         self.proposer = JacobiProposer(self.config, self.sequence, self.prompt_ids, self.seed)
-        return prefill_record(Method.LOOKAHEAD, self.prompt_ids, committed, self.stop, seconds)
+        source = plain_source(self.sampling)
+        return prefill_record(Method.LOOKAHEAD, self.prompt_ids, committed, self.stop, result.seconds, source)
 
     def step(self) -> StepRecord:
         """One forward pass: propose, plan, lay out, forward, verify, commit, observe, record."""
@@ -164,11 +188,12 @@ class LookaheadDecoder:
         proposal = self.proposer.propose(StepContext(self.sequence, self.step_index))
         plan = self.planner.plan(proposal)
         fed = lay_out(self.sequence[-1], proposal, plan)
-        argmax, seconds = forward_tree(self.model, self.cache, fed.tokens, fed.layout)
-        verification = verify(fed.candidates, argmax)
+        result = forward_tree(self.model, self.cache, fed.tokens, fed.layout)
+        verification = self.verify(fed, result)
         committed = self.commit(
             verification.block, fed.candidates[verification.winner] if verification.accepted else None
         )
+        argmax = result.argmax
         window_argmax = [argmax[0], *(argmax[r] for r in fed.window_rows)] if plan.feed_window else []
         outcome = Outcome(self.sequence, self.step_index, plan.feed_window, window_argmax, verification)
         report = self.proposer.observe(outcome)
@@ -180,9 +205,9 @@ class LookaheadDecoder:
             position,
             fed.layout.size,
             committed,
-            commit_sources(len(committed), verification.accepted),
+            commit_sources(len(committed), verification),
             self.stop,
-            seconds,
+            result.seconds,
             time.perf_counter() - start,
             input_rows(fed, position),
             plan.record,
@@ -190,6 +215,12 @@ class LookaheadDecoder:
             report.pool,
             verification,
         )
+
+    def verify(self, fed: StepInput, result: Pass):
+        """Greedy verification on the argmax, or the sampling rule on the logits, with the run's generator."""
+        if self.sampling.is_greedy:
+            return verify(fed.candidates, result.argmax)
+        return verify_sampled(fed.candidates, result.logits, self.sampling, self.generator)
 
     def commit(self, block: list[int], winner: Candidate | None) -> list[int]:
         """Commit what the rules allow of `block`; keep in the cache only c and the winner's accepted rows."""
@@ -214,12 +245,14 @@ def lookahead_steps(
     eos_ids: frozenset[int],
     seed: int = 0,
     planner: StepPlanner | None = None,
+    sampling: SamplingConfig = GREEDY,
 ) -> Iterator[StepRecord]:
-    """Lookahead decoding (Jacobi window + n-gram pool + greedy verification); output equals greedy.
+    """Lookahead decoding (Jacobi window + n-gram pool + verification): greedy output equals greedy
+    decoding's; sampled output has the distribution of ordinary sampling with the same settings.
 
     `planner` picks each step's input (default: the paper's full window and G guesses).
     """
-    decoder = LookaheadDecoder(model, prompt_ids, config, max_new_tokens, eos_ids, seed, planner)
+    decoder = LookaheadDecoder(model, prompt_ids, config, max_new_tokens, eos_ids, seed, planner, sampling)
     yield decoder.prefill()
     while decoder.stop is None:
         yield decoder.step()

@@ -12,6 +12,7 @@ on a CPU that product costs a fraction of the batched linear for a few rows.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from functools import lru_cache
 
 import torch
@@ -46,52 +47,60 @@ def plain_head(model) -> nn.Linear | None:
     return None
 
 
+@dataclass
+class Pass:
+    """One forward pass's output: each fed row's argmax (read back, so the work is done), its logits
+    (rows x vocab, on the model's device), and the wall time."""
+
+    argmax: list[int]
+    logits: torch.Tensor
+    seconds: float
+
+
 @torch.inference_mode()
-def argmax_rows(model, last_only: bool = False, **inputs) -> torch.Tensor:
-    """The argmax token of each fed row (or of the last one): one forward pass of the model."""
+def run_rows(model, last_only: bool = False, **inputs) -> tuple[list[int], torch.Tensor]:
+    """The argmax and logits of each fed row (or of the last one): one forward pass of the model."""
     head = plain_head(model)
     if head is None:
         logits = model(**inputs, logits_to_keep=1 if last_only else 0).logits[0]
-        return logits.argmax(dim=-1)
+        return logits.argmax(dim=-1).tolist(), logits
     hidden = model.base_model(**inputs).last_hidden_state[0]
     hidden = (hidden[-1:] if last_only else hidden).to(head.weight.device)
     scores = head.weight @ hidden.T  # (vocab, rows): the matrix-vector shape CPU kernels run fastest
     if head.bias is not None:
         scores += head.bias[:, None]
-    return scores.argmax(dim=0)
+    return scores.argmax(dim=0).tolist(), scores.T
 
 
-def prefill(model, prompt_ids: list[int]) -> tuple[DynamicCache, int, float]:
-    """Run the prompt through the model; return the cache, the first new token and the wall time."""
+def timed(model, last_only: bool = False, **inputs) -> Pass:
     device = model.device
+    synchronize(device)
+    start = time.perf_counter()
+    argmax, logits = run_rows(model, last_only, **inputs)
+    return Pass(argmax, logits, time.perf_counter() - start)
+
+
+def prefill(model, prompt_ids: list[int]) -> tuple[DynamicCache, Pass]:
+    """Run the prompt through the model; return the cache and the last row's pass (the first new token)."""
     cache = DynamicCache(config=model.config)
-    input_ids = torch.tensor([prompt_ids], device=device)
-    synchronize(device)
-    start = time.perf_counter()
-    token = int(argmax_rows(model, last_only=True, input_ids=input_ids, past_key_values=cache, use_cache=True)[-1])
-    return cache, token, time.perf_counter() - start
+    input_ids = torch.tensor([prompt_ids], device=model.device)
+    return cache, timed(model, last_only=True, input_ids=input_ids, past_key_values=cache, use_cache=True)
 
 
-def decode_one_token(model, cache: DynamicCache, token: int) -> tuple[int, float]:
-    """Plain autoregressive step: feed one token, return the argmax of its logits and the wall time."""
-    device = model.device
-    input_ids = torch.tensor([[token]], device=device)
-    synchronize(device)
-    start = time.perf_counter()
-    next_token = int(argmax_rows(model, input_ids=input_ids, past_key_values=cache, use_cache=True)[-1])
-    return next_token, time.perf_counter() - start
+def decode_one_token(model, cache: DynamicCache, token: int) -> Pass:
+    """Plain autoregressive step: feed one token; the pass holds its argmax and logits."""
+    input_ids = torch.tensor([[token]], device=model.device)
+    return timed(model, input_ids=input_ids, past_key_values=cache, use_cache=True)
 
 
-def forward_tree(model, cache: DynamicCache, input_ids: list[int], layout: StepLayout) -> tuple[list[int], float]:
-    """Feed a token tree after the cached prefix; return each row's argmax token and the wall time."""
+def forward_tree(model, cache: DynamicCache, input_ids: list[int], layout: StepLayout) -> Pass:
+    """Feed a token tree after the cached prefix; the pass holds each row's argmax and logits."""
     device, dtype = model.device, model.dtype
     past = cache.get_seq_length()
     q = layout.size
     mask = torch.cat([torch.zeros(q, past, dtype=dtype, device=device), tree_mask(layout, dtype, device)], dim=1)
     position_ids = torch.tensor([layout.depths], device=device) + past
-    synchronize(device)
-    start = time.perf_counter()
-    argmax = argmax_rows(
+    return timed(
         model,
         input_ids=torch.tensor([input_ids], device=device),
         attention_mask=mask[None, None],
@@ -99,8 +108,7 @@ def forward_tree(model, cache: DynamicCache, input_ids: list[int], layout: StepL
         cache_position=torch.arange(past, past + q, device=device),
         past_key_values=cache,
         use_cache=True,
-    ).tolist()
-    return argmax, time.perf_counter() - start
+    )
 
 
 @torch.inference_mode()

@@ -43,7 +43,8 @@ class TokenSource(enum.StrEnum):
 
     GUARANTEED = "guaranteed"  # argmax of the current token's row: what greedy decoding emits
     ACCEPTED = "accepted"  # a candidate's token that verification accepted
-    BONUS = "bonus"  # the prediction after the last accepted token
+    BONUS = "bonus"  # the prediction after the last accepted token (sampled: a draw from that row's P)
+    SAMPLED = "sampled"  # sampling: drawn from P, or from what remained of it after every candidate was rejected
 
 
 class StopReason(enum.StrEnum):
@@ -193,8 +194,9 @@ class CandidateRecord:
     """One candidate token path and how verification judged it.
 
     `rows` are its rows in the step's input, `expected[k]` the model's prediction for the
-    position of token k (the guaranteed token for k = 0, else the argmax of token k-1's row),
-    `matched` how many leading tokens agreed with it. `lane` is its guess number, or the window
+    position of token k (the guaranteed token for k = 0, else the argmax of token k-1's row;
+    sampling: the token committed there, up to its first mismatch only), `matched` how many
+    leading tokens agreed with it. `lane` is its guess number, or the window
     column its trajectory ends atop.
     """
 
@@ -209,11 +211,41 @@ class CandidateRecord:
 
 
 @dataclass
-class VerificationRecord:
-    """The outcome of greedy verification: the candidates, the winner, the block it gives.
+class Draw:
+    """Sampling: one candidate token tried at a position, accepted when `uniform` < `probability`.
 
-    `block` is the guaranteed token followed by the winner's accepted tokens' predictions: m
-    accepted tokens give m + 1, the last being the bonus token (None when nothing matched).
+    `probability` is P(token) renormalised after the rejections before it at this position.
+    """
+
+    token: int
+    probability: float
+    uniform: float
+    accepted: bool
+
+
+@dataclass
+class SampledPosition:
+    """Sampling: one position of the verified block (offset 0 follows c), decided from row `row`'s P.
+
+    The distinct candidate tokens offered there were tried in turn (`draws`); when all were
+    rejected, or none was offered, `token` was drawn from what remained of P (`drawn` is True).
+    """
+
+    offset: int
+    row: int
+    draws: list[Draw]
+    token: int
+    drawn: bool
+
+
+@dataclass
+class VerificationRecord:
+    """The outcome of verification: the candidates, the winner, the block it gives.
+
+    Greedy: `block` is the guaranteed token followed by the winner's accepted tokens'
+    predictions: m accepted tokens give m + 1, the last being the bonus token (None when nothing
+    matched). Sampling: `guaranteed` is the first committed token (accepted or drawn), `positions`
+    holds every draw, and `block` the accepted tokens plus the final draw.
     """
 
     guaranteed: int
@@ -222,6 +254,7 @@ class VerificationRecord:
     accepted: int
     bonus: int | None
     block: list[int]
+    positions: list[SampledPosition] = field(default_factory=list)
 
 
 @dataclass
@@ -314,6 +347,16 @@ class Machine:
 
 
 @dataclass
+class SamplingRecord:
+    """Sampled decoding's settings: P is the logits warped by temperature, top-k (0 = off), top-p (1 = off)."""
+
+    temperature: float
+    top_k: int
+    top_p: float
+    seed: int
+
+
+@dataclass
 class TraceMeta:
     method: Method
     settings: Settings | None  # None for greedy
@@ -323,6 +366,7 @@ class TraceMeta:
     eos_ids: list[int]
     machine: Machine
     recorded_at: str
+    sampling: SamplingRecord | None = None  # None: greedy decoding
 
 
 @dataclass
@@ -396,7 +440,7 @@ class RaceLane:
 class RaceRecord:
     greedy: RaceLane
     lookahead: RaceLane
-    exact: bool
+    exact: bool | None  # None when sampled: the two runs draw differently
     speedup: float  # greedy's total seconds over lookahead's
     step_cost_ratio: float  # a lookahead step's mean seconds over a greedy step's
     settings: Settings
@@ -404,6 +448,7 @@ class RaceRecord:
     machine: Machine
     max_new_tokens: int
     ran_at: str
+    sampling: SamplingRecord | None = None
     schema_version: int = SCHEMA_VERSION
 
 

@@ -19,6 +19,7 @@ from .decoding import check_request, greedy_steps, lookahead_steps
 from .models import LoadedModel
 from .planning import StepPlanner
 from .records import Machine, Method, Run, Settings, StepRecord, Summary, Trace, TraceMeta
+from .sampling import GREEDY, SamplingConfig
 from .tuning import AutoSettings
 
 
@@ -37,17 +38,19 @@ def decode_steps(
     config: LookaheadConfig,
     max_new_tokens: int,
     planner: StepPlanner | None = None,
+    sampling: SamplingConfig = GREEDY,
 ) -> Iterator[StepRecord]:
-    """Validate the request, then yield the records of `method`.
+    """Validate the request, then yield the records of `method` (greedy: plain autoregressive decoding).
 
     `planner` (lookahead only) picks what each step feeds; None is the paper's full plan.
+    `sampling` with a temperature above 0 makes both methods sample, from its seeded generator.
     """
     method = Method(method)
     reach = lookahead_reach(config) if method == Method.LOOKAHEAD else 0
     check_request(prompt_ids, max_new_tokens, lm.context_length, reach)
     if method == Method.GREEDY:
-        return greedy_steps(lm.model, prompt_ids, max_new_tokens, lm.eos_ids)
-    return lookahead_steps(lm.model, prompt_ids, config, max_new_tokens, lm.eos_ids, planner=planner)
+        return greedy_steps(lm.model, prompt_ids, max_new_tokens, lm.eos_ids, sampling)
+    return lookahead_steps(lm.model, prompt_ids, config, max_new_tokens, lm.eos_ids, planner=planner, sampling=sampling)
 
 
 def summarize(steps: list[StepRecord], text: str = "") -> Summary:
@@ -98,6 +101,7 @@ def record_trace(
     prompt_text: str | None = None,
     on_step: Callable[[StepRecord], None] | None = None,
     auto: AutoSettings | None = None,
+    sampling: SamplingConfig = GREEDY,
 ) -> Trace:
     """Decode once and keep every step record; `on_step` sees each record as it is produced.
 
@@ -109,7 +113,7 @@ def record_trace(
     planner = auto.make_planner() if auto is not None else None
     steps = []
     started = time.time()
-    for record in decode_steps(lm, prompt_ids, method, config, max_new_tokens, planner):
+    for record in decode_steps(lm, prompt_ids, method, config, max_new_tokens, planner, sampling):
         steps.append(record)
         if on_step is not None:
             on_step(record)
@@ -125,6 +129,7 @@ def record_trace(
         sorted(lm.eos_ids),
         machine_facts(lm),
         time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(started)),
+        sampling.record(),
     )
     return Trace(meta, steps, vocab_for(lm.tokenizer, ids), summary)
 
@@ -136,8 +141,14 @@ def record_run(
     max_new_tokens: int,
     prompt_text: str | None = None,
     auto: AutoSettings | None = None,
+    sampling: SamplingConfig = GREEDY,
 ) -> Run:
-    """Both traces for one prompt, lookahead then greedy: what a replay of the comparison needs."""
-    lookahead = record_trace(lm, prompt_ids, Method.LOOKAHEAD, config, max_new_tokens, prompt_text, auto=auto)
-    greedy = record_trace(lm, prompt_ids, Method.GREEDY, config, max_new_tokens, prompt_text)
+    """Both traces for one prompt, lookahead then plain decoding: what a replay of the comparison needs.
+
+    Sampled, both use the same settings and seed; their outputs differ draw by draw, not in distribution.
+    """
+    lookahead = record_trace(
+        lm, prompt_ids, Method.LOOKAHEAD, config, max_new_tokens, prompt_text, auto=auto, sampling=sampling
+    )
+    greedy = record_trace(lm, prompt_ids, Method.GREEDY, config, max_new_tokens, prompt_text, sampling=sampling)
     return Run(lookahead, greedy)

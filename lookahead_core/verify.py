@@ -1,10 +1,11 @@
 """Verification and the commit rules: the one place that decides which guessed tokens are kept.
 
-Every proposer's candidates go through `verify`, and the step record holds its outcome, so the
-panels show this rule's decisions instead of re-deriving them. Greedy: a candidate's token k is
-accepted while it equals the model's prediction for its position (the guaranteed token for
-k = 0, the argmax of token k-1's row after that). The longest match wins, the first on ties;
-m accepted tokens give a block of m + 1, the last being the bonus token.
+Every proposer's candidates go through `verify` (greedy) or `verify_sampled`, and the step
+record holds the outcome, so the panels show this rule's decisions instead of re-deriving them.
+Greedy: a candidate's token k is accepted while it equals the model's prediction for its
+position (the guaranteed token for k = 0, the argmax of token k-1's row after that). The
+longest match wins, the first on ties; m accepted tokens give a block of m + 1, the last being
+the bonus token. Sampling (the paper's Algorithm 4): see `verify_sampled`.
 """
 
 from __future__ import annotations
@@ -12,7 +13,20 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from .records import CandidateRecord, Reason, Source, StopReason, TokenSource, Verdict, VerificationRecord
+import torch
+
+from .records import (
+    CandidateRecord,
+    Draw,
+    Reason,
+    SampledPosition,
+    Source,
+    StopReason,
+    TokenSource,
+    Verdict,
+    VerificationRecord,
+)
+from .sampling import SamplingConfig, draw, probabilities, uniform
 
 
 class Path(Protocol):
@@ -56,6 +70,82 @@ def verify(candidates: Sequence[Path], argmax: Sequence[int]) -> VerificationRec
     return VerificationRecord(guaranteed, outcomes, winner, best, block[-1] if best else None, block)
 
 
+def offered_tokens(candidates: Sequence[Path], alive: list[int], offset: int) -> list[int]:
+    """The distinct tokens the alive candidates offer at `offset`, in candidate order."""
+    tokens = [candidates[i].tokens[offset] for i in alive if len(candidates[i].tokens) > offset]
+    return list(dict.fromkeys(tokens))
+
+
+def try_in_turn(probs: torch.Tensor, offered: list[int], generator: torch.Generator) -> tuple[list[Draw], int | None]:
+    """Try each offered token s: accept with probability P(s); on a rejection set P(s) = 0 and renormalise.
+
+    A deterministic guess is a proposal q = point mass at s, so accepting with min(1, P(s)/q(s)) =
+    P(s) and moving to norm(max(0, P - q)) = P without s is speculative sampling, round by round:
+    the committed token has exactly the distribution P. `probs` is changed in place.
+    """
+    draws = []
+    for token in offered:
+        total = float(probs.sum())
+        chance = float(probs[token]) / total
+        u = uniform(generator, probs.device)
+        accepted = u < chance or chance >= total  # nothing would remain after a rejection
+        draws.append(Draw(token, chance, u, accepted))
+        if accepted:
+            return draws, token
+        probs[token] = 0.0
+    return draws, None
+
+
+def verify_sampled(
+    candidates: Sequence[Path], logits: torch.Tensor, sampling: SamplingConfig, generator: torch.Generator
+) -> VerificationRecord:
+    """Sampled verification of `candidates` against one pass's `logits` (rows x vocab, row 0 being c).
+
+    Position by position, from P of the row before it (c's for offset 0, then the row of the
+    accepted token in the first candidate still agreeing): try the offered tokens in turn; on an
+    acceptance the agreeing candidates carry on; when all are rejected the token is drawn from
+    what remains of P and guesses stop; when a candidate was accepted to its end, the bonus token
+    is drawn from P of its last row.
+    """
+    alive, block, positions, row = list(range(len(candidates))), [], [], 0
+    while True:
+        offset = len(block)
+        probs = probabilities(logits[row : row + 1], sampling)[0]
+        offered = offered_tokens(candidates, alive, offset)
+        draws, token = try_in_turn(probs, offered, generator)
+        drawn = token is None
+        token = draw(probs, generator) if drawn else token
+        positions.append(SampledPosition(offset, row, draws, token, drawn))
+        block.append(token)
+        if drawn:
+            break
+        alive = [i for i in alive if len(candidates[i].tokens) > offset and candidates[i].tokens[offset] == token]
+        row = candidates[alive[0]].rows[offset]
+    accepted = len(block) - 1
+    bonus = block[-1] if accepted and not positions[-1].draws else None
+    return outcome_record(candidates, block, accepted, bonus, positions)
+
+
+def outcome_record(candidates, block, accepted, bonus, positions) -> VerificationRecord:
+    """Each candidate's agreement with the committed block, its verdict, and the winner (first longest)."""
+    matched = [matched_length(c.tokens, block[: len(c.tokens)] + [-1] * len(c.tokens)) for c in candidates]
+    winner = matched.index(accepted) if accepted else None
+    outcomes = [
+        CandidateRecord(
+            c.source,
+            c.reason,
+            c.lane,
+            list(c.tokens),
+            list(c.rows),
+            block[: min(m + 1, len(c.tokens))],
+            m,
+            verdict(i, m, winner, accepted),
+        )
+        for i, (c, m) in enumerate(zip(candidates, matched, strict=True))
+    ]
+    return VerificationRecord(block[0], outcomes, winner, accepted, bonus, block, positions)
+
+
 def commit(block: list[int], remaining: int, eos_ids: frozenset[int]) -> tuple[list[int], StopReason | None]:
     """The tokens of `block` that may be committed, and why decoding stops after them (or None).
 
@@ -69,8 +159,16 @@ def commit(block: list[int], remaining: int, eos_ids: frozenset[int]) -> tuple[l
     return committed, (StopReason.MAX_NEW_TOKENS if len(committed) == remaining else None)
 
 
-def commit_sources(length: int, accepted: int) -> list[TokenSource]:
-    """How each committed token was produced: the guaranteed next token, accepted tokens, the bonus."""
+def commit_sources(length: int, verification: VerificationRecord) -> list[TokenSource]:
+    """How each committed token was produced.
+
+    Greedy: the guaranteed next token, accepted tokens, the bonus. Sampling: the accepted
+    candidate tokens, then the bonus (a candidate accepted to its end) or a token drawn from P.
+    """
+    accepted = verification.accepted
+    if verification.positions:
+        last = TokenSource.BONUS if verification.bonus is not None else TokenSource.SAMPLED
+        return ([TokenSource.ACCEPTED] * accepted + [last])[:length]
     if accepted == 0:
         return [TokenSource.GUARANTEED][:length]
     middle = [TokenSource.ACCEPTED] * (accepted - 1)

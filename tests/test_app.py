@@ -14,6 +14,7 @@ from gradio_client import Client
 from gradio_client.exceptions import AppError
 from gradio_client.utils import Status
 
+from lookahead_core.config import SettingsError
 from lookahead_core.records import Run
 from tests.serving import running_app
 from visuals import library, replay
@@ -21,6 +22,7 @@ from visuals import library, replay
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore:.*(copy keyword|no_silent_downcasting)")
 
 PRESETS = library.load_presets()
+NO_SAMPLING = (False, 0.8, 0, 0.95, 0)  # the sampling switch off, the controls at their defaults
 PANELS = slice(3, 3 + len(replay.PANELS))  # outputs: step, summary, chart, the panels, timer (states are not sent)
 
 
@@ -107,9 +109,9 @@ def test_bad_input_gets_a_message_and_the_server_stays_up(client, prompt, settin
     before = client.predict(3, api_name="/scrub")
     if "value" in message:  # out of a slider's range: Gradio refuses it before the app sees it
         with pytest.raises(AppError, match=message):
-            client.predict(prompt, False, *settings, False, api_name="/run")
+            client.predict(prompt, False, *settings, False, *NO_SAMPLING, api_name="/run")
     else:
-        result = client.predict(prompt, False, *settings, False, api_name="/run")
+        result = client.predict(prompt, False, *settings, False, *NO_SAMPLING, api_name="/run")
         assert escape(message) in result[-1] and "Not run" in result[-1]
         assert all(panel["__type__"] == "update" and "value" not in panel["props"] for panel in result[PANELS])
     after = client.predict(3, api_name="/scrub")
@@ -118,7 +120,7 @@ def test_bad_input_gets_a_message_and_the_server_stays_up(client, prompt, settin
 
 def test_a_real_run_on_the_default_model(client):
     started = time.perf_counter()
-    result = client.predict("def add(a, b):\n", False, 4, 3, 4, 16, False, api_name="/run")
+    result = client.predict("def add(a, b):\n", False, 4, 3, 4, 16, False, *NO_SAMPLING, api_name="/run")
     seconds = time.perf_counter() - started
     summary, model_info = result[1], result[-2]
     assert "<b>16</b><span>new tokens" in summary
@@ -148,7 +150,9 @@ def test_a_replay_step_round_trip_is_fast(client):
 def test_replay_does_not_wait_behind_model_work(url):
     runner, viewer = Client(url, verbose=False), Client(url, verbose=False)
     viewer.predict("pencils", api_name="/preset")
-    job = runner.submit("Once upon a time, in a small village by the sea,", False, 5, 4, 5, 8, False, api_name="/run")
+    job = runner.submit(
+        "Once upon a time, in a small village by the sea,", False, 5, 4, 5, 8, False, *NO_SAMPLING, api_name="/run"
+    )
     deadline = time.monotonic() + 30
     while job.status().code != Status.PROCESSING and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -173,7 +177,7 @@ def steep_costs(monkeypatch):
 
 
 def test_an_auto_run_records_and_replays_each_steps_plan(client, steep_costs):
-    result = client.predict("def add(a, b):\n", False, 4, 3, 4, 16, True, api_name="/run")
+    result = client.predict("def add(a, b):\n", False, 4, 3, 4, 16, True, *NO_SAMPLING, api_name="/run")
     summary = result[1]
     assert "W=4 N=8 G=4" in summary and "cost-aware plan" in summary
     captions = [client.predict(index, api_name="/scrub")[PANELS][0] for index in range(1, result[0]["maximum"] + 1)]
@@ -183,7 +187,7 @@ def test_an_auto_run_records_and_replays_each_steps_plan(client, steep_costs):
 
 def test_a_race_times_greedy_and_lookahead_and_says_why(client, steep_costs):
     summary, race_plot, cost_plot = client.predict(
-        "def add(a, b):\n", False, 4, 3, 4, 12, "auto: measured for this hardware", api_name="/race"
+        "def add(a, b):\n", False, 4, 3, 4, 12, "auto: measured for this hardware", *NO_SAMPLING, api_name="/race"
     )
     assert "speedup over greedy" in summary and "✓ identical" in summary
     assert "auto, planned per step" in summary and "costs 4.15x a 1-token step" in summary
@@ -191,12 +195,32 @@ def test_a_race_times_greedy_and_lookahead_and_says_why(client, steep_costs):
     assert ("finished" in summary) or ("No speedup here" in summary)
     assert "Tokens against wall-clock time" in str(race_plot) and "greedy: " in str(race_plot)
     assert "Time of one step" in str(cost_plot)
-    _, _, cost_plot = client.predict("def add(a, b):\n", False, 3, 4, 2, 8, "the sliders' W, N, G", api_name="/race")
+    _, _, cost_plot = client.predict(
+        "def add(a, b):\n", False, 3, 4, 2, 8, "the sliders' W, N, G", *NO_SAMPLING, api_name="/race"
+    )
     assert "this race:" in str(cost_plot)
 
 
 def test_a_bad_race_request_gets_a_message(client, steep_costs):
-    summary, *_ = client.predict("   ", False, 4, 3, 4, 12, "the sliders' W, N, G", api_name="/race")
+    summary, *_ = client.predict("   ", False, 4, 3, 4, 12, "the sliders' W, N, G", *NO_SAMPLING, api_name="/race")
     assert "Not raced" in summary and "The prompt is empty" in summary
-    summary, *_ = client.predict("Hi", False, 32, 10, 32, 12, "the sliders' W, N, G", api_name="/race")
+    summary, *_ = client.predict("Hi", False, 32, 10, 32, 12, "the sliders' W, N, G", *NO_SAMPLING, api_name="/race")
     assert "Not raced" in summary and "over the budget of 512" in summary
+
+
+def test_a_sampled_run_shows_each_draw(client):
+    result = client.predict("Tell me a story.", True, 4, 3, 4, 12, False, True, 0.9, 0, 0.95, 3, api_name="/run")
+    assert "plain sampling" in result[1] and "T=0.9" in result[1]
+    captions = [client.predict(index, api_name="/scrub")[PANELS] for index in range(1, result[0]["maximum"] + 1)]
+    assert all("So this one forward pass committed" in panels[0] for panels in captions)
+    assert any("Sampling, position by position" in panels[3] for panels in captions)
+
+
+def test_sampling_settings_are_checked_before_any_model_work():
+    import app
+
+    assert app.sampling_of(False, 5.0, -3, 2.0, -1).is_greedy  # the switch off: the sliders are not read
+    with pytest.raises(replay.InputError, match="Seed must be a whole number"):
+        app.sampling_of(True, 0.9, 0, 0.95, 2.5)
+    with pytest.raises(SettingsError, match="out of range"):
+        app.sampling_of(True, 0.9, 0, 0.0, 1)

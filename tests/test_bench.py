@@ -20,7 +20,17 @@ from lookahead_core.tuning import choose_settings
 
 from .conftest import TINY_VOCAB, cost_table, tiny_model
 
-SUMMARY_KEYS = {"prompts", "tokens", "steps", "tokens_per_step", "seconds", "tokens_per_second", "speedup", "exact"}
+SUMMARY_KEYS = {
+    "prompts",
+    "tokens",
+    "steps",
+    "tokens_per_step",
+    "seconds",
+    "tokens_per_second",
+    "speedup",
+    "exact",
+    "acceptance",
+}
 
 
 def char_tokenizer() -> PreTrainedTokenizerFast:
@@ -69,6 +79,29 @@ def test_bench_runs_every_method_end_to_end(tiny_folder, tmp_path, capsys):
     page = html.read_text()
     assert page.startswith("<!doctype html>") and "Plotly.newPlot" in page and "src=" not in page.split("<body>")[0]
     assert "lookahead" in capsys.readouterr().out
+
+
+def test_a_sampled_bench_says_so_counts_acceptance_and_compares_no_outputs(tiny_folder, tmp_path, capsys):
+    report = bench(tiny_folder, tmp_path, "--methods", "lookahead,hf-greedy", "--temperature", "0.8", "--seed", "5")
+    assert report["settings"]["sampling"] == {"temperature": 0.8, "top_k": 0, "top_p": 1.0, "seed": 5}
+    assert all(row["exact"] is None for row in report["summary"].values())
+    assert (
+        0 <= report["summary"]["lookahead"]["acceptance"] <= 1 and report["summary"]["hf-greedy"]["acceptance"] is None
+    )
+    out = capsys.readouterr().out
+    assert "SAMPLED at T=0.8" in out and "accepted" in out and "exact" not in out.splitlines()[1]
+
+
+def test_sampled_generate_seeds_prompt_k_with_s_plus_k(tiny_folder, capsys):
+    prompts = ["--prompts-file", str(tiny_folder / "prompts.jsonl"), "--temperature", "1.0", "--seed", "7"]
+    rows = generated(capsys, tiny_folder, *prompts, "--window", "3", "--ngram", "4", "--guesses", "3")
+    assert [row["seed"] for row in rows] == [7, 8, 9]
+    again = generated(capsys, tiny_folder, *prompts, "--window", "3", "--ngram", "4", "--guesses", "3")
+    assert [row["new_token_ids"] for row in rows] == [row["new_token_ids"] for row in again]
+    text = json.loads((tiny_folder / "prompts.jsonl").read_text().splitlines()[0])["prompt"]
+    alone = generated(capsys, tiny_folder, "--prompt", text, "--temperature", "1.0", "--seed", "7", "--window", "3")
+    file_first = generated(capsys, tiny_folder, *prompts, "--window", "3")
+    assert file_first[0]["new_token_ids"] == alone[0]["new_token_ids"]
 
 
 def test_auto_picks_a_smaller_window_when_wide_steps_are_expensive():
@@ -124,6 +157,10 @@ def test_generate_prints_one_json_line_per_prompt_and_lookahead_equals_greedy(ti
         "text",
         "steps",
         "seconds",
+        "temperature",
+        "top_k",
+        "top_p",
+        "seed",
     }
     assert all(set(row) == keys for row in lookahead + greedy)
     assert [row["id"] for row in lookahead] == ["loop", "list", "unused"]

@@ -155,7 +155,14 @@ def test_each_preset_is_valid_and_its_example_matches_it(item):
     assert meta.max_new_tokens == item["max_new_tokens"]
     assert meta.machine.model == "SmolLM2-135M-Instruct"
     assert example.greedy.meta.settings is None
-    assert example.lookahead.summary.new_token_ids == example.greedy.summary.new_token_ids
+    sampling = item.get("sampling")
+    assert to_data(meta.sampling) == sampling and to_data(example.greedy.meta.sampling) == sampling
+    if sampling is None:  # greedy: the same text; sampled: the same distribution, not the same draws
+        assert example.lookahead.summary.new_token_ids == example.greedy.summary.new_token_ids
+
+
+def test_one_preset_is_sampled():
+    assert any("sampling" in item for item in PRESETS)
 
 
 def test_the_low_gain_preset_gains_little():

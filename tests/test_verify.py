@@ -13,7 +13,18 @@ from lookahead_core.decoding import lay_out
 from lookahead_core.planning import Plan
 from lookahead_core.pool import Guess
 from lookahead_core.proposers import Candidate, Proposal, guess_branch, window_branch
-from lookahead_core.records import PlanReason, PlanRecord, Reason, Source, StopReason, TokenSource, Verdict
+from lookahead_core.records import (
+    Draw,
+    PlanReason,
+    PlanRecord,
+    Reason,
+    SampledPosition,
+    Source,
+    StopReason,
+    TokenSource,
+    Verdict,
+    VerificationRecord,
+)
 from lookahead_core.verify import commit, commit_sources, verify
 from lookahead_core.window import JacobiWindow
 
@@ -87,15 +98,29 @@ def test_a_window_trajectory_is_verified_like_a_guess():
     assert result.winner == 3 and result.block == [11, 12, 0, 30] and result.bonus == 30
 
 
+def greedy_outcome(accepted: int) -> VerificationRecord:
+    block = list(range(accepted + 1))
+    return VerificationRecord(0, [], 0 if accepted else None, accepted, block[-1] if accepted else None, block)
+
+
 def test_commit_sources_name_the_guaranteed_accepted_and_bonus_tokens():
-    assert commit_sources(4, 3) == [
+    assert commit_sources(4, greedy_outcome(3)) == [
         TokenSource.GUARANTEED,
         TokenSource.ACCEPTED,
         TokenSource.ACCEPTED,
         TokenSource.BONUS,
     ]
-    assert commit_sources(1, 0) == [TokenSource.GUARANTEED]
-    assert commit_sources(2, 3) == [TokenSource.GUARANTEED, TokenSource.ACCEPTED]  # a block cut by the rules
+    assert commit_sources(1, greedy_outcome(0)) == [TokenSource.GUARANTEED]
+    cut = commit_sources(2, greedy_outcome(3))  # a block cut by the rules
+    assert cut == [TokenSource.GUARANTEED, TokenSource.ACCEPTED]
+
+
+def test_sampled_commit_sources_name_accepted_then_bonus_or_drawn_tokens():
+    drawn = SampledPosition(1, 3, [Draw(9, 0.4, 0.7, False)], 5, True)
+    sampled = VerificationRecord(4, [], 0, 1, None, [4, 5], [SampledPosition(0, 0, [], 4, False), drawn])
+    assert commit_sources(2, sampled) == [TokenSource.ACCEPTED, TokenSource.SAMPLED]
+    bonus = VerificationRecord(4, [], 0, 1, 5, [4, 5], [SampledPosition(0, 0, [], 4, False)] * 2)
+    assert commit_sources(2, bonus) == [TokenSource.ACCEPTED, TokenSource.BONUS]
 
 
 @pytest.mark.parametrize(

@@ -69,6 +69,12 @@ def example(preset_id: str) -> Run:
     return library.load_run(library.example_path(library.preset(PRESETS, preset_id)))
 
 
+def greedy_only(run: Run) -> None:
+    """Checks of greedy wording (guaranteed token, the model's predictions); sampled runs have their own test."""
+    if run.lookahead.meta.sampling is not None:
+        pytest.skip("a sampled run: see test_a_sampled_run_shows_every_draw")
+
+
 @pytest.fixture(scope="module", params=[p["id"] for p in PRESETS])
 def run(request) -> Run:
     return example(request.param)
@@ -327,6 +333,7 @@ def check_verification(record: StepRecord, vocab: dict) -> None:
 
 
 def test_verification_marks_accepted_mismatch_and_the_winner(run):
+    greedy_only(run)
     trace = run.lookahead
     for _, record in decode_steps(run):
         check_verification(record, trace.vocab)
@@ -351,6 +358,7 @@ def test_verification_shows_each_recorded_verdict():
 
 
 def test_trajectory_tooltips_name_the_predictions_from_the_window(run):
+    greedy_only(run)
     """Trajectory token k sits at the cell its input row names and is checked against the recorded prediction."""
     trace = run.lookahead
     for _, record in decode_steps(run):
@@ -481,6 +489,7 @@ def check_caption(trace: Trace, index: int) -> None:
 
 
 def test_caption_says_what_the_step_committed(run):
+    greedy_only(run)
     trace = run.lookahead
     assert "Prefill" in caption.caption_html(trace, 0)
     for index, _ in decode_steps(run):
@@ -706,6 +715,7 @@ def test_a_run_of_one_token_is_only_the_prefill(run):
 
 
 def test_progress_counts_passes_against_greedy(run):
+    greedy_only(run)
     ours = run.lookahead
     for index in (0, replay.last_step(run)):
         p = progress.progress_at(run, index)
@@ -795,7 +805,7 @@ def widest_step_run(run: Run) -> Run:
         last.position,
         fed.layout.size,
         verified.block,
-        commit_sources(len(verified.block), verified.accepted),
+        commit_sources(len(verified.block), verified),
         None,
         0.01,
         0.01,
@@ -851,3 +861,22 @@ def timed(action) -> float:
     started = time.perf_counter()
     action()
     return time.perf_counter() - started
+
+
+def test_a_sampled_run_shows_every_draw():
+    item = next(p for p in PRESETS if "sampling" in p)
+    run = library.load_run(library.example_path(item))
+    trace = run.lookahead
+    for index, record in enumerate(trace.steps[1:], start=1):
+        html = verification.verification_html(record, trace.vocab)
+        draws = [d for p in record.verification.positions for d in p.draws]
+        assert html.count('class="ll-pbar"') == len(draws)
+        for d in draws:
+            assert f"P = {d.probability:.3f}" in unescape(html) and f"draw was {d.uniform:.3f}" in unescape(html)
+        text = caption.step_caption(trace, index)
+        assert f"committed {len(record.committed)} token" in text
+        assert all(f"probability {d.probability:.2f}" in unescape(text) for d in draws)
+        assert "identical to greedy" not in progress.progress_html(run, index)
+    assert any(d.accepted for r in trace.steps[1:] for p in r.verification.positions for d in p.draws)
+    assert any(not d.accepted for r in trace.steps[1:] for p in r.verification.positions for d in p.draws)
+    assert "plain sampling" in summary.summary_html(run)

@@ -101,6 +101,36 @@ def commit_clause(record: StepRecord, vocab: dict) -> str:
     return f"this one forward pass committed {plural(count, 'token')}: {listed}"
 
 
+def draw_words(vocab: dict, draw) -> str:
+    token = quoted(vocab, draw.token)
+    if draw.accepted:
+        chance, below = f"{draw.probability:.2f}", f"{draw.uniform:.2f}"
+        return f"{token} was accepted with probability {chance} (the draw, {below}, fell below it)"
+    return (
+        f"{token} was rejected (the draw, {draw.uniform:.2f}, was not below its probability {draw.probability:.2f}), "
+        "so it was taken out of P"
+    )
+
+
+def sampled_sentences(record: StepRecord, vocab: dict) -> list[str]:
+    """Sampling, in plain words: at each position, each candidate's probability, the draw and the verdict."""
+    sentences = []
+    for position in record.verification.positions:
+        parts = [draw_words(vocab, d) for d in position.draws]
+        token = quoted(vocab, position.token)
+        if position.drawn and position.draws:
+            parts.append(f"so {token} was drawn from what remained of P")
+        elif position.drawn and position.offset:
+            parts.append(f"the bonus token {token} was drawn from P after the last accepted token")
+        elif position.drawn:
+            parts.append(f"no candidate offered a token here, so {token} was drawn from P")
+        where = record.position + 1 + position.offset
+        sentences.append(f"At position {where}: " + "; ".join(parts) + ".")
+    count = len(record.committed)
+    sentences.append(f"So this one forward pass committed {plural(count, 'token')}.")
+    return sentences
+
+
 def plan_sentence(record: StepRecord) -> str:
     """For a cost-aware step: what the planner fed and why, with its measured figures."""
     if record.plan is None or record.plan.reason == PlanReason.PAPER:
@@ -119,7 +149,9 @@ def step_caption(trace: Trace, index: int) -> str:
     if record.kind == StepKind.PREFILL:
         return prefill_caption(trace, record)
     sentences = [escape(plan_sentence(record))] if plan_sentence(record) else []
-    if trace.meta.settings.guesses == 0:
+    if record.verification.positions:
+        sentences += sampled_sentences(record, vocab)
+    elif trace.meta.settings.guesses == 0:
         sentences.append(escape(NO_GUESSES))
         sentences.append(f"{window_clause(record, vocab)}, so {commit_clause(record, vocab)}.")
     else:
@@ -127,7 +159,7 @@ def step_caption(trace: Trace, index: int) -> str:
             levels = plural(len(record.window.levels), "level")
             sentences.append(f"Warm-up: the window has {levels} and gains one this step.")
         sentences.append(f"{pool_clause(record, vocab)}, so {commit_clause(record, vocab)}.")
-    if record.verification.accepted and len(record.committed) < record.verification.accepted + 1:
+    if len(record.committed) < len(record.verification.block):
         sentences.append("The stop rule cut the accepted block short.")
     if record.stop:
         sentences.append(f"Decoding stops: {STOPS[record.stop]}.")

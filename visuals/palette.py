@@ -26,6 +26,8 @@ KINDS: dict[str, tuple[str, str, str]] = {
     ),
     "accepted": (GREEN, "accepted", "a guess token the model's own prediction confirmed"),
     "bonus": (ORANGE, "bonus", "the model's prediction after the last accepted token, free in the same pass"),
+    "sampled": (BLUE, "sampled", "drawn from P, or from what remained of P after every candidate here was rejected"),
+    "rejected": (VERMILLION, "rejected", "a candidate token whose draw fell at or above its probability"),
     "mismatch": (VERMILLION, "first mismatch", "the first guess token that differs from the model's prediction"),
     "unchecked": (GREY, "not checked", "after a mismatch nothing more of this guess can be accepted"),
     "current": (BLUE, "current token c", "the last committed token: its row gives the guaranteed next token"),
@@ -43,7 +45,7 @@ LEGENDS: dict[str, tuple[str, ...]] = {
     "window": ("current", "fill", "earlier", "new"),
     "pool": ("prompt", "window", "output"),
     "verification": ("accepted", "mismatch", "unchecked", "bonus"),
-    "output": ("guaranteed", "accepted", "bonus"),
+    "output": ("guaranteed", "accepted", "bonus", "sampled"),
     "mask": ("current", "lookahead", "verification"),
 }
 

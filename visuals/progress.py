@@ -48,18 +48,20 @@ def progress_html(run: Run, index: int) -> str:
     device = run.lookahead.meta.machine.device_name
     passes = max(p["lookahead_passes"], p["greedy_passes"])
     seconds = max(p["lookahead_seconds"], p["greedy_seconds"])
-    same = (
-        "output identical to greedy so far ✓"
-        if p["same_as_greedy"]
-        else "output differs from greedy (half precision can flip near-ties)"
-    )
+    plain = "greedy" if run.lookahead.meta.sampling is None else "sampling"
+    if run.lookahead.meta.sampling is not None:
+        same = "sampled: the two runs draw differently, from the same distribution"
+    elif p["same_as_greedy"]:
+        same = "output identical to greedy so far ✓"
+    else:
+        same = "output differs from greedy (half precision can flip near-ties)"
     return (
         f'<div class="ll-progress"><h4>Forward passes for the same {p["tokens"]} tokens</h4>'
         + bar("lookahead", p["lookahead_passes"], passes, str(p["lookahead_passes"]), "lookahead")
-        + bar("greedy", p["greedy_passes"], passes, str(p["greedy_passes"]), "guaranteed")
+        + bar(plain, p["greedy_passes"], passes, str(p["greedy_passes"]), "guaranteed")
         + f'<h4>Measured time <span class="ll-dim">on {escape(device)}</span></h4>'
         + bar("lookahead", p["lookahead_seconds"], seconds, f"{p['lookahead_seconds']:.2f} s", "lookahead")
-        + bar("greedy", p["greedy_seconds"], seconds, f"{p['greedy_seconds']:.2f} s", "guaranteed")
+        + bar(plain, p["greedy_seconds"], seconds, f"{p['greedy_seconds']:.2f} s", "guaranteed")
         + f'<p class="ll-ratio"><b>{p["compression"]:.2f}</b> tokens per step (compression ratio) · '
         f"{escape(same)}</p></div>"
     )

@@ -94,6 +94,13 @@ def race_story(result: RaceRecord) -> str:
     )
 
 
+def exact_stat(result: RaceRecord) -> str:
+    if result.exact is None:
+        s = result.sampling
+        return stat("sampled", "output not compared", f"both drew at T={s.temperature:g}, seed {s.seed}: draws differ")
+    return stat("✓ identical" if result.exact else "✗ differs", "output vs greedy", "token for token")
+
+
 def race_html(result: RaceRecord) -> str:
     """The measured race in numbers: speedup, tokens per step, the settings used and the hardware."""
     settings, machine, ours, theirs = result.settings, result.machine, result.lookahead, result.greedy
@@ -107,7 +114,7 @@ def race_html(result: RaceRecord) -> str:
             "wall time with the device synchronised; nothing drawn while timing",
         ),
         stat(triple(settings), plan, "the settings lookahead raced with"),
-        stat("✓ identical" if result.exact else "✗ differs", "output vs greedy", "token for token"),
+        exact_stat(result),
     ]
     why = f"<p class='ll-dim'>Settings: {escape(settings_words(settings))}</p>"
     facts = f"{machine.model} · {machine.device_name} · {machine.dtype} · measured {result.ran_at}"

@@ -13,6 +13,18 @@ from lookahead_core.records import Machine, Run, Trace
 from .plans import settings_words
 
 
+def plain_name(run: Run) -> str:
+    """What lookahead is compared with: greedy decoding, or ordinary sampling with the same settings."""
+    return "greedy" if run.lookahead.meta.sampling is None else "plain sampling"
+
+
+def sampling_words(run: Run) -> str:
+    sampling = run.lookahead.meta.sampling
+    if sampling is None:
+        return "greedy"
+    return f"T={sampling.temperature:g} top-k={sampling.top_k} top-p={sampling.top_p:g} seed={sampling.seed}"
+
+
 def mean_decode_seconds(trace: Trace) -> float:
     """Mean seconds of a step after the prefill (the prefill is the same for both methods)."""
     decode = [r.step_seconds for r in trace.steps[1:]]
@@ -30,9 +42,10 @@ def speed_story(run: Run) -> str:
     greedy_step = mean_decode_seconds(theirs)
     cost = mean_decode_seconds(ours) / greedy_step if greedy_step else 0.0
     device = ours.meta.machine.device_name
+    plain = plain_name(run)
     story = (
-        f"Lookahead ran {speedup:.2f}× as fast as greedy on {device}: it committed {compression:.2f} tokens "
-        f"per step, and one of its steps took {cost:.2f}× as long as a greedy step."
+        f"Lookahead ran {speedup:.2f}× as fast as {plain} on {device}: it committed {compression:.2f} tokens "
+        f"per step, and one of its steps took {cost:.2f}× as long as a {plain} step."
     )
     if all(r.window.warming_up for r in decode):
         story += " The run ended while the window was still warming up, before any n-gram was harvested."
@@ -58,12 +71,19 @@ def summary_html(run: Run) -> str:
             f"settings, {settings.planner.value} plan",
             settings_words(settings),
         ),
-        stat(str(s.tokens), "new tokens", f"stop: {s.stop.value if s.stop else 'none'}"),
-        stat(f"{s.steps} vs {g.steps}", "forward passes vs greedy", "the prefill counts as one pass"),
+        stat(str(s.tokens), "new tokens", f"stop: {s.stop.value if s.stop else 'none'}; {sampling_words(run)}"),
+        stat(f"{s.steps} vs {g.steps}", f"forward passes vs {plain_name(run)}", "the prefill counts as one pass"),
         stat(f"{s.tokens_per_step:.2f}", "tokens per step", "the compression ratio: tokens / forward passes"),
-        stat(f"{s.seconds:.1f} s vs {g.seconds:.1f} s", "time vs greedy", f"measured on {machine.device_name}"),
+        stat(
+            f"{s.seconds:.1f} s vs {g.seconds:.1f} s",
+            f"time vs {plain_name(run)}",
+            f"measured on {machine.device_name}",
+        ),
     ]
-    facts = f"{machine.model} · {machine.device_name} · {machine.dtype} · recorded {meta.recorded_at}"
+    facts = (
+        f"{machine.model} · {machine.device_name} · {machine.dtype} · {sampling_words(run)} · "
+        f"recorded {meta.recorded_at}"
+    )
     return (
         f'<div class="ll-summary"><div class="ll-stats">{"".join(stats)}</div>'
         f'<div class="ll-dim">{escape(speed_story(run))} <i>{escape(facts)}</i></div></div>'

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from html import escape
 
-from lookahead_core.records import CandidateRecord, Source, StepKind, StepRecord, Verdict
+from lookahead_core.records import CandidateRecord, Draw, SampledPosition, Source, StepKind, StepRecord, Verdict
 
 from .tokens import chip, chips, named
 from .window import trajectory_route
@@ -35,12 +35,18 @@ def token_status(k: int, matched: int) -> str:
 
 def path_tokens_html(record: StepRecord, vocab: dict, candidate: CandidateRecord, places: list[str]) -> str:
     """The chips of one candidate; `places[k]` names token k (e.g. "guess token 2") in its tooltip."""
+    sampled = bool(record.verification.positions)
     cells = []
-    for k, (token, expected) in enumerate(zip(candidate.tokens, candidate.expected, strict=True)):
+    for k, token in enumerate(candidate.tokens):
         status = token_status(k, candidate.matched)
+        expected = candidate.expected[k] if k < len(candidate.expected) else None
         words = {
-            "accepted": f"accepted: the model also predicted {named(vocab, expected)} here",
-            "mismatch": f"first mismatch: the model predicted {named(vocab, expected)}",
+            "accepted": f"accepted: the model also predicted {named(vocab, expected)} here"
+            if not sampled
+            else "accepted by the sampling rule",
+            "mismatch": f"first mismatch: the model predicted {named(vocab, expected)}"
+            if not sampled
+            else f"first mismatch: decoding committed {named(vocab, expected)} here",
             "unchecked": "not checked: an earlier token of this path already differed",
         }[status]
         position = record.position + 1 + k
@@ -137,6 +143,52 @@ def trajectories_html(record: StepRecord, vocab: dict) -> str:
 
 
 # ----------------------------------------------------------------------------------------------
+# Sampling: each position's draws
+
+
+def draw_html(vocab: dict, draw: Draw) -> str:
+    """A candidate token, a bar as long as its probability with the uniform draw marked, and the verdict."""
+    verdict = "accepted" if draw.accepted else "rejected"
+    relation = "<" if draw.accepted else "≥"
+    words = f"draw {draw.uniform:.2f} {relation} P {draw.probability:.2f}: {verdict}"
+    tip = f"accepted with probability P = {draw.probability:.3f}; the uniform draw was {draw.uniform:.3f}"
+    bar = (
+        f'<span class="ll-pbar" title="{escape(tip)}"><span class="ll-pbar-fill ll-{verdict}" '
+        f'style="width:{100 * draw.probability:.1f}%"></span>'
+        f'<span class="ll-pbar-draw" style="left:{100 * draw.uniform:.1f}%"></span></span>'
+    )
+    return f'<div class="ll-draw">{chip(vocab, draw.token, verdict, tip)}{bar}<span>{escape(words)}</span></div>'
+
+
+def ending_html(vocab: dict, position: SampledPosition) -> str:
+    """How a position ended when no candidate was accepted: a draw from what remained of P, or the bonus."""
+    if position.draws:
+        words = "every candidate was rejected, so the token was drawn from what remained of P"
+        kind = "sampled"
+    elif position.offset:
+        words, kind = "no candidate reaches here: the bonus token, drawn from P after the last accepted token", "bonus"
+    else:
+        words, kind = "no candidate to verify: the token was drawn from P", "sampled"
+    return f'<div class="ll-draw">{chip(vocab, position.token, kind, words)}<span>{escape(words)}</span></div>'
+
+
+def positions_html(record: StepRecord, vocab: dict) -> str:
+    """Each verified position: its candidates tried in turn, each with P and the draw, then how it ended."""
+    rows = []
+    for position in record.verification.positions:
+        draws = "".join(draw_html(vocab, d) for d in position.draws)
+        ending = "" if position.draws and position.draws[-1].accepted else ending_html(vocab, position)
+        rows.append(
+            f'<div class="ll-position"><b>position {record.position + 1 + position.offset}</b> '
+            f'<span class="ll-dim">P from row {position.row}</span>{draws}{ending}</div>'
+        )
+    return (
+        '<h4>Sampling, position by position <span class="ll-dim">(each candidate is accepted with its '
+        "probability under P; a rejection removes it from P)</span></h4>" + "".join(rows)
+    )
+
+
+# ----------------------------------------------------------------------------------------------
 # The panel
 
 
@@ -158,9 +210,12 @@ def verification_html(record: StepRecord, vocab: dict[str, str]) -> str:
     if record.kind == StepKind.PREFILL or record.verification is None:
         first = chips(vocab, record.committed, "guaranteed")
         return f'<p class="ll-empty">The prefill verifies nothing: it predicts the first new token {first}.</p>'
-    guaranteed = chip(vocab, record.verification.guaranteed, "guaranteed", "argmax of the current token's row")
-    head = (
-        f'<div class="ll-poolhead">guaranteed next token {guaranteed}'
-        f'<span class="ll-dim">from the row of c, as greedy decoding would emit</span></div>'
-    )
+    if record.verification.positions:
+        head = positions_html(record, vocab)
+    else:
+        guaranteed = chip(vocab, record.verification.guaranteed, "guaranteed", "argmax of the current token's row")
+        head = (
+            f'<div class="ll-poolhead">guaranteed next token {guaranteed}'
+            f'<span class="ll-dim">from the row of c, as greedy decoding would emit</span></div>'
+        )
     return head + guesses_html(record, vocab) + trajectories_html(record, vocab) + committed_html(record, vocab)

@@ -1,0 +1,269 @@
+"""Sampled lookahead keeps the distribution of ordinary sampling, and each test here can fail.
+
+The distribution tests compare empirical frequencies with exact probabilities by a chi-square
+statistic whose threshold comes from its degrees of freedom; each runs twice, once with the
+engine's rule and once with a deliberately wrong rule (the negative control) that it must reject.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+
+import pytest
+import torch
+from transformers import AutoModelForCausalLM, LlamaConfig
+
+from lookahead_core import verify as verify_module
+from lookahead_core.config import LookaheadConfig, SettingsError
+from lookahead_core.models import LoadedModel
+from lookahead_core.records import Draw, Method, Reason, Source, TokenSource
+from lookahead_core.sampling import SamplingConfig, probabilities
+from lookahead_core.trace import decode_steps, summarize
+from lookahead_core.verify import verify_sampled
+
+from .conftest import tiny_model
+
+# ----------------------------------------------------------------------------------------------
+# The statistic
+
+
+def chi_square_threshold(df: int, z: float = 3.72) -> float:
+    """The chi-square quantile with `df` degrees of freedom at about 1e-4 upper tail (Wilson-Hilferty)."""
+    return df * (1 - 2 / (9 * df) + z * math.sqrt(2 / (9 * df))) ** 3
+
+
+def chi_square(counts: Counter, exact: dict, runs: int) -> tuple[float, int]:
+    """Pearson's statistic over the cells expected at least 5 times (the rest pooled into one), and its df."""
+    big = [cell for cell, p in exact.items() if p * runs >= 5]
+    rest_p = 1.0 - sum(exact[cell] for cell in big)
+    rest_n = runs - sum(counts[cell] for cell in big)
+    statistic = sum((counts[cell] - exact[cell] * runs) ** 2 / (exact[cell] * runs) for cell in big)
+    cells = len(big)
+    if rest_p * runs >= 5:
+        statistic += (rest_n - rest_p * runs) ** 2 / (rest_p * runs)
+        cells += 1
+    return statistic, cells - 1
+
+
+def fits(counts: Counter, exact: dict, runs: int) -> bool:
+    statistic, df = chi_square(counts, exact, runs)
+    return statistic < chi_square_threshold(df)
+
+
+def accept_the_argmax(probs, offered, generator):
+    """A wrong rule (negative control): accept a candidate exactly when it is P's most likely token."""
+    draws = []
+    for token in offered:
+        accepted = token == int(probs.argmax())
+        draws.append(Draw(token, float(probs[token] / probs.sum()), 0.0, accepted))
+        if accepted:
+            return draws, token
+        probs[token] = 0.0
+    return draws, None
+
+
+# ----------------------------------------------------------------------------------------------
+# The verifier alone: hand-made logits and candidates
+
+
+class Path:
+    def __init__(self, tokens, rows, lane=0):
+        self.tokens, self.rows, self.lane = tokens, rows, lane
+        self.source, self.reason = Source.WINDOW, Reason.ONE_TOKEN_KEY
+
+
+# rows: 0 = c, 1-2 = candidate A (tokens 0, 1), 3 = candidate B (token 2), 4 = candidate C (token 0 again)
+LOGITS = torch.tensor(
+    [
+        [2.0, 1.5, 1.0, 0.0, -1.0],  # c's row: P over the first token
+        [0.0, 2.0, 0.5, 1.0, 0.0],  # after A's token 0
+        [1.0, 0.0, 0.0, 2.0, 0.5],  # after A's token 1: the bonus row
+        [0.5, 0.5, 0.5, 0.5, 0.5],
+        [3.0, 0.0, 0.0, 0.0, 0.0],
+    ]
+)
+CANDIDATES = [Path([0, 1], [1, 2], 0), Path([2], [3], 1), Path([0], [4], 2)]
+SAMPLING = SamplingConfig(temperature=1.0)
+
+
+def exact_blocks() -> dict[tuple[int, ...], float]:
+    """The distribution of the first two committed tokens under ordinary sampling (rows 0, then 1 or 3/4)."""
+    first = probabilities(LOGITS[0:1], SAMPLING)[0]
+    after = {0: 1, 2: 3}  # the row that holds P after token 0 (A's) or 2 (B's); other tokens end the block
+    exact = {}
+    for a in range(5):
+        if a in after:
+            second = probabilities(LOGITS[after[a] : after[a] + 1], SAMPLING)[0]
+            for b in range(5):
+                exact[(a, b)] = float(first[a] * second[b])
+        else:
+            exact[(a,)] = float(first[a])
+    return exact
+
+
+def sampled_blocks(runs: int) -> Counter:
+    generator = torch.Generator().manual_seed(0)
+    counts = Counter()
+    for _ in range(runs):
+        block = verify_sampled(CANDIDATES, LOGITS, SAMPLING, generator).block
+        counts[tuple(block[:2])] += 1
+    return counts
+
+
+@pytest.mark.parametrize("rule", ["engine", "accept the argmax"])
+def test_the_verifier_keeps_p_at_every_position_and_a_wrong_rule_fails(monkeypatch, rule):
+    if rule != "engine":
+        monkeypatch.setattr(verify_module, "try_in_turn", accept_the_argmax)
+    runs = 20_000
+    assert fits(sampled_blocks(runs), exact_blocks(), runs) == (rule == "engine")
+
+
+def test_a_sampled_verification_records_every_draw():
+    generator = torch.Generator().manual_seed(3)
+    for _ in range(50):
+        outcome = verify_sampled(CANDIDATES, LOGITS, SAMPLING, generator)
+        first = outcome.positions[0]
+        assert [d.token for d in first.draws] == [0, 2][: len(first.draws)]  # distinct, in candidate order
+        assert all(0 < d.probability <= 1 and 0 <= d.uniform < 1 for d in first.draws)
+        assert all(d.accepted == (d.uniform < d.probability) for d in first.draws)
+        assert [p.token for p in outcome.positions] == outcome.block
+        assert outcome.accepted == len(outcome.block) - 1
+        if outcome.accepted:
+            assert outcome.candidates[outcome.winner].matched == outcome.accepted
+        if outcome.bonus is not None:  # a candidate accepted to its end, then a free draw from its last row
+            assert outcome.block[:-1] in ([0, 1], [2], [0]) and not outcome.positions[-1].draws
+
+
+def test_a_rejection_renormalises_what_remains():
+    generator = torch.Generator().manual_seed(0)
+    for _ in range(200):
+        draws = verify_sampled(CANDIDATES, LOGITS, SAMPLING, generator).positions[0].draws
+        if len(draws) == 2:  # token 0 rejected, then token 2 tried against P renormalised without token 0
+            p = probabilities(LOGITS[0:1], SAMPLING)[0]
+            assert draws[1].probability == pytest.approx(float(p[2] / (1 - p[0])), rel=1e-5)
+            return
+    pytest.fail("no rejection in 200 draws")
+
+
+# ----------------------------------------------------------------------------------------------
+# The whole decoder on a tiny model with a vocabulary of 8: the first three tokens, enumerated
+
+
+def small_vocab_model() -> LoadedModel:
+    torch.manual_seed(1)
+    config = LlamaConfig(
+        vocab_size=8,
+        hidden_size=16,
+        intermediate_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        max_position_embeddings=64,
+        initializer_range=0.3,
+        tie_word_embeddings=False,
+    )
+    model = AutoModelForCausalLM.from_config(config, dtype=torch.float32).eval()
+    return LoadedModel(model, None, "tiny-vocab-8", frozenset(), 64)
+
+
+PROMPT = [1, 2, 3, 1, 2, 4, 1, 2, 3, 5]
+TOKENS = 3
+
+
+@pytest.fixture(scope="module")
+def small_lm() -> LoadedModel:
+    return small_vocab_model()
+
+
+def exact_sequences(lm: LoadedModel, sampling: SamplingConfig) -> dict[tuple[int, ...], float]:
+    """P of every sequence of TOKENS new tokens under ordinary sampling, by full forward passes."""
+    prefixes = [()]
+    exact = {(): 1.0}
+    with torch.inference_mode():
+        for _ in range(TOKENS):
+            inputs = torch.tensor([PROMPT + list(p) for p in prefixes])
+            probs = probabilities(lm.model(inputs).logits[:, -1], sampling)
+            exact = {p + (t,): exact[p] * float(probs[i, t]) for i, p in enumerate(prefixes) for t in range(8)}
+            prefixes = list(exact)
+    return exact
+
+
+def marginal(exact: dict, positions: slice) -> dict:
+    out: dict = Counter()
+    for sequence, p in exact.items():
+        out[sequence[positions]] += p
+    return out
+
+
+def lookahead_samples(lm: LoadedModel, sampling: SamplingConfig, runs: int) -> Counter:
+    config = LookaheadConfig(window=3, ngram=3, guesses=3)
+    counts = Counter()
+    for seed in range(runs):
+        steps = decode_steps(lm, PROMPT, Method.LOOKAHEAD, config, TOKENS, sampling=sampling.for_prompt(seed))
+        counts[tuple(summarize(list(steps)).new_token_ids)] += 1
+    return counts
+
+
+@pytest.mark.parametrize("rule", ["engine", "accept the argmax"])
+def test_sampled_lookahead_has_the_distribution_of_ordinary_sampling(small_lm, monkeypatch, rule):
+    """Tokens 1-2 and 2-3 (each 64 cells): token 2 is always decided by verification, token 3 often is."""
+    if rule != "engine":
+        monkeypatch.setattr(verify_module, "try_in_turn", accept_the_argmax)
+    sampling, runs = SamplingConfig(temperature=1.0), 1500
+    exact = exact_sequences(small_lm, sampling)
+    counts = lookahead_samples(small_lm, sampling, runs)
+    verdicts = [fits(marginal(counts, part), marginal(exact, part), runs) for part in (slice(0, 2), slice(1, 3))]
+    assert all(verdicts) == (rule == "engine"), verdicts
+
+
+# ----------------------------------------------------------------------------------------------
+# Seeds, greedy limits, settings
+
+
+@pytest.mark.parametrize("method", list(Method))
+def test_the_same_seed_gives_the_same_output(method):
+    lm = tiny_model("llama")
+    config, sampling = LookaheadConfig(4, 3, 4), SamplingConfig(temperature=0.8, top_p=0.9, seed=7)
+    prompt = [5, 6, 7, 5, 6, 8, 5, 6]
+
+    def output(s):
+        return summarize(list(decode_steps(lm, prompt, method, config, 24, sampling=s))).new_token_ids
+
+    assert output(sampling) == output(sampling)
+    assert output(sampling) != output(SamplingConfig(temperature=0.8, top_p=0.9, seed=8))
+
+
+@pytest.mark.parametrize("family", ["llama", "qwen2", "gpt2"])
+def test_temperature_0_and_top_k_1_are_greedy(family):
+    lm = tiny_model(family)
+    config = LookaheadConfig(5, 4, 5)
+    for seed in range(4):
+        prompt = [(seed * 7 + j * 3) % 40 + 10 for j in range(6)] * 2
+        greedy = summarize(list(decode_steps(lm, prompt, Method.GREEDY, config, 30))).new_token_ids
+        top_1 = SamplingConfig(temperature=0.9, top_k=1, seed=seed)
+        for method in Method:
+            sampled = summarize(list(decode_steps(lm, prompt, method, config, 30, sampling=top_1)))
+            assert sampled.new_token_ids == greedy
+        zero = list(decode_steps(lm, prompt, Method.LOOKAHEAD, config, 30, sampling=SamplingConfig(seed=seed)))
+        assert summarize(zero).new_token_ids == greedy
+        assert all(not r.verification.positions for r in zero[1:])  # temperature 0 takes the greedy path
+
+
+def test_sampled_records_say_how_each_token_was_made(small_lm):
+    sampling = SamplingConfig(temperature=1.0, seed=4)
+    steps = list(decode_steps(small_lm, PROMPT, Method.LOOKAHEAD, LookaheadConfig(3, 3, 3), 20, sampling=sampling))
+    assert steps[0].sources == [TokenSource.SAMPLED]
+    for record in steps[1:]:
+        positions = record.verification.positions
+        assert [p.token for p in positions][: len(record.committed)] == record.committed
+        assert set(record.sources) <= {TokenSource.ACCEPTED, TokenSource.BONUS, TokenSource.SAMPLED}
+        assert record.sources.count(TokenSource.ACCEPTED) == min(record.verification.accepted, len(record.committed))
+
+
+@pytest.mark.parametrize(
+    "settings", [{"temperature": -1}, {"top_k": -2}, {"top_p": 0}, {"top_p": 1.5}, {"temperature": float("nan")}]
+)
+def test_out_of_range_sampling_settings_are_refused(settings):
+    with pytest.raises(SettingsError, match="out of range"):
+        SamplingConfig(**settings)
