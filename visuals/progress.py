@@ -72,7 +72,8 @@ def tokens_per_step_figure(run: Run) -> go.Figure:
     steps = run.lookahead.steps
     x = [r.step for r in steps]
     figure = go.Figure()
-    for source in TokenSource:
+    present = {source for r in steps for source in r.sources}
+    for source in (s for s in TokenSource if s in present or s != TokenSource.SAMPLED):
         hue, label, _ = KINDS[source.value]
         figure.add_bar(x=x, y=[r.sources.count(source) for r in steps], name=label, marker_color=hue)
     figure.add_hline(

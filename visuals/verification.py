@@ -128,9 +128,10 @@ def trajectories_html(record: StepRecord, vocab: dict) -> str:
         return ""
     shown = shown_trajectories(record)
     if not shown:
+        first = "token committed first" if record.verification.positions else "guaranteed next token"
         return (
             f'<p class="ll-empty">No window trajectory matched: none of the {len(verified)} began with the '
-            "guaranteed next token.</p>"
+            f"{first}.</p>"
         )
     matching = sum(c.matched > 0 for c in verified)
     more = f"; the {len(shown)} longest shown" if matching > len(shown) else ""
