@@ -61,8 +61,9 @@ def race(
 ) -> RaceRecord:
     """Plain decoding then lookahead (with `auto`'s settings and planner if given), and how they compare.
 
-    Speedup is plain decoding's total seconds over lookahead's. Sampled, both draw with the same
-    settings and seed, so their outputs are not compared (`exact` is None).
+    Speedup is lookahead's tokens per second over plain decoding's (sampled runs may stop at
+    different lengths). Sampled, both draw with the same settings and seed, so their outputs are
+    not compared (`exact` is None).
     """
     config = auto.config if auto is not None else config
     greedy = timed_run(lm, prompt_ids, Method.GREEDY, config, max_new_tokens, sampling=sampling)
@@ -73,7 +74,7 @@ def race(
         greedy,
         lookahead,
         lookahead.new_token_ids == greedy.new_token_ids if sampling.is_greedy else None,
-        greedy.seconds[-1] / lookahead.seconds[-1],
+        (lookahead.tokens[-1] / lookahead.seconds[-1]) / (greedy.tokens[-1] / greedy.seconds[-1]),
         lookahead.decode_step_seconds / greedy_step if greedy_step else 0.0,
         auto.settings() if auto is not None else Settings(config.window, config.ngram, config.guesses),
         StepCostCurve(**dataclasses.asdict(costs)),

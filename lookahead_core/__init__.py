@@ -2,6 +2,6 @@
 
 A small library with no user interface: `records` (the schema every record is built from; plain
 Python, importable without torch), `config`, `layout`, `window`, `pool`, `proposers`, `verify`,
-`planning`, `forward`, `decoding`, `costs`, `tuning`, `models` and `trace`. Importing this
+`sampling`, `planning`, `forward`, `decoding`, `costs`, `tuning`, `models` and `trace`. Importing this
 package loads nothing heavy: import the module you need.
 """

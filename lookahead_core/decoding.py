@@ -1,4 +1,4 @@
-"""Greedy and lookahead decoding as step generators: one StepRecord per forward pass.
+"""Plain and lookahead decoding, greedy or sampled, as step generators: one StepRecord per forward pass.
 
 Both share the prefill (step 0) and the commit rules (verify.commit). A lookahead step reads:
 propose (the Jacobi window and the pool's guesses) -> plan (what of it to feed) -> lay out (one
@@ -11,16 +11,16 @@ ids, counts, facts and measured seconds; nothing here formats for display.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 
 import torch
 
 from .config import LookaheadConfig
-from .forward import Pass, decode_one_token, forward_tree, keep_rows, prefill
+from .forward import Pass, decode_one_token, forward_tree, keep_rows, output_device, prefill
 from .layout import CURRENT, StepLayout, tree_layout, visible_rows
 from .planning import FullPlanner, Plan, StepPlanner
-from .proposers import Candidate, JacobiProposer, Outcome, Proposal, StepContext
+from .proposers import Candidate, JacobiProposer, Outcome, Proposal, Proposer, StepContext
 from .records import Branch, InputRow, Method, StepKind, StepRecord, StopReason, TokenSource
 from .sampling import GREEDY, SamplingConfig, draw, probabilities
 from .verify import commit, commit_sources, verify, verify_sampled
@@ -72,7 +72,7 @@ def greedy_steps(
     model, prompt_ids: list[int], max_new_tokens: int, eos_ids: frozenset[int], sampling: SamplingConfig = GREEDY
 ) -> Iterator[StepRecord]:
     """Plain autoregressive decoding, greedy or sampled: one committed token per forward pass."""
-    generator = None if sampling.is_greedy else sampling.generator(model.device)
+    generator = None if sampling.is_greedy else sampling.generator(output_device(model))
     cache, result = prefill(model, prompt_ids)
     token = next_token(result, sampling, generator)
     committed, stop = commit([token], max_new_tokens, eos_ids)
@@ -160,11 +160,13 @@ class LookaheadDecoder:
         seed: int = 0,
         planner: StepPlanner | None = None,
         sampling: SamplingConfig = GREEDY,
+        proposer: Callable[..., Proposer] = JacobiProposer,
     ):
         self.model, self.config, self.max_new_tokens, self.eos_ids = model, config, max_new_tokens, eos_ids
         self.planner = planner or FullPlanner()
         self.sampling = sampling
-        self.generator = None if sampling.is_greedy else sampling.generator(model.device)
+        self.make_proposer = proposer  # called as (config, sequence, prompt_ids, seed) after the prefill
+        self.generator = None if sampling.is_greedy else sampling.generator(output_device(model))
         self.prompt_ids = list(prompt_ids)
         self.seed = seed
         self.stop: StopReason | None = None
@@ -176,7 +178,7 @@ class LookaheadDecoder:
         token = next_token(result, self.sampling, self.generator)
         committed, self.stop = commit([token], self.max_new_tokens, self.eos_ids)
         self.sequence = self.prompt_ids + committed
-        self.proposer = JacobiProposer(self.config, self.sequence, self.prompt_ids, self.seed)
+        self.proposer = self.make_proposer(self.config, self.sequence, self.prompt_ids, self.seed)
         source = plain_source(self.sampling)
         return prefill_record(Method.LOOKAHEAD, self.prompt_ids, committed, self.stop, result.seconds, source)
 

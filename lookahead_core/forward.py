@@ -4,9 +4,10 @@ The tree's attention mask is explicit (4D, float, 0 = may attend), built once pe
 reused; position ids and the cache position are passed with it, so any transformers causal LM
 whose attention honours a custom 4D mask runs lookahead with no patching. Only the transformers
 Cache API (`crop`, and the layers' key/value tensors) is used to keep the accepted rows.
-Decoding needs only each row's argmax, so where the model's head is a plain linear layer the
-engine runs the model's own base and applies that layer's weights itself, as weight @ hidden:
-on a CPU that product costs a fraction of the batched linear for a few rows.
+Where the model's head is a plain linear layer the engine runs the model's own base and applies
+that layer's weights itself, as weight @ hidden: on a CPU that product costs a fraction of the
+batched linear for a few rows. Each pass returns every row's argmax (greedy decoding, the
+Jacobi update) and logits (sampled verification).
 """
 
 from __future__ import annotations
@@ -45,6 +46,11 @@ def plain_head(model) -> nn.Linear | None:
     if isinstance(head, nn.Linear) and model.base_model is not model:
         return head
     return None
+
+
+def output_device(model) -> torch.device:
+    """Where a pass's logits come out: the output layer's device (it may differ from the input's)."""
+    return model.get_output_embeddings().weight.device
 
 
 @dataclass

@@ -441,7 +441,7 @@ class RaceRecord:
     greedy: RaceLane
     lookahead: RaceLane
     exact: bool | None  # None when sampled: the two runs draw differently
-    speedup: float  # greedy's total seconds over lookahead's
+    speedup: float  # lookahead's tokens per second over plain decoding's
     step_cost_ratio: float  # a lookahead step's mean seconds over a greedy step's
     settings: Settings
     step_costs: StepCostCurve

@@ -88,7 +88,7 @@ def try_in_turn(probs: torch.Tensor, offered: list[int], generator: torch.Genera
         total = float(probs.sum())
         chance = float(probs[token]) / total
         u = uniform(generator, probs.device)
-        accepted = u < chance or chance >= total  # nothing would remain after a rejection
+        accepted = u < chance  # chance is exactly 1 when s holds all that remains, and u < 1
         draws.append(Draw(token, chance, u, accepted))
         if accepted:
             return draws, token

@@ -119,6 +119,19 @@ def test_the_verifier_keeps_p_at_every_position_and_a_wrong_rule_fails(monkeypat
     assert fits(sampled_blocks(runs), exact_blocks(), runs) == (rule == "engine")
 
 
+@pytest.mark.parametrize("rule", ["engine", "accept the argmax"])
+def test_a_later_candidate_is_accepted_with_its_renormalised_probability(monkeypatch, rule):
+    """P = [.5, .3, .2] with tokens 0 then 1 offered: the committed token must still follow P exactly."""
+    if rule != "engine":
+        monkeypatch.setattr(verify_module, "try_in_turn", accept_the_argmax)
+    logits = torch.log(torch.tensor([[0.5, 0.3, 0.2], [1.0, 1.0, 1.0], [1.0, 1.0, 1.0]]))
+    candidates = [Path([0], [1], 0), Path([1], [2], 1)]
+    generator = torch.Generator().manual_seed(0)
+    runs = 8000
+    counts = Counter(verify_sampled(candidates, logits, SAMPLING, generator).block[0] for _ in range(runs))
+    assert fits(counts, {0: 0.5, 1: 0.3, 2: 0.2}, runs) == (rule == "engine"), counts
+
+
 def test_a_sampled_verification_records_every_draw():
     generator = torch.Generator().manual_seed(3)
     for _ in range(50):

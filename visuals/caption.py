@@ -29,7 +29,8 @@ def prefill_caption(trace: Trace, record: StepRecord) -> str:
     vocab = trace.vocab
     prompt = len(trace.meta.prompt_token_ids)
     return (
-        f"Prefill: the model reads the {prompt}-token prompt in one forward pass and predicts the "
+        f"Prefill: the model reads the {prompt}-token prompt in one forward pass and "
+        f"{'predicts' if record.sources[0] == TokenSource.GUARANTEED else 'samples'} the "
         f"first new token {quoted(vocab, record.committed[0])}. Every n-gram of the prompt goes into the pool."
     )
 

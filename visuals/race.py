@@ -15,7 +15,7 @@ from lookahead_core.records import RaceRecord
 
 from .palette import BLUE, GREY, SKY, VERMILLION
 from .plans import settings_words, triple
-from .summary import stat
+from .summary import stat, used_words
 
 LAYOUT = {
     "template": "none",
@@ -101,12 +101,19 @@ def exact_stat(result: RaceRecord) -> str:
     return stat("✓ identical" if result.exact else "✗ differs", "output vs greedy", "token for token")
 
 
-def race_html(result: RaceRecord) -> str:
-    """The measured race in numbers: speedup, tokens per step, the settings used and the hardware."""
+def race_html(result: RaceRecord, used: float | None = None, gpu: bool = False) -> str:
+    """The measured race in numbers: speedup, tokens per step, the settings used and the hardware.
+
+    `used`: the seconds the whole request held the model (on ZeroGPU, the visitor's GPU quota).
+    """
     settings, machine, ours, theirs = result.settings, result.machine, result.lookahead, result.greedy
     plan = "auto, planned per step" if settings.regime is not None else f"{settings.planner.value} plan"
     stats = [
-        stat(f"{result.speedup:.2f}×", "speedup over greedy", "greedy's seconds / lookahead's, this run"),
+        stat(
+            f"{result.speedup:.2f}×",
+            "speedup over greedy",
+            "lookahead's tokens per second / plain decoding's, this run",
+        ),
         stat(f"{ours.tokens_per_step:.2f}", "tokens per step", "lookahead's tokens / its forward passes"),
         stat(
             f"{ours.seconds[-1]:.2f} s vs {theirs.seconds[-1]:.2f} s",
@@ -120,5 +127,7 @@ def race_html(result: RaceRecord) -> str:
     facts = f"{machine.model} · {machine.device_name} · {machine.dtype} · measured {result.ran_at}"
     return (
         f'<div class="ll-summary"><div class="ll-stats">{"".join(stats)}</div>'
-        f"<p>{escape(race_story(result))}</p>{why}<div class='ll-dim'><i>{escape(facts)}</i></div></div>"
+        f"<p>{escape(race_story(result))}</p>{why}<div class='ll-dim'><i>{escape(facts)}</i></div>"
+        + (f"<div class='ll-dim'>{escape(used_words(used, gpu))}</div>" if used is not None else "")
+        + "</div>"
     )

@@ -38,7 +38,8 @@ def speed_story(run: Run) -> str:
     if not decode:
         return "The prefill alone produced the only new token: there was no decoding step to speed up."
     compression = ours.summary.tokens_per_step
-    speedup = theirs.summary.seconds / ours.summary.seconds if ours.summary.seconds else 0.0
+    rate = theirs.summary.tokens_per_second
+    speedup = ours.summary.tokens_per_second / rate if rate else 0.0  # runs may differ in length when sampled
     greedy_step = mean_decode_seconds(theirs)
     cost = mean_decode_seconds(ours) / greedy_step if greedy_step else 0.0
     device = ours.meta.machine.device_name
@@ -115,11 +116,22 @@ def feed_html(tokens: int | None, budget: int, problem: str | None = None) -> st
     )
 
 
-def notice_html(message: str | None, refused: str = "Not run") -> str:
-    """Under the Run button: why the last Run was refused (headed `refused`), or what a Run does."""
-    if message is None:
-        return (
-            '<div class="ll-budget">Run records lookahead and then greedy decoding of your prompt on the model, '
-            "then replays it from step 0; the summary above says how long each took here.</div>"
-        )
-    return f'<div class="ll-budget ll-over"><b>{escape(refused)}:</b> {escape(message)}</div>'
+def used_words(seconds: float, gpu: bool) -> str:
+    """The model time a request took, measured around its work (on ZeroGPU: GPU time from the visitor's quota)."""
+    where = "of GPU time from your daily quota on this Space" if gpu else "of model time on this machine"
+    return f"This request took {seconds:.1f} s {where}."
+
+
+def notice_html(
+    message: str | None, refused: str = "Not run", used: float | None = None, gpu: bool = False, cap: int | None = None
+) -> str:
+    """Under the Run button: why the last Run was refused (headed `refused`), what it used, or what a Run does."""
+    if message is not None:
+        return f'<div class="ll-budget ll-over"><b>{escape(refused)}:</b> {escape(message)}</div>'
+    if used is not None:
+        return f'<div class="ll-budget">{escape(used_words(used, gpu))}</div>'
+    limit = f" On this Space a request decodes at most {cap} new tokens (GPU time is a daily quota)." if cap else ""
+    return (
+        '<div class="ll-budget">Run records lookahead and then greedy decoding of your prompt on the model, '
+        f"then replays it from step 0; the summary above says how long each took here.{escape(limit)}</div>"
+    )

@@ -21,7 +21,7 @@ VERDICT_WORDS = {
     Verdict.WON: "won: the longest match (the first on ties), so its accepted tokens were committed",
     Verdict.SHORTER: "lost: it matched fewer tokens than the winner",
     Verdict.TIED_LATER: "lost: it matched as many tokens as the winner but came later",
-    Verdict.NO_MATCH: "no match: its first token is not the guaranteed next token",
+    Verdict.NO_MATCH: "no match: its first token is not the token committed first",
 }
 SHOWN_TRAJECTORIES = 3
 
@@ -130,8 +130,7 @@ def trajectories_html(record: StepRecord, vocab: dict) -> str:
     if not shown:
         first = "token committed first" if record.verification.positions else "guaranteed next token"
         return (
-            f'<p class="ll-empty">No window trajectory matched: none of the {len(verified)} began with the '
-            f"{first}.</p>"
+            f'<p class="ll-empty">No window trajectory matched: none of the {len(verified)} began with the {first}.</p>'
         )
     matching = sum(c.matched > 0 for c in verified)
     more = f"; the {len(shown)} longest shown" if matching > len(shown) else ""
@@ -209,8 +208,8 @@ def committed_html(record: StepRecord, vocab: dict) -> str:
 def verification_html(record: StepRecord, vocab: dict[str, str]) -> str:
     """Every guess, then the best window trajectories, checked token by token; the winner starred; the commit."""
     if record.kind == StepKind.PREFILL or record.verification is None:
-        first = chips(vocab, record.committed, "guaranteed")
-        return f'<p class="ll-empty">The prefill verifies nothing: it predicts the first new token {first}.</p>'
+        first = chips(vocab, record.committed, record.sources[0].value)
+        return f'<p class="ll-empty">The prefill verifies nothing: it gives the first new token {first}.</p>'
     if record.verification.positions:
         head = positions_html(record, vocab)
     else:
