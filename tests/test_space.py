@@ -1,0 +1,120 @@
+"""The ZeroGPU contract, checked with the real `spaces` package as far as it goes off Hugging Face's servers.
+
+Off a Space, `spaces.GPU` returns the function it decorates unchanged (its `Config.zero_gpu` reads
+SPACES_ZERO_GPU, unset here), so these tests check our side of the contract: which functions are
+decorated, what they take and return, that nothing else touches the model, and the slot sizes.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import pickle
+from pathlib import Path
+
+import pytest
+import spaces
+
+import app
+from lab import space
+from lookahead_core.config import LookaheadConfig
+from lookahead_core.sampling import GREEDY, SamplingConfig
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def served(default_model, monkeypatch):
+    """The app with the default model loaded; loading another model would be a bug, so it raises."""
+    app.MODEL.put(default_model)
+
+    def no_load(*_, **__):
+        raise AssertionError("a model load inside GPU work although a model is loaded")
+
+    monkeypatch.setattr(app, "load_model", no_load)
+    return default_model
+
+
+def test_the_real_spaces_package_is_a_no_op_off_a_space():
+    assert app.spaces is spaces and not space.on_zero_gpu(spaces) and not app.ZERO_GPU
+
+    def work(x):
+        return x
+
+    assert spaces.GPU(work, duration=lambda x: 5) is work  # off ZeroGPU the decorator changes nothing
+    assert space.on_zero_gpu(None) is False
+
+
+def test_spaces_is_imported_before_anything_else():
+    """Nothing may touch CUDA before `import spaces`: it is the app's first import."""
+    tree = ast.parse((ROOT / "app.py").read_text())
+    imports = [n for n in tree.body if isinstance(n, ast.Import | ast.ImportFrom | ast.Try)]
+    first = [n for n in imports if not (isinstance(n, ast.ImportFrom) and n.module == "__future__")][0]
+    assert isinstance(first, ast.Try) and first.body[0].names[0].name == "spaces"
+
+
+def test_only_the_model_work_is_decorated():
+    assert [fn.__name__ for fn in app.GPU_WORK] == ["record", "timed_race"]
+
+
+def test_the_gpu_functions_are_the_only_model_work(served):
+    """Every forward pass happens inside record or timed_race; replay events make none.
+
+    The hook sits on the input embeddings, which every pass runs (the engine calls the model's base).
+    """
+    inside, outside = [], []
+
+    def check(module, args):
+        names = {frame.function for frame in inspect.stack()}
+        (inside if names & {"record", "timed_race"} else outside).append(1)
+
+    handle = served.model.get_input_embeddings().register_forward_pre_hook(check)
+    try:
+        result = app.run_model("def add(a, b):\n", False, 3, 3, 3, 6, False, False, 0.8, 0, 0.95, 0)
+        run = result[0]
+        app.step_forward(run, 0)
+        app.scrub(run, 3)
+        app.choose_preset(app.PRESETS[1]["id"])
+        app.race_model("def add(a, b):\n", False, 3, 3, 3, 6, app.RACE_SLIDERS, False, 0.8, 0, 0.95, 0)
+    finally:
+        handle.remove()
+    assert inside and not outside
+
+
+@pytest.mark.parametrize("sampling", [GREEDY, SamplingConfig(temperature=0.8, seed=3)])
+def test_inputs_and_outputs_of_the_gpu_work_pickle(served, sampling):
+    arguments = ("Say hi.", True, LookaheadConfig(3, 3, 3), 6, False, sampling)
+    assert pickle.loads(pickle.dumps(arguments)) == arguments
+    run, seconds = app.record(*arguments)
+    assert pickle.loads(pickle.dumps((run, seconds))) == (run, seconds) and seconds > 0
+    race, _ = app.timed_race(*arguments)
+    assert pickle.loads(pickle.dumps(race)) == race
+
+
+def test_a_slot_grows_with_the_request_and_stays_bounded():
+    config = LookaheadConfig(3, 3, 3)
+    short = app.slot("p", False, config, 8, False, GREEDY)
+    long = app.slot("p", False, config, space.MAX_NEW_TOKENS, False, GREEDY)
+    assert space.SLOT_START <= short < long <= space.LONGEST_SLOT
+    assert app.slot("p", False, config, 8, True, GREEDY) > app.slot("p", False, config, 8, False, GREEDY)
+    assert app.slot("p", False, config, 10_000, True, GREEDY) == space.LONGEST_SLOT
+    assert isinstance(short, int)
+
+
+def test_on_zero_gpu_a_request_over_the_cap_is_refused(monkeypatch):
+    monkeypatch.setattr(app, "MAX_NEW_TOKENS", space.MAX_NEW_TOKENS)
+    result = app.run_model("Hi", False, 3, 3, 3, space.MAX_NEW_TOKENS + 1, False, False, 0.8, 0, 0.95, 0)
+    assert "at most 128 new tokens" in result[-1] and "Not run" in result[-1]
+
+
+def test_the_readme_front_matter_names_real_versions():
+    front = (ROOT / "README.md").read_text().split("---")[1]
+    keys = dict(line.split(": ", 1) for line in front.strip().splitlines())
+    import gradio
+
+    assert keys["sdk"] == "gradio" and keys["sdk_version"] == gradio.__version__
+    assert keys["python_version"].strip('"') in ("3.10", "3.12")
+    assert len(keys["short_description"]) <= 60
+    requirements = (ROOT / "requirements.txt").read_text().splitlines()
+    assert "torch==2.11.0" in requirements and not any(line.startswith("spaces") for line in requirements)
+    assert f"gradio=={gradio.__version__}" in requirements
