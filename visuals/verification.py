@@ -49,7 +49,7 @@ def path_tokens_html(record: StepRecord, vocab: dict, candidate: CandidateRecord
             else f"first mismatch: decoding committed {named(vocab, expected)} here",
             "unchecked": "not checked: an earlier token of this path already differed",
         }[status]
-        position = record.position + 1 + k
+        position = record.rows[candidate.rows[k]].position  # the position id the engine fed it at
         cells.append(chip(vocab, token, status, f"{places[k]} · position {position} · {words}"))
     return "".join(cells)
 
