@@ -24,7 +24,7 @@ from lab.race import race
 from lookahead_core.config import MAX_TOKENS_PER_STEP, LookaheadConfig, SettingsError
 from lookahead_core.costs import step_costs
 from lookahead_core.decoding import DecodingError
-from lookahead_core.models import DEFAULT_MODEL, ModelLoadError, encode_prompt, load_model
+from lookahead_core.models import DEFAULT_MODEL, ModelLoadError, PromptError, encode_prompt, load_model
 from lookahead_core.records import Machine, RaceRecord, Run
 from lookahead_core.sampling import GREEDY, SamplingConfig
 from lookahead_core.trace import machine_facts, record_run
@@ -248,7 +248,7 @@ def run_model(prompt, chat, window, ngram, guesses, max_new_tokens, auto, *sampl
         config = LookaheadConfig(window=w, ngram=n, guesses=g)
         check_budget(tokens)
         run, seconds = record(text, bool(chat), config, tokens, bool(auto), sampling_of(*sampling))
-    except (replay.InputError, SettingsError, DecodingError, ModelLoadError) as error:
+    except (replay.InputError, SettingsError, DecodingError, ModelLoadError, PromptError) as error:
         return refused(str(error))
     return [*loaded(run), model_html(MODEL.facts(), DEFAULT_MODEL), notice_html(None, used=seconds, gpu=ZERO_GPU)]
 
@@ -269,7 +269,7 @@ def race_model(prompt, chat, window, ngram, guesses, max_new_tokens, settings, *
         config = LookaheadConfig(window=w, ngram=n, guesses=g)
         check_budget(tokens)
         result, seconds = timed_race(text, bool(chat), config, tokens, settings != RACE_SLIDERS, sampling_of(*sampling))
-    except (replay.InputError, SettingsError, DecodingError, ModelLoadError) as error:
+    except (replay.InputError, SettingsError, DecodingError, ModelLoadError, PromptError) as error:
         gr.Warning(str(error), title="Not raced")
         return notice_html(str(error), "Not raced"), gr.skip(), gr.skip()
     summary = race_html(result, used=seconds, gpu=ZERO_GPU)

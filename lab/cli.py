@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -19,7 +20,7 @@ from tqdm import tqdm
 
 from lookahead_core.config import LookaheadConfig, SettingsError
 from lookahead_core.decoding import DecodingError
-from lookahead_core.models import ModelLoadError, encode_prompt, load_model
+from lookahead_core.models import ModelLoadError, encode_prompt, load_model, unicode_problem
 from lookahead_core.records import Method
 from lookahead_core.sampling import SamplingConfig
 from lookahead_core.trace import decode_steps, summarize
@@ -109,9 +110,23 @@ def chosen_settings(asked: LookaheadConfig | None, lm) -> tuple[LookaheadConfig,
     return auto.config, auto
 
 
+def writable(path: str | None) -> None:
+    """Refuse an output path whose folder is missing or not writable before any work is done."""
+    if path is not None:
+        folder = Path(path).resolve().parent
+        if not folder.is_dir() or not os.access(folder, os.W_OK):
+            raise ValueError(f"cannot write {path}: {folder} is not a writable folder")
+
+
 def generate(args: argparse.Namespace) -> None:
     asked, sampling = asked_settings(args), asked_sampling(args)
+    if args.prompt is not None and not args.prompt.strip():
+        raise ValueError("the prompt is empty: give some text with --prompt")
     prompts = read_prompts_file(args.prompts_file) if args.prompts_file else [{"id": "prompt", "prompt": args.prompt}]
+    for item in prompts:  # refused before the model loads
+        problem = unicode_problem(item["prompt"])
+        if problem is not None:
+            raise ValueError(f"prompt {item['id']} cannot be tokenized: {problem}; remove that character")
     lm = load_model(args.model, device=args.device, dtype=args.dtype, trust_remote_code=args.trust_remote_code)
     config, auto = chosen_settings(asked, lm)
     for index, item in enumerate(prompts):
@@ -161,6 +176,8 @@ def generate(args: argparse.Namespace) -> None:
 def bench(args: argparse.Namespace) -> None:
     methods = check_methods([m.strip() for m in args.methods.split(",") if m.strip()])
     asked, sampling = asked_settings(args), asked_sampling(args)
+    writable(args.json)
+    writable(args.html)
     if args.limit is not None and args.limit < 1:
         raise ValueError(f"--limit must be >= 1, got {args.limit}")
     prompts = load_prompts(args.dataset, args.limit)

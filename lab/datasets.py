@@ -80,7 +80,9 @@ def read_prompts_file(path: str | Path) -> list[dict]:
             continue
         try:
             row = json.loads(line)
-            prompts.append({"id": str(row["id"]), "prompt": str(row["prompt"]), "chat": bool(row.get("chat", False))})
+            if not isinstance(row["prompt"], str) or not row["prompt"].strip():
+                raise TypeError(f"the prompt must be non-empty text, got {row['prompt']!r}")
+            prompts.append({"id": str(row["id"]), "prompt": row["prompt"], "chat": bool(row.get("chat", False))})
         except (json.JSONDecodeError, KeyError, TypeError) as error:
             raise ValueError(f'{path}, line {number}: expected {{"id": ..., "prompt": ...}} ({error})') from error
     return prompts

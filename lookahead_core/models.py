@@ -31,6 +31,10 @@ class ModelLoadError(RuntimeError):
     """A model could not be found or loaded; the message says what was tried."""
 
 
+class PromptError(ValueError):
+    """A prompt the tokenizer cannot take (text that is not valid Unicode); the message says where."""
+
+
 @dataclass
 class LoadedModel:
     model: object
@@ -219,8 +223,23 @@ def load_model(
     return LoadedModel(model, tokenizer, name, eos_ids_of(model, tokenizer), context_length_of(model.config))
 
 
+def unicode_problem(text: str) -> str | None:
+    """Why `text` cannot be tokenized as Unicode (a lone surrogate, as invalid UTF-8 bytes decode to), or None."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as error:
+        return f"character {error.start + 1} is a lone surrogate (U+{ord(text[error.start]):04X}), not valid Unicode"
+    return None
+
+
 def encode_prompt(tokenizer, text: str, chat: bool = False) -> list[int]:
-    """Token ids of `text`, raw or wrapped as one user turn in the model's chat template."""
+    """Token ids of `text`, raw or wrapped as one user turn in the model's chat template.
+
+    Raises PromptError for text that is not valid Unicode (the tokenizer would fail on it).
+    """
+    problem = unicode_problem(text)
+    if problem is not None:
+        raise PromptError(f"the prompt cannot be tokenized: {problem}; remove that character")
     if chat:
         messages = [{"role": "user", "content": text}]
         encoded = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True, return_dict=True)

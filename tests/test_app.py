@@ -224,3 +224,17 @@ def test_sampling_settings_are_checked_before_any_model_work():
         app.sampling_of(True, 0.9, 0, 0.95, 2.5)
     with pytest.raises(SettingsError, match="out of range"):
         app.sampling_of(True, 0.9, 0, 0.0, 1)
+
+
+def test_a_lone_surrogate_over_the_http_api_gets_a_message(url):
+    """gradio_client cannot even encode it; a raw JSON escape (\\ud83d) reaches the app as a lone surrogate."""
+    import json
+
+    import httpx
+
+    payload = json.dumps({"data": ["half an emoji \ud83d here", False, 5, 4, 5, 16, False, *NO_SAMPLING]})
+    with httpx.Client(base_url=url, timeout=30) as http:
+        started = http.post("gradio_api/call/run", content=payload, headers={"content-type": "application/json"})
+        event = started.json()["event_id"]
+        answer = http.get(f"gradio_api/call/run/{event}").text
+    assert "event: complete" in answer and "lone surrogate (U+D83D)" in answer and "Not run" in answer

@@ -127,12 +127,34 @@ def test_bench_auto_reports_what_it_chose_and_why(tiny_folder, tmp_path, monkeyp
     assert "auto: W=" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("bad", [["--methods", "greedy,beam"], ["--limit", "0"], ["--window", "0"]])
+@pytest.mark.parametrize(
+    "bad",
+    [["--methods", "greedy,beam"], ["--limit", "0"], ["--window", "0"], ["--json", "/no/such/folder/report.json"]],
+)
 def test_bench_refuses_bad_arguments_in_one_line(tiny_folder, tmp_path, capsys, bad):
     args = ["bench", "--dataset", str(tiny_folder / "prompts.jsonl"), "--model", str(tiny_folder), *bad]
     assert main(args) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and err.count("\n") == 1
+
+
+@pytest.mark.parametrize(
+    ("prompt", "message"),
+    [("   ", "the prompt is empty"), ("caf\udcc3 au lait", "character 4 is a lone surrogate (U+DCC3)")],
+    ids=["blank", "invalid-utf8"],
+)
+def test_generate_refuses_an_unusable_prompt_in_one_line(tiny_folder, capsys, prompt, message):
+    """Invalid UTF-8 on the command line reaches Python as lone surrogates: a message, not a traceback."""
+    assert main(["generate", "--prompt", prompt, "--model", str(tiny_folder), "--device", "cpu"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and message in err and err.count("\n") == 1
+
+
+def test_a_prompts_file_with_a_null_prompt_is_refused_with_its_line(tiny_folder, tmp_path, capsys):
+    path = tmp_path / "prompts.jsonl"
+    path.write_text('{"id": "a", "prompt": "fine"}\n{"id": "b", "prompt": null}\n')
+    assert main(["generate", "--prompts-file", str(path), "--model", str(tiny_folder), "--device", "cpu"]) == 2
+    assert "line 2" in capsys.readouterr().err
 
 
 def generated(capsys, folder, *extra) -> list[dict]:

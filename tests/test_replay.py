@@ -97,6 +97,11 @@ def test_a_huge_prompt_is_refused_before_tokenizing():
         replay.check_prompt("word " * 10_000)
 
 
+def test_a_lone_surrogate_is_refused_with_where_it_is():
+    with pytest.raises(replay.InputError, match=r"Character 3 of the prompt is a lone surrogate \(U\+D800\)"):
+        replay.check_prompt("ab\ud800cd")
+
+
 def test_a_prompt_is_kept_as_written():
     assert replay.check_prompt("  def f():\n") == "  def f():\n"
 

@@ -118,6 +118,12 @@ def check_prompt(text) -> str:
             f"The prompt has {len(text):,} characters; the limit is {MAX_PROMPT_CHARACTERS:,} "
             "(the model reads at most 8,192 tokens). Shorten it."
         )
+    surrogate = next((i for i, ch in enumerate(text) if 0xD800 <= ord(ch) <= 0xDFFF), None)
+    if surrogate is not None:
+        raise InputError(
+            f"Character {surrogate + 1} of the prompt is a lone surrogate (U+{ord(text[surrogate]):04X}), not valid "
+            "Unicode, so it cannot be tokenized. Remove it."
+        )
     return text
 
 
