@@ -7,14 +7,13 @@ result can be explained by what a wide step costs here.
 
 from __future__ import annotations
 
-import dataclasses
 import time
 
 from lookahead_core.config import LookaheadConfig
 from lookahead_core.costs import StepCosts
 from lookahead_core.forward import synchronize
 from lookahead_core.models import LoadedModel
-from lookahead_core.records import Method, RaceLane, RaceRecord, Settings, StepCostCurve
+from lookahead_core.records import Method, RaceLane, RaceRecord, Settings
 from lookahead_core.sampling import GREEDY, SamplingConfig
 from lookahead_core.trace import decode_steps, machine_facts
 from lookahead_core.tuning import AutoSettings
@@ -77,7 +76,7 @@ def race(
         (lookahead.tokens[-1] / lookahead.seconds[-1]) / (greedy.tokens[-1] / greedy.seconds[-1]),
         lookahead.decode_step_seconds / greedy_step if greedy_step else 0.0,
         auto.settings() if auto is not None else Settings(config.window, config.ngram, config.guesses),
-        StepCostCurve(**dataclasses.asdict(costs)),
+        costs.curve(),
         machine_facts(lm),
         max_new_tokens,
         time.strftime("%Y-%m-%dT%H:%M:%S"),

@@ -31,7 +31,11 @@ class StepCosts(StepCostCurve):
 
     @classmethod
     def of(cls, curve: StepCostCurve) -> StepCosts:
-        return cls(**{f.name: getattr(curve, f.name) for f in dataclasses.fields(StepCostCurve)})
+        return cls(**dataclasses.asdict(curve))
+
+    def curve(self) -> StepCostCurve:
+        """The same figures as the records hold them (a record compares equal only to its own class)."""
+        return StepCostCurve(**dataclasses.asdict(self))
 
     def relative(self, tokens: int) -> float:
         """The cost of feeding `tokens` tokens, in units of a one-token step (linear between sizes)."""

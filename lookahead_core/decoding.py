@@ -18,7 +18,7 @@ import torch
 
 from .config import LookaheadConfig
 from .forward import Pass, decode_one_token, forward_tree, keep_rows, output_device, prefill
-from .layout import CURRENT, StepLayout, tree_layout, visible_rows
+from .layout import CURRENT, StepLayout, tree_layout
 from .planning import FullPlanner, Plan, StepPlanner
 from .proposers import Candidate, JacobiProposer, Outcome, Proposal, Proposer, StepContext
 from .records import Branch, InputRow, Method, StepKind, StepRecord, StopReason, TokenSource
@@ -138,11 +138,10 @@ def lay_out(current: int, proposal: Proposal, plan: Plan) -> StepInput:
 
 def input_rows(fed: StepInput, position: int) -> list[InputRow]:
     """The rows as the record holds them: token, position id, parent, place, and the rows each sees."""
-    seen = visible_rows(fed.layout.parents)
     return [
-        InputRow(token, position + depth, parent, branch, lane, index, sees)
+        InputRow(token, position + depth, parent, branch, lane, index, list(sees))
         for token, depth, parent, (branch, lane, index), sees in zip(
-            fed.tokens, fed.layout.depths, fed.layout.parents, fed.places, seen, strict=True
+            fed.tokens, fed.layout.depths, fed.layout.parents, fed.places, fed.layout.seen, strict=True
         )
     ]
 

@@ -20,7 +20,7 @@ import torch
 from torch import nn
 from transformers import DynamicCache
 
-from .layout import StepLayout, visible_rows
+from .layout import StepLayout
 
 
 def synchronize(device: torch.device) -> None:
@@ -34,8 +34,8 @@ def tree_mask(layout: StepLayout, dtype: torch.dtype, device: torch.device) -> t
     """The (q, q) additive mask among a step's own rows: 0 where a row sees an ancestor or itself."""
     q = layout.size
     allowed = torch.zeros(q, q, dtype=torch.bool)
-    for row, seen in enumerate(visible_rows(layout.parents)):
-        allowed[row, seen] = True
+    for row, seen in enumerate(layout.seen):
+        allowed[row, list(seen)] = True
     mask = torch.full((q, q), torch.finfo(dtype).min, dtype=dtype)
     return mask.masked_fill(allowed, 0.0).to(device)
 

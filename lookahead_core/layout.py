@@ -17,10 +17,14 @@ CURRENT = -1  # a branch row whose parent is c
 
 @dataclass(frozen=True)
 class StepLayout:
-    """Structure of one step's input: parents[i] is the row that row i extends (-1 for c)."""
+    """Structure of one step's input: parents[i] is the row that row i extends (-1 for c).
+
+    `seen[i]` lists the rows of this step row i may attend to: its ancestors and itself, ascending.
+    """
 
     parents: tuple[int, ...]
     depths: tuple[int, ...]
+    seen: tuple[tuple[int, ...], ...]
 
     @property
     def size(self) -> int:
@@ -29,11 +33,14 @@ class StepLayout:
 
 @lru_cache(maxsize=256)
 def tree_layout(parents: tuple[int, ...]) -> StepLayout:
-    """The layout of a tree given each row's parent (row 0, c, has none); depths follow from parents."""
+    """The layout of a tree given each row's parent (row 0, c, has none); depths and visibility follow.
+
+    Cached: a step of the same shape reuses its layout, and so its mask.
+    """
     depths: list[int] = []
     for parent in parents:
         depths.append(depths[parent] + 1 if parent >= 0 else 0)
-    return StepLayout(parents, tuple(depths))
+    return StepLayout(parents, tuple(depths), tuple(map(tuple, visible_rows(parents))))
 
 
 def chain_layout(size: int) -> StepLayout:

@@ -146,6 +146,19 @@ def fresh_ngrams(harvested, levels, previous, sequence, pooled_upto, ngram):
         )
 
 
+@dataclass
+class BeforeStep:
+    """What the proposer saw when it proposed: the window and the pool as they stood before the step."""
+
+    levels: list[list[int]]
+    origins: list[int]
+    warming_up: bool
+    entries: list  # the pool's entries under c, oldest first
+    size: int
+    previous: int  # the token before c
+    offered: dict[tuple[int, ...], int]  # each offered guess's continuation -> its lane
+
+
 class JacobiProposer:
     """Lookahead's proposer: the 2D Jacobi window and the n-gram pool it feeds.
 
@@ -163,41 +176,41 @@ class JacobiProposer:
 
     def propose(self, context: StepContext) -> Proposal:
         current, previous = context.sequence[-1], context.sequence[-2]
-        self.before = {
-            "levels": self.window.copy_levels(),
-            "origins": list(self.window.origins),
-            "warming_up": not self.window.is_full,
-            "entries": self.pool.entries(current),
-            "size": self.pool.size,
-            "previous": previous,
-        }
         offered = self.pool.guesses(current, previous, self.config.guesses)
-        self.before["offered"] = {tuple(g.tokens): lane for lane, g in enumerate(offered)}
+        self.before = BeforeStep(
+            self.window.copy_levels(),
+            list(self.window.origins),
+            not self.window.is_full,
+            self.pool.entries(current),
+            self.pool.size,
+            previous,
+            {tuple(g.tokens): lane for lane, g in enumerate(offered)},
+        )
         return Proposal(window_branch(self.window), [guess_branch(g, i) for i, g in enumerate(offered)])
 
     def observe(self, outcome: Outcome) -> ProposerReport:
         before = self.before
         if outcome.window_fed:
-            geometry = window_geometry(len(before["levels"]), len(before["levels"][0]))
+            geometry = window_geometry(len(before.levels), len(before.levels[0]))
             new_level = [outcome.window_argmax[row + 1] for row in geometry.rows[-1]]
             harvested = self.window.harvest(new_level)
             self.window.advance(new_level, outcome.sequence[-1], outcome.step)
         else:
             new_level, harvested = [], []
             self.window.reanchor(outcome.sequence[-1])
-        added, evicted = self.update_pool(harvested, before["levels"], before["previous"], outcome.sequence)
+        added, evicted = self.update_pool(harvested, before.levels, before.previous, outcome.sequence)
         window = WindowRecord(
-            outcome.window_fed, before["warming_up"], before["levels"], before["origins"], new_level, harvested
+            outcome.window_fed, before.warming_up, before.levels, before.origins, new_level, harvested
         )
         return ProposerReport(window, self.pool_record(outcome, added, evicted))
 
     def pool_record(self, outcome: Outcome, added: list[NGram], evicted: list[NGram]) -> PoolRecord:
         """The entries under the key as they stood before this step, each marked with the guess it became."""
         verified = {c.lane for c in outcome.verification.candidates if c.source != Source.TRAJECTORY}
-        lanes = {c: lane for c, lane in self.before["offered"].items() if lane in verified}
-        entries = [PoolEntry(list(e.continuation), e.source, lanes.get(e.continuation)) for e in self.before["entries"]]
-        key = self.before["levels"][0][0]
-        return PoolRecord(key, self.before["previous"], entries, added, evicted, self.pool.size, self.before["size"])
+        before = self.before
+        lanes = {c: lane for c, lane in before.offered.items() if lane in verified}
+        entries = [PoolEntry(list(e.continuation), e.source, lanes.get(e.continuation)) for e in before.entries]
+        return PoolRecord(before.levels[0][0], before.previous, entries, added, evicted, self.pool.size, before.size)
 
     def update_pool(self, harvested, levels, previous: int, sequence: list[int]) -> tuple[list[NGram], list[NGram]]:
         """Insert this step's fresh n-grams (`previous` precedes c); return what was added and evicted."""

@@ -383,8 +383,19 @@ class Summary:
     text: str
 
 
+class Document:
+    """A top-level record (a trace, a run, a race): it carries `schema_version` and reads and writes JSON."""
+
+    def to_json(self) -> str:
+        return to_json(self)
+
+    @classmethod
+    def from_json(cls, text: str | bytes):
+        return from_json(cls, text)
+
+
 @dataclass
-class Trace:
+class Trace(Document):
     """Every step record of one decoding run, plus what it takes to read it with no model."""
 
     meta: TraceMeta
@@ -393,28 +404,14 @@ class Trace:
     summary: Summary
     schema_version: int = SCHEMA_VERSION
 
-    def to_json(self) -> str:
-        return to_json(self)
-
-    @classmethod
-    def from_json(cls, text: str | bytes) -> Trace:
-        return from_json(cls, text)
-
 
 @dataclass
-class Run:
+class Run(Document):
     """Lookahead and greedy on the same prompt: what a replay of the comparison needs."""
 
     lookahead: Trace
     greedy: Trace
     schema_version: int = SCHEMA_VERSION
-
-    def to_json(self) -> str:
-        return to_json(self)
-
-    @classmethod
-    def from_json(cls, text: str | bytes) -> Run:
-        return from_json(cls, text)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -437,7 +434,7 @@ class RaceLane:
 
 
 @dataclass
-class RaceRecord:
+class RaceRecord(Document):
     greedy: RaceLane
     lookahead: RaceLane
     exact: bool | None  # None when sampled: the two runs draw differently

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 
 import torch
 from transformers import LogitsProcessorList, TemperatureLogitsWarper, TopKLogitsWarper, TopPLogitsWarper
@@ -62,6 +63,7 @@ class SamplingConfig:
 GREEDY = SamplingConfig()
 
 
+@lru_cache(maxsize=32)
 def warpers(sampling: SamplingConfig) -> LogitsProcessorList:
     """transformers' warpers for these settings, in the order `generate(do_sample=True)` applies them."""
     chain = LogitsProcessorList()

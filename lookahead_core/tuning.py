@@ -10,13 +10,13 @@ it; the words that explain it belong to the visuals.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 from .config import LookaheadConfig
 from .costs import StepCosts, step_costs
 from .models import LoadedModel
 from .planning import CostAwarePlanner, FullPlanner, StepPlanner
-from .records import Planner, Regime, Settings, StepCostCurve
+from .records import Planner, Regime, Settings
 
 PROBE_TOKENS = 64  # the step width whose relative cost sorts hardware into the regimes below
 FLAT = 1.5  # a 64-token step at most this many 1-token steps: wide steps are almost free
@@ -47,7 +47,7 @@ class AutoSettings:
         """These settings as the records hold them (the curve as the plain record type, so a trace read
         back from JSON equals the one recorded)."""
         c = self.config
-        curve = StepCostCurve(**asdict(self.costs))
+        curve = self.costs.curve()
         return Settings(c.window, c.ngram, c.guesses, self.planner, self.regime, PROBE_TOKENS, self.ratio, curve)
 
 
