@@ -20,22 +20,32 @@ from functools import cache
 import gradio as gr
 
 from lab import space
-from lab.race import race
-from lookahead_core.config import MAX_TOKENS_PER_STEP, LookaheadConfig, SettingsError
+from lab.race import RACED, race
+from lookahead_core.config import (
+    MAX_TOKENS_PER_STEP,
+    PROMPT_LOOKUP,
+    LookaheadConfig,
+    LookupConfig,
+    SettingsError,
+    check_draft_tokens,
+)
 from lookahead_core.costs import step_costs
 from lookahead_core.decoding import DecodingError
+from lookahead_core.draft import DEFAULT_DRAFT, DEFAULT_DRAFT_TOKENS, Draft, make_draft
 from lookahead_core.models import DEFAULT_MODEL, ModelLoadError, PromptError, encode_prompt, load_model
-from lookahead_core.records import Machine, RaceRecord, Run
+from lookahead_core.records import Machine, Method, RaceRecord, Run
 from lookahead_core.sampling import GREEDY, SamplingConfig
 from lookahead_core.trace import machine_facts, record_run
 from lookahead_core.tuning import auto_settings, choose_settings
 from visuals import library, replay
+from visuals.methods import NAMES
 from visuals.palette import legend_html
 from visuals.progress import tokens_per_step_figure
-from visuals.race import cost_figure, race_figure, race_html
+from visuals.race import cost_figure, playback_html, race_figure, race_html
 from visuals.summary import feed_html, model_html, notice_html, summary_html
 
 PRESETS = library.load_presets()
+METHODS = (Method.LOOKAHEAD, Method.PROMPT_LOOKUP, Method.SPECULATIVE)
 DEFAULT = PRESETS[0]
 PLAY, PAUSE = "▶ Play", "⏸ Pause"
 # Slider ranges wide enough that the engine's budget of tokens per step, not the slider, is what refuses
@@ -48,10 +58,11 @@ SESSION_SECONDS = 3 * 3600  # a recorded run is kept this long after its last up
 
 
 class ModelHolder:
-    """One loaded model for the whole server, created on first use under a lock."""
+    """One loaded model for the whole server, created on first use under a lock, and its draft."""
 
     def __init__(self) -> None:
         self._lm = None
+        self._draft = None
         self._lock = threading.Lock()
 
     def get(self):
@@ -62,7 +73,15 @@ class ModelHolder:
 
     def put(self, lm) -> None:
         with self._lock:
-            self._lm = lm
+            self._lm, self._draft = lm, None
+
+    def draft(self, tokens: int) -> Draft:
+        """The model's bf16 copy as a draft of `tokens` tokens per step (the copy is made once)."""
+        lm = self.get()
+        with self._lock:
+            if self._draft is None:
+                self._draft = make_draft(lm, DEFAULT_DRAFT, tokens)
+            return Draft(self._draft.model, self._draft.name, tokens)
 
     def facts(self) -> Machine | None:
         return machine_facts(self._lm) if self._lm is not None else None
@@ -87,37 +106,65 @@ def on_gpu(duration):
     return attach
 
 
-def slot(prompt, chat, config, max_new_tokens, auto, sampling) -> int:
+def slot(prompt, chat, config, max_new_tokens, auto, *rest) -> int:
     """The GPU seconds a Run or race asks for: both make two decoding runs; auto may measure step costs."""
     return space.slot_seconds(max_new_tokens, runs=2, measures_costs=auto)
 
 
 @on_gpu(slot)
 def record(
-    prompt: str, chat: bool, config: LookaheadConfig, max_new_tokens: int, auto: bool, sampling: SamplingConfig
+    prompt: str,
+    chat: bool,
+    config: LookaheadConfig,
+    max_new_tokens: int,
+    auto: bool,
+    sampling: SamplingConfig,
+    method: Method = Method.LOOKAHEAD,
+    lookup: LookupConfig = PROMPT_LOOKUP,
+    draft_tokens: int = DEFAULT_DRAFT_TOKENS,
 ) -> tuple[Run, float]:
-    """The lookahead trace and the plain trace for one prompt, and the seconds that took: a Run's model work.
+    """The method's trace and the plain trace for one prompt, and the seconds that took: a Run's model work.
 
     With `auto`, lookahead runs this hardware's auto settings and records each step's plan.
     """
     started = time.perf_counter()
     lm = MODEL.get()
     prompt_ids = encode_prompt(lm.tokenizer, prompt, chat)
-    auto_choice = auto_settings(lm) if auto else None
-    run = record_run(lm, prompt_ids, config, max_new_tokens, prompt, auto_choice, sampling)
+    auto_choice = auto_settings(lm) if auto and method == Method.LOOKAHEAD else None
+    draft = MODEL.draft(draft_tokens) if method == Method.SPECULATIVE else None
+    run = record_run(lm, prompt_ids, config, max_new_tokens, prompt, auto_choice, sampling, method, lookup, draft)
     return run, time.perf_counter() - started
 
 
-@on_gpu(slot)
+def race_slot(prompt, chat, config, max_new_tokens, auto, *rest) -> int:
+    """The GPU seconds a race asks for: four methods, each warmed up first; auto may measure step costs."""
+    return space.slot_seconds(max_new_tokens, runs=len(RACED) + 1, measures_costs=auto)
+
+
+@on_gpu(race_slot)
 def timed_race(
-    prompt: str, chat: bool, config: LookaheadConfig, max_new_tokens: int, auto: bool, sampling: SamplingConfig
+    prompt: str,
+    chat: bool,
+    config: LookaheadConfig,
+    max_new_tokens: int,
+    auto: bool,
+    sampling: SamplingConfig,
+    method: Method = Method.LOOKAHEAD,
+    lookup: LookupConfig = PROMPT_LOOKUP,
+    draft_tokens: int = DEFAULT_DRAFT_TOKENS,
 ) -> tuple[RaceRecord, float]:
-    """Plain decoding then lookahead, timed with nothing drawn (auto: W, N, G from measured costs), and its seconds."""
+    """Every method on the prompt, timed with nothing drawn (auto: W, N, G from measured costs), and its seconds.
+
+    `method` is the Run's choice, which the race does not need: it races them all.
+    """
     started = time.perf_counter()
     lm = MODEL.get()
     prompt_ids = encode_prompt(lm.tokenizer, prompt, chat)
     costs = step_costs(lm)
-    result = race(lm, prompt_ids, config, max_new_tokens, costs, choose_settings(costs) if auto else None, sampling)
+    auto_choice = choose_settings(costs) if auto else None
+    result = race(
+        lm, prompt_ids, config, max_new_tokens, costs, MODEL.draft(draft_tokens), auto_choice, sampling, lookup
+    )
     return result, time.perf_counter() - started
 
 
@@ -201,6 +248,11 @@ def set_speed(speed):
 def choose_preset(preset_id):
     item = library.preset(PRESETS, preset_id)
     settings = [item["prompt"], item["chat"], item["window"], item["ngram"], item["guesses"], item["max_new_tokens"]]
+    settings += [
+        item.get("method", Method.LOOKAHEAD.value),
+        item.get("lookup_tokens", LookupConfig.tokens),
+        item.get("draft_tokens", DEFAULT_DRAFT_TOKENS),
+    ]
     sampled = item.get("sampling")
     sampling = [sampled is not None, *(sampled or SAMPLING_DEFAULTS).values()]
     return [*settings, item["caption"], *loaded(example_run(preset_id)), notice_html(None), *sampling]
@@ -240,14 +292,25 @@ def refused(message: str) -> list:
     return [*[gr.skip()] * len(OUTPUTS), gr.skip(), notice_html(message)]
 
 
-def run_model(prompt, chat, window, ngram, guesses, max_new_tokens, auto, *sampling):
-    """Validate, record lookahead and plain decoding on the model, and show the new run from step 0."""
+def family_of(method, lookup_tokens, draft_tokens) -> tuple[Method, LookupConfig, int]:
+    """The method chosen for Run, prompt lookup's settings and the draft's k; InputError or SettingsError if off."""
+    if method not in set(Method) - {Method.GREEDY}:
+        raise replay.InputError(f"Choose a method to run: {', '.join(m.value for m in METHODS)}.")
+    lookup = LookupConfig(tokens=replay.whole_number(lookup_tokens, "Prompt lookup tokens"))
+    return Method(method), lookup, check_draft_tokens(replay.whole_number(draft_tokens, "Draft tokens k"))
+
+
+def run_model(
+    prompt, chat, window, ngram, guesses, max_new_tokens, auto, method, lookup_tokens, draft_tokens, *sampling
+):
+    """Validate, record the method and plain decoding on the model, and show the new run from step 0."""
     try:
         text = replay.check_prompt(prompt)
         w, n, g, tokens = replay.check_settings(window, ngram, guesses, max_new_tokens)
         config = LookaheadConfig(window=w, ngram=n, guesses=g)
+        family = family_of(method, lookup_tokens, draft_tokens)
         check_budget(tokens)
-        run, seconds = record(text, bool(chat), config, tokens, bool(auto), sampling_of(*sampling))
+        run, seconds = record(text, bool(chat), config, tokens, bool(auto), sampling_of(*sampling), *family)
     except (replay.InputError, SettingsError, DecodingError, ModelLoadError, PromptError) as error:
         return refused(str(error))
     return [*loaded(run), model_html(MODEL.facts(), DEFAULT_MODEL), notice_html(None, used=seconds, gpu=ZERO_GPU)]
@@ -255,25 +318,40 @@ def run_model(prompt, chat, window, ngram, guesses, max_new_tokens, auto, *sampl
 
 RACE_AUTO, RACE_SLIDERS = "auto: measured for this hardware", "the sliders' W, N, G"
 RACE_INTRO = (
-    '<div class="ll-budget">The race decodes your prompt with greedy decoding, then with lookahead, on the model '
-    "loaded here, and times both with the device synchronised and nothing drawn. It shows what this hardware "
-    "really gains, and why.</div>"
+    '<div class="ll-budget">The race decodes your prompt with greedy decoding, lookahead, prompt lookup and '
+    "speculative decoding (a bfloat16 copy of the model as the draft), one after the other on the model loaded "
+    "here, each warmed up first and timed with the device synchronised and nothing drawn. Then it plays them back "
+    "side by side at the measured speed: what this hardware really gains, and why.</div>"
 )
 
 
-def race_model(prompt, chat, window, ngram, guesses, max_new_tokens, settings, *sampling):
-    """Validate, race plain decoding against lookahead on the model, and show the curves and the verdict."""
+def race_model(prompt, chat, window, ngram, guesses, max_new_tokens, settings, lookup_tokens, draft_tokens, *sampling):
+    """Validate, race every method on the model, and show the playback, the verdict and the curves."""
     try:
         text = replay.check_prompt(prompt)
         w, n, g, tokens = replay.check_settings(window, ngram, guesses, max_new_tokens)
         config = LookaheadConfig(window=w, ngram=n, guesses=g)
+        _, lookup, k = family_of(Method.LOOKAHEAD.value, lookup_tokens, draft_tokens)
         check_budget(tokens)
-        result, seconds = timed_race(text, bool(chat), config, tokens, settings != RACE_SLIDERS, sampling_of(*sampling))
+        auto = settings != RACE_SLIDERS
+        result, seconds = timed_race(text, bool(chat), config, tokens, auto, sampling_of(*sampling), None, lookup, k)
     except (replay.InputError, SettingsError, DecodingError, ModelLoadError, PromptError) as error:
         gr.Warning(str(error), title="Not raced")
-        return notice_html(str(error), "Not raced"), gr.skip(), gr.skip()
-    summary = race_html(result, used=seconds, gpu=ZERO_GPU)
-    return summary, gr.Plot(race_figure(result), visible=True), gr.Plot(cost_figure(result), visible=True)
+        return notice_html(str(error), "Not raced"), *[gr.skip()] * 4
+    return (
+        race_html(result, used=seconds, gpu=ZERO_GPU),
+        result,
+        gr.HTML(playback_html(result, take=time.monotonic_ns()), visible=True),
+        gr.Plot(race_figure(result), visible=True),
+        gr.Plot(cost_figure(result), visible=True),
+    )
+
+
+def replay_race(result, slow):
+    """The race's playback from the start again, at the measured speed or slowed down."""
+    if not isinstance(result, RaceRecord):
+        return gr.skip()
+    return gr.HTML(playback_html(result, bool(slow), take=time.monotonic_ns()), visible=True)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -352,6 +430,12 @@ with gr.Blocks(title="Lookahead Lab") as demo:
             preset_caption = gr.Markdown(DEFAULT["caption"], elem_id="ll-preset-caption")
             prompt = gr.Textbox(DEFAULT["prompt"], lines=5, max_lines=14, label="Prompt (or write your own)")
             chat = gr.Checkbox(DEFAULT["chat"], label="Wrap the prompt in the model's chat template")
+            method = gr.Radio(
+                [(NAMES[m], m.value) for m in METHODS],
+                value=Method.LOOKAHEAD.value,
+                label="Method to run against greedy",
+                elem_id="ll-method",
+            )
             window = gr.Slider(1, MAX_WINDOW, value=DEFAULT["window"], step=1, label="W · window size (columns)")
             ngram = gr.Slider(2, MAX_NGRAM, value=DEFAULT["ngram"], step=1, label="N · n-gram size (N−1 levels)")
             guesses = gr.Slider(0, MAX_GUESSES, value=DEFAULT["guesses"], step=1, label="G · guesses verified per step")
@@ -364,6 +448,17 @@ with gr.Blocks(title="Lookahead Lab") as demo:
                 label="Max new tokens",
                 elem_id="ll-max",
             )
+            with gr.Accordion("Prompt lookup and the draft model", open=False, elem_id="ll-family"):
+                lookup_tokens = gr.Slider(
+                    1, 32, value=LookupConfig.tokens, step=1, label="Prompt lookup: tokens copied after a match"
+                )
+                draft_tokens = gr.Slider(
+                    1,
+                    16,
+                    value=DEFAULT_DRAFT_TOKENS,
+                    step=1,
+                    label="Speculative: tokens k the draft (a bf16 copy) writes",
+                )
             with gr.Accordion("Sampling (for Run and the race)", open=False, elem_id="ll-sampling"):
                 sample = gr.Checkbox(False, label="Sample instead of greedy decoding", elem_id="ll-sample")
                 temperature = gr.Slider(0.05, 2, value=SAMPLING_DEFAULTS["temperature"], step=0.05, label="Temperature")
@@ -409,10 +504,11 @@ with gr.Blocks(title="Lookahead Lab") as demo:
                     chart = gr.Plot(tokens_per_step_figure(first_run), show_label=False, container=False)
             with gr.Column(elem_classes="ll-card", elem_id="ll-race"):
                 gr.HTML(
-                    "<h3>7 · The race: greedy against lookahead, timed<small>same prompt, same model, "
-                    "one after the other</small></h3>",
+                    "<h3>7 · The race: greedy, lookahead, prompt lookup and a draft model, timed<small>same prompt, "
+                    "same model, one after the other, played back side by side</small></h3>",
                     elem_classes="ll-card-head",
                 )
+                race_state = gr.State(None, time_to_live=SESSION_SECONDS)
                 with gr.Row(equal_height=False):
                     race_settings = gr.Radio(
                         [RACE_AUTO, RACE_SLIDERS], value=RACE_AUTO, label="Lookahead settings", scale=3
@@ -420,6 +516,10 @@ with gr.Blocks(title="Lookahead Lab") as demo:
                     race_button = gr.Button(
                         "Race on the model", variant="primary", elem_id="ll-race-run", scale=1, size="md"
                     )
+                with gr.Row(equal_height=False):
+                    restart = gr.Button("↺ Restart playback", size="sm", scale=0, min_width=150, elem_id="ll-restart")
+                    slow = gr.Checkbox(False, label="Slow down ×0.25", scale=0, min_width=150, elem_id="ll-slow")
+                race_playback = gr.HTML(visible=False, elem_id="ll-race-playback")
                 race_summary = gr.HTML(RACE_INTRO, elem_id="ll-race-summary")
                 with gr.Row(equal_height=False):
                     race_chart = gr.Plot(show_label=False, container=False, visible=False)
@@ -448,7 +548,21 @@ with gr.Blocks(title="Lookahead Lab") as demo:
     preset.change(
         choose_preset,
         preset,
-        [prompt, chat, window, ngram, guesses, max_new_tokens, preset_caption, *OUTPUTS, run_notice, *sampling],
+        [
+            prompt,
+            chat,
+            window,
+            ngram,
+            guesses,
+            max_new_tokens,
+            method,
+            lookup_tokens,
+            draft_tokens,
+            preset_caption,
+            *OUTPUTS,
+            run_notice,
+            *sampling,
+        ],
         api_name="preset",
         **replaying,
     )
@@ -462,7 +576,19 @@ with gr.Blocks(title="Lookahead Lab") as demo:
     )
     run_button.click(
         run_model,
-        [prompt, chat, window, ngram, guesses, max_new_tokens, run_auto, *sampling],
+        [
+            prompt,
+            chat,
+            window,
+            ngram,
+            guesses,
+            max_new_tokens,
+            run_auto,
+            method,
+            lookup_tokens,
+            draft_tokens,
+            *sampling,
+        ],
         [*OUTPUTS, model_info, run_notice],
         api_name="run",
         concurrency_limit=1,
@@ -472,13 +598,21 @@ with gr.Blocks(title="Lookahead Lab") as demo:
     )
     race_button.click(
         race_model,
-        [prompt, chat, window, ngram, guesses, max_new_tokens, race_settings, *sampling],
-        [race_summary, race_chart, cost_chart],
+        [prompt, chat, window, ngram, guesses, max_new_tokens, race_settings, lookup_tokens, draft_tokens, *sampling],
+        [race_summary, race_state, race_playback, race_chart, cost_chart],
         api_name="race",
         concurrency_limit=1,
         concurrency_id="model",
         show_progress="minimal",
         show_progress_on=race_summary,
+    )
+    gr.on(
+        [restart.click, slow.change],
+        replay_race,
+        [race_state, slow],
+        race_playback,
+        api_name="race_playback",
+        **replaying,
     )
 
 if __name__ == "__main__":

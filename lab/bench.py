@@ -1,30 +1,39 @@
-"""The benchmark: greedy (or sampled) decoding, lookahead and their peers on the same prompts, in one process.
+"""The benchmark: plain decoding, the guessing family and their transformers peers on the same prompts, in one process.
 
-Methods: `greedy` and `lookahead` (this engine), `hf-greedy` (`model.generate(do_sample=False)`,
-what a user would otherwise run) and `prompt-lookup` (transformers' built-in prompt lookup
-decoding, 10 tokens). Every method runs once untimed to warm up; then, prompt by prompt, the
-methods run one after the other, each timed with the device synchronised. A method's `exact` is
-the number of prompts whose output equals greedy `generate`; its `speedup` is its tokens per
-second over the baseline's (hf-greedy when it runs, else greedy), measured in the same run.
-With sampling, `greedy` is plain sampling, `hf-greedy` and `prompt-lookup` run `generate` with
-`do_sample=True` and the same temperature, top-k and top-p, and nothing is compared token by token.
+Methods of this engine: `greedy`, `lookahead`, `prompt-lookup`, `speculative` (a draft model).
+Peers, what a user would otherwise run: `hf-greedy` (`model.generate(do_sample=False)`),
+`hf-prompt-lookup` (`generate(prompt_lookup_num_tokens=10)`) and `hf-assisted`
+(`generate(assistant_model=...)` with the same draft as `speculative`, at transformers' own
+assisted-generation defaults). Every method runs once untimed to warm up; then, prompt by
+prompt, the methods run one after the other, each timed with the device synchronised. A
+method's `exact` is the number of prompts whose output equals greedy `generate`; its `speedup`
+is its tokens per second over the baseline's (hf-greedy when it runs, else greedy), measured in
+the same run; its `acceptance` (this engine's guessing methods) is the share of candidate tokens
+verified that were accepted. With sampling, `greedy` is plain sampling, the peers run `generate`
+with `do_sample=True` and the same temperature, top-k and top-p, and nothing is compared token
+by token.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, replace
 
 import torch
 
-from lookahead_core.config import LookaheadConfig
+from lookahead_core.config import PROMPT_LOOKUP, LookaheadConfig, LookupConfig
+from lookahead_core.draft import Draft
 from lookahead_core.forward import synchronize
 from lookahead_core.models import LoadedModel, encode_prompt
 from lookahead_core.records import Method, to_data
 from lookahead_core.sampling import GREEDY, SamplingConfig
-from lookahead_core.trace import decode_steps, lookahead_reach, machine_facts, summarize
+from lookahead_core.trace import decode_steps, machine_facts, method_reach, summarize
+from lookahead_core.tuning import AutoSettings
 
-METHODS = ("greedy", "lookahead", "prompt-lookup", "hf-greedy")
+METHODS = ("greedy", "lookahead", "prompt-lookup", "speculative", "hf-greedy", "hf-prompt-lookup", "hf-assisted")
+NEEDS_DRAFT = ("speculative", "hf-assisted")
+ENGINE = ("greedy", "lookahead", "prompt-lookup", "speculative")
 PROMPT_LOOKUP_TOKENS = 10  # transformers' documented default for prompt_lookup_num_tokens
 
 
@@ -73,43 +82,68 @@ def run_generate(
     synchronize(lm.device)
     seconds = time.perf_counter() - start
     new = output[0, len(prompt_ids) :].tolist()
-    return {"new_token_ids": new, "steps": counter.count, "seconds": seconds, "draws": None, "accepted": None}
+    return {"new_token_ids": new, "steps": counter.count, "seconds": seconds, "offered": None, "accepted": None}
+
+
+@dataclass(frozen=True)
+class Family:
+    """What the guessing methods run with: lookahead's W, N, G (or auto settings), prompt lookup's, the draft."""
+
+    config: LookaheadConfig
+    auto: AutoSettings | None = None
+    lookup: LookupConfig = PROMPT_LOOKUP
+    draft: Draft | None = None
 
 
 def run_engine(
-    lm: LoadedModel, prompt_ids: list[int], method: str, config, max_new_tokens: int, auto=None, sampling=GREEDY
+    lm: LoadedModel, prompt_ids: list[int], method: str, family: Family, max_new_tokens: int, sampling
 ) -> dict:
-    """This engine's greedy or lookahead decoding, timed end to end (step bookkeeping included).
+    """One of this engine's methods, timed end to end (step bookkeeping included).
 
-    With `auto` (tuning.AutoSettings), lookahead gets a fresh planner of the auto settings.
-    Sampled lookahead also counts its draws: candidate tokens tried, and those accepted.
+    With auto settings, lookahead gets a fresh planner of their kind. Guessing methods also count
+    the candidate tokens they verified and the tokens accepted.
     """
+    auto = family.auto
     planner = auto.make_planner() if auto is not None and method == "lookahead" else None
     synchronize(lm.device)
     start = time.perf_counter()
-    records = list(decode_steps(lm, prompt_ids, Method(method), config, max_new_tokens, planner, sampling))
+    records = list(
+        decode_steps(
+            lm,
+            prompt_ids,
+            Method(method),
+            family.config,
+            max_new_tokens,
+            planner,
+            sampling,
+            family.lookup,
+            family.draft,
+        )
+    )
     synchronize(lm.device)
     seconds = time.perf_counter() - start
     summary = summarize(records)
-    draws = [d for r in records if r.verification for p in r.verification.positions for d in p.draws]
-    sampled = not sampling.is_greedy and method == "lookahead"
+    verified = [r.verification for r in records if r.verification is not None]
+    guessing = method != "greedy"
     return {
         "new_token_ids": summary.new_token_ids,
         "steps": summary.steps,
         "seconds": seconds,
-        "draws": len(draws) if sampled else None,
-        "accepted": sum(d.accepted for d in draws) if sampled else None,
+        "offered": sum(len(c.tokens) for v in verified for c in v.candidates) if guessing else None,
+        "accepted": sum(v.accepted for v in verified) if guessing else None,
     }
 
 
 def run_method(
-    lm: LoadedModel, method: str, prompt_ids: list[int], config, max_new_tokens: int, auto=None, sampling=GREEDY
+    lm: LoadedModel, method: str, prompt_ids: list[int], family: Family, max_new_tokens: int, sampling=GREEDY
 ) -> dict:
     if method == "hf-greedy":
         return run_generate(lm, prompt_ids, max_new_tokens, sampling)
-    if method == "prompt-lookup":
+    if method == "hf-prompt-lookup":
         return run_generate(lm, prompt_ids, max_new_tokens, sampling, prompt_lookup_num_tokens=PROMPT_LOOKUP_TOKENS)
-    return run_engine(lm, prompt_ids, method, config, max_new_tokens, auto, sampling)
+    if method == "hf-assisted":
+        return run_generate(lm, prompt_ids, max_new_tokens, sampling, assistant_model=family.draft.model)
+    return run_engine(lm, prompt_ids, method, family, max_new_tokens, sampling)
 
 
 def check_methods(methods: list[str]) -> list[str]:
@@ -117,6 +151,10 @@ def check_methods(methods: list[str]) -> list[str]:
     if unknown or not methods:
         raise ValueError(f"unknown method(s) {', '.join(unknown) or '(none)'}: choose from {', '.join(METHODS)}")
     return methods
+
+
+def needs_draft(methods: list[str]) -> bool:
+    return any(m in NEEDS_DRAFT for m in methods)
 
 
 def totals(rows: list[dict], method: str, baseline_seconds: float, baseline_tokens: int) -> dict:
@@ -142,40 +180,44 @@ def totals(rows: list[dict], method: str, baseline_seconds: float, baseline_toke
 
 
 def acceptance(rows: list[dict], method: str) -> float | None:
-    """Sampled lookahead: the share of candidate tokens tried that were accepted (None for other runs)."""
-    draws = [r["methods"][method]["draws"] for r in rows]
-    if None in draws:
+    """A guessing method's share of verified candidate tokens that were accepted (None for the others)."""
+    offered = [r["methods"][method]["offered"] for r in rows]
+    if None in offered:
         return None
-    tried = sum(draws)
-    return sum(r["methods"][method]["accepted"] for r in rows) / tried if tried else 0.0
+    total = sum(offered)
+    return sum(r["methods"][method]["accepted"] for r in rows) / total if total else 0.0
 
 
 def run_bench(
     lm: LoadedModel,
     prompts: list[dict],
     methods: list[str],
-    config: LookaheadConfig,
+    family: Family,
     max_new_tokens: int,
     progress: Callable[[int, int, str], None] | None = None,
     dataset: str = "",
-    auto=None,
     sampling: SamplingConfig = GREEDY,
 ) -> dict:
     """Benchmark `methods` on `prompts` ({id, prompt, chat}); the report documented in the module docstring.
 
-    With `auto` (tuning.AutoSettings), lookahead runs its settings and planner instead of `config`.
+    With auto settings in `family`, lookahead runs them and their planner instead of W, N, G.
     Sampled (temperature > 0), every method samples prompt k with seed S + k, `generate` with the
-    same warpers; outputs are not compared (`exact` is None), and lookahead's acceptance is counted.
+    same warpers; outputs are not compared (`exact` is None).
     """
     check_methods(methods)
-    config = auto.config if auto is not None else config
+    if needs_draft(methods) and family.draft is None:
+        raise ValueError(f"{', '.join(m for m in methods if m in NEEDS_DRAFT)} need a draft model")
+    if family.auto is not None:
+        family = replace(family, config=family.auto.config)
     encoded = [encode_prompt(lm.tokenizer, p["prompt"], p["chat"]) for p in prompts]
-    reach = lookahead_reach(config)
+    reach = max(
+        (method_reach(Method(m), family.config, family.lookup, family.draft) for m in ENGINE if m in methods), default=0
+    )
     for item, ids in zip(prompts, encoded, strict=True):
         if lm.context_length is not None and len(ids) + max_new_tokens + reach > lm.context_length:
             raise ValueError(f"prompt {item['id']} has {len(ids)} tokens: too long for the model's context")
     for method in methods:  # warm-up: first calls allocate, load kernels and fill caches
-        run_method(lm, method, encoded[0], config, min(max_new_tokens, 16), auto, sampling)
+        run_method(lm, method, encoded[0], family, min(max_new_tokens, 16), sampling)
     rows = []
     total = len(prompts) * len(methods)
     for index, (item, ids) in enumerate(zip(prompts, encoded, strict=True)):
@@ -187,7 +229,7 @@ def run_bench(
         for offset, method in enumerate(methods):
             if progress is not None:
                 progress(index * len(methods) + offset, total, f"{item['id']} {method}")
-            results[method] = run_method(lm, method, ids, config, max_new_tokens, auto, sampling.for_prompt(index))
+            results[method] = run_method(lm, method, ids, family, max_new_tokens, sampling.for_prompt(index))
         if greedy and reference is None:
             reference = results["hf-greedy"]["new_token_ids"]
         rows.append(
@@ -202,7 +244,7 @@ def run_bench(
                         "seconds": r["seconds"],
                         "tokens_per_second": len(r["new_token_ids"]) / r["seconds"],
                         "exact": r["new_token_ids"] == reference if greedy else None,
-                        "draws": r["draws"],
+                        "offered": r["offered"],
                         "accepted": r["accepted"],
                     }
                     for method, r in results.items()
@@ -227,9 +269,11 @@ def run_bench(
             "methods": methods,
             "baseline": baseline,
             "max_new_tokens": max_new_tokens,
-            "lookahead": config.as_dict(),
-            "auto": to_data(auto.settings()) if auto is not None else None,
+            "lookahead": family.config.as_dict(),
+            "auto": to_data(family.auto.settings()) if family.auto is not None else None,
             "sampling": to_data(sampling.record()),
+            "prompt_lookup": to_data(family.lookup),
+            "draft": to_data(family.draft.settings()) if family.draft is not None else None,
             "prompt_lookup_num_tokens": PROMPT_LOOKUP_TOKENS,
             "ran_at": time.strftime("%Y-%m-%dT%H:%M:%S"),
         },

@@ -1,8 +1,10 @@
 """Command line: `python -m lab generate|bench ...` (the contract other tools rely on).
 
 generate: with --json, one JSON object per prompt per line, keys: id, method, window, ngram,
-guesses, prompt_token_ids, new_token_ids, text, steps (forward passes, the prefill counted as
-one), seconds. Without it, the text and a one-line summary.
+guesses (lookahead's, else null), lookup_ngram, lookup_tokens (prompt lookup's), draft_model,
+draft_tokens (speculative's), prompt_token_ids, new_token_ids, text, steps (forward passes of the
+target, the prefill counted as one), seconds, temperature, top_k, top_p, seed. Without it, the
+text and a one-line summary.
 bench: a table of every method's totals on stdout, a progress bar on stderr, and the report
 of `bench.run_bench` with --json and as a self-contained Plotly page with --html.
 Errors go to stderr as one line, exit 2.
@@ -18,8 +20,9 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from lookahead_core.config import LookaheadConfig, SettingsError
+from lookahead_core.config import LookaheadConfig, LookupConfig, SettingsError, check_draft_tokens
 from lookahead_core.decoding import DecodingError
+from lookahead_core.draft import DEFAULT_DRAFT, DEFAULT_DRAFT_TOKENS, SELF_DRAFTS, make_draft
 from lookahead_core.models import ModelLoadError, encode_prompt, load_model, unicode_problem
 from lookahead_core.records import Method
 from lookahead_core.sampling import SamplingConfig
@@ -27,7 +30,7 @@ from lookahead_core.trace import decode_steps, summarize
 from lookahead_core.tuning import AutoSettings, auto_settings
 from visuals.plans import settings_words
 
-from .bench import METHODS, check_methods, run_bench
+from .bench import METHODS, Family, check_methods, needs_draft, run_bench
 from .datasets import load_prompts, read_prompts_file
 
 
@@ -64,16 +67,39 @@ def add_settings_options(command: argparse.ArgumentParser) -> None:
     )
 
 
+def add_family_options(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "--draft-model",
+        default=DEFAULT_DRAFT,
+        metavar="ID|" + "|".join(SELF_DRAFTS),
+        help="speculative decoding's draft: a copy of the target, or a hub id / folder with the same tokenizer",
+    )
+    command.add_argument(
+        "--draft-tokens", type=int, default=DEFAULT_DRAFT_TOKENS, metavar="K", help="tokens drafted per step"
+    )
+    command.add_argument(
+        "--lookup-ngram",
+        type=int,
+        default=LookupConfig.ngram,
+        metavar="N",
+        help="prompt lookup: longest suffix matched",
+    )
+    command.add_argument(
+        "--lookup-tokens", type=int, default=LookupConfig.tokens, metavar="K", help="prompt lookup: tokens proposed"
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m lab", description="Exact lookahead decoding.")
     commands = parser.add_subparsers(dest="command", required=True)
-    gen = commands.add_parser("generate", help="decode prompts with lookahead or greedy decoding")
+    gen = commands.add_parser("generate", help="decode prompts with lookahead, prompt lookup, a draft or greedy")
     source = gen.add_mutually_exclusive_group(required=True)
     source.add_argument("--prompt", help="one prompt text")
     source.add_argument("--prompts-file", help='JSONL file, one {"id": str, "prompt": str} per line')
     add_model_options(gen)
-    gen.add_argument("--method", default="lookahead", choices=["lookahead", "greedy"])
+    gen.add_argument("--method", default="lookahead", choices=[m.value for m in Method])
     add_settings_options(gen)
+    add_family_options(gen)
     gen.add_argument("--chat", action="store_true", help="wrap each prompt in the model's chat template")
     gen.add_argument("--json", action="store_true", help="one JSON object per prompt per line")
     bench = commands.add_parser("bench", help="time greedy, lookahead and their peers on a prompt set")
@@ -86,6 +112,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_model_options(bench)
     add_settings_options(bench)
+    add_family_options(bench)
     bench.add_argument("--json", metavar="OUT.json", help="write the full report as JSON")
     bench.add_argument("--html", metavar="OUT.html", help="write a self-contained Plotly report")
     return parser
@@ -99,6 +126,11 @@ def asked_settings(args: argparse.Namespace) -> LookaheadConfig | None:
 def asked_sampling(args: argparse.Namespace) -> SamplingConfig:
     """The sampling settings asked for, validated before any model loads."""
     return SamplingConfig(args.temperature, args.top_k, args.top_p, args.seed)
+
+
+def asked_lookup(args: argparse.Namespace) -> LookupConfig:
+    """Prompt lookup's settings asked for, validated before any model loads."""
+    return LookupConfig(ngram=args.lookup_ngram, tokens=args.lookup_tokens)
 
 
 def chosen_settings(asked: LookaheadConfig | None, lm) -> tuple[LookaheadConfig, AutoSettings | None]:
@@ -119,7 +151,8 @@ def writable(path: str | None) -> None:
 
 
 def generate(args: argparse.Namespace) -> None:
-    asked, sampling = asked_settings(args), asked_sampling(args)
+    asked, sampling, lookup = asked_settings(args), asked_sampling(args), asked_lookup(args)
+    check_draft_tokens(args.draft_tokens)
     if args.prompt is not None and not args.prompt.strip():
         raise ValueError("the prompt is empty: give some text with --prompt")
     prompts = read_prompts_file(args.prompts_file) if args.prompts_file else [{"id": "prompt", "prompt": args.prompt}]
@@ -128,14 +161,18 @@ def generate(args: argparse.Namespace) -> None:
         if problem is not None:
             raise ValueError(f"prompt {item['id']} cannot be tokenized: {problem}; remove that character")
     lm = load_model(args.model, device=args.device, dtype=args.dtype, trust_remote_code=args.trust_remote_code)
-    config, auto = chosen_settings(asked, lm)
+    method = Method(args.method)
+    lookahead, speculative = method == Method.LOOKAHEAD, method == Method.SPECULATIVE
+    config, auto = chosen_settings(asked, lm) if lookahead else (asked or LookaheadConfig(), None)
+    draft = make_draft(lm, args.draft_model, args.draft_tokens) if speculative else None
     for index, item in enumerate(prompts):
         prompt_ids = encode_prompt(lm.tokenizer, item["prompt"], args.chat)
         planner = auto.make_planner() if auto is not None else None
-        method, seeded = Method(args.method), sampling.for_prompt(index)
-        summary = summarize(list(decode_steps(lm, prompt_ids, method, config, args.max_new_tokens, planner, seeded)))
+        seeded = sampling.for_prompt(index)
+        records = decode_steps(lm, prompt_ids, method, config, args.max_new_tokens, planner, seeded, lookup, draft)
+        summary = summarize(list(records))
         text = lm.tokenizer.decode(summary.new_token_ids, skip_special_tokens=True)
-        lookahead = args.method == "lookahead"
+        looking_up = method == Method.PROMPT_LOOKUP
         if args.json:
             print(
                 json.dumps(
@@ -145,6 +182,10 @@ def generate(args: argparse.Namespace) -> None:
                         "window": config.window if lookahead else None,
                         "ngram": config.ngram if lookahead else None,
                         "guesses": config.guesses if lookahead else None,
+                        "lookup_ngram": lookup.ngram if looking_up else None,
+                        "lookup_tokens": lookup.tokens if looking_up else None,
+                        "draft_model": args.draft_model if speculative else None,
+                        "draft_tokens": args.draft_tokens if speculative else None,
                         "prompt_token_ids": prompt_ids,
                         "new_token_ids": summary.new_token_ids,
                         "text": text,
@@ -160,7 +201,11 @@ def generate(args: argparse.Namespace) -> None:
             )
         else:
             plain = "greedy" if sampling.is_greedy else "sampling"
-            settings = f"W={config.window} N={config.ngram} G={config.guesses}" if lookahead else plain
+            settings = {
+                Method.LOOKAHEAD: f"W={config.window} N={config.ngram} G={config.guesses}",
+                Method.PROMPT_LOOKUP: f"n-gram {lookup.ngram}, {lookup.tokens} tokens",
+                Method.SPECULATIVE: f"draft {args.draft_model}, k={args.draft_tokens}",
+            }.get(method, plain)
             if not sampling.is_greedy:
                 settings += f", T={seeded.temperature} top-k={seeded.top_k} top-p={seeded.top_p} seed={seeded.seed}"
             settings += f", {auto.planner.value} plan" if lookahead and auto is not None else ""
@@ -175,7 +220,8 @@ def generate(args: argparse.Namespace) -> None:
 
 def bench(args: argparse.Namespace) -> None:
     methods = check_methods([m.strip() for m in args.methods.split(",") if m.strip()])
-    asked, sampling = asked_settings(args), asked_sampling(args)
+    asked, sampling, lookup = asked_settings(args), asked_sampling(args), asked_lookup(args)
+    check_draft_tokens(args.draft_tokens)
     writable(args.json)
     writable(args.html)
     if args.limit is not None and args.limit < 1:
@@ -185,13 +231,15 @@ def bench(args: argparse.Namespace) -> None:
         raise ValueError(f"no prompts in {args.dataset}")
     lm = load_model(args.model, device=args.device, dtype=args.dtype, trust_remote_code=args.trust_remote_code)
     config, auto = chosen_settings(asked, lm)
+    draft = make_draft(lm, args.draft_model, args.draft_tokens) if needs_draft(methods) else None
+    family = Family(config, auto, lookup, draft)
     with tqdm(total=len(prompts) * len(methods), unit="run", file=sys.stderr) as bar:
 
         def progress(done: int, total: int, label: str) -> None:
             bar.update(done - bar.n)
             bar.set_postfix_str(label)
 
-        report = run_bench(lm, prompts, methods, config, args.max_new_tokens, progress, args.dataset, auto, sampling)
+        report = run_bench(lm, prompts, methods, family, args.max_new_tokens, progress, args.dataset, sampling)
     print(summary_table(report))
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=1))
@@ -208,25 +256,22 @@ def summary_table(report: dict) -> str:
         "greedy, exact = output equal to greedy generate"
         if sampling is None
         else f"SAMPLED at T={sampling['temperature']} top-k={sampling['top_k']} top-p={sampling['top_p']}, "
-        f"prompt k with seed {sampling['seed']} + k, hf-greedy and prompt-lookup with do_sample=True; "
+        f"prompt k with seed {sampling['seed']} + k, the hf- peers with do_sample=True; "
         "outputs are not compared token for token"
     )
     lines = [
         f"{settings['dataset']}: {report['summary'][settings['methods'][0]]['prompts']} prompts, "
         f"{settings['max_new_tokens']} new tokens, {machine['model']} on {machine['device_name']} "
         f"({machine['dtype']}); {decoding}; speedup over {settings['baseline']}",
-        f"{'method':<14}{'tokens':>8}{'steps':>8}{'tok/step':>10}{'seconds':>10}{'tok/s':>9}{'speedup':>9}"
-        + (f"{'exact':>8}" if sampling is None else f"{'accepted':>10}"),
+        f"{'method':<18}{'tokens':>8}{'steps':>8}{'tok/step':>10}{'seconds':>10}{'tok/s':>9}{'speedup':>9}"
+        f"{'accepted':>10}" + (f"{'exact':>8}" if sampling is None else ""),
     ]
     for method, row in report["summary"].items():
-        last = (
-            f"{row['exact']:>5}/{row['prompts']}"
-            if sampling is None
-            else (f"{row['acceptance']:>10.1%}" if row["acceptance"] is not None else f"{'-':>10}")
-        )
+        accepted = f"{row['acceptance']:>10.1%}" if row["acceptance"] is not None else f"{'-':>10}"
+        exact = f"{row['exact']:>5}/{row['prompts']}" if sampling is None else ""
         lines.append(
-            f"{method:<14}{row['tokens']:>8}{row['steps']:>8}{row['tokens_per_step']:>10.2f}{row['seconds']:>10.2f}"
-            f"{row['tokens_per_second']:>9.2f}{row['speedup']:>8.2f}x{last}"
+            f"{method:<18}{row['tokens']:>8}{row['steps']:>8}{row['tokens_per_step']:>10.2f}{row['seconds']:>10.2f}"
+            f"{row['tokens_per_second']:>9.2f}{row['speedup']:>8.2f}x{accepted}{exact}"
         )
     return "\n".join(lines)
 

@@ -1,7 +1,8 @@
-"""Record the example runs the app opens with: one lookahead + greedy run per preset, from the real model.
+"""Record the example runs the app opens with: one method + greedy run per preset, from the real model.
 
 Usage: python -m lab.examples [--only spelling python ...] [--device cpu]
-Reads assets/presets.json (prompt, chat flag, W, N, G, max new tokens, sampling if any) and writes each run to the
+Reads assets/presets.json (prompt, chat flag, method (default lookahead), W, N, G, lookup_tokens or
+draft_tokens, max new tokens, sampling if any) and writes each run to the
 preset's `example` file under assets/ (gzipped JSON, a few tens of KB). Float32 on the CPU by
 default, so the example's output equals plain greedy decoding token for token; a short warm-up run
 comes first and is thrown away.
@@ -12,8 +13,10 @@ from __future__ import annotations
 import argparse
 import time
 
-from lookahead_core.config import LookaheadConfig
+from lookahead_core.config import LookaheadConfig, LookupConfig
+from lookahead_core.draft import DEFAULT_DRAFT, make_draft
 from lookahead_core.models import encode_prompt, load_model
+from lookahead_core.records import Method
 from lookahead_core.sampling import GREEDY, SamplingConfig
 from lookahead_core.trace import record_run
 from visuals.library import example_path, load_presets, save_run
@@ -43,13 +46,17 @@ def main() -> None:
         prompt_ids = encode_prompt(lm.tokenizer, item["prompt"], item["chat"])
         started = time.perf_counter()
         sampling = SamplingConfig(**item["sampling"]) if "sampling" in item else GREEDY
-        run = record_run(lm, prompt_ids, config, item["max_new_tokens"], item["prompt"], sampling=sampling)
+        method = Method(item.get("method", Method.LOOKAHEAD))
+        lookup = LookupConfig(tokens=item.get("lookup_tokens", LookupConfig.tokens))
+        draft = make_draft(lm, DEFAULT_DRAFT, item["draft_tokens"]) if method == Method.SPECULATIVE else None
+        tokens = item["max_new_tokens"]
+        run = record_run(lm, prompt_ids, config, tokens, item["prompt"], None, sampling, method, lookup, draft)
         path = example_path(item)
         path.parent.mkdir(parents=True, exist_ok=True)
         save_run(run, path)
-        ours, theirs = run.lookahead.summary, run.greedy.summary
+        ours, theirs = run.trace.summary, run.greedy.summary
         print(
-            f"{item['id']}: {ours.tokens} tokens, {ours.steps} lookahead steps "
+            f"{item['id']}: {ours.tokens} tokens, {ours.steps} {method.value} steps "
             f"({ours.tokens_per_step:.2f} tokens/step) vs {theirs.steps} greedy; "
             f"{ours.seconds:.1f} s vs {theirs.seconds:.1f} s; recorded in "
             f"{time.perf_counter() - started:.1f} s -> {path.relative_to(path.parents[2])} "

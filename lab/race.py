@@ -1,51 +1,89 @@
-"""The race: greedy, then lookahead, on the same prompt, each timed end to end with nothing drawn.
+"""The race: greedy, lookahead, prompt lookup and speculative decoding on one prompt, timed with nothing drawn.
 
-Each run keeps only what its curve needs: the tokens committed and the wall time after every
-step. The result (records.RaceRecord) also carries the step costs of this hardware, so a slow
-result can be explained by what a wide step costs here.
+Every method first runs once on a few tokens, untimed, so none pays for another's cold start
+(kernels, allocations, the draft's first pass). Then each runs in turn, timed end to end with
+the device synchronised. A lane keeps what its curve and its playback need: the tokens and the
+wall time after every step, and the text each step added. The record (records.RaceRecord) also
+carries the step costs of this hardware, so a slow method can be explained by what a wide step
+costs here.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
-from lookahead_core.config import LookaheadConfig
+from lookahead_core.config import PROMPT_LOOKUP, LookaheadConfig, LookupConfig
 from lookahead_core.costs import StepCosts
+from lookahead_core.draft import Draft
 from lookahead_core.forward import synchronize
 from lookahead_core.models import LoadedModel
-from lookahead_core.records import Method, RaceLane, RaceRecord, Settings
+from lookahead_core.records import LookupSettings, Method, RaceLane, RaceRecord, Settings, StepRecord
 from lookahead_core.sampling import GREEDY, SamplingConfig
 from lookahead_core.trace import decode_steps, machine_facts
 from lookahead_core.tuning import AutoSettings
 
+RACED = (Method.GREEDY, Method.LOOKAHEAD, Method.PROMPT_LOOKUP, Method.SPECULATIVE)
+WARM_UP_TOKENS = 8
 
-def timed_run(
-    lm: LoadedModel, prompt_ids, method: Method, config, max_new_tokens: int, planner=None, sampling=GREEDY
-) -> RaceLane:
-    """Decode once; the cumulative tokens and seconds after each step, and per-step tokens fed.
 
-    The step figures leave out the prefill, which both methods share.
+def step_pieces(tokenizer, records: list[StepRecord]) -> list[str]:
+    """The text each step added, decoded from the whole output so far so that every script reads right.
+
+    A step that ends inside a character (its bytes split across tokens) adds the text before it;
+    the step that completes the character adds it.
     """
-    tokens, seconds, fed, committed = [0], [0.0], [], []
+    pieces, ids, shown = [], [], ""
+    for record in records:
+        ids += record.committed
+        text = tokenizer.decode(ids, skip_special_tokens=True).rstrip("\ufffd")
+        pieces.append(text[len(shown) :] if text.startswith(shown) else "")
+        shown = text if text.startswith(shown) else shown
+    return pieces
+
+
+def acceptance(records: list[StepRecord]) -> float | None:
+    """Accepted candidate tokens over candidate tokens verified (None for plain decoding)."""
+    verified = [r.verification for r in records if r.verification is not None]
+    if not verified:
+        return None
+    offered = sum(len(c.tokens) for v in verified for c in v.candidates)
+    return sum(v.accepted for v in verified) / offered if offered else 0.0
+
+
+def timed_lane(
+    lm: LoadedModel, prompt_ids, method: Method, setup: Callable[[Method], dict], max_new_tokens: int
+) -> RaceLane:
+    """Decode once, timed with nothing drawn; the figures of the lane (speedup and exact filled in later).
+
+    The step figures leave out the prefill, which all methods share.
+    """
+    tokens, seconds, fed, records = [0], [0.0], [], []
     synchronize(lm.device)
     start = time.perf_counter()
-    for record in decode_steps(lm, prompt_ids, method, config, max_new_tokens, planner, sampling):
+    for record in decode_steps(lm, prompt_ids, method, max_new_tokens=max_new_tokens, **setup(method)):
         synchronize(lm.device)
         tokens.append(tokens[-1] + len(record.committed))
         seconds.append(time.perf_counter() - start)
         fed.append(record.tokens_fed)
-        committed += record.committed
+        records.append(record)
     steps = len(fed) - 1
     return RaceLane(
+        method,
         tokens,
         seconds,
         fed,
-        committed,
+        step_pieces(lm.tokenizer, records),
+        [t for r in records for t in r.committed],
         len(fed),
         tokens[-1] / len(fed),
         (seconds[-1] - seconds[1]) / steps if steps else 0.0,
         sum(fed[1:]) / steps if steps else 0.0,
         (tokens[-1] - tokens[1]) / steps if steps else 0.0,
+        sum(r.draft.seconds for r in records if r.draft is not None),
+        0.0,
+        None,
+        acceptance(records),
     )
 
 
@@ -55,27 +93,37 @@ def race(
     config: LookaheadConfig,
     max_new_tokens: int,
     costs: StepCosts,
+    draft: Draft,
     auto: AutoSettings | None = None,
     sampling: SamplingConfig = GREEDY,
+    lookup: LookupConfig = PROMPT_LOOKUP,
 ) -> RaceRecord:
-    """Plain decoding then lookahead (with `auto`'s settings and planner if given), and how they compare.
+    """Every method of RACED on one prompt (lookahead with `auto`'s settings and planner if given).
 
-    Speedup is lookahead's tokens per second over plain decoding's (sampled runs may stop at
-    different lengths). Sampled, both draw with the same settings and seed, so their outputs are
-    not compared (`exact` is None).
+    Speedup is tokens per second over plain decoding's (sampled runs may stop at different
+    lengths). Sampled, every method draws with the same settings and seed, so outputs are not
+    compared (`exact` is None).
     """
     config = auto.config if auto is not None else config
-    greedy = timed_run(lm, prompt_ids, Method.GREEDY, config, max_new_tokens, sampling=sampling)
-    planner = auto.make_planner() if auto is not None else None
-    lookahead = timed_run(lm, prompt_ids, Method.LOOKAHEAD, config, max_new_tokens, planner, sampling)
-    greedy_step = greedy.decode_step_seconds
+
+    def setup(method: Method) -> dict:
+        planner = auto.make_planner() if auto is not None and method == Method.LOOKAHEAD else None
+        return {"config": config, "planner": planner, "sampling": sampling, "lookup": lookup, "draft": draft}
+
+    for method in RACED:
+        for _ in decode_steps(lm, prompt_ids, method, max_new_tokens=WARM_UP_TOKENS, **setup(method)):
+            pass
+    lanes = [timed_lane(lm, prompt_ids, method, setup, max_new_tokens) for method in RACED]
+    greedy = lanes[0]
+    rate = greedy.tokens[-1] / greedy.seconds[-1]
+    for lane in lanes:
+        lane.speedup = (lane.tokens[-1] / lane.seconds[-1]) / rate
+        lane.exact = lane.new_token_ids == greedy.new_token_ids if sampling.is_greedy else None
     return RaceRecord(
-        greedy,
-        lookahead,
-        lookahead.new_token_ids == greedy.new_token_ids if sampling.is_greedy else None,
-        (lookahead.tokens[-1] / lookahead.seconds[-1]) / (greedy.tokens[-1] / greedy.seconds[-1]),
-        lookahead.decode_step_seconds / greedy_step if greedy_step else 0.0,
+        lanes,
         auto.settings() if auto is not None else Settings(config.window, config.ngram, config.guesses),
+        LookupSettings(lookup.ngram, lookup.tokens, lookup.candidates),
+        draft.settings(),
         costs.curve(),
         machine_facts(lm),
         max_new_tokens,

@@ -1,4 +1,4 @@
-"""Lookahead settings (W, N, G) and their validation.
+"""The methods' settings (lookahead's W, N, G; prompt lookup's; a draft's k) and their validation.
 
 The paper writes the triple as (N, W, G) and TensorRT-LLM as (W, N, G); this code never passes
 a bare triple: every setting is named.
@@ -12,7 +12,14 @@ MAX_TOKENS_PER_STEP = 512
 
 
 class SettingsError(ValueError):
-    """A lookahead setting is out of range; the message says which and why."""
+    """A setting is out of range; the message says which and why."""
+
+
+def check_integers(*checks: tuple[str, object, int]) -> None:
+    """Each (name, value, lowest) must be an integer >= lowest, else SettingsError naming it."""
+    for name, value, low in checks:
+        if not isinstance(value, int) or isinstance(value, bool) or value < low:
+            raise SettingsError(f"{name} must be an integer >= {low}, got {value!r}")
 
 
 @dataclass(frozen=True)
@@ -24,13 +31,7 @@ class LookaheadConfig:
     guesses: int = 7
 
     def __post_init__(self) -> None:
-        for name, value, low in (
-            ("window W", self.window, 1),
-            ("n-gram size N", self.ngram, 2),
-            ("guesses G", self.guesses, 0),
-        ):
-            if not isinstance(value, int) or isinstance(value, bool) or value < low:
-                raise SettingsError(f"{name} must be an integer >= {low}, got {value!r}")
+        check_integers(("window W", self.window, 1), ("n-gram size N", self.ngram, 2), ("guesses G", self.guesses, 0))
         if self.tokens_per_step > MAX_TOKENS_PER_STEP:
             raise SettingsError(
                 f"W={self.window}, N={self.ngram}, G={self.guesses} would feed {self.tokens_per_step} tokens "
@@ -45,3 +46,35 @@ class LookaheadConfig:
 
     def as_dict(self) -> dict:
         return asdict(self)
+
+
+MAX_PROPOSED_TOKENS = 64
+
+
+@dataclass(frozen=True)
+class LookupConfig:
+    """Prompt lookup: match the last `ngram` tokens (then fewer, down to 1) earlier in the sequence
+    and propose the `tokens` that followed, from up to `candidates` distinct matches."""
+
+    ngram: int = 3
+    tokens: int = 10
+    candidates: int = 1
+
+    def __post_init__(self) -> None:
+        check_integers(("lookup n-gram", self.ngram, 1), ("lookup tokens", self.tokens, 1))
+        check_integers(("lookup candidates", self.candidates, 1))
+        if self.tokens * self.candidates > MAX_PROPOSED_TOKENS:
+            raise SettingsError(
+                f"prompt lookup would feed over {MAX_PROPOSED_TOKENS} tokens: lower its tokens or candidates"
+            )
+
+
+def check_draft_tokens(tokens: object) -> int:
+    """A draft's k: an integer from 1 to MAX_PROPOSED_TOKENS."""
+    check_integers(("draft tokens k", tokens, 1))
+    if tokens > MAX_PROPOSED_TOKENS:
+        raise SettingsError(f"draft tokens k must be at most {MAX_PROPOSED_TOKENS}, got {tokens}")
+    return tokens
+
+
+PROMPT_LOOKUP = LookupConfig()

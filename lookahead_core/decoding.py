@@ -1,9 +1,11 @@
-"""Plain and lookahead decoding, greedy or sampled, as step generators: one StepRecord per forward pass.
+"""Plain decoding and the guess-and-verify family, greedy or sampled, as step generators: one
+StepRecord per forward pass of the target.
 
-Both share the prefill (step 0) and the commit rules (verify.commit). A lookahead step reads:
-propose (the Jacobi window and the pool's guesses) -> plan (what of it to feed) -> lay out (one
-token tree) -> forward (one pass of the unmodified model) -> verify -> commit (and keep only
-the committed rows in the KV cache) -> observe (the proposer and the planner learn) -> record.
+All share the prefill (step 0) and the commit rules (verify.commit). A guessing step reads:
+propose (lookahead: the Jacobi window and the pool's guesses; prompt lookup: earlier matches;
+speculative: a draft model's chain) -> plan (what of it to feed) -> lay out (one token tree) ->
+forward (one pass of the unmodified model) -> verify -> commit (and keep only the committed rows
+in the KV cache) -> observe (the proposer and the planner learn) -> record.
 The planner chooses among what was proposed, so it runs after the proposer. Records hold token
 ids, counts, facts and measured seconds; nothing here formats for display.
 """
@@ -16,9 +18,11 @@ from dataclasses import dataclass, replace
 
 import torch
 
-from .config import LookaheadConfig
+from .config import LookaheadConfig, LookupConfig
+from .draft import Draft, DraftProposer
 from .forward import Pass, decode_one_token, forward_tree, keep_rows, output_device, prefill
 from .layout import CURRENT, StepLayout, tree_layout
+from .lookup import PromptLookupProposer
 from .planning import FullPlanner, Plan, StepPlanner
 from .proposers import Candidate, JacobiProposer, Outcome, Proposal, Proposer, StepContext
 from .records import Branch, InputRow, Method, StepKind, StepRecord, StopReason, TokenSource
@@ -59,9 +63,10 @@ def plain_source(sampling: SamplingConfig) -> TokenSource:
 
 
 def prefill_record(
-    method: Method, prompt_ids: list[int], committed: list[int], stop, seconds: float, source
+    method: Method, prompt_ids: list[int], committed: list[int], stop, seconds: float, source, wall: float
 ) -> StepRecord:
-    return StepRecord(0, method, StepKind.PREFILL, 0, len(prompt_ids), committed, [source], stop, seconds, seconds)
+    """Step 0; `wall` adds what the method set up after the pass (a draft's own prefill)."""
+    return StepRecord(0, method, StepKind.PREFILL, 0, len(prompt_ids), committed, [source], stop, seconds, wall)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -76,7 +81,8 @@ def greedy_steps(
     cache, result = prefill(model, prompt_ids)
     token = next_token(result, sampling, generator)
     committed, stop = commit([token], max_new_tokens, eos_ids)
-    yield prefill_record(Method.GREEDY, prompt_ids, committed, stop, result.seconds, plain_source(sampling))
+    source = plain_source(sampling)
+    yield prefill_record(Method.GREEDY, prompt_ids, committed, stop, result.seconds, source, result.seconds)
     produced, step = 1, 0
     while stop is None:
         step += 1
@@ -101,7 +107,7 @@ def greedy_steps(
 
 
 # ----------------------------------------------------------------------------------------------
-# Lookahead
+# Guess and verify: lookahead, prompt lookup, speculative decoding
 
 
 @dataclass
@@ -146,40 +152,50 @@ def input_rows(fed: StepInput, position: int) -> list[InputRow]:
     ]
 
 
-class LookaheadDecoder:
-    """One lookahead run's state: KV cache, committed sequence, the proposer and the planner."""
+class GuessingDecoder:
+    """One guess-and-verify run's state: KV cache, committed sequence, the proposer and the planner.
+
+    `make_proposer(sequence)` builds the method's proposer once the prefill has committed the
+    first token; `method` names the records.
+    """
 
     def __init__(
         self,
         model,
         prompt_ids: list[int],
-        config: LookaheadConfig,
+        method: Method,
+        make_proposer: Callable[[list[int]], Proposer],
         max_new_tokens: int,
         eos_ids: frozenset[int],
-        seed: int = 0,
         planner: StepPlanner | None = None,
         sampling: SamplingConfig = GREEDY,
-        proposer: Callable[..., Proposer] = JacobiProposer,
     ):
-        self.model, self.config, self.max_new_tokens, self.eos_ids = model, config, max_new_tokens, eos_ids
+        self.model, self.method, self.max_new_tokens, self.eos_ids = model, method, max_new_tokens, eos_ids
+        self.make_proposer = make_proposer
         self.planner = planner or FullPlanner()
         self.sampling = sampling
-        self.make_proposer = proposer  # called as (config, sequence, prompt_ids, seed) after the prefill
         self.generator = None if sampling.is_greedy else sampling.generator(output_device(model))
         self.prompt_ids = list(prompt_ids)
-        self.seed = seed
         self.stop: StopReason | None = None
         self.step_index = 0
 
     def prefill(self) -> StepRecord:
         """Step 0: run the prompt, commit the first token, start the proposer from the prompt."""
+        start = time.perf_counter()
         self.cache, result = prefill(self.model, self.prompt_ids)
         token = next_token(result, self.sampling, self.generator)
         committed, self.stop = commit([token], self.max_new_tokens, self.eos_ids)
         self.sequence = self.prompt_ids + committed
-        self.proposer = self.make_proposer(self.config, self.sequence, self.prompt_ids, self.seed)
-        source = plain_source(self.sampling)
-        return prefill_record(Method.LOOKAHEAD, self.prompt_ids, committed, self.stop, result.seconds, source)
+        if self.stop is None:
+            self.proposer = self.make_proposer(self.sequence)
+        source, wall = plain_source(self.sampling), time.perf_counter() - start
+        return prefill_record(self.method, self.prompt_ids, committed, self.stop, result.seconds, source, wall)
+
+    def steps(self) -> Iterator[StepRecord]:
+        """The prefill, then one step per forward pass until a stop."""
+        yield self.prefill()
+        while self.stop is None:
+            yield self.step()
 
     def step(self) -> StepRecord:
         """One forward pass: propose, plan, lay out, forward, verify, commit, observe, record."""
@@ -201,7 +217,7 @@ class LookaheadDecoder:
         self.planner.observe(outcome)
         return StepRecord(
             self.step_index,
-            Method.LOOKAHEAD,
+            self.method,
             StepKind.DECODE,
             position,
             fed.layout.size,
@@ -215,6 +231,7 @@ class LookaheadDecoder:
             report.window,
             report.pool,
             verification,
+            report.draft,
         )
 
     def verify(self, fed: StepInput, result: Pass):
@@ -253,7 +270,45 @@ def lookahead_steps(
 
     `planner` picks each step's input (default: the paper's full window and G guesses).
     """
-    decoder = LookaheadDecoder(model, prompt_ids, config, max_new_tokens, eos_ids, seed, planner, sampling)
-    yield decoder.prefill()
-    while decoder.stop is None:
-        yield decoder.step()
+
+    def jacobi(sequence: list[int]) -> JacobiProposer:
+        return JacobiProposer(config, sequence, prompt_ids, seed)
+
+    decoder = GuessingDecoder(model, prompt_ids, Method.LOOKAHEAD, jacobi, max_new_tokens, eos_ids, planner, sampling)
+    return decoder.steps()
+
+
+def prompt_lookup_steps(
+    model,
+    prompt_ids: list[int],
+    lookup: LookupConfig,
+    max_new_tokens: int,
+    eos_ids: frozenset[int],
+    sampling: SamplingConfig = GREEDY,
+) -> Iterator[StepRecord]:
+    """Prompt lookup decoding, verified like lookahead's guesses: exact greedy, exact sampling."""
+
+    def lookup_proposer(sequence: list[int]) -> PromptLookupProposer:
+        return PromptLookupProposer(lookup, len(prompt_ids))
+
+    method = Method.PROMPT_LOOKUP
+    return GuessingDecoder(model, prompt_ids, method, lookup_proposer, max_new_tokens, eos_ids, None, sampling).steps()
+
+
+def speculative_steps(
+    model,
+    prompt_ids: list[int],
+    draft: Draft,
+    max_new_tokens: int,
+    eos_ids: frozenset[int],
+    sampling: SamplingConfig = GREEDY,
+) -> Iterator[StepRecord]:
+    """Speculative decoding with a draft model: greedy output equals greedy decoding's; sampled, the
+    speculative sampling rule with the draft's q keeps the distribution of ordinary sampling."""
+    vocabulary = model.get_output_embeddings().weight.shape[0]
+
+    def drafter(sequence: list[int]) -> DraftProposer:
+        return DraftProposer(draft, sequence, vocabulary, sampling)
+
+    method = Method.SPECULATIVE
+    return GuessingDecoder(model, prompt_ids, method, drafter, max_new_tokens, eos_ids, None, sampling).steps()

@@ -86,17 +86,21 @@ def timed(model, last_only: bool = False, **inputs) -> Pass:
     return Pass(argmax, logits, time.perf_counter() - start)
 
 
+def extend(model, cache: DynamicCache, tokens: list[int]) -> Pass:
+    """Feed `tokens` after the cached prefix, in order; the pass holds the last row's argmax and logits."""
+    input_ids = torch.tensor([tokens], device=model.device)
+    return timed(model, last_only=True, input_ids=input_ids, past_key_values=cache, use_cache=True)
+
+
 def prefill(model, prompt_ids: list[int]) -> tuple[DynamicCache, Pass]:
     """Run the prompt through the model; return the cache and the last row's pass (the first new token)."""
     cache = DynamicCache(config=model.config)
-    input_ids = torch.tensor([prompt_ids], device=model.device)
-    return cache, timed(model, last_only=True, input_ids=input_ids, past_key_values=cache, use_cache=True)
+    return cache, extend(model, cache, prompt_ids)
 
 
 def decode_one_token(model, cache: DynamicCache, token: int) -> Pass:
     """Plain autoregressive step: feed one token; the pass holds its argmax and logits."""
-    input_ids = torch.tensor([[token]], device=model.device)
-    return timed(model, input_ids=input_ids, past_key_values=cache, use_cache=True)
+    return extend(model, cache, [token])
 
 
 def forward_tree(model, cache: DynamicCache, input_ids: list[int], layout: StepLayout) -> Pass:

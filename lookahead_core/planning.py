@@ -40,11 +40,13 @@ def guess_length(proposal: Proposal) -> int:
 
 
 class FullPlanner:
-    """The paper's plan: the whole window and every guess the pool offers, every step."""
+    """The paper's plan: the whole window and every guess the pool offers, every step (every
+    candidate, for a method with no window)."""
 
     def plan(self, proposal: Proposal) -> Plan:
-        offered, length = len(proposal.guesses), guess_length(proposal)
-        return Plan(True, offered, length, PlanRecord(PlanReason.PAPER, True, offered, offered, length))
+        offered, length, window = len(proposal.guesses), guess_length(proposal), proposal.window is not None
+        reason = PlanReason.PAPER if window else PlanReason.ALL_PROPOSED
+        return Plan(window, offered, length, PlanRecord(reason, window, offered, offered, length))
 
     def observe(self, outcome: Outcome) -> None:
         """The full plan learns nothing."""

@@ -5,7 +5,8 @@ its branch, or c) and the candidate paths among them that verification will chec
 forward pass it `observe`s the outcome (the model's argmax at its rows, what was committed) and
 returns what it did for the step's record. The shape follows transformers' candidate
 generators (`get_candidates`, `update_candidate_strategy`). The Jacobi window with its n-gram
-pool is lookahead decoding's proposer; prompt lookup and a draft model plug in the same way.
+pool is lookahead decoding's proposer; prompt lookup (lookup.py) and a draft model (draft.py)
+plug in the same way, with no window.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from .layout import CURRENT, window_geometry
 from .pool import Guess, NGramPool
 from .records import (
     Branch,
+    DraftRecord,
     NGram,
     PoolEntry,
     PoolRecord,
@@ -31,13 +33,22 @@ from .window import JacobiWindow
 
 @dataclass(frozen=True)
 class Candidate:
-    """A token path to verify: its tokens, its rows in its branch, where it came from and why."""
+    """A token path to verify: its tokens, its rows in its branch, where it came from and why.
+
+    A draft model's chain also carries q, the draft's probability of each token, and, when it
+    sampled them, `distributions` (one row of q over the vocabulary per token: speculative
+    sampling needs all of it). Prompt lookup's carries where it was copied from.
+    """
 
     tokens: tuple[int, ...]
     rows: tuple[int, ...]
     source: Source
     reason: Reason
     lane: int  # the guess number, or the window column whose trajectory it is
+    draft_probabilities: tuple[float, ...] = ()
+    distributions: object = field(default=None, compare=False)  # torch (tokens x vocab), sampled drafts only
+    found_at: int | None = None
+    key_length: int = 0
 
 
 @dataclass(frozen=True)
@@ -55,8 +66,19 @@ class ProposedBranch:
 
     def cut(self, length: int) -> ProposedBranch:
         """The first `length` rows of a chain branch, its candidates cut to match."""
-        candidates = tuple(replace(c, tokens=c.tokens[:length], rows=c.rows[:length]) for c in self.candidates)
+        candidates = tuple(cut_candidate(c, length) for c in self.candidates)
         return ProposedBranch(self.kind, self.tokens[:length], self.parents[:length], self.places[:length], candidates)
+
+
+def cut_candidate(candidate: Candidate, length: int) -> Candidate:
+    q = candidate.distributions
+    return replace(
+        candidate,
+        tokens=candidate.tokens[:length],
+        rows=candidate.rows[:length],
+        draft_probabilities=candidate.draft_probabilities[:length],
+        distributions=None if q is None else q[:length],
+    )
 
 
 @dataclass
@@ -100,6 +122,7 @@ class ProposerReport:
 
     window: WindowRecord | None = None
     pool: PoolRecord | None = None
+    draft: DraftRecord | None = None
 
 
 class Proposer(Protocol):

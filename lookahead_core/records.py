@@ -17,7 +17,7 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 
 class SchemaError(ValueError):
@@ -29,8 +29,12 @@ class SchemaError(ValueError):
 
 
 class Method(enum.StrEnum):
-    LOOKAHEAD = "lookahead"
-    GREEDY = "greedy"
+    """A decoding method. All but greedy guess tokens and verify them in one pass, each its own way."""
+
+    LOOKAHEAD = "lookahead"  # Jacobi window + n-gram pool
+    GREEDY = "greedy"  # plain autoregressive decoding (greedy or sampled)
+    PROMPT_LOOKUP = "prompt-lookup"  # the tokens after an earlier occurrence of the last few tokens
+    SPECULATIVE = "speculative"  # a draft model's chain of k tokens
 
 
 class StepKind(enum.StrEnum):
@@ -57,7 +61,8 @@ class Branch(enum.StrEnum):
 
     CURRENT = "current"  # the current token c
     WINDOW = "window"  # the lookahead branch: the 2D Jacobi window
-    GUESS = "guess"  # the verification branch: one candidate n-gram
+    GUESS = "guess"  # the verification branch: one candidate n-gram (lookahead) or match (prompt lookup)
+    DRAFT = "draft"  # a draft model's chain
 
 
 class Source(enum.StrEnum):
@@ -67,6 +72,7 @@ class Source(enum.StrEnum):
     WINDOW = "window"  # an n-gram harvested from a column of the Jacobi window
     OUTPUT = "output"  # an n-gram of the committed output
     TRAJECTORY = "trajectory"  # a Jacobi trajectory inside the window, verified as it stands
+    DRAFT = "draft"  # proposed by a draft model, one token at a time
 
 
 class Reason(enum.StrEnum):
@@ -75,6 +81,8 @@ class Reason(enum.StrEnum):
     TWO_TOKEN_KEY = "two-token key"  # a pool n-gram whose key and preceding token both match
     ONE_TOKEN_KEY = "one-token key"  # a pool n-gram whose key matches the current token
     JACOBI_TRAJECTORY = "jacobi trajectory"  # the window computed this chain anyway: free to check
+    SUFFIX_MATCH = "suffix match"  # prompt lookup: the last tokens occurred earlier; these followed them
+    DRAFT_MODEL = "draft model"  # the draft model's own continuation
 
 
 class Verdict(enum.StrEnum):
@@ -90,6 +98,7 @@ class PlanReason(enum.StrEnum):
     """Why a step fed what it fed."""
 
     PAPER = "paper"  # the paper's plan: the whole window and every guess, every step
+    ALL_PROPOSED = "all-proposed"  # a method with no window: every candidate it proposed
     BEST_RATIO = "best-ratio"  # cost-aware: the most expected tokens per unit of measured step time
     PROBE_WINDOW = "probe-window"  # cost-aware: the window sat out too long and is fed to measure it again
 
@@ -208,19 +217,25 @@ class CandidateRecord:
     expected: list[int]
     matched: int
     verdict: Verdict
+    draft_probabilities: list[float] = field(default_factory=list)  # a draft's q(token) for each token
+    found_at: int | None = None  # prompt lookup: the position in the sequence its tokens were copied from
+    key_length: int = 0  # prompt lookup: how many trailing tokens matched there
 
 
 @dataclass
 class Draw:
     """Sampling: one candidate token tried at a position, accepted when `uniform` < `probability`.
 
-    `probability` is P(token) renormalised after the rejections before it at this position.
+    `probability` is P(token) renormalised after the rejections before it at this position; for a
+    draft model's token, `draft_probability` is q(token), and it is accepted when `uniform` <
+    min(1, P/q) (speculative sampling), the rejections before it taken out of P as max(0, P - q).
     """
 
     token: int
     probability: float
     uniform: float
     accepted: bool
+    draft_probability: float | None = None
 
 
 @dataclass
@@ -258,6 +273,15 @@ class VerificationRecord:
 
 
 @dataclass
+class DraftRecord:
+    """What a draft model did before this step's pass: the tokens it drafted, its passes and their time."""
+
+    tokens: list[int]
+    forward_passes: int
+    seconds: float
+
+
+@dataclass
 class StepRecord:
     """One forward pass: what it fed, what it verified, what it committed, and how long it took.
 
@@ -279,6 +303,7 @@ class StepRecord:
     window: WindowRecord | None = None
     pool: PoolRecord | None = None
     verification: VerificationRecord | None = None
+    draft: DraftRecord | None = None
 
     def token_ids(self) -> set[int]:
         """Every token id this record mentions (what a trace's vocabulary must cover)."""
@@ -292,6 +317,8 @@ class StepRecord:
         if self.verification is not None:
             ids |= set(self.verification.block)
             ids |= {t for c in self.verification.candidates for t in c.tokens + c.expected}
+        if self.draft is not None:
+            ids |= set(self.draft.tokens)
         return ids
 
 
@@ -332,6 +359,26 @@ class Settings:
 
 
 @dataclass
+class LookupSettings:
+    """Prompt lookup: match the last `ngram` tokens (down to 1) earlier in the sequence, propose the
+    `tokens` that followed, from up to `candidates` distinct matches (most recent first)."""
+
+    ngram: int
+    tokens: int
+    candidates: int
+
+
+@dataclass
+class DraftSettings:
+    """Speculative decoding: the draft model (a name such as "bf16-self", a hub id or a folder), its
+    dtype, and how many tokens it drafts per step."""
+
+    model: str
+    dtype: str
+    tokens: int
+
+
+@dataclass
 class Machine:
     model: str
     architecture: str
@@ -359,7 +406,7 @@ class SamplingRecord:
 @dataclass
 class TraceMeta:
     method: Method
-    settings: Settings | None  # None for greedy
+    settings: Settings | None  # lookahead's W, N, G (None for the other methods)
     max_new_tokens: int
     prompt_text: str | None
     prompt_token_ids: list[int]
@@ -367,6 +414,8 @@ class TraceMeta:
     machine: Machine
     recorded_at: str
     sampling: SamplingRecord | None = None  # None: greedy decoding
+    lookup: LookupSettings | None = None  # prompt lookup's settings
+    draft: DraftSettings | None = None  # speculative decoding's draft
 
 
 @dataclass
@@ -407,46 +456,61 @@ class Trace(Document):
 
 @dataclass
 class Run(Document):
-    """Lookahead and greedy on the same prompt: what a replay of the comparison needs."""
+    """A guessing method's trace (lookahead, prompt lookup, speculative) beside plain decoding's on
+    the same prompt: what a replay of the comparison needs."""
 
-    lookahead: Trace
+    trace: Trace
     greedy: Trace
     schema_version: int = SCHEMA_VERSION
 
 
 # ----------------------------------------------------------------------------------------------
-# The race: greedy then lookahead, timed with nothing drawn
+# The race: greedy, lookahead, prompt lookup and speculative decoding, timed with nothing drawn
 
 
 @dataclass
 class RaceLane:
-    """One method's race: cumulative tokens and seconds after each step, and what it fed per step."""
+    """One method's race: cumulative tokens and seconds after each step, what each step fed and added.
 
+    `pieces[i]` is the text step i added (a character split across tokens waits for the step that
+    completes it), so a playback can grow the text as it really grew. `speedup` is tokens per
+    second over the greedy lane's; `acceptance` the share of verified candidate tokens accepted.
+    """
+
+    method: Method
     tokens: list[int]
     seconds: list[float]
     tokens_fed: list[int]
+    pieces: list[str]
     new_token_ids: list[int]
     steps: int
     tokens_per_step: float
     decode_step_seconds: float  # mean seconds of a step after the prefill
     mean_tokens_fed: float
     decode_tokens_per_step: float
+    draft_seconds: float  # of all the steps' time, what the draft model's passes took (speculative)
+    speedup: float
+    exact: bool | None  # output equal to the greedy lane's (None when sampled: runs draw differently)
+    acceptance: float | None
 
 
 @dataclass
 class RaceRecord(Document):
-    greedy: RaceLane
-    lookahead: RaceLane
-    exact: bool | None  # None when sampled: the two runs draw differently
-    speedup: float  # lookahead's tokens per second over plain decoding's
-    step_cost_ratio: float  # a lookahead step's mean seconds over a greedy step's
-    settings: Settings
+    """Every method on one prompt, one after the other, each after an untimed warm-up; greedy first."""
+
+    lanes: list[RaceLane]
+    settings: Settings  # lookahead's
+    lookup: LookupSettings
+    draft: DraftSettings
     step_costs: StepCostCurve
     machine: Machine
     max_new_tokens: int
     ran_at: str
     sampling: SamplingRecord | None = None
     schema_version: int = SCHEMA_VERSION
+
+    def lane(self, method: Method) -> RaceLane:
+        return next(lane for lane in self.lanes if lane.method == method)
 
 
 # ----------------------------------------------------------------------------------------------

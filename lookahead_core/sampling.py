@@ -45,9 +45,13 @@ class SamplingConfig:
     def is_greedy(self) -> bool:
         return self.temperature == 0
 
-    def generator(self, device: torch.device) -> torch.Generator:
-        """A fresh generator for one run, seeded with `seed` (CPU draws on a CPU model, else on its device)."""
-        return torch.Generator(device=device).manual_seed(self.seed)
+    def generator(self, device: torch.device, stream: int = 0) -> torch.Generator:
+        """A fresh generator for one run, seeded with `seed` (CPU draws on a CPU model, else on its device).
+
+        Another `stream` (a draft model's, 1) gets a seed of its own: draws that must be independent
+        of the verifier's, such as a draft's samples, must not replay the verifier's random numbers.
+        """
+        return torch.Generator(device=device).manual_seed((self.seed ^ stream * 0x9E3779B97F4A7C15) % 2**64)
 
     def record(self) -> SamplingRecord | None:
         """These settings as a trace records them (None for greedy)."""

@@ -14,11 +14,19 @@ from collections.abc import Callable, Iterator
 import torch
 import transformers
 
-from .config import LookaheadConfig
-from .decoding import check_request, greedy_steps, lookahead_steps
+from .config import PROMPT_LOOKUP, LookaheadConfig, LookupConfig
+from .decoding import (
+    DecodingError,
+    check_request,
+    greedy_steps,
+    lookahead_steps,
+    prompt_lookup_steps,
+    speculative_steps,
+)
+from .draft import Draft
 from .models import LoadedModel
 from .planning import StepPlanner
-from .records import Machine, Method, Run, Settings, StepRecord, Summary, Trace, TraceMeta
+from .records import LookupSettings, Machine, Method, Run, Settings, StepRecord, Summary, Trace, TraceMeta
 from .sampling import GREEDY, SamplingConfig
 from .tuning import AutoSettings
 
@@ -31,6 +39,15 @@ def lookahead_reach(config: LookaheadConfig) -> int:
     return max(config.window + config.ngram - 3, config.ngram - 1)
 
 
+def method_reach(method: Method, config: LookaheadConfig, lookup: LookupConfig, draft: Draft | None) -> int:
+    """How far past the current token a step of `method` may feed rows."""
+    if method == Method.LOOKAHEAD:
+        return lookahead_reach(config)
+    if method == Method.PROMPT_LOOKUP:
+        return lookup.tokens
+    return draft.tokens if method == Method.SPECULATIVE and draft is not None else 0
+
+
 def decode_steps(
     lm: LoadedModel,
     prompt_ids: list[int],
@@ -39,18 +56,27 @@ def decode_steps(
     max_new_tokens: int,
     planner: StepPlanner | None = None,
     sampling: SamplingConfig = GREEDY,
+    lookup: LookupConfig = PROMPT_LOOKUP,
+    draft: Draft | None = None,
 ) -> Iterator[StepRecord]:
     """Validate the request, then yield the records of `method` (greedy: plain autoregressive decoding).
 
-    `planner` (lookahead only) picks what each step feeds; None is the paper's full plan.
-    `sampling` with a temperature above 0 makes both methods sample, from its seeded generator.
+    `config` is lookahead's W, N, G; `planner` (lookahead only) picks what each step feeds, None
+    being the paper's full plan. `lookup` is prompt lookup's settings; `draft` the draft model
+    speculative decoding needs. `sampling` with a temperature above 0 makes every method sample.
     """
     method = Method(method)
-    reach = lookahead_reach(config) if method == Method.LOOKAHEAD else 0
-    check_request(prompt_ids, max_new_tokens, lm.context_length, reach)
+    if method == Method.SPECULATIVE and draft is None:
+        raise DecodingError("speculative decoding needs a draft model: give one (for instance bf16-self)")
+    check_request(prompt_ids, max_new_tokens, lm.context_length, method_reach(method, config, lookup, draft))
+    model, eos = lm.model, lm.eos_ids
     if method == Method.GREEDY:
-        return greedy_steps(lm.model, prompt_ids, max_new_tokens, lm.eos_ids, sampling)
-    return lookahead_steps(lm.model, prompt_ids, config, max_new_tokens, lm.eos_ids, planner=planner, sampling=sampling)
+        return greedy_steps(model, prompt_ids, max_new_tokens, eos, sampling)
+    if method == Method.PROMPT_LOOKUP:
+        return prompt_lookup_steps(model, prompt_ids, lookup, max_new_tokens, eos, sampling)
+    if method == Method.SPECULATIVE:
+        return speculative_steps(model, prompt_ids, draft, max_new_tokens, eos, sampling)
+    return lookahead_steps(model, prompt_ids, config, max_new_tokens, eos, planner=planner, sampling=sampling)
 
 
 def summarize(steps: list[StepRecord], text: str = "") -> Summary:
@@ -86,8 +112,8 @@ def machine_facts(lm: LoadedModel) -> Machine:
 
 
 def trace_settings(method: Method, config: LookaheadConfig, auto: AutoSettings | None) -> Settings | None:
-    """The settings a trace records: none for greedy, the auto choice with its figures, or W, N, G."""
-    if method == Method.GREEDY:
+    """Lookahead's settings as a trace records them: the auto choice with its figures, or W, N, G."""
+    if method != Method.LOOKAHEAD:
         return None
     return auto.settings() if auto is not None else Settings(config.window, config.ngram, config.guesses)
 
@@ -102,6 +128,8 @@ def record_trace(
     on_step: Callable[[StepRecord], None] | None = None,
     auto: AutoSettings | None = None,
     sampling: SamplingConfig = GREEDY,
+    lookup: LookupConfig = PROMPT_LOOKUP,
+    draft: Draft | None = None,
 ) -> Trace:
     """Decode once and keep every step record; `on_step` sees each record as it is produced.
 
@@ -113,7 +141,7 @@ def record_trace(
     planner = auto.make_planner() if auto is not None else None
     steps = []
     started = time.time()
-    for record in decode_steps(lm, prompt_ids, method, config, max_new_tokens, planner, sampling):
+    for record in decode_steps(lm, prompt_ids, method, config, max_new_tokens, planner, sampling, lookup, draft):
         steps.append(record)
         if on_step is not None:
             on_step(record)
@@ -130,6 +158,8 @@ def record_trace(
         machine_facts(lm),
         time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(started)),
         sampling.record(),
+        LookupSettings(lookup.ngram, lookup.tokens, lookup.candidates) if method == Method.PROMPT_LOOKUP else None,
+        draft.settings() if method == Method.SPECULATIVE else None,
     )
     return Trace(meta, steps, vocab_for(lm.tokenizer, ids), summary)
 
@@ -142,13 +172,16 @@ def record_run(
     prompt_text: str | None = None,
     auto: AutoSettings | None = None,
     sampling: SamplingConfig = GREEDY,
+    method: Method = Method.LOOKAHEAD,
+    lookup: LookupConfig = PROMPT_LOOKUP,
+    draft: Draft | None = None,
 ) -> Run:
-    """Both traces for one prompt, lookahead then plain decoding: what a replay of the comparison needs.
+    """Both traces for one prompt, `method` then plain decoding: what a replay of the comparison needs.
 
     Sampled, both use the same settings and seed; their outputs differ draw by draw, not in distribution.
     """
-    lookahead = record_trace(
-        lm, prompt_ids, Method.LOOKAHEAD, config, max_new_tokens, prompt_text, auto=auto, sampling=sampling
+    trace = record_trace(
+        lm, prompt_ids, method, config, max_new_tokens, prompt_text, None, auto, sampling, lookup, draft
     )
     greedy = record_trace(lm, prompt_ids, Method.GREEDY, config, max_new_tokens, prompt_text, sampling=sampling)
-    return Run(lookahead, greedy)
+    return Run(trace, greedy)

@@ -2,15 +2,17 @@
 
 Every proposer's candidates go through `verify` (greedy) or `verify_sampled`, and the step
 record holds the outcome, so the panels show this rule's decisions instead of re-deriving them.
-Greedy: a candidate's token k is accepted while it equals the model's prediction for its
-position (the guaranteed token for k = 0, the argmax of token k-1's row after that). The
-longest match wins, the first on ties; m accepted tokens give a block of m + 1, the last being
-the bonus token. Sampling (the paper's Algorithm 4): see `verify_sampled`.
+Greedy: a candidate's token k (a pool guess, a prompt match, a draft token) is accepted while
+it equals the model's prediction for its position (the guaranteed token for k = 0, the argmax
+of token k-1's row after that). The longest match wins, the first on ties; m accepted tokens
+give a block of m + 1, the last being the bonus token. Sampling (the paper's Algorithm 4, and
+speculative sampling's rule for a draft model's tokens): see `verify_sampled`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Protocol
 
 import torch
@@ -37,6 +39,27 @@ class Path(Protocol):
     source: Source
     reason: Reason
     lane: int
+    draft_probabilities: Sequence[float]  # a draft's q(token) per token (empty for deterministic guesses)
+    distributions: torch.Tensor | None  # a sampled draft's q over the vocabulary, one row per token
+    found_at: int | None
+    key_length: int
+
+
+def candidate_record(c: Path, expected: list[int], matched: int, judged: Verdict) -> CandidateRecord:
+    """A candidate as the record keeps it: what it offered, what the model expected, and the verdict."""
+    return CandidateRecord(
+        c.source,
+        c.reason,
+        c.lane,
+        list(c.tokens),
+        list(c.rows),
+        expected,
+        matched,
+        judged,
+        list(c.draft_probabilities),
+        c.found_at,
+        c.key_length,
+    )
 
 
 def matched_length(tokens: Sequence[int], expected: Sequence[int]) -> int:
@@ -64,36 +87,67 @@ def verify(candidates: Sequence[Path], argmax: Sequence[int]) -> VerificationRec
     winner = matched.index(best) if best else None
     block = [guaranteed] + ([argmax[r] for r in candidates[winner].rows[:best]] if winner is not None else [])
     outcomes = [
-        CandidateRecord(c.source, c.reason, c.lane, list(c.tokens), list(c.rows), e, m, verdict(i, m, winner, best))
+        candidate_record(c, e, m, verdict(i, m, winner, best))
         for i, (c, e, m) in enumerate(zip(candidates, expected, matched, strict=True))
     ]
     return VerificationRecord(guaranteed, outcomes, winner, best, block[-1] if best else None, block)
 
 
-def offered_tokens(candidates: Sequence[Path], alive: list[int], offset: int) -> list[int]:
-    """The distinct tokens the alive candidates offer at `offset`, in candidate order."""
-    tokens = [candidates[i].tokens[offset] for i in alive if len(candidates[i].tokens) > offset]
-    return list(dict.fromkeys(tokens))
+@dataclass(frozen=True)
+class Offer:
+    """A token offered at a position: q is the draft's distribution there, None for a fixed guess."""
+
+    token: int
+    q: torch.Tensor | None
 
 
-def try_in_turn(probs: torch.Tensor, offered: list[int], generator: torch.Generator) -> tuple[list[Draw], int | None]:
-    """Try each offered token s: accept with probability P(s); on a rejection set P(s) = 0 and renormalise.
+def offered_tokens(candidates: Sequence[Path], alive: list[int], offset: int) -> list[Offer]:
+    """What the alive candidates offer at `offset`, in candidate order: each fixed token once, every draft token."""
+    offers, fixed = [], set()
+    for i in alive:
+        c = candidates[i]
+        if len(c.tokens) <= offset:
+            continue
+        q = None if c.distributions is None else c.distributions[offset]
+        if q is None and c.tokens[offset] in fixed:
+            continue
+        fixed |= {c.tokens[offset]} if q is None else set()
+        offers.append(Offer(c.tokens[offset], q))
+    return offers
 
-    A deterministic guess is a proposal q = point mass at s, so accepting with min(1, P(s)/q(s)) =
-    P(s) and moving to norm(max(0, P - q)) = P without s is speculative sampling, round by round:
-    the committed token has exactly the distribution P. `probs` is changed in place.
+
+def try_in_turn(probs: torch.Tensor, offered: list[Offer], generator: torch.Generator) -> tuple[list[Draw], int | None]:
+    """Try each offer s in turn: accept with probability min(1, P(s)/q(s)), else take q out of P.
+
+    A fixed guess is a proposal q = point mass at s: it is accepted with probability P(s), and a
+    rejection sets P(s) = 0 and renormalises. A draft token drawn from q is accepted with
+    probability min(1, P(s)/q(s)), and a rejection moves P to norm(max(0, P - q)). Either way this
+    is speculative sampling, round by round (recursive rejection sampling): the committed token
+    has exactly the distribution P. `probs` is changed in place.
     """
     draws = []
-    for token in offered:
+    for offer in offered:
         total = float(probs.sum())
-        chance = float(probs[token]) / total
+        p = float(probs[offer.token]) / total
+        q = None if offer.q is None else float(offer.q[offer.token])
+        chance = p if q is None else min(1.0, p / q)
         u = uniform(generator, probs.device)
         accepted = u < chance  # chance is exactly 1 when s holds all that remains, and u < 1
-        draws.append(Draw(token, chance, u, accepted))
+        draws.append(Draw(offer.token, p, u, accepted, q))
         if accepted:
-            return draws, token
-        probs[token] = 0.0
+            return draws, offer.token
+        if offer.q is None:
+            probs[offer.token] = 0.0
+        else:
+            take_out(probs, offer.q, total)
     return draws, None
+
+
+def take_out(probs: torch.Tensor, q: torch.Tensor, total: float) -> None:
+    """P := max(0, P - q) (unnormalised), in place; left as it is where rounding would leave nothing."""
+    residual = torch.clamp(probs / total - q.to(probs.device), min=0.0)
+    if float(residual.sum()) > 0.0:
+        probs.copy_(residual)
 
 
 def verify_sampled(
@@ -127,20 +181,11 @@ def verify_sampled(
 
 
 def outcome_record(candidates, block, accepted, bonus, positions) -> VerificationRecord:
-    """Each candidate's agreement with the committed block, its verdict, and the winner (first longest)."""
-    matched = [matched_length(c.tokens, block[: len(c.tokens)] + [-1] * len(c.tokens)) for c in candidates]
+    """Each candidate's agreement with the block's accepted tokens, its verdict, and the winner (first longest)."""
+    matched = [matched_length(c.tokens, block[:accepted] + [-1] * len(c.tokens)) for c in candidates]
     winner = matched.index(accepted) if accepted else None
     outcomes = [
-        CandidateRecord(
-            c.source,
-            c.reason,
-            c.lane,
-            list(c.tokens),
-            list(c.rows),
-            block[: min(m + 1, len(c.tokens))],
-            m,
-            verdict(i, m, winner, accepted),
-        )
+        candidate_record(c, block[: min(m + 1, len(c.tokens))], m, verdict(i, m, winner, accepted))
         for i, (c, m) in enumerate(zip(candidates, matched, strict=True))
     ]
     return VerificationRecord(block[0], outcomes, winner, accepted, bonus, block, positions)

@@ -19,9 +19,10 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from lab.bench import METHODS, run_bench
+from lab.bench import METHODS, Family, run_bench
 from lab.datasets import load_prompts
 from lookahead_core.costs import step_costs
+from lookahead_core.draft import DEFAULT_DRAFT, DEFAULT_DRAFT_TOKENS, make_draft
 from lookahead_core.models import load_model
 from lookahead_core.trace import machine_facts
 from lookahead_core.tuning import choose_settings
@@ -60,7 +61,8 @@ def main() -> None:
         )
         for name in args.sets:
             prompts = load_prompts(name, args.limit)
-            report = run_bench(lm, prompts, list(METHODS), auto.config, args.max_new_tokens, dataset=name, auto=auto)
+            family = Family(auto.config, auto, draft=make_draft(lm, DEFAULT_DRAFT, DEFAULT_DRAFT_TOKENS))
+            report = run_bench(lm, prompts, list(METHODS), family, args.max_new_tokens, dataset=name)
             if args.out is not None:
                 args.out.mkdir(parents=True, exist_ok=True)
                 stem = args.out / f"{name}-{dtype}"

@@ -23,7 +23,7 @@ from visuals import library  # noqa: E402
 
 def busiest_step(run: Run) -> int:
     """The first step of the lookahead trace that committed the most tokens."""
-    steps = run.lookahead.steps
+    steps = run.trace.steps
     return max(range(len(steps)), key=lambda i: (len(steps[i].committed), -i))
 
 
@@ -37,8 +37,8 @@ def main() -> None:
     default = library.load_presets()[0]
     run = library.load_run(library.example_path(default))
     step = busiest_step(run) if args.step is None else args.step
-    if not 0 <= step < len(run.lookahead.steps):
-        parser.error(f"--step must be between 0 and {len(run.lookahead.steps) - 1}")
+    if not 0 <= step < len(run.trace.steps):
+        parser.error(f"--step must be between 0 and {len(run.trace.steps) - 1}")
     with running_app() as url, chromium_page(url) as (page, errors):
         screenshot_step(page, args.out, step)
     if errors:

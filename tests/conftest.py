@@ -9,20 +9,21 @@ import torch
 from transformers import AutoModelForCausalLM, GPT2Config, LlamaConfig, Qwen2Config
 
 from lookahead_core.costs import StepCosts
+from lookahead_core.draft import Draft
 from lookahead_core.models import LoadedModel, load_model
 
 TINY_VOCAB = 96
 COST_SIZES = [1, 2, 4, 8, 16, 32, 64, 128]
 
 
-def tiny_config(family: str):
+def tiny_config(family: str, layers: int = 2):
     """A 2-layer random model small enough to decode hundreds of prompts in seconds."""
     common = {"vocab_size": TINY_VOCAB, "initializer_range": 0.4, "tie_word_embeddings": False}
     if family == "llama":
         return LlamaConfig(
             hidden_size=32,
             intermediate_size=64,
-            num_hidden_layers=2,
+            num_hidden_layers=layers,
             num_attention_heads=4,
             num_key_value_heads=2,
             max_position_embeddings=256,
@@ -32,7 +33,7 @@ def tiny_config(family: str):
         return Qwen2Config(
             hidden_size=32,
             intermediate_size=64,
-            num_hidden_layers=2,
+            num_hidden_layers=layers,
             num_attention_heads=4,
             num_key_value_heads=2,
             max_position_embeddings=256,
@@ -40,15 +41,21 @@ def tiny_config(family: str):
             **common,
         )
     if family == "gpt2":
-        return GPT2Config(n_embd=32, n_layer=2, n_head=4, n_positions=256, **common)
+        return GPT2Config(n_embd=32, n_layer=layers, n_head=4, n_positions=256, **common)
     raise ValueError(family)
 
 
-def tiny_model(family: str, attention: str = "sdpa", seed: int = 0) -> LoadedModel:
+def tiny_model(family: str, attention: str = "sdpa", seed: int = 0, layers: int = 2) -> LoadedModel:
     torch.manual_seed(seed)
-    model = AutoModelForCausalLM.from_config(tiny_config(family), attn_implementation=attention, dtype=torch.float32)
+    config = tiny_config(family, layers)
+    model = AutoModelForCausalLM.from_config(config, attn_implementation=attention, dtype=torch.float32)
     model.eval()
     return LoadedModel(model, None, f"tiny-random-{family}", frozenset(), 256)
+
+
+def tiny_draft(family: str, tokens: int = 4, confidence: float = 0.0) -> Draft:
+    """A smaller random model of the same family and vocabulary: a draft that is often wrong."""
+    return Draft(tiny_model(family, seed=1, layers=1).model, f"tiny-random-{family}-1-layer", tokens, confidence)
 
 
 class CharTokenizer:

@@ -23,6 +23,7 @@ pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore:.*
 
 PRESETS = library.load_presets()
 NO_SAMPLING = (False, 0.8, 0, 0.95, 0)  # the sampling switch off, the controls at their defaults
+LOOKAHEAD = ("lookahead", 10, 4)  # the method for Run, prompt lookup's tokens, the draft's k
 PANELS = slice(3, 3 + len(replay.PANELS))  # outputs: step, summary, chart, the panels, timer (states are not sent)
 
 
@@ -50,9 +51,9 @@ def test_a_preset_loads_its_example_and_steps_agree_with_the_trace(client):
     item = library.preset(PRESETS, "pencils")
     run = example("pencils")
     result = client.predict(item["id"], api_name="/preset")
-    settings = [item[k] for k in ("prompt", "chat", "window", "ngram", "guesses", "max_new_tokens", "caption")]
-    assert list(result[:7]) == settings
-    shown = result[7:]
+    settings = [item[k] for k in ("prompt", "chat", "window", "ngram", "guesses", "max_new_tokens")]
+    assert list(result[:10]) == [*settings, "lookahead", 10, 4, item["caption"]]
+    shown = result[10:]
     assert step_value(shown[0]) == 0 and shown[0]["maximum"] == replay.last_step(run)
     assert list(shown[PANELS]) == replay.panel_values(run, 0)
 
@@ -64,10 +65,10 @@ def test_a_preset_loads_its_example_and_steps_agree_with_the_trace(client):
     assert step_value(shown[0]) == 2
     assert list(shown[PANELS]) == replay.panel_values(run, 2)
 
-    target = next(i for i, r in enumerate(run.lookahead.steps) if len(r.committed) > 1)
+    target = next(i for i, r in enumerate(run.trace.steps) if len(r.committed) > 1)
     shown = client.predict(target, api_name="/scrub")
     caption = shown[PANELS][0]
-    record = run.lookahead.steps[target]
+    record = run.trace.steps[target]
     assert f"committed {len(record.committed)} tokens" in caption
     assert f"Step {target} of {replay.last_step(run)}" in caption
 
@@ -109,9 +110,9 @@ def test_bad_input_gets_a_message_and_the_server_stays_up(client, prompt, settin
     before = client.predict(3, api_name="/scrub")
     if "value" in message:  # out of a slider's range: Gradio refuses it before the app sees it
         with pytest.raises(AppError, match=message):
-            client.predict(prompt, False, *settings, False, *NO_SAMPLING, api_name="/run")
+            client.predict(prompt, False, *settings, False, *LOOKAHEAD, *NO_SAMPLING, api_name="/run")
     else:
-        result = client.predict(prompt, False, *settings, False, *NO_SAMPLING, api_name="/run")
+        result = client.predict(prompt, False, *settings, False, *LOOKAHEAD, *NO_SAMPLING, api_name="/run")
         assert escape(message) in result[-1] and "Not run" in result[-1]
         assert all(panel["__type__"] == "update" and "value" not in panel["props"] for panel in result[PANELS])
     after = client.predict(3, api_name="/scrub")
@@ -120,7 +121,7 @@ def test_bad_input_gets_a_message_and_the_server_stays_up(client, prompt, settin
 
 def test_a_real_run_on_the_default_model(client):
     started = time.perf_counter()
-    result = client.predict("def add(a, b):\n", False, 4, 3, 4, 16, False, *NO_SAMPLING, api_name="/run")
+    result = client.predict("def add(a, b):\n", False, 4, 3, 4, 16, False, *LOOKAHEAD, *NO_SAMPLING, api_name="/run")
     seconds = time.perf_counter() - started
     summary, model_info = result[1], result[-2]
     assert "<b>16</b><span>new tokens" in summary
@@ -151,7 +152,16 @@ def test_replay_does_not_wait_behind_model_work(url):
     runner, viewer = Client(url, verbose=False), Client(url, verbose=False)
     viewer.predict("pencils", api_name="/preset")
     job = runner.submit(
-        "Once upon a time, in a small village by the sea,", False, 5, 4, 5, 8, False, *NO_SAMPLING, api_name="/run"
+        "Once upon a time, in a small village by the sea,",
+        False,
+        5,
+        4,
+        5,
+        8,
+        False,
+        *LOOKAHEAD,
+        *NO_SAMPLING,
+        api_name="/run",
     )
     deadline = time.monotonic() + 30
     while job.status().code != Status.PROCESSING and time.monotonic() < deadline:
@@ -177,7 +187,7 @@ def steep_costs(monkeypatch):
 
 
 def test_an_auto_run_records_and_replays_each_steps_plan(client, steep_costs):
-    result = client.predict("def add(a, b):\n", False, 4, 3, 4, 16, True, *NO_SAMPLING, api_name="/run")
+    result = client.predict("def add(a, b):\n", False, 4, 3, 4, 16, True, *LOOKAHEAD, *NO_SAMPLING, api_name="/run")
     summary = result[1]
     assert "W=4 N=8 G=4" in summary and "cost-aware plan" in summary
     captions = [client.predict(index, api_name="/scrub")[PANELS][0] for index in range(1, result[0]["maximum"] + 1)]
@@ -185,31 +195,37 @@ def test_an_auto_run_records_and_replays_each_steps_plan(client, steep_costs):
     assert any("tokens expected for" in caption for caption in captions)
 
 
-def test_a_race_times_greedy_and_lookahead_and_says_why(client, steep_costs):
-    summary, race_plot, cost_plot = client.predict(
-        "def add(a, b):\n", False, 4, 3, 4, 12, "auto: measured for this hardware", *NO_SAMPLING, api_name="/race"
-    )
-    assert "speedup over greedy" in summary and "✓ identical" in summary
-    assert "auto, planned per step" in summary and "costs 4.15x a 1-token step" in summary
+def test_a_race_times_every_method_plays_them_back_and_says_why(client, steep_costs):
+    race = ("def add(a, b):\n", False, 4, 3, 4, 12, "auto: measured for this hardware", 10, 4, *NO_SAMPLING)
+    summary, playback, race_plot, cost_plot = client.predict(*race, api_name="/race")
+    for name in ("Greedy", "Lookahead", "Prompt lookup", "Speculative decoding"):
+        assert f">{name}</th>" in summary and f"<b>{name}</b>" in playback["value"]
+    assert summary.count("✓ same as greedy") == 4 and "best: " in summary
+    assert "costs 4.15x a 1-token step" in summary and "draft bf16-self (bfloat16), k = 4" in summary
     assert "CPU" in summary and "float32" in summary
-    assert ("finished" in summary) or ("No speedup here" in summary)
-    assert "Tokens against wall-clock time" in str(race_plot) and "greedy: " in str(race_plot)
-    assert "Time of one step" in str(cost_plot)
-    _, _, cost_plot = client.predict(
-        "def add(a, b):\n", False, 3, 4, 2, 8, "the sliders' W, N, G", *NO_SAMPLING, api_name="/race"
-    )
-    assert "this race:" in str(cost_plot)
+    assert (" won on " in summary) or ("No method beat greedy" in summary)
+    assert "At the measured speed" in playback["value"] and "animation-delay" in playback["value"]
+    assert "Tokens against wall-clock time" in str(race_plot) and "speculative: " in str(race_plot)
+    assert "Time of one step" in str(cost_plot) and "prompt lookup: " in str(cost_plot)
+    slowed = client.predict(True, api_name="/race_playback")
+    assert "Slowed down ×0.25" in slowed["value"]
 
 
 def test_a_bad_race_request_gets_a_message(client, steep_costs):
-    summary, *_ = client.predict("   ", False, 4, 3, 4, 12, "the sliders' W, N, G", *NO_SAMPLING, api_name="/race")
+    summary, *_ = client.predict(
+        "   ", False, 4, 3, 4, 12, "the sliders' W, N, G", 10, 4, *NO_SAMPLING, api_name="/race"
+    )
     assert "Not raced" in summary and "The prompt is empty" in summary
-    summary, *_ = client.predict("Hi", False, 32, 10, 32, 12, "the sliders' W, N, G", *NO_SAMPLING, api_name="/race")
+    summary, *_ = client.predict(
+        "Hi", False, 32, 10, 32, 12, "the sliders' W, N, G", 10, 4, *NO_SAMPLING, api_name="/race"
+    )
     assert "Not raced" in summary and "over the budget of 512" in summary
 
 
 def test_a_sampled_run_shows_each_draw(client):
-    result = client.predict("Tell me a story.", True, 4, 3, 4, 12, False, True, 0.9, 0, 0.95, 3, api_name="/run")
+    result = client.predict(
+        "Tell me a story.", True, 4, 3, 4, 12, False, *LOOKAHEAD, True, 0.9, 0, 0.95, 3, api_name="/run"
+    )
     assert "plain sampling" in result[1] and "T=0.9" in result[1]
     captions = [client.predict(index, api_name="/scrub")[PANELS] for index in range(1, result[0]["maximum"] + 1)]
     assert all("So this one forward pass committed" in panels[0] for panels in captions)
@@ -232,7 +248,7 @@ def test_a_lone_surrogate_over_the_http_api_gets_a_message(url):
 
     import httpx
 
-    payload = json.dumps({"data": ["half an emoji \ud83d here", False, 5, 4, 5, 16, False, *NO_SAMPLING]})
+    payload = json.dumps({"data": ["half an emoji \ud83d here", False, 5, 4, 5, 16, False, *LOOKAHEAD, *NO_SAMPLING]})
     with httpx.Client(base_url=url, timeout=30) as http:
         started = http.post("gradio_api/call/run", content=payload, headers={"content-type": "application/json"})
         event = started.json()["event_id"]

@@ -13,6 +13,7 @@ import pytest
 from tokenizers import Tokenizer, models
 from transformers import PreTrainedTokenizerFast
 
+from lab.bench import METHODS
 from lab.cli import main
 from lookahead_core import costs as cost_module
 from lookahead_core.records import Planner, Regime
@@ -68,7 +69,7 @@ def test_bench_runs_every_method_end_to_end(tiny_folder, tmp_path, capsys):
     html = tmp_path / "report.html"
     report = bench(tiny_folder, tmp_path, "--window", "3", "--ngram", "4", "--guesses", "3", "--html", str(html))
     assert set(report) == {"summary", "prompts", "machine", "settings"}
-    assert list(report["summary"]) == ["greedy", "lookahead", "prompt-lookup", "hf-greedy"]
+    assert list(report["summary"]) == list(METHODS)
     for method, row in report["summary"].items():
         assert set(row) == SUMMARY_KEYS, method
         assert row["prompts"] == 2 and row["exact"] == 2, method
@@ -174,6 +175,10 @@ def test_generate_prints_one_json_line_per_prompt_and_lookahead_equals_greedy(ti
         "window",
         "ngram",
         "guesses",
+        "lookup_ngram",
+        "lookup_tokens",
+        "draft_model",
+        "draft_tokens",
         "prompt_token_ids",
         "new_token_ids",
         "text",
@@ -190,6 +195,26 @@ def test_generate_prints_one_json_line_per_prompt_and_lookahead_equals_greedy(ti
     assert [row["steps"] for row in greedy] == [len(row["new_token_ids"]) for row in greedy]
     assert (lookahead[0]["window"], lookahead[0]["ngram"], lookahead[0]["guesses"]) == (3, 4, 3)
     assert greedy[0]["window"] is None and greedy[0]["method"] == "greedy"
+
+
+def test_generate_with_prompt_lookup_or_a_draft_equals_greedy(tiny_folder, capsys):
+    prompts = ["--prompts-file", str(tiny_folder / "prompts.jsonl")]
+    greedy = generated(capsys, tiny_folder, *prompts, "--method", "greedy")
+    lookup = generated(capsys, tiny_folder, *prompts, "--method", "prompt-lookup", "--lookup-tokens", "6")
+    drafted = generated(capsys, tiny_folder, *prompts, "--method", "speculative", "--draft-tokens", "3")
+    for rows in (lookup, drafted):
+        assert [row["new_token_ids"] for row in rows] == [row["new_token_ids"] for row in greedy]
+    assert (lookup[0]["lookup_tokens"], lookup[0]["draft_model"]) == (6, None)
+    assert (drafted[0]["draft_model"], drafted[0]["draft_tokens"], drafted[0]["window"]) == ("bf16-self", 3, None)
+
+
+def test_a_draft_that_cannot_be_used_is_refused_in_one_line(tiny_folder, tmp_path, capsys):
+    base = ["generate", "--model", str(tiny_folder), "--device", "cpu", "--prompt", "hi", "--method", "speculative"]
+    assert main([*base, "--draft-model", str(tmp_path / "no-such-folder")]) == 2
+    assert main([*base, "--draft-tokens", "0"]) == 2
+    errors = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error")]
+    assert len(errors) == 2
+    assert "no such folder" in errors[0] and "draft tokens k must be an integer >= 1" in errors[1]
 
 
 def test_generate_without_json_prints_the_text_and_a_summary_line(tiny_folder, capsys):

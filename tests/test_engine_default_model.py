@@ -1,4 +1,5 @@
-"""The product's promise on the real default model: in float32, lookahead output equals
+"""The product's promise on the real default model: in float32, lookahead output (and prompt lookup's,
+and speculative decoding's with the model's bf16 copy as the draft) equals
 `model.generate(do_sample=False)` token for token (code, chat, math, copy-heavy prompts; settings
 with N=2, G=0 and W=1), including an EOS inside an accepted block and a budget that ends mid-block.
 """
@@ -10,6 +11,7 @@ import torch
 
 from lookahead_core.config import LookaheadConfig
 from lookahead_core.decoding import DecodingError
+from lookahead_core.draft import make_draft
 from lookahead_core.models import ModelLoadError, encode_prompt, load_model
 from lookahead_core.records import Method, StepRecord, StopReason
 from lookahead_core.trace import decode_steps, summarize
@@ -106,6 +108,22 @@ def test_max_new_tokens_ending_inside_a_block_is_never_exceeded(default_model):
     cut = lookahead(default_model, ids, SETTINGS[0], budget)
     assert cut[-1].stop == StopReason.MAX_NEW_TOKENS and len(cut[-1].verification.block) > len(cut[-1].committed)
     assert summarize(cut).new_token_ids == reference(default_model, "copy-list", budget)
+
+
+@pytest.fixture(scope="module")
+def self_draft(default_model):
+    """The offline draft for the default model: its bfloat16 copy."""
+    return make_draft(default_model, "bf16-self", 4)
+
+
+@pytest.mark.parametrize("name", ["code-humaneval", "chat-health", "copy-spelling", "prose"])
+@pytest.mark.parametrize("method", [Method.PROMPT_LOOKUP, Method.SPECULATIVE])
+def test_prompt_lookup_and_speculative_equal_hf_greedy_in_float32(default_model, self_draft, name, method):
+    ids = prompt_ids(default_model, name)
+    steps = list(decode_steps(default_model, ids, method, SETTINGS[0], MAX_NEW_TOKENS, draft=self_draft))
+    assert summarize(steps).new_token_ids == reference(default_model, name)
+    if method == Method.SPECULATIVE:  # the copy agrees with the model almost everywhere
+        assert summarize(steps).tokens_per_step > 2.0
 
 
 def test_greedy_decoder_equals_hf_greedy(default_model):

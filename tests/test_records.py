@@ -52,12 +52,12 @@ def assert_same_types(recorded, read, where: str = "run") -> None:
 
 def test_the_recorded_run_fills_every_part_of_the_schema(run):
     """So the round trip below carries real values in every field, not empty lists and Nones."""
-    steps = run.lookahead.steps[1:]
+    steps = run.trace.steps[1:]
     assert any(s.verification.accepted > 1 for s in steps) and any(s.verification.winner is None for s in steps)
     assert any(s.window.harvested for s in steps) and any(s.window.warming_up for s in steps)
     assert any(s.pool.evicted for s in steps) and any(e.guess is not None for s in steps for e in s.pool.entries)
     assert {c.verdict for s in steps for c in s.verification.candidates} == set(Verdict)
-    assert run.greedy.meta.settings is None and run.lookahead.meta.settings.window == 5
+    assert run.greedy.meta.settings is None and run.trace.meta.settings.window == 5
 
 
 def test_a_recorded_run_reads_back_equal_field_for_field(run):
@@ -118,11 +118,11 @@ def mutated(trace: Trace, change) -> str:
 )
 def test_a_trace_that_does_not_fit_is_refused_naming_the_field(run, change, message):
     with pytest.raises(SchemaError, match=message):
-        Trace.from_json(mutated(run.lookahead, change))
+        Trace.from_json(mutated(run.trace, change))
 
 
 def test_a_trace_of_another_schema_version_is_refused_naming_both_versions(run):
-    text = mutated(run.lookahead, lambda d: d.update(schema_version=SCHEMA_VERSION + 1))
+    text = mutated(run.trace, lambda d: d.update(schema_version=SCHEMA_VERSION + 1))
     with pytest.raises(SchemaError, match=f"version {SCHEMA_VERSION + 1}.*reads schema version {SCHEMA_VERSION}"):
         Trace.from_json(text)
 
@@ -143,7 +143,7 @@ def test_text_that_is_not_json_is_refused():
 def test_stop_reasons_and_optional_parts_read_back_as_recorded(run):
     """The last step's stop, and a greedy step's absent plan, window, pool and verification."""
     read = Run.from_json(run.to_json())
-    assert read.lookahead.steps[-1].stop in set(StopReason)
+    assert read.trace.steps[-1].stop in set(StopReason)
     greedy_step = read.greedy.steps[1]
     assert (greedy_step.plan, greedy_step.window, greedy_step.pool, greedy_step.verification) == (None,) * 4
     assert greedy_step.rows == []

@@ -10,7 +10,7 @@ import math
 import pytest
 
 from lookahead_core.config import LookaheadConfig, SettingsError
-from lookahead_core.records import Run, SchemaError, Settings, to_data
+from lookahead_core.records import Method, Run, SchemaError, Settings, to_data
 from visuals import library, replay
 
 PRESETS = library.load_presets()
@@ -27,7 +27,7 @@ def run() -> Run:
 
 def test_clamp_step_keeps_any_value_inside_the_run(run):
     last = replay.last_step(run)
-    assert last == len(run.lookahead.steps) - 1
+    assert last == len(run.trace.steps) - 1
     cases = {None: 0, "3": 0, True: 0, math.nan: 0, math.inf: 0, -5: 0, 2.0: 2, 2.6: 3, 10**9: last}
     for value, expected in cases.items():
         assert replay.clamp_step(run, value) == expected, value
@@ -76,9 +76,9 @@ def test_an_expired_or_broken_session_is_not_taken_for_a_run(value):
 
 
 def test_a_run_without_steps_is_not_taken_for_a_run(run):
-    empty = dataclasses.replace(run.lookahead, steps=[])
+    empty = dataclasses.replace(run.trace, steps=[])
     assert not replay.is_run(Run(empty, run.greedy))
-    assert not replay.is_run(Run(run.lookahead, dataclasses.replace(run.greedy, steps=[])))
+    assert not replay.is_run(Run(run.trace, dataclasses.replace(run.greedy, steps=[])))
     assert not replay.is_run(to_data(run))  # the plain data of a run is not a run
 
 
@@ -154,16 +154,23 @@ def test_each_preset_is_valid_and_its_example_matches_it(item):
     assert path.stat().st_size < 64 * 1024, "keep example runs small"
     example = library.load_run(path)
     assert replay.is_run(example)
-    meta = example.lookahead.meta
+    meta = example.trace.meta
     assert meta.prompt_text == item["prompt"]
-    assert meta.settings == Settings(window=item["window"], ngram=item["ngram"], guesses=item["guesses"])
+    method = Method(item.get("method", Method.LOOKAHEAD))
+    assert meta.method == method and example.greedy.meta.method == Method.GREEDY
+    if method == Method.LOOKAHEAD:
+        assert meta.settings == Settings(window=item["window"], ngram=item["ngram"], guesses=item["guesses"])
+    if method == Method.PROMPT_LOOKUP:
+        assert meta.lookup.tokens == item["lookup_tokens"] and meta.settings is None
+    if method == Method.SPECULATIVE:
+        assert (meta.draft.model, meta.draft.tokens) == ("bf16-self", item["draft_tokens"]) and meta.settings is None
     assert meta.max_new_tokens == item["max_new_tokens"]
     assert meta.machine.model == "SmolLM2-135M-Instruct"
     assert example.greedy.meta.settings is None
     sampling = item.get("sampling")
     assert to_data(meta.sampling) == sampling and to_data(example.greedy.meta.sampling) == sampling
     if sampling is None:  # greedy: the same text; sampled: the same distribution, not the same draws
-        assert example.lookahead.summary.new_token_ids == example.greedy.summary.new_token_ids
+        assert example.trace.summary.new_token_ids == example.greedy.summary.new_token_ids
 
 
 def test_one_preset_is_sampled():
@@ -172,7 +179,7 @@ def test_one_preset_is_sampled():
 
 def test_the_low_gain_preset_gains_little():
     example = library.load_run(library.example_path(library.preset(PRESETS, "german")))
-    assert example.lookahead.summary.tokens_per_step < 1.2
+    assert example.trace.summary.tokens_per_step < 1.2
 
 
 def test_runs_round_trip_through_json_and_gzip(tmp_path, run):
@@ -190,7 +197,7 @@ def old_trace(run: Run) -> dict:
     """`run` as a trace from before versioned records: plain dicts, no schema_version anywhere."""
     data = to_data(run)
     del data["schema_version"]
-    for method in ("lookahead", "greedy"):
+    for method in ("trace", "greedy"):
         del data[method]["schema_version"]
     return data
 
@@ -199,19 +206,19 @@ def old_trace(run: Run) -> dict:
 def test_an_old_trace_is_refused_with_the_schema_version(tmp_path, run, name):
     data = json.dumps(old_trace(run)).encode()
     (tmp_path / name).write_bytes(gzip.compress(data) if name.endswith(".gz") else data)
-    with pytest.raises(SchemaError, match="no schema version .* reads schema version 2: record it again"):
+    with pytest.raises(SchemaError, match="no schema version .* reads schema version 3: record it again"):
         library.load_run(tmp_path / name)
 
 
 def test_a_trace_of_another_version_or_shape_is_refused(tmp_path, run):
     path = tmp_path / "run.json"
     path.write_text(json.dumps({**to_data(run), "schema_version": 1}))
-    with pytest.raises(SchemaError, match="version 1; this lab reads schema version 2"):
+    with pytest.raises(SchemaError, match="version 1; this lab reads schema version 3"):
         library.load_run(path)
     damaged = to_data(run)
-    del damaged["lookahead"]["steps"][1]["rows"][0]["sees"]
+    del damaged["trace"]["steps"][1]["rows"][0]["sees"]
     path.write_text(json.dumps(damaged))
-    with pytest.raises(SchemaError, match=r"run\.lookahead\.steps\[1\]\.rows\[0\]: missing field 'sees'"):
+    with pytest.raises(SchemaError, match=r"run\.trace\.steps\[1\]\.rows\[0\]: missing field 'sees'"):
         library.load_run(path)
     path.write_bytes(b"{not json")
     with pytest.raises(SchemaError, match="not JSON"):

@@ -1,4 +1,5 @@
-"""Sampled lookahead keeps the distribution of ordinary sampling, and each test here can fail.
+"""Every sampled method (lookahead, prompt lookup, speculative) keeps the distribution of ordinary sampling,
+and each test here can fail.
 
 The distribution tests compare empirical frequencies with exact probabilities by a chi-square
 statistic whose threshold comes from its degrees of freedom; each runs twice, once with the
@@ -15,14 +16,15 @@ import torch
 from transformers import AutoModelForCausalLM, LlamaConfig
 
 from lookahead_core import verify as verify_module
-from lookahead_core.config import LookaheadConfig, SettingsError
+from lookahead_core.config import LookaheadConfig, LookupConfig, SettingsError
+from lookahead_core.draft import Draft
 from lookahead_core.models import LoadedModel
 from lookahead_core.records import Draw, Method, Reason, Source, TokenSource
 from lookahead_core.sampling import SamplingConfig, probabilities
 from lookahead_core.trace import decode_steps, summarize
 from lookahead_core.verify import verify_sampled
 
-from .conftest import tiny_model
+from .conftest import tiny_draft, tiny_model
 
 # ----------------------------------------------------------------------------------------------
 # The statistic
@@ -54,7 +56,7 @@ def fits(counts: Counter, exact: dict, runs: int) -> bool:
 def accept_the_argmax(probs, offered, generator):
     """A wrong rule (negative control): accept a candidate exactly when it is P's most likely token."""
     draws = []
-    for token in offered:
+    for token in (offer.token for offer in offered):
         accepted = token == int(probs.argmax())
         draws.append(Draw(token, float(probs[token] / probs.sum()), 0.0, accepted))
         if accepted:
@@ -63,14 +65,21 @@ def accept_the_argmax(probs, offered, generator):
     return draws, None
 
 
+def keep_p(probs, q, total):
+    """A wrong rule (negative control): after a draft token's rejection, draw from P instead of max(0, P - q)."""
+
+
 # ----------------------------------------------------------------------------------------------
 # The verifier alone: hand-made logits and candidates
 
 
 class Path:
-    def __init__(self, tokens, rows, lane=0):
+    def __init__(self, tokens, rows, lane=0, distributions=None):
         self.tokens, self.rows, self.lane = tokens, rows, lane
         self.source, self.reason = Source.WINDOW, Reason.ONE_TOKEN_KEY
+        self.distributions, self.found_at, self.key_length = distributions, None, 0
+        pairs = zip(distributions if distributions is not None else [], tokens, strict=False)
+        self.draft_probabilities = [float(q[t]) for q, t in pairs]
 
 
 # rows: 0 = c, 1-2 = candidate A (tokens 0, 1), 3 = candidate B (token 2), 4 = candidate C (token 0 again)
@@ -132,6 +141,26 @@ def test_a_later_candidate_is_accepted_with_its_renormalised_probability(monkeyp
     assert fits(counts, {0: 0.5, 1: 0.3, 2: 0.2}, runs) == (rule == "engine"), counts
 
 
+@pytest.mark.parametrize("rule", ["engine", "keep P after a rejection"])
+def test_a_draft_token_is_accepted_with_min_1_p_over_q_and_a_rejection_takes_q_out(monkeypatch, rule):
+    """P = [.5, .3, .2], the draft samples from q = [.1, .2, .7]: the committed token must follow P.
+
+    Keeping P after a rejection would commit [.35, .35, .3] instead.
+    """
+    if rule != "engine":
+        monkeypatch.setattr(verify_module, "take_out", keep_p)
+    logits = torch.log(torch.tensor([[0.5, 0.3, 0.2], [1.0, 1.0, 1.0]]))
+    q = torch.tensor([0.1, 0.2, 0.7])
+    generator, drafts = torch.Generator().manual_seed(0), torch.Generator().manual_seed(1)
+    runs, counts = 8000, Counter()
+    for _ in range(runs):
+        token = int(torch.multinomial(q, 1, generator=drafts))
+        record = verify_sampled([Path([token], [1], 0, q[None])], logits, SAMPLING, generator)
+        counts[record.block[0]] += 1
+        assert record.positions[0].draws[0].draft_probability == pytest.approx(float(q[token]))
+    assert fits(counts, {0: 0.5, 1: 0.3, 2: 0.2}, runs) == (rule == "engine"), counts
+
+
 def test_a_sampled_verification_records_every_draw():
     generator = torch.Generator().manual_seed(3)
     for _ in range(50):
@@ -163,13 +192,13 @@ def test_a_rejection_renormalises_what_remains():
 # The whole decoder on a tiny model with a vocabulary of 8: the first three tokens, enumerated
 
 
-def small_vocab_model() -> LoadedModel:
-    torch.manual_seed(1)
+def small_vocab_model(seed: int = 1, layers: int = 2) -> LoadedModel:
+    torch.manual_seed(seed)
     config = LlamaConfig(
         vocab_size=8,
         hidden_size=16,
         intermediate_size=32,
-        num_hidden_layers=2,
+        num_hidden_layers=layers,
         num_attention_heads=2,
         num_key_value_heads=1,
         max_position_embeddings=64,
@@ -209,23 +238,44 @@ def marginal(exact: dict, positions: slice) -> dict:
     return out
 
 
-def lookahead_samples(lm: LoadedModel, sampling: SamplingConfig, runs: int) -> Counter:
-    config = LookaheadConfig(window=3, ngram=3, guesses=3)
+@pytest.fixture(scope="module")
+def small_draft() -> Draft:
+    """Another random model of the same vocabulary: its q differs from the target's P everywhere."""
+    return Draft(small_vocab_model(seed=5, layers=1).model, "tiny-vocab-8-draft", 2)
+
+
+def method_samples(lm: LoadedModel, method: Method, sampling: SamplingConfig, runs: int, draft: Draft) -> Counter:
+    config, lookup = LookaheadConfig(window=3, ngram=3, guesses=3), LookupConfig(ngram=2, tokens=3, candidates=2)
     counts = Counter()
     for seed in range(runs):
-        steps = decode_steps(lm, PROMPT, Method.LOOKAHEAD, config, TOKENS, sampling=sampling.for_prompt(seed))
+        seeded = sampling.for_prompt(seed)
+        steps = decode_steps(lm, PROMPT, method, config, TOKENS, None, seeded, lookup, draft)
         counts[tuple(summarize(list(steps)).new_token_ids)] += 1
     return counts
 
 
-@pytest.mark.parametrize("rule", ["engine", "accept the argmax"])
-def test_sampled_lookahead_has_the_distribution_of_ordinary_sampling(small_lm, monkeypatch, rule):
+@pytest.mark.parametrize(
+    ("method", "rule"),
+    [
+        (Method.LOOKAHEAD, "engine"),
+        (Method.LOOKAHEAD, "accept the argmax"),
+        (Method.PROMPT_LOOKUP, "engine"),
+        (Method.PROMPT_LOOKUP, "accept the argmax"),
+        (Method.SPECULATIVE, "engine"),
+        (Method.SPECULATIVE, "keep P after a rejection"),
+    ],
+)
+def test_every_sampled_method_has_the_distribution_of_ordinary_sampling(
+    small_lm, small_draft, monkeypatch, method, rule
+):
     """Tokens 1-2 and 2-3 (each 64 cells): token 2 is always decided by verification, token 3 often is."""
-    if rule != "engine":
+    if rule == "accept the argmax":
         monkeypatch.setattr(verify_module, "try_in_turn", accept_the_argmax)
+    if rule == "keep P after a rejection":
+        monkeypatch.setattr(verify_module, "take_out", keep_p)
     sampling, runs = SamplingConfig(temperature=1.0), 1500
     exact = exact_sequences(small_lm, sampling)
-    counts = lookahead_samples(small_lm, sampling, runs)
+    counts = method_samples(small_lm, method, sampling, runs, small_draft)
     verdicts = [fits(marginal(counts, part), marginal(exact, part), runs) for part in (slice(0, 2), slice(1, 3))]
     assert all(verdicts) == (rule == "engine"), verdicts
 
@@ -236,12 +286,12 @@ def test_sampled_lookahead_has_the_distribution_of_ordinary_sampling(small_lm, m
 
 @pytest.mark.parametrize("method", list(Method))
 def test_the_same_seed_gives_the_same_output(method):
-    lm = tiny_model("llama")
+    lm, draft = tiny_model("llama"), tiny_draft("llama")
     config, sampling = LookaheadConfig(4, 3, 4), SamplingConfig(temperature=0.8, top_p=0.9, seed=7)
     prompt = [5, 6, 7, 5, 6, 8, 5, 6]
 
     def output(s):
-        return summarize(list(decode_steps(lm, prompt, method, config, 24, sampling=s))).new_token_ids
+        return summarize(list(decode_steps(lm, prompt, method, config, 24, None, s, draft=draft))).new_token_ids
 
     assert output(sampling) == output(sampling)
     assert output(sampling) != output(SamplingConfig(temperature=0.8, top_p=0.9, seed=8))
@@ -256,7 +306,8 @@ def test_temperature_0_and_top_k_1_are_greedy(family):
         greedy = summarize(list(decode_steps(lm, prompt, Method.GREEDY, config, 30))).new_token_ids
         top_1 = SamplingConfig(temperature=0.9, top_k=1, seed=seed)
         for method in Method:
-            sampled = summarize(list(decode_steps(lm, prompt, method, config, 30, sampling=top_1)))
+            steps = decode_steps(lm, prompt, method, config, 30, None, top_1, draft=tiny_draft(family))
+            sampled = summarize(list(steps))
             assert sampled.new_token_ids == greedy
         zero = list(decode_steps(lm, prompt, Method.LOOKAHEAD, config, 30, sampling=SamplingConfig(seed=seed)))
         assert summarize(zero).new_token_ids == greedy

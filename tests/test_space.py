@@ -21,6 +21,7 @@ from lookahead_core.config import LookaheadConfig
 from lookahead_core.sampling import GREEDY, SamplingConfig
 
 ROOT = Path(__file__).resolve().parent.parent
+LOOKAHEAD = ("lookahead", 10, 4)  # the method for Run, prompt lookup's tokens, the draft's k
 
 
 @pytest.fixture
@@ -70,12 +71,12 @@ def test_the_gpu_functions_are_the_only_model_work(served):
 
     handle = served.model.get_input_embeddings().register_forward_pre_hook(check)
     try:
-        result = app.run_model("def add(a, b):\n", False, 3, 3, 3, 6, False, False, 0.8, 0, 0.95, 0)
+        result = app.run_model("def add(a, b):\n", False, 3, 3, 3, 6, False, *LOOKAHEAD, False, 0.8, 0, 0.95, 0)
         run = result[0]
         app.step_forward(run, 0)
         app.scrub(run, 3)
         app.choose_preset(app.PRESETS[1]["id"])
-        app.race_model("def add(a, b):\n", False, 3, 3, 3, 6, app.RACE_SLIDERS, False, 0.8, 0, 0.95, 0)
+        app.race_model("def add(a, b):\n", False, 3, 3, 3, 6, app.RACE_SLIDERS, 10, 4, False, 0.8, 0, 0.95, 0)
     finally:
         handle.remove()
     assert inside and not outside
@@ -103,7 +104,7 @@ def test_a_slot_grows_with_the_request_and_stays_bounded():
 
 def test_on_zero_gpu_a_request_over_the_cap_is_refused(monkeypatch):
     monkeypatch.setattr(app, "MAX_NEW_TOKENS", space.MAX_NEW_TOKENS)
-    result = app.run_model("Hi", False, 3, 3, 3, space.MAX_NEW_TOKENS + 1, False, False, 0.8, 0, 0.95, 0)
+    result = app.run_model("Hi", False, 3, 3, 3, space.MAX_NEW_TOKENS + 1, False, *LOOKAHEAD, False, 0.8, 0, 0.95, 0)
     assert "at most 128 new tokens" in result[-1] and "Not run" in result[-1]
 
 

@@ -47,6 +47,7 @@ from visuals import (
     caption,
     library,
     mask,
+    methods,
     output,
     palette,
     plans,
@@ -71,7 +72,7 @@ def example(preset_id: str) -> Run:
 
 def greedy_only(run: Run) -> None:
     """Checks of greedy wording (guaranteed token, the model's predictions); sampled runs have their own test."""
-    if run.lookahead.meta.sampling is not None:
+    if run.trace.meta.sampling is not None:
         pytest.skip("a sampled run: see test_a_sampled_run_shows_every_draw")
 
 
@@ -80,8 +81,14 @@ def run(request) -> Run:
     return example(request.param)
 
 
+@pytest.fixture(scope="module", params=[p["id"] for p in PRESETS if p.get("method", "lookahead") == "lookahead"])
+def lookahead_run(request) -> Run:
+    """The presets that run lookahead: the ones with a window and a pool to draw."""
+    return example(request.param)
+
+
 def decode_steps(run: Run) -> list[tuple[int, StepRecord]]:
-    return [(i, r) for i, r in enumerate(run.lookahead.steps) if r.kind == StepKind.DECODE]
+    return [(i, r) for i, r in enumerate(run.trace.steps) if r.kind == StepKind.DECODE]
 
 
 def chip_count(html: str, kind: str) -> int:
@@ -102,10 +109,10 @@ def shown(vocab: dict, token_id: int) -> str:
 
 def with_record(run: Run, index: int, record: StepRecord, settings: Settings | None = None) -> Run:
     """`run` with lookahead step `index` replaced by `record` (and its settings, if given)."""
-    trace = run.lookahead
+    trace = run.trace
     steps = [*trace.steps[:index], record, *trace.steps[index + 1 :]]
     meta = dataclasses.replace(trace.meta, settings=settings) if settings is not None else trace.meta
-    return dataclasses.replace(run, lookahead=dataclasses.replace(trace, steps=steps, meta=meta))
+    return dataclasses.replace(run, trace=dataclasses.replace(trace, steps=steps, meta=meta))
 
 
 def winner_of(record: StepRecord) -> CandidateRecord | None:
@@ -193,8 +200,9 @@ def check_window(record: StepRecord, vocab: dict, ngram: int) -> None:
         assert f"All {len(w.harvested)} went into the pool" in html
 
 
-def test_window_shows_every_level_and_outlines_harvested_columns(run):
-    trace = run.lookahead
+def test_window_shows_every_level_and_outlines_harvested_columns(lookahead_run):
+    run = lookahead_run
+    trace = run.trace
     for _, record in decode_steps(run):
         check_window(record, trace.vocab, trace.meta.settings.ngram)
         harvested = [a for a in record.pool.added if a.source == Source.WINDOW]
@@ -203,7 +211,7 @@ def test_window_shows_every_level_and_outlines_harvested_columns(run):
 
 def test_window_labels_each_level_with_its_recorded_origin():
     """Level labels, tooltips and colours follow WindowRecord.origins, whatever they say."""
-    trace = example("python").lookahead
+    trace = example("python").trace
     record = next(r for r in trace.steps[1:] if len(r.window.levels) == 4)
     origins = [0, 42, 7, 0]  # no real window looks like this: the panel must not re-derive it
     odd = dataclasses.replace(record, window=dataclasses.replace(record.window, origins=origins))
@@ -219,8 +227,9 @@ def test_window_labels_each_level_with_its_recorded_origin():
         assert all(window.origin_words(origin) in tip for _, tip, _ in chips_in(level_html))
 
 
-def test_pool_lists_the_key_entries_and_picked_guesses(run):
-    trace = run.lookahead
+def test_pool_lists_the_key_entries_and_picked_guesses(lookahead_run):
+    run = lookahead_run
+    trace = run.trace
     for _, record in decode_steps(run):
         p = record.pool
         html = pool.pool_html(record, trace.vocab, trace.meta.settings.guesses)
@@ -243,9 +252,10 @@ def test_pool_lists_the_key_entries_and_picked_guesses(run):
             assert "there is no guess to verify" in html
 
 
-def test_pool_marks_the_recorded_guess_of_each_entry(run):
+def test_pool_marks_the_recorded_guess_of_each_entry(lookahead_run):
     """Which entry became which guess is PoolEntry.guess: the panel shows it as recorded."""
-    trace = run.lookahead
+    run = lookahead_run
+    trace = run.trace
     index, record = next((i, r) for i, r in decode_steps(run) if len(r.pool.entries) >= 2 and guesses_of(r))
     lane = guesses_of(record)[0].lane
     entries = [dataclasses.replace(e, guess=None) for e in record.pool.entries]
@@ -277,7 +287,11 @@ def expected_row(record: StepRecord, candidate: CandidateRecord) -> tuple[str, l
         cells = [(record.rows[r].lane, record.rows[r].index) for r in candidate.rows]
         places = [f"trajectory token {k}: level {level}, column {j}" for k, (level, j) in enumerate(cells)]
         return f"window column {candidate.lane} trajectory", places
-    return f"guess {candidate.lane + 1}", [f"guess token {k}" for k in range(len(candidate.tokens))]
+    if candidate.reason == Reason.DRAFT_MODEL:
+        odds = [f" · q = {q:.2f} under the draft" for q in candidate.draft_probabilities]
+        return "draft chain", [f"draft chain token {k}{odds[k]}" for k in range(len(candidate.tokens))]
+    kind = "match" if candidate.reason == Reason.SUFFIX_MATCH else "guess"
+    return f"{kind} {candidate.lane + 1}", [f"{kind} token {k}" for k in range(len(candidate.tokens))]
 
 
 def check_path_row(record: StepRecord, vocab: dict, candidate: CandidateRecord, row: tuple) -> None:
@@ -305,7 +319,8 @@ def check_path_row(record: StepRecord, vocab: dict, candidate: CandidateRecord, 
             assert kind == "unchecked" and "not checked" in tip
     if bonus is not None:
         assert marks[-1][0] == "bonus" and marks[-1][2] == shown(vocab, bonus)
-        assert '<span class="ll-plus">+ bonus</span>' in cells
+        corrected = candidate.source == Source.DRAFT and candidate.matched < len(candidate.tokens)
+        assert f'<span class="ll-plus">+ {"correction" if corrected else "bonus"}</span>' in cells
 
 
 def check_verification(record: StepRecord, vocab: dict) -> None:
@@ -325,7 +340,7 @@ def check_verification(record: StepRecord, vocab: dict) -> None:
     assert chip_count(html, "accepted") == sum(c.matched for c in paths) + record.sources.count(TokenSource.ACCEPTED)
     assert chip_count(html, "mismatch") == sum(c.matched < len(c.tokens) for c in paths)
     assert html.count("★") == html.count('class="ll-winner"') == (v.winner is not None)
-    assert html.count("+ bonus") == (v.bonus is not None)
+    assert html.count("+ bonus") + html.count("+ correction") == (v.bonus is not None)
     committed = html[html.index('class="ll-committed"') :]
     assert [(kind, text) for kind, _, text in chips_in(committed)] == [
         (source.value, shown(vocab, t)) for t, source in zip(record.committed, record.sources, strict=True)
@@ -334,14 +349,14 @@ def check_verification(record: StepRecord, vocab: dict) -> None:
 
 def test_verification_marks_accepted_mismatch_and_the_winner(run):
     greedy_only(run)
-    trace = run.lookahead
+    trace = run.trace
     for _, record in decode_steps(run):
         check_verification(record, trace.vocab)
 
 
 def test_verification_shows_each_recorded_verdict():
     """The verdict tooltip is CandidateRecord.verdict, not a re-judgement: change it and the panel follows."""
-    trace = example("study-tips").lookahead
+    trace = example("study-tips").trace
     record = next(r for r in trace.steps[1:] if r.verification.winner is not None and len(guesses_of(r)) >= 2)
     losers = [i for i, c in enumerate(record.verification.candidates) if c.source != Source.TRAJECTORY]
     losers = [i for i in losers if i != record.verification.winner]
@@ -360,7 +375,7 @@ def test_verification_shows_each_recorded_verdict():
 def test_trajectory_tooltips_name_the_predictions_from_the_window(run):
     greedy_only(run)
     """Trajectory token k sits at the cell its input row names and is checked against the recorded prediction."""
-    trace = run.lookahead
+    trace = run.trace
     for _, record in decode_steps(run):
         html = unescape(verification.verification_html(record, trace.vocab))
         for trajectory in shown_trajectories(record):
@@ -394,8 +409,9 @@ def check_window_path(record: StepRecord, vocab: dict, ngram: int) -> None:
     assert f"of column {winner.lane}'s Jacobi trajectory that verification accepted" in html
 
 
-def test_window_marks_the_cells_of_the_accepted_trajectory(run):
-    trace = run.lookahead
+def test_window_marks_the_cells_of_the_accepted_trajectory(lookahead_run):
+    run = lookahead_run
+    trace = run.trace
     for _, record in decode_steps(run):
         check_window_path(record, trace.vocab, trace.meta.settings.ngram)
 
@@ -406,7 +422,7 @@ def test_window_legend_names_the_trajectory_outline():
 
 
 def test_output_shows_the_committed_tokens_so_far(run):
-    trace = run.lookahead
+    trace = run.trace
     produced = 0
     for index, record in enumerate(trace.steps):
         produced += len(record.committed)
@@ -447,14 +463,14 @@ def check_mask(record: StepRecord, vocab: dict) -> None:
 
 
 def test_mask_has_one_row_per_token_fed_and_the_recorded_visibility(run):
-    trace = run.lookahead
+    trace = run.trace
     for _, record in decode_steps(run):
         check_mask(record, trace.vocab)
 
 
 def test_mask_draws_the_recorded_rows_not_a_rederivation():
     """The mask is InputRow.sees as the engine passed it: an unusual visibility is drawn as it stands."""
-    trace = example("python").lookahead
+    trace = example("python").trace
     record = trace.steps[3]
     odd = [dataclasses.replace(row, sees=[0, i] if i % 2 else [i]) for i, row in enumerate(record.rows)]
     altered = dataclasses.replace(record, rows=odd)
@@ -472,6 +488,18 @@ def check_caption(trace: Trace, index: int) -> None:
     else:
         assert f"committed {count} tokens" in html
     winner = winner_of(record)
+    assert ("Plan:" in html) == (record.plan.reason not in (PlanReason.PAPER, PlanReason.ALL_PROPOSED))
+    assert ("Decoding stops" in html) == (record.stop is not None)
+    assert f"Step {index} of {len(trace.steps) - 1}" in html
+    if trace.meta.method == Method.SPECULATIVE:
+        drafted = caption.plural(len(record.draft.tokens), "token")
+        assert f"The draft model drafted {drafted}" in html
+        assert (f"the target agreed with the first {winner.matched}" in html) == (winner is not None)
+        return
+    if trace.meta.method == Method.PROMPT_LOOKUP:
+        said = f"match {winner.lane + 1} agreed for {caption.plural(winner.matched, 'token')}" if winner else "occur"
+        assert said in html
+        return
     if winner is not None and winner.source != Source.TRAJECTORY:
         assert f"guess {winner.lane + 1} matched {caption.plural(winner.matched, 'token')}" in html
     if trajectory_winner(record) is not None:
@@ -480,17 +508,14 @@ def check_caption(trace: Trace, index: int) -> None:
         assert "the trajectory's first token matched it" in html or count == 1
         if trace.meta.settings.guesses and record.pool.entries:
             assert "no guess beat the window" in html
-    assert ("Plan:" in html) == (record.plan.reason != PlanReason.PAPER)
     if record.pool.entries and not guesses_of(record):  # nothing of the pool was verified: no claim it failed
         assert "but the plan verified none of them" in html and "none began" not in html
     assert (escape(caption.NO_GUESSES) in html) == (trace.meta.settings.guesses == 0)
-    assert ("Decoding stops" in html) == (record.stop is not None)
-    assert f"Step {index} of {len(trace.steps) - 1}" in html
 
 
 def test_caption_says_what_the_step_committed(run):
     greedy_only(run)
-    trace = run.lookahead
+    trace = run.trace
     assert "Prefill" in caption.caption_html(trace, 0)
     for index, _ in decode_steps(run):
         check_caption(trace, index)
@@ -532,7 +557,7 @@ def caption_step(candidates: list[CandidateRecord], winner: int) -> StepRecord:
 
 
 def hand_trace(record: StepRecord, guesses: int = 3) -> Trace:
-    base = example("python").lookahead
+    base = example("python").trace
     meta = dataclasses.replace(base.meta, settings=Settings(2, 3, guesses))
     return dataclasses.replace(base, meta=meta, steps=[*base.steps[:5], record], vocab=CAPTION_VOCAB)
 
@@ -628,7 +653,7 @@ def tiny_runs() -> dict[int, Run]:
 
 def check_step(run: Run, index: int) -> None:
     """Every per-step check above, on step `index` of `run`."""
-    trace = run.lookahead
+    trace = run.trace
     record = trace.steps[index]
     check_window(record, trace.vocab, trace.meta.settings.ngram)
     check_verification(record, trace.vocab)
@@ -642,13 +667,13 @@ def check_step(run: Run, index: int) -> None:
 def test_tiny_runs_show_what_each_trajectory_win_says(tiny_runs, guesses):
     run = tiny_runs[guesses]
     assert any(trajectory_winner(r) is not None for _, r in decode_steps(run)), "no step won by a trajectory"
-    assert run.lookahead.summary.new_token_ids == run.greedy.summary.new_token_ids
+    assert run.trace.summary.new_token_ids == run.greedy.summary.new_token_ids
     for index, _ in decode_steps(run):
         check_step(run, index)
 
 
 def test_with_g_0_the_wording_leads_and_only_trajectories_are_verified(tiny_runs):
-    trace = tiny_runs[0].lookahead
+    trace = tiny_runs[0].trace
     for index, record in decode_steps(tiny_runs[0]):
         assert guesses_of(record) == [] and record.pool.entries == []
         text = caption.step_caption(trace, index)
@@ -679,7 +704,7 @@ def auto_run() -> Run:
 
 
 def test_an_auto_run_renders_its_plans_and_the_window_left_out(auto_run):
-    trace = auto_run.lookahead
+    trace = auto_run.trace
     steps = decode_steps(auto_run)
     assert {r.window.fed for _, r in steps} == {True, False}, "want steps with and without the window"
     assert any(r.plan.reason != PlanReason.PAPER for _, r in steps)
@@ -702,7 +727,7 @@ def test_an_auto_run_renders_its_plans_and_the_window_left_out(auto_run):
 
 
 def test_a_run_of_one_token_is_only_the_prefill(run):
-    ours, theirs = run.lookahead, run.greedy
+    ours, theirs = run.trace, run.greedy
     one = Run(
         dataclasses.replace(ours, steps=ours.steps[:1], summary=dataclasses.replace(ours.summary, steps=1, tokens=1)),
         dataclasses.replace(theirs, steps=theirs.steps[:1], summary=dataclasses.replace(theirs.summary, steps=1)),
@@ -716,12 +741,12 @@ def test_a_run_of_one_token_is_only_the_prefill(run):
 
 def test_progress_counts_passes_against_greedy(run):
     greedy_only(run)
-    ours = run.lookahead
+    ours = run.trace
     for index in (0, replay.last_step(run)):
         p = progress.progress_at(run, index)
         tokens_so_far = sum(len(r.committed) for r in ours.steps[: index + 1])
         assert p["tokens"] == p["greedy_passes"] == tokens_so_far
-        assert p["lookahead_passes"] == index + 1
+        assert p["passes"] == index + 1
         assert p["same_as_greedy"]  # float32 on the CPU: lookahead is exact
         html = progress.progress_html(run, index)
         assert f"{p['compression']:.2f}</b> tokens per step" in html
@@ -733,15 +758,22 @@ def test_tokens_per_step_chart_is_small_and_plain(run):
     assert figure.layout.height <= 260
     assert figure.layout.template.to_plotly_json() == {"data": {"scatter": [{"type": "scatter"}]}}
     stacked = [sum(values) for values in zip(*(bar.y for bar in figure.data), strict=True)]
-    assert stacked == [len(r.committed) for r in run.lookahead.steps]
+    assert stacked == [len(r.committed) for r in run.trace.steps]
 
 
 def test_summary_names_settings_machine_and_result(run):
     html = summary.summary_html(run)
-    meta, s = run.lookahead.meta, run.lookahead.summary
+    meta, s = run.trace.meta, run.trace.summary
     settings = meta.settings
-    assert f"W={settings.window} N={settings.ngram} G={settings.guesses}" in html
-    assert f"settings, {settings.planner.value} plan" in html
+    if meta.method == Method.LOOKAHEAD:
+        assert f"W={settings.window} N={settings.ngram} G={settings.guesses}" in html
+        assert f"lookahead settings, {settings.planner.value} plan" in html
+    elif meta.method == Method.SPECULATIVE:
+        assert f"draft {meta.draft.model} ({meta.draft.dtype}), k={meta.draft.tokens}" in html
+        assert "Speculative decoding ran" in html and "went to the draft model" in html
+    else:
+        assert f"match ≤{meta.lookup.ngram} tokens, propose {meta.lookup.tokens}" in html
+        assert "Prompt lookup ran" in html
     assert escape(meta.machine.model) in html and escape(meta.machine.device_name) in html
     assert f"<b>{s.tokens}</b><span>new tokens" in html
     assert f"<b>{s.steps} vs {run.greedy.summary.steps}</b>" in html
@@ -749,7 +781,7 @@ def test_summary_names_settings_machine_and_result(run):
 
 
 def test_model_html_names_the_machine_or_the_model_to_load():
-    machine = example("python").lookahead.meta.machine
+    machine = example("python").trace.meta.machine
     html = summary.model_html(machine, "some-default")
     assert escape(machine.model) in html and escape(machine.device_name) in html and "some-default" not in html
     assert f"{machine.parameters / 1e6:.0f} M parameters" in html
@@ -779,7 +811,7 @@ def widest_step_run(run: Run) -> Run:
     from lookahead_core.window import JacobiWindow
 
     width, ngram, count = WIDEST.window, WIDEST.ngram, WIDEST.guesses
-    ids = [int(k) for k in run.lookahead.vocab]
+    ids = [int(k) for k in run.trace.vocab]
     rng = random.Random(0)
 
     def draw(n: int) -> list[int]:
@@ -797,7 +829,7 @@ def widest_step_run(run: Run) -> Run:
     verified = verify(fed.candidates, draw(len(fed.tokens)))
     update = draw(width)
     harvested = [[level[j] for level in levels] + [update[j]] for j in range(width)]
-    last = run.lookahead.steps[-1]
+    last = run.trace.steps[-1]
     record = StepRecord(
         last.step,
         last.method,
@@ -823,7 +855,7 @@ def widest_step_run(run: Run) -> Run:
         ),
         verified,
     )
-    return with_record(run, len(run.lookahead.steps) - 1, record, WIDEST)
+    return with_record(run, len(run.trace.steps) - 1, record, WIDEST)
 
 
 def test_every_step_renders_in_well_under_50_ms(run):
@@ -835,10 +867,11 @@ def test_every_step_renders_in_well_under_50_ms(run):
     assert slowest < 0.05
 
 
-def test_the_widest_allowed_step_renders_in_under_50_ms(run):
+def test_the_widest_allowed_step_renders_in_under_50_ms(lookahead_run):
+    run = lookahead_run
     wide = widest_step_run(run)
     last = replay.last_step(wide)
-    record = wide.lookahead.steps[last]
+    record = wide.trace.steps[last]
     assert record.tokens_fed == len(record.rows) == 441
     best = min(timed(lambda: replay.panel_values(wide, last)) for _ in range(3))
     html = replay.panels(wide, last)
@@ -852,9 +885,9 @@ def test_the_widest_step_is_drawn_as_recorded():
     """The synthetic widest step passes the same checks as a recorded one (so its timing is a fair one)."""
     wide = widest_step_run(example("python"))
     last = replay.last_step(wide)
-    check_window(wide.lookahead.steps[last], wide.lookahead.vocab, WIDEST.ngram)
-    check_verification(wide.lookahead.steps[last], wide.lookahead.vocab)
-    check_mask(wide.lookahead.steps[last], wide.lookahead.vocab)
+    check_window(wide.trace.steps[last], wide.trace.vocab, WIDEST.ngram)
+    check_verification(wide.trace.steps[last], wide.trace.vocab)
+    check_mask(wide.trace.steps[last], wide.trace.vocab)
 
 
 def timed(action) -> float:
@@ -866,7 +899,7 @@ def timed(action) -> float:
 def test_a_sampled_run_shows_every_draw():
     item = next(p for p in PRESETS if "sampling" in p)
     run = library.load_run(library.example_path(item))
-    trace = run.lookahead
+    trace = run.trace
     for index, record in enumerate(trace.steps[1:], start=1):
         html = verification.verification_html(record, trace.vocab)
         draws = [d for p in record.verification.positions for d in p.draws]
@@ -880,3 +913,30 @@ def test_a_sampled_run_shows_every_draw():
     assert any(d.accepted for r in trace.steps[1:] for p in r.verification.positions for d in p.draws)
     assert any(not d.accepted for r in trace.steps[1:] for p in r.verification.positions for d in p.draws)
     assert "plain sampling" in summary.summary_html(run)
+
+
+@pytest.mark.parametrize("preset_id", [p["id"] for p in PRESETS if p.get("method", "lookahead") != "lookahead"])
+def test_a_method_without_window_or_pool_says_so(preset_id):
+    run = example(preset_id)
+    method = run.trace.meta.method
+    for index in range(replay.last_step(run) + 1):
+        shown = replay.panels(run, index)
+        assert shown["window"] == methods.no_window_html(method) and "has no Jacobi window" in shown["window"]
+        assert shown["pool"] == methods.no_pool_html(method) and "keeps no n-gram pool" in shown["pool"]
+    assert ">" + methods.SHORT_NAMES[method] + "<" in replay.panels(run, 1)["progress"]
+
+
+def test_a_draft_chain_shows_each_tokens_q_and_the_correction():
+    run = example("study-tips-speculative")
+    vocab = run.trace.vocab
+    steps = run.trace.steps[1:]
+    for record in steps:
+        html = verification.verification_html(record, vocab)
+        (chain,) = record.verification.candidates
+        assert all(f"<span>{q:.2f}</span>" in html for q in chain.draft_probabilities)
+        if chain.verdict == Verdict.WON:
+            whole = chain.matched == len(chain.tokens)
+            assert ('<span class="ll-plus">+ bonus</span>' in html) == whole
+            assert ('<span class="ll-plus">+ correction</span>' in html) == (not whole)
+        assert methods.draft_words(record) in caption.caption_html(run.trace, record.step)
+    assert any(r.verification.candidates[0].verdict == Verdict.WON for r in steps)

@@ -7,9 +7,17 @@ from html import escape
 import plotly.graph_objects as go
 import plotly.io as pio
 
-from .palette import BLUE, GREEN, GREY, ORANGE, PURPLE, SKY
+from .palette import BLUE, GREEN, GREY, ORANGE, PURPLE, SKY, VERMILLION
 
-HUES = {"greedy": BLUE, "lookahead": SKY, "prompt-lookup": ORANGE, "hf-greedy": GREY}
+HUES = {
+    "greedy": BLUE,
+    "lookahead": SKY,
+    "prompt-lookup": GREEN,
+    "speculative": PURPLE,
+    "hf-greedy": GREY,
+    "hf-prompt-lookup": ORANGE,
+    "hf-assisted": VERMILLION,
+}
 
 
 def speedup_figure(report: dict) -> go.Figure:

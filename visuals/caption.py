@@ -2,15 +2,17 @@
 
 Built from the record alone, e.g. "The key ‘def’ had 3 n-grams in the pool; guess 2 matched 3
 tokens, so this one forward pass committed 4 tokens.", or, when the window's own trajectory won,
-"...; no guess beat the window: column 3's Jacobi trajectory matched 2 tokens, so ...".
+"...; no guess beat the window: column 3's Jacobi trajectory matched 2 tokens, so ...". Prompt
+lookup and speculative decoding say what their matches or their draft chain did.
 """
 
 from __future__ import annotations
 
 from html import escape
 
-from lookahead_core.records import PlanReason, Source, StepKind, StepRecord, TokenSource, Trace
+from lookahead_core.records import Method, PlanReason, Source, StepKind, StepRecord, TokenSource, Trace
 
+from .methods import candidate_kind, draft_words
 from .plans import plan_words
 from .tokens import quoted
 
@@ -21,8 +23,16 @@ NO_GUESSES = (
 )
 
 
-def plural(count: int, word: str) -> str:
-    return f"{count} {word}{'' if count == 1 else 's'}"
+def plural(count: int, word: str, many: str | None = None) -> str:
+    return f"{count} {word if count == 1 else many or word + 's'}"
+
+
+PREFILL_SETUP = {
+    Method.LOOKAHEAD: "Every n-gram of the prompt goes into the pool.",
+    Method.PROMPT_LOOKUP: "Prompt lookup keeps no pool: each step searches the prompt and the output afresh.",
+    Method.SPECULATIVE: "The draft model reads the prompt too, into a KV cache of its own.",
+    Method.GREEDY: "",
+}
 
 
 def prefill_caption(trace: Trace, record: StepRecord) -> str:
@@ -31,8 +41,22 @@ def prefill_caption(trace: Trace, record: StepRecord) -> str:
     return (
         f"Prefill: the model reads the {prompt}-token prompt in one forward pass and "
         f"{'predicts' if record.sources[0] == TokenSource.GUARANTEED else 'samples'} the "
-        f"first new token {quoted(vocab, record.committed[0])}. Every n-gram of the prompt goes into the pool."
+        f"first new token {quoted(vocab, record.committed[0])}. {PREFILL_SETUP[trace.meta.method]}"
     )
+
+
+def family_clause(record: StepRecord, vocab: dict) -> str:
+    """Prompt lookup's matches or the draft's chain, and how far the winner matched."""
+    candidates = record.verification.candidates
+    winner = winner_of(record)
+    if record.draft is not None:
+        drafted, passes = len(record.draft.tokens), plural(record.draft.forward_passes, "pass", "passes")
+        clause = f"The draft model drafted {plural(drafted, 'token')} in {passes}"
+        return clause + (f"; the target agreed with the first {winner.matched}" if winner else "; the first was wrong")
+    if not candidates:
+        return "The last tokens occur nowhere earlier in the text, so nothing was verified"
+    clause = f"The last tokens occur earlier in the text: {plural(len(candidates), 'match', 'matches')} verified"
+    return clause + (f"; match {winner.lane + 1} agreed for {plural(winner.matched, 'token')}" if winner else "")
 
 
 def winner_of(record: StepRecord):
@@ -91,7 +115,7 @@ def commit_clause(record: StepRecord, vocab: dict) -> str:
     count = len(record.committed)
     if count == 1:
         return f"this forward pass committed only the guaranteed next token {quoted(vocab, record.committed[0])}"
-    path = "trajectory" if trajectory_won(record) else "guess"
+    path = candidate_kind(winner_of(record))
     accepted = record.sources.count(TokenSource.ACCEPTED)
     parts = [f"the guaranteed next token (the {path}'s first token matched it)"]
     if accepted:
@@ -104,6 +128,15 @@ def commit_clause(record: StepRecord, vocab: dict) -> str:
 
 def draw_words(vocab: dict, draw) -> str:
     token = quoted(vocab, draw.token)
+    if draw.draft_probability is not None:
+        chance = min(1.0, draw.probability / draw.draft_probability)
+        rule = f"min(1, P/q) = min(1, {draw.probability:.2f}/{draw.draft_probability:.2f}) = {chance:.2f}"
+        if draw.accepted:
+            return f"the draft's {token} was accepted with probability {rule} (the draw was {draw.uniform:.2f})"
+        return (
+            f"the draft's {token} was rejected (the draw, {draw.uniform:.2f}, was not below {rule}), "
+            "so q was taken out of P"
+        )
     if draw.accepted:
         chance, below = f"{draw.probability:.2f}", f"{draw.uniform:.2f}"
         return f"{token} was accepted with probability {chance} (the draw, {below}, fell below it)"
@@ -134,7 +167,7 @@ def sampled_sentences(record: StepRecord, vocab: dict) -> list[str]:
 
 def plan_sentence(record: StepRecord) -> str:
     """For a cost-aware step: what the planner fed and why, with its measured figures."""
-    if record.plan is None or record.plan.reason == PlanReason.PAPER:
+    if record.plan is None or record.plan.reason in (PlanReason.PAPER, PlanReason.ALL_PROPOSED):
         return ""
     words = plan_words(record.plan)
     return f"Plan: {words[0].upper() + words[1:]}."
@@ -152,6 +185,8 @@ def step_caption(trace: Trace, index: int) -> str:
     sentences = [escape(plan_sentence(record))] if plan_sentence(record) else []
     if record.verification.positions:
         sentences += sampled_sentences(record, vocab)
+    elif trace.meta.method != Method.LOOKAHEAD:
+        sentences.append(f"{family_clause(record, vocab)}, so {commit_clause(record, vocab)}.")
     elif trace.meta.settings.guesses == 0:
         sentences.append(escape(NO_GUESSES))
         sentences.append(f"{window_clause(record, vocab)}, so {commit_clause(record, vocab)}.")
@@ -172,9 +207,11 @@ def step_header(trace: Trace, index: int) -> str:
     record = trace.steps[index]
     last = len(trace.steps) - 1
     millis = record.forward_seconds * 1000
+    draft = f" · {draft_words(record)}" if record.draft is not None else ""
     return (
         f"Step {record.step} of {last} · position {record.position} · "
         f"{plural(record.tokens_fed, 'token')} fed · forward pass {millis:.0f} ms on {trace.meta.machine.device_name}"
+        f"{draft}"
     )
 
 

@@ -33,9 +33,6 @@ def runs(columns: list[int]) -> list[tuple[int, int]]:
     return spans
 
 
-BRANCH_KINDS = {Branch.CURRENT: "current", Branch.WINDOW: "lookahead", Branch.GUESS: "verification"}
-
-
 def row_roles(record: StepRecord) -> list[tuple[str, str, str]]:
     """(branch colour kind, short label, group) for each row in feeding order, from the rows' recorded places."""
     roles = []
@@ -44,6 +41,8 @@ def row_roles(record: StepRecord) -> list[tuple[str, str, str]]:
             roles.append(("current", "c", "c"))
         elif row.branch == Branch.WINDOW:
             roles.append(("lookahead", f"L{row.lane}:{row.index}", f"level {row.lane}"))
+        elif row.branch == Branch.DRAFT:
+            roles.append(("verification", f"D:{row.index}", "draft"))
         else:
             roles.append(("verification", f"G{row.lane + 1}:{row.index}", f"guess {row.lane + 1}"))
     return roles

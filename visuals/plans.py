@@ -54,6 +54,8 @@ def plan_words(plan: PlanRecord) -> str:
     """Why this step fed what it fed, with the planner's measured figures."""
     if plan.reason == PlanReason.PAPER:
         return "the paper's plan: the whole window and every guess the pool offered"
+    if plan.reason == PlanReason.ALL_PROPOSED:
+        return "every candidate the method proposed"
     if plan.reason == PlanReason.PROBE_WINDOW:
         return f"{fed_words(plan)}: the window had sat out {plan.idle_steps} steps, so it was fed to measure it again"
     return (

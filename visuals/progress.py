@@ -1,7 +1,7 @@
 """Panel 7, progress against greedy: forward passes and measured seconds for the same output, so far.
 
 Greedy decoding needs one forward pass per token, so after T tokens it has made T passes; the
-lookahead trace made step + 1 (the prefill included). Their ratio is the compression ratio.
+method's trace made step + 1 (the prefill included). Their ratio is the compression ratio.
 Seconds are the ones both runs measured, on the machine the trace names.
 """
 
@@ -13,22 +13,23 @@ import plotly.graph_objects as go
 
 from lookahead_core.records import Run, TokenSource
 
+from .methods import SHORT_NAMES
 from .palette import KINDS
 
 
 def progress_at(run: Run, index: int) -> dict:
-    """Tokens, passes and seconds of both methods after step `index` of the lookahead trace."""
-    steps = run.lookahead.steps[: index + 1]
+    """Tokens, passes and seconds of both methods after step `index` of the method's trace."""
+    steps = run.trace.steps[: index + 1]
     tokens = sum(len(r.committed) for r in steps)
     greedy_steps = run.greedy.steps[:tokens]
-    ours = run.lookahead.summary.new_token_ids[:tokens]
+    ours = run.trace.summary.new_token_ids[:tokens]
     theirs = run.greedy.summary.new_token_ids[:tokens]
     return {
         "tokens": tokens,
-        "lookahead_passes": len(steps),
+        "passes": len(steps),
         "greedy_passes": len(greedy_steps),
         "compression": tokens / len(steps),
-        "lookahead_seconds": sum(r.step_seconds for r in steps),
+        "seconds": sum(r.step_seconds for r in steps),
         "greedy_seconds": sum(r.step_seconds for r in greedy_steps),
         "same_as_greedy": ours == theirs,
     }
@@ -45,11 +46,12 @@ def bar(label: str, value: float, scale: float, text: str, kind: str) -> str:
 
 def progress_html(run: Run, index: int) -> str:
     p = progress_at(run, index)
-    device = run.lookahead.meta.machine.device_name
-    passes = max(p["lookahead_passes"], p["greedy_passes"])
-    seconds = max(p["lookahead_seconds"], p["greedy_seconds"])
-    plain = "greedy" if run.lookahead.meta.sampling is None else "sampling"
-    if run.lookahead.meta.sampling is not None:
+    device = run.trace.meta.machine.device_name
+    passes = max(p["passes"], p["greedy_passes"])
+    seconds = max(p["seconds"], p["greedy_seconds"])
+    plain = "greedy" if run.trace.meta.sampling is None else "sampling"
+    ours = SHORT_NAMES[run.trace.meta.method]
+    if run.trace.meta.sampling is not None:
         same = "sampled: the two runs draw differently, from the same distribution"
     elif p["same_as_greedy"]:
         same = "output identical to greedy so far ✓"
@@ -57,10 +59,10 @@ def progress_html(run: Run, index: int) -> str:
         same = "output differs from greedy (half precision can flip near-ties)"
     return (
         f'<div class="ll-progress"><h4>Forward passes for the same {p["tokens"]} tokens</h4>'
-        + bar("lookahead", p["lookahead_passes"], passes, str(p["lookahead_passes"]), "lookahead")
+        + bar(ours, p["passes"], passes, str(p["passes"]), "lookahead")
         + bar(plain, p["greedy_passes"], passes, str(p["greedy_passes"]), "guaranteed")
         + f'<h4>Measured time <span class="ll-dim">on {escape(device)}</span></h4>'
-        + bar("lookahead", p["lookahead_seconds"], seconds, f"{p['lookahead_seconds']:.2f} s", "lookahead")
+        + bar(ours, p["seconds"], seconds, f"{p['seconds']:.2f} s", "lookahead")
         + bar(plain, p["greedy_seconds"], seconds, f"{p['greedy_seconds']:.2f} s", "guaranteed")
         + f'<p class="ll-ratio"><b>{p["compression"]:.2f}</b> tokens per step (compression ratio) · '
         f"{escape(same)}</p></div>"
@@ -69,7 +71,7 @@ def progress_html(run: Run, index: int) -> str:
 
 def tokens_per_step_figure(run: Run) -> go.Figure:
     """Stacked bars: tokens each forward pass committed, split by how they were produced."""
-    steps = run.lookahead.steps
+    steps = run.trace.steps
     x = [r.step for r in steps]
     figure = go.Figure()
     present = {source for r in steps for source in r.sources}

@@ -1,8 +1,10 @@
-"""The race panel: tokens against wall-clock time for greedy and lookahead, and why one won.
+"""The race panel: the methods' text growing side by side at the measured speed, the curves, and why one won.
 
-Pure functions of a race record (`records.RaceRecord`, made by `lab.race.race`): the curves, the
-measured numbers, and the cost of a wide step on the hardware it ran on (the figure that explains
-a slow lookahead).
+Pure functions of a race record (`records.RaceRecord`, made by `lab.race.race`). The playback is
+HTML and CSS only: each step's text and counters appear at the second the step ended, as
+measured (CSS animation delays), so it plays in any browser with no script and no server; a
+checkbox in it pauses every lane at once. The curves and the cost of a wide step on the hardware
+it ran on (the figure that explains a slow method) sit below it.
 """
 
 from __future__ import annotations
@@ -11,44 +13,54 @@ from html import escape
 
 import plotly.graph_objects as go
 
-from lookahead_core.records import RaceRecord
+from lookahead_core.records import Method, RaceLane, RaceRecord
 
-from .palette import BLUE, GREY, SKY, VERMILLION
-from .plans import settings_words, triple
+from .methods import NAMES, SHORT_NAMES
+from .palette import BLUE, GREEN, GREY, PURPLE, SKY
+from .plans import settings_words
 from .summary import stat, used_words
 
+HUES = {Method.GREEDY: BLUE, Method.LOOKAHEAD: SKY, Method.PROMPT_LOOKUP: GREEN, Method.SPECULATIVE: PURPLE}
 LAYOUT = {
     "template": "none",
-    "margin": {"l": 50, "r": 12, "t": 36, "b": 40},
-    "legend": {"orientation": "h", "y": 1.14, "x": 1, "xanchor": "right", "font": {"size": 11}},
+    "margin": {"l": 50, "r": 16, "t": 64, "b": 40},
+    "legend": {"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 0, "font": {"size": 10}},
     "font": {"size": 11},
 }
+SLOW = 4  # the slowed playback: four seconds on screen per measured second
 
 
 def race_figure(result: RaceRecord) -> go.Figure:
     """Tokens committed against seconds since the start, one line per method."""
     figure = go.Figure()
-    for method, run, hue in (("greedy", result.greedy, BLUE), ("lookahead", result.lookahead, SKY)):
+    for lane in result.lanes:
         figure.add_scatter(
-            x=run.seconds,
-            y=run.tokens,
+            x=lane.seconds,
+            y=lane.tokens,
             mode="lines",
-            line={"color": hue, "width": 3 if method == "lookahead" else 2, "shape": "hv"},
-            name=f"{method}: {run.tokens[-1]} tokens in {run.seconds[-1]:.2f} s",
+            line={"color": HUES[lane.method], "width": 2, "shape": "hv"},
+            name=f"{SHORT_NAMES[lane.method]}: {lane.tokens[-1]} tokens in {lane.seconds[-1]:.2f} s",
+            cliponaxis=False,
         )
     figure.update_layout(
         **LAYOUT,
-        height=300,
-        title={"text": "Tokens against wall-clock time", "font": {"size": 13}, "x": 0.01},
+        height=320,
+        title={"text": "Tokens against wall-clock time", "font": {"size": 13}, "x": 0.01, "y": 0.98},
         xaxis={"title": {"text": "seconds"}, "rangemode": "tozero"},
         yaxis={"title": {"text": "tokens"}, "rangemode": "tozero"},
     )
     return figure
 
 
+def step_cost_ratio(result: RaceRecord, lane: RaceLane) -> float:
+    """A lane's mean step time over a greedy step's (a draft's passes included)."""
+    greedy = result.lane(Method.GREEDY).decode_step_seconds
+    return lane.decode_step_seconds / greedy if greedy else 0.0
+
+
 def cost_figure(result: RaceRecord) -> go.Figure:
-    """The measured cost of one forward pass against tokens fed, with where this run's steps sat."""
-    costs, run = result.step_costs, result.lookahead
+    """The measured cost of one forward pass against tokens fed, with where each method's steps sat."""
+    costs = result.step_costs
     base = costs.seconds[0]
     figure = go.Figure()
     figure.add_scatter(
@@ -56,78 +68,151 @@ def cost_figure(result: RaceRecord) -> go.Figure:
         y=[s / base for s in costs.seconds],
         mode="lines+markers",
         line={"color": GREY},
-        name=f"cost of a step (measured on this hardware, {costs.measured_at})",
+        name=f"one pass (measured here, {costs.measured_at})",
     )
-    figure.add_scatter(
-        x=[run.mean_tokens_fed],
-        y=[result.step_cost_ratio],
-        mode="markers",
-        marker={"color": VERMILLION, "size": 12, "symbol": "diamond"},
-        name=f"this race: {run.decode_tokens_per_step:.2f} tokens committed per step",
-    )
+    for lane in result.lanes[1:]:
+        figure.add_scatter(
+            x=[lane.mean_tokens_fed],
+            y=[step_cost_ratio(result, lane)],
+            mode="markers",
+            marker={"color": HUES[lane.method], "size": 12, "symbol": "diamond"},
+            name=f"{SHORT_NAMES[lane.method]}: {lane.decode_tokens_per_step:.2f} tokens/step",
+            cliponaxis=False,
+        )
     figure.add_hline(y=1, line_dash="dot", line_color="#555")
     figure.update_layout(
         **LAYOUT,
-        height=300,
-        title={"text": "Time of one step, in 1-token steps", "font": {"size": 13}, "x": 0.01},
+        height=320,
+        title={"text": "Time of one step, in 1-token steps", "font": {"size": 13}, "x": 0.01, "y": 0.98},
         xaxis={"title": {"text": "tokens fed to the forward pass"}, "type": "log"},
         yaxis={"title": {"text": "× a 1-token step"}, "rangemode": "tozero"},
     )
     return figure
 
 
+# ----------------------------------------------------------------------------------------------
+# The verdict
+
+
+def lane_reason(result: RaceRecord, lane: RaceLane) -> str:
+    """Why a lane ran as fast as it did: tokens per step against the cost of a step (and the draft's share)."""
+    ratio = step_cost_ratio(result, lane)
+    words = f"{lane.decode_tokens_per_step:.2f} tokens per step, each step {ratio:.2f}× a greedy step"
+    if lane.acceptance is not None:
+        words += f", {lane.acceptance:.0%} of the candidate tokens accepted"
+    if lane.draft_seconds:
+        words += f", {lane.draft_seconds / lane.seconds[-1]:.0%} of its time in the draft model"
+    return words
+
+
 def race_story(result: RaceRecord) -> str:
-    """Whether lookahead won this race, and the two measured numbers that decide it."""
-    run, machine = result.lookahead, result.machine
+    """Which method won on this prompt and this hardware, and the measured figures that decided it."""
+    machine = result.machine
     where = f"{machine.device_name} ({machine.dtype})"
-    fed, ratio, committed = run.mean_tokens_fed, result.step_cost_ratio, run.decode_tokens_per_step
-    steps = (
-        f"a lookahead step fed {fed:.0f} tokens on average and took {ratio:.2f}x a greedy step, "
-        f"and it committed {committed:.2f} tokens per step"
-    )
-    if result.speedup >= 1:
-        return f"Lookahead finished {result.speedup:.2f}x as fast as greedy on {where}: {steps}."
+    best = max(result.lanes[1:], key=lambda lane: lane.speedup)
+    if best.speedup < 1:
+        return (
+            f"No method beat greedy decoding on {where}: the best, {SHORT_NAMES[best.method]}, ran "
+            f"{best.speedup:.2f}× as fast ({lane_reason(result, best)}). A step pays only when it commits more "
+            "tokens than it costs: the figure on the right shows what each width costs here."
+        )
+    return f"{NAMES[best.method]} won on {where}, {best.speedup:.2f}× as fast as greedy: {lane_reason(result, best)}."
+
+
+def exact_words(lane: RaceLane) -> str:
+    if lane.exact is None:
+        return "sampled: not compared"
+    return "✓ same as greedy" if lane.exact else "✗ differs from greedy"
+
+
+def lane_row(result: RaceRecord, lane: RaceLane) -> str:
+    reason = lane_reason(result, lane) if lane.method != Method.GREEDY else "one token per forward pass"
     return (
-        f"No speedup here: lookahead took {1 / result.speedup:.2f}x as long as greedy on {where}. On this hardware "
-        f"{steps}. A step pays only when it commits more tokens than it costs: the figure on the right shows "
-        "what each width costs here."
+        f'<tr><th style="--k:{HUES[lane.method]}">{escape(NAMES[lane.method])}</th>'
+        f"<td>{lane.speedup:.2f}×</td><td>{lane.seconds[-1]:.2f} s</td><td>{lane.tokens[-1]}</td>"
+        f"<td>{lane.steps}</td><td class='ll-dim'>{escape(reason)} · {escape(exact_words(lane))}</td></tr>"
     )
-
-
-def exact_stat(result: RaceRecord) -> str:
-    if result.exact is None:
-        s = result.sampling
-        return stat("sampled", "output not compared", f"both drew at T={s.temperature:g}, seed {s.seed}: draws differ")
-    return stat("✓ identical" if result.exact else "✗ differs", "output vs greedy", "token for token")
 
 
 def race_html(result: RaceRecord, used: float | None = None, gpu: bool = False) -> str:
-    """The measured race in numbers: speedup, tokens per step, the settings used and the hardware.
+    """The measured race in numbers: each method's speedup, time, tokens and passes, the winner and why.
 
     `used`: the seconds the whole request held the model (on ZeroGPU, the visitor's GPU quota).
     """
-    settings, machine, ours, theirs = result.settings, result.machine, result.lookahead, result.greedy
-    plan = "auto, planned per step" if settings.regime is not None else f"{settings.planner.value} plan"
+    machine, best = result.machine, max(result.lanes[1:], key=lambda lane: lane.speedup)
     stats = [
-        stat(
-            f"{result.speedup:.2f}×",
-            "speedup over greedy",
-            "lookahead's tokens per second / plain decoding's, this run",
-        ),
-        stat(f"{ours.tokens_per_step:.2f}", "tokens per step", "lookahead's tokens / its forward passes"),
-        stat(
-            f"{ours.seconds[-1]:.2f} s vs {theirs.seconds[-1]:.2f} s",
-            "lookahead vs greedy",
-            "wall time with the device synchronised; nothing drawn while timing",
-        ),
-        stat(triple(settings), plan, "the settings lookahead raced with"),
-        exact_stat(result),
+        stat(f"{best.speedup:.2f}×", f"best: {SHORT_NAMES[best.method]}", "tokens per second / greedy's, this run"),
+        stat(f"{result.max_new_tokens}", "max new tokens", "every method decoded the same prompt"),
     ]
-    why = f"<p class='ll-dim'>Settings: {escape(settings_words(settings))}</p>"
+    rows = "".join(lane_row(result, lane) for lane in result.lanes)
+    table = (
+        '<table class="ll-race-table"><thead><tr><th>method</th><th>speed</th><th>time</th><th>tokens</th>'
+        f"<th>passes</th><th>why</th></tr></thead><tbody>{rows}</tbody></table>"
+    )
+    draft = result.draft
+    settings = (
+        f"Lookahead: {settings_words(result.settings)}. Prompt lookup: match up to {result.lookup.ngram} tokens, "
+        f"copy {result.lookup.tokens}. Speculative: draft {draft.model} ({draft.dtype}), k = {draft.tokens}."
+    )
     facts = f"{machine.model} · {machine.device_name} · {machine.dtype} · measured {result.ran_at}"
     return (
         f'<div class="ll-summary"><div class="ll-stats">{"".join(stats)}</div>'
-        f"<p>{escape(race_story(result))}</p>{why}<div class='ll-dim'><i>{escape(facts)}</i></div>"
+        f"<p>{escape(race_story(result))}</p>{table}<p class='ll-dim'>{escape(settings)}</p>"
+        f"<div class='ll-dim'><i>{escape(facts)}</i></div>"
         + (f"<div class='ll-dim'>{escape(used_words(used, gpu))}</div>" if used is not None else "")
         + "</div>"
+    )
+
+
+# ----------------------------------------------------------------------------------------------
+# The playback
+
+
+def shown_at(seconds: float, slow: bool) -> str:
+    return f"{seconds * (SLOW if slow else 1):.3f}s"
+
+
+def counter_spans(lane: RaceLane, slow: bool) -> str:
+    """Tokens, passes and elapsed time after each step, each shown from its step's end to the next's."""
+    spans = []
+    ends = lane.seconds[1:]
+    for i, end in enumerate(ends):
+        last = i == len(ends) - 1
+        hold = "" if last else f";animation-duration:{shown_at(ends[i + 1] - end, slow)}"
+        spans.append(
+            f'<span class="ll-count{" ll-last" if last else ""}" style="animation-delay:{shown_at(end, slow)}{hold}">'
+            f"{lane.tokens[i + 1]} tokens · {i + 1} passes · {end:.2f} s</span>"
+        )
+    return "".join(spans)
+
+
+def text_spans(lane: RaceLane, slow: bool) -> str:
+    """Each step's text, appearing when the step ended."""
+    return "".join(
+        f'<span style="animation-delay:{shown_at(end, slow)}">{escape(piece)}</span>'
+        for piece, end in zip(lane.pieces, lane.seconds[1:], strict=True)
+        if piece
+    )
+
+
+def playback_html(result: RaceRecord, slow: bool = False, take: int = 0) -> str:
+    """Every lane's text growing as it was measured, with its counters; a Pause box stops all lanes.
+
+    `take` changes with each restart, so the browser draws the playback afresh from 0 s.
+    """
+    pace = (
+        f"Slowed down ×{1 / SLOW:g}: {SLOW} s on screen for each measured second."
+        if slow
+        else "At the measured speed: one second on screen is one second of decoding."
+    )
+    lanes = "".join(
+        f'<div class="ll-lane" style="--k:{HUES[lane.method]}"><div class="ll-lane-head">'
+        f'<b>{escape(NAMES[lane.method])}</b><span class="ll-counts">{counter_spans(lane, slow)}</span></div>'
+        f'<div class="ll-lane-text">{text_spans(lane, slow)}</div></div>'
+        for lane in result.lanes
+    )
+    return (
+        f'<div class="ll-playback" data-take="{take}"><div class="ll-playback-bar">'
+        f'<label><input type="checkbox" class="ll-pause"> pause</label><span class="ll-dim">{escape(pace)}</span>'
+        f"</div>{lanes}</div>"
     )

@@ -1,6 +1,6 @@
 """Replaying a recorded run with no model: which step to show, every panel for it, and input checks.
 
-A run is a `records.Run` (lookahead and greedy traces of one prompt). Nothing here imports
+A run is a `records.Run` (a guessing method's trace and greedy's, of one prompt). Nothing here imports
 gradio: `app.py` turns InputError and a lost session into messages for the user.
 """
 
@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import math
 
-from lookahead_core.records import Run
+from lookahead_core.records import Method, Run
 
 from .caption import caption_html
 from .mask import mask_html
+from .methods import no_pool_html, no_window_html
 from .output import output_html
 from .pool import pool_html
 from .progress import progress_html
@@ -39,11 +40,11 @@ class InputError(ValueError):
 
 def is_run(value) -> bool:
     """Whether `value` is a recorded run with at least its prefill step (a lost session holds None)."""
-    return isinstance(value, Run) and bool(value.lookahead.steps) and bool(value.greedy.steps)
+    return isinstance(value, Run) and bool(value.trace.steps) and bool(value.greedy.steps)
 
 
 def last_step(run: Run) -> int:
-    return len(run.lookahead.steps) - 1
+    return len(run.trace.steps) - 1
 
 
 def clamp_step(run: Run, index) -> int:
@@ -85,14 +86,18 @@ def play_interval(steps_per_second) -> float:
 
 
 def panels(run: Run, index: int) -> dict[str, str]:
-    """The HTML of every per-step panel for step `index` of the lookahead trace."""
-    trace = run.lookahead
+    """The HTML of every per-step panel for step `index` of the method's trace.
+
+    A method with no window or pool (prompt lookup, speculative) gets a line saying so in those panels.
+    """
+    trace = run.trace
     index = clamp_step(run, index)
-    record, vocab, settings = trace.steps[index], trace.vocab, trace.meta.settings
+    record, vocab, settings, method = trace.steps[index], trace.vocab, trace.meta.settings, trace.meta.method
+    lookahead = method == Method.LOOKAHEAD
     return {
         "caption": caption_html(trace, index),
-        "window": window_html(record, vocab, settings.ngram),
-        "pool": pool_html(record, vocab, settings.guesses),
+        "window": window_html(record, vocab, settings.ngram) if lookahead else no_window_html(method),
+        "pool": pool_html(record, vocab, settings.guesses) if lookahead else no_pool_html(method),
         "verification": verification_html(record, vocab),
         "output": output_html(trace, index),
         "mask": mask_html(record, vocab),

@@ -8,18 +8,19 @@ from __future__ import annotations
 
 from html import escape
 
-from lookahead_core.records import Machine, Run, Trace
+from lookahead_core.records import Machine, Method, Run, Trace
 
+from .methods import NAMES, SHORT_NAMES, method_settings
 from .plans import settings_words
 
 
 def plain_name(run: Run) -> str:
-    """What lookahead is compared with: greedy decoding, or ordinary sampling with the same settings."""
-    return "greedy" if run.lookahead.meta.sampling is None else "plain sampling"
+    """What the method is compared with: greedy decoding, or ordinary sampling with the same settings."""
+    return "greedy" if run.trace.meta.sampling is None else "plain sampling"
 
 
 def sampling_words(run: Run) -> str:
-    sampling = run.lookahead.meta.sampling
+    sampling = run.trace.meta.sampling
     if sampling is None:
         return "greedy"
     return f"T={sampling.temperature:g} top-k={sampling.top_k} top-p={sampling.top_p:g} seed={sampling.seed}"
@@ -32,8 +33,8 @@ def mean_decode_seconds(trace: Trace) -> float:
 
 
 def speed_story(run: Run) -> str:
-    """One or two sentences on whether lookahead was faster here, and why."""
-    ours, theirs = run.lookahead, run.greedy
+    """One or two sentences on whether the method was faster here, and why."""
+    ours, theirs = run.trace, run.greedy
     decode = ours.steps[1:]
     if not decode:
         return "The prefill alone produced the only new token: there was no decoding step to speed up."
@@ -45,13 +46,16 @@ def speed_story(run: Run) -> str:
     device = ours.meta.machine.device_name
     plain = plain_name(run)
     story = (
-        f"Lookahead ran {speedup:.2f}× as fast as {plain} on {device}: it committed {compression:.2f} tokens "
-        f"per step, and one of its steps took {cost:.2f}× as long as a {plain} step."
+        f"{NAMES[ours.meta.method]} ran {speedup:.2f}× as fast as {plain} on {device}: it committed "
+        f"{compression:.2f} tokens per step, and one of its steps took {cost:.2f}× as long as a {plain} step."
     )
-    if all(r.window.warming_up for r in decode):
+    if ours.meta.method == Method.SPECULATIVE:
+        drafting = sum(r.draft.seconds for r in decode if r.draft is not None) / len(decode)
+        story += f" Of each step, {drafting:.3f} s on average went to the draft model's passes."
+    if ours.meta.method == Method.LOOKAHEAD and all(r.window.warming_up for r in decode):
         story += " The run ended while the window was still warming up, before any n-gram was harvested."
     elif compression < 1.15:
-        story += " Few guesses were accepted here: the text was hard to predict from the pool."
+        story += " Few guesses were accepted here: the text was hard to predict."
     elif speedup < 1:
         story += " Guesses were accepted, but each step fed so many tokens that this device paid more than it saved."
     return story
@@ -63,14 +67,14 @@ def stat(value: str, label: str, tooltip: str) -> str:
 
 def summary_html(run: Run) -> str:
     """The recorded run in five numbers, the machine it was measured on, and where the speed went."""
-    ours, theirs = run.lookahead, run.greedy
+    ours, theirs = run.trace, run.greedy
     meta, s, g = ours.meta, ours.summary, theirs.summary
     machine, settings = meta.machine, meta.settings
     stats = [
         stat(
-            f"W={settings.window} N={settings.ngram} G={settings.guesses}",
-            f"settings, {settings.planner.value} plan",
-            settings_words(settings),
+            method_settings(meta),
+            f"{SHORT_NAMES[meta.method]} settings" + (f", {settings.planner.value} plan" if settings else ""),
+            settings_words(settings) if settings else NAMES[meta.method],
         ),
         stat(str(s.tokens), "new tokens", f"stop: {s.stop.value if s.stop else 'none'}; {sampling_words(run)}"),
         stat(f"{s.steps} vs {g.steps}", f"forward passes vs {plain_name(run)}", "the prefill counts as one pass"),

@@ -1,4 +1,5 @@
-"""Panel 3, verification: each guess, then the window's own trajectories, token by token against the model.
+"""Panel 3, verification: each guess (a pool n-gram, a prompt match, a draft chain), then the window's
+own trajectories, token by token against the model.
 
 Each candidate (a guess, or a Jacobi trajectory of the window) as the engine's verifier judged
 it: its tokens against the model's predictions for their positions (recorded as `expected`),
@@ -13,6 +14,7 @@ from html import escape
 
 from lookahead_core.records import CandidateRecord, Draw, SampledPosition, Source, StepKind, StepRecord, Verdict
 
+from .methods import candidate_kind, candidate_label, candidate_why
 from .tokens import chip, chips, named
 from .window import trajectory_route
 
@@ -61,15 +63,22 @@ def path_row(
     won = candidate.verdict == Verdict.WON
     extra = ""
     if won and record.verification.bonus is not None:
+        corrected = candidate.source == Source.DRAFT and candidate.matched < len(candidate.tokens)
+        name = "correction" if corrected else "bonus"
+        words = "where the draft went wrong" if corrected else "after the last accepted token"
         extra = (
-            f'<span class="ll-nowrap"><span class="ll-plus">+ bonus</span>'
-            f"{chip(vocab, record.verification.bonus, 'bonus', 'the prediction after the last accepted token')}</span>"
+            f'<span class="ll-nowrap"><span class="ll-plus">+ {name}</span>'
+            f"{chip(vocab, record.verification.bonus, 'bonus', f'the model’s prediction {words}')}</span>"
         )
+    odds = ""
+    if candidate.draft_probabilities:
+        cells = "".join(f"<span>{q:.2f}</span>" for q in candidate.draft_probabilities)
+        odds = f'<div class="ll-odds" title="each token’s probability q under the draft model">q {cells}</div>'
     title = f"{why} · {VERDICT_WORDS[candidate.verdict]}"
     return (
         f'<tr class="{"ll-winner" if won else ""}"><th title="{escape(title)}">'
         f"{'★ ' if won else ''}{label}</th>"
-        f'<td class="ll-guess">{path_tokens_html(record, vocab, candidate, places)}{extra}</td>'
+        f'<td class="ll-guess">{path_tokens_html(record, vocab, candidate, places)}{extra}{odds}</td>'
         f'<td class="ll-matched">matched {candidate.matched} of {len(candidate.tokens)}</td></tr>'
     )
 
@@ -87,9 +96,15 @@ def trajectories(record: StepRecord) -> list[CandidateRecord]:
 
 
 def guess_row(record: StepRecord, vocab: dict, guess: CandidateRecord) -> str:
-    places = [f"guess token {k}" for k in range(len(guess.tokens))]
-    why = f"picked by its {guess.reason.value}, an n-gram from the {guess.source.value}"
-    return path_row(record, vocab, guess, f"guess {guess.lane + 1}", why, places)
+    places = [f"{candidate_kind(guess)} token {k}" + draft_odds(guess, k) for k in range(len(guess.tokens))]
+    return path_row(record, vocab, guess, candidate_label(guess), candidate_why(guess), places)
+
+
+def draft_odds(candidate: CandidateRecord, k: int) -> str:
+    """A draft token's probability under the draft model, for its tooltip ("" for other paths)."""
+    if not candidate.draft_probabilities:
+        return ""
+    return f" · q = {candidate.draft_probabilities[k]:.2f} under the draft"
 
 
 def guesses_html(record: StepRecord, vocab: dict) -> str:
@@ -147,14 +162,21 @@ def trajectories_html(record: StepRecord, vocab: dict) -> str:
 
 
 def draw_html(vocab: dict, draw: Draw) -> str:
-    """A candidate token, a bar as long as its probability with the uniform draw marked, and the verdict."""
+    """A candidate token, a bar as long as its chance of acceptance with the uniform draw marked, and the verdict.
+
+    A fixed guess's chance is P(token); a draft token's is min(1, P/q), q its probability under the draft.
+    """
     verdict = "accepted" if draw.accepted else "rejected"
     relation = "<" if draw.accepted else "≥"
-    words = f"draw {draw.uniform:.2f} {relation} P {draw.probability:.2f}: {verdict}"
-    tip = f"accepted with probability P = {draw.probability:.3f}; the uniform draw was {draw.uniform:.3f}"
+    q = draw.draft_probability
+    chance = draw.probability if q is None else min(1.0, draw.probability / q)
+    rule = f"P {draw.probability:.2f}" if q is None else f"min(1, P/q) = {draw.probability:.2f}/{q:.2f}"
+    words = f"draw {draw.uniform:.2f} {relation} {rule}: {verdict}"
+    odds = f"P = {draw.probability:.3f}" if q is None else f"min(1, P/q) = {chance:.3f}"
+    tip = f"accepted with probability {odds}; the uniform draw was {draw.uniform:.3f}"
     bar = (
         f'<span class="ll-pbar" title="{escape(tip)}"><span class="ll-pbar-fill ll-{verdict}" '
-        f'style="width:{100 * draw.probability:.1f}%"></span>'
+        f'style="width:{100 * chance:.1f}%"></span>'
         f'<span class="ll-pbar-draw" style="left:{100 * draw.uniform:.1f}%"></span></span>'
     )
     return f'<div class="ll-draw">{chip(vocab, draw.token, verdict, tip)}{bar}<span>{escape(words)}</span></div>'

