@@ -107,8 +107,9 @@ def on_gpu(duration):
 
 
 def slot(prompt, chat, config, max_new_tokens, auto, *rest) -> int:
-    """The GPU seconds a Run or race asks for: both make two decoding runs; auto may measure step costs."""
-    return space.slot_seconds(max_new_tokens, runs=2, measures_costs=auto)
+    """The GPU seconds a Run asks for: two recordings and their warm-ups (and, once, the draft's copy);
+    auto may measure step costs."""
+    return space.slot_seconds(max_new_tokens, runs=3, measures_costs=auto)
 
 
 @on_gpu(slot)
@@ -149,14 +150,10 @@ def timed_race(
     max_new_tokens: int,
     auto: bool,
     sampling: SamplingConfig,
-    method: Method = Method.LOOKAHEAD,
     lookup: LookupConfig = PROMPT_LOOKUP,
     draft_tokens: int = DEFAULT_DRAFT_TOKENS,
 ) -> tuple[RaceRecord, float]:
-    """Every method on the prompt, timed with nothing drawn (auto: W, N, G from measured costs), and its seconds.
-
-    `method` is the Run's choice, which the race does not need: it races them all.
-    """
+    """Every method on the prompt, timed with nothing drawn (auto: W, N, G from measured costs), and its seconds."""
     started = time.perf_counter()
     lm = MODEL.get()
     prompt_ids = encode_prompt(lm.tokenizer, prompt, chat)
@@ -292,12 +289,21 @@ def refused(message: str) -> list:
     return [*[gr.skip()] * len(OUTPUTS), gr.skip(), notice_html(message)]
 
 
-def family_of(method, lookup_tokens, draft_tokens) -> tuple[Method, LookupConfig, int]:
-    """The method chosen for Run, prompt lookup's settings and the draft's k; InputError or SettingsError if off."""
-    if method not in set(Method) - {Method.GREEDY}:
+def method_of(method) -> Method:
+    """The method chosen for Run; InputError for anything else."""
+    if not isinstance(method, str) or method not in {m.value for m in METHODS}:
         raise replay.InputError(f"Choose a method to run: {', '.join(m.value for m in METHODS)}.")
-    lookup = LookupConfig(tokens=replay.whole_number(lookup_tokens, "Prompt lookup tokens"))
-    return Method(method), lookup, check_draft_tokens(replay.whole_number(draft_tokens, "Draft tokens k"))
+    return Method(method)
+
+
+def lookup_of(lookup_tokens) -> LookupConfig:
+    """Prompt lookup's settings from the slider; InputError or SettingsError when out of range."""
+    return LookupConfig(tokens=replay.whole_number(lookup_tokens, "Prompt lookup tokens"))
+
+
+def draft_tokens_of(draft_tokens) -> int:
+    """The draft's k from the slider; InputError or SettingsError when out of range."""
+    return check_draft_tokens(replay.whole_number(draft_tokens, "Draft tokens k"))
 
 
 def run_model(
@@ -308,7 +314,7 @@ def run_model(
         text = replay.check_prompt(prompt)
         w, n, g, tokens = replay.check_settings(window, ngram, guesses, max_new_tokens)
         config = LookaheadConfig(window=w, ngram=n, guesses=g)
-        family = family_of(method, lookup_tokens, draft_tokens)
+        family = method_of(method), lookup_of(lookup_tokens), draft_tokens_of(draft_tokens)
         check_budget(tokens)
         run, seconds = record(text, bool(chat), config, tokens, bool(auto), sampling_of(*sampling), *family)
     except (replay.InputError, SettingsError, DecodingError, ModelLoadError, PromptError) as error:
@@ -331,10 +337,10 @@ def race_model(prompt, chat, window, ngram, guesses, max_new_tokens, settings, l
         text = replay.check_prompt(prompt)
         w, n, g, tokens = replay.check_settings(window, ngram, guesses, max_new_tokens)
         config = LookaheadConfig(window=w, ngram=n, guesses=g)
-        _, lookup, k = family_of(Method.LOOKAHEAD.value, lookup_tokens, draft_tokens)
+        lookup, k = lookup_of(lookup_tokens), draft_tokens_of(draft_tokens)
         check_budget(tokens)
         auto = settings != RACE_SLIDERS
-        result, seconds = timed_race(text, bool(chat), config, tokens, auto, sampling_of(*sampling), None, lookup, k)
+        result, seconds = timed_race(text, bool(chat), config, tokens, auto, sampling_of(*sampling), lookup, k)
     except (replay.InputError, SettingsError, DecodingError, ModelLoadError, PromptError) as error:
         gr.Warning(str(error), title="Not raced")
         return notice_html(str(error), "Not raced"), *[gr.skip()] * 4

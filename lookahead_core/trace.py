@@ -79,6 +79,21 @@ def decode_steps(
     return lookahead_steps(model, prompt_ids, config, max_new_tokens, eos, planner=planner, sampling=sampling)
 
 
+WARM_UP_TOKENS = 8
+
+
+def warm_up(lm: LoadedModel, prompt_ids: list[int], methods, **settings) -> None:
+    """Decode a few tokens of each method, untimed, so that no timed run pays for another's cold start.
+
+    The first passes of a method allocate, load kernels and fill caches (a draft's too); a run
+    timed right after another would be charged for what the other left undone. `settings` are
+    `decode_steps`' keywords (config, planner, sampling, lookup, draft).
+    """
+    for method in methods:
+        for _ in decode_steps(lm, prompt_ids, method, max_new_tokens=WARM_UP_TOKENS, **settings):
+            pass
+
+
 def summarize(steps: list[StepRecord], text: str = "") -> Summary:
     """Totals of a run: committed ids, forward passes (prefill included), tokens per step, seconds."""
     new_ids = [t for record in steps for t in record.committed]
@@ -178,8 +193,11 @@ def record_run(
 ) -> Run:
     """Both traces for one prompt, `method` then plain decoding: what a replay of the comparison needs.
 
-    Sampled, both use the same settings and seed; their outputs differ draw by draw, not in distribution.
+    Both methods are warmed up first, so neither is timed cold. Sampled, both use the same
+    settings and seed; their outputs differ draw by draw, not in distribution.
     """
+    settings = {"config": auto.config if auto else config, "sampling": sampling, "lookup": lookup, "draft": draft}
+    warm_up(lm, prompt_ids, (method, Method.GREEDY), **settings)
     trace = record_trace(
         lm, prompt_ids, method, config, max_new_tokens, prompt_text, None, auto, sampling, lookup, draft
     )

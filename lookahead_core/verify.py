@@ -111,7 +111,8 @@ def offered_tokens(candidates: Sequence[Path], alive: list[int], offset: int) ->
         q = None if c.distributions is None else c.distributions[offset]
         if q is None and c.tokens[offset] in fixed:
             continue
-        fixed |= {c.tokens[offset]} if q is None else set()
+        if q is None:
+            fixed.add(c.tokens[offset])
         offers.append(Offer(c.tokens[offset], q))
     return offers
 
@@ -133,7 +134,7 @@ def try_in_turn(probs: torch.Tensor, offered: list[Offer], generator: torch.Gene
         chance = p if q is None else min(1.0, p / q)
         u = uniform(generator, probs.device)
         accepted = u < chance  # chance is exactly 1 when s holds all that remains, and u < 1
-        draws.append(Draw(offer.token, p, u, accepted, q))
+        draws.append(Draw(offer.token, p, chance, u, accepted, q))
         if accepted:
             return draws, offer.token
         if offer.q is None:
@@ -180,7 +181,9 @@ def verify_sampled(
     return outcome_record(candidates, block, accepted, bonus, positions)
 
 
-def outcome_record(candidates, block, accepted, bonus, positions) -> VerificationRecord:
+def outcome_record(
+    candidates: Sequence[Path], block: list[int], accepted: int, bonus: int | None, positions: list[SampledPosition]
+) -> VerificationRecord:
     """Each candidate's agreement with the block's accepted tokens, its verdict, and the winner (first longest)."""
     matched = [matched_length(c.tokens, block[:accepted] + [-1] * len(c.tokens)) for c in candidates]
     winner = matched.index(accepted) if accepted else None

@@ -81,3 +81,44 @@ def test_screenshot_of_a_step_with_accepted_guesses(browser_page):
     assert page.locator(ERROR_TOAST).count() == 0
     assert errors == []
     assert SCREENSHOT.stat().st_size > 50_000
+
+
+RACE_SCREENSHOT = SCREENSHOT.with_name("race.png")
+LANE_TEXTS = """() => [...document.querySelectorAll('#ll-race-playback .ll-lane')].map(lane => ({
+  name: lane.querySelector('b').innerText,
+  text: [...lane.querySelectorAll('.ll-lane-text > span')].filter(s => getComputedStyle(s).opacity === '1')
+        .map(s => s.textContent).join(''),
+  all: [...lane.querySelectorAll('.ll-lane-text > span')].map(s => s.textContent).join(''),
+  count: [...lane.querySelectorAll('.ll-counts > span')].filter(s => getComputedStyle(s).opacity === '1')
+        .map(s => s.innerText).join('|'),
+}))"""
+
+
+def test_the_race_plays_every_lane_back_to_its_measured_output(browser_page):
+    page, errors = browser_page
+    max_tokens = page.locator("#ll-max input[type=number]")
+    max_tokens.fill("16")
+    max_tokens.press("Enter")
+    page.click("#ll-race-run")
+    page.wait_for_selector("#ll-race-playback .ll-lane", timeout=180_000)
+    lanes = page.evaluate(LANE_TEXTS)
+    assert [lane["name"] for lane in lanes] == ["Greedy", "Lookahead", "Prompt lookup", "Speculative decoding"]
+    page.wait_for_function(  # every lane has shown its last step: all of its text is visible
+        f"() => ({LANE_TEXTS})().every(lane => lane.text === lane.all && lane.count.endsWith(' s'))",
+        timeout=60_000,
+    )
+    lanes = page.evaluate(LANE_TEXTS)
+    assert all(lane["text"] == lanes[0]["text"] != "" for lane in lanes), "greedy: every method writes the same"
+    assert all(lane["count"].startswith("16 tokens") for lane in lanes)
+    page.locator("#ll-race-playback").scroll_into_view_if_needed()
+    RACE_SCREENSHOT.parent.mkdir(exist_ok=True)
+    page.locator("#ll-race").screenshot(path=str(RACE_SCREENSHOT))
+    page.check("#ll-race-playback .ll-pause")
+    state = page.evaluate(
+        "() => getComputedStyle(document.querySelector('#ll-race-playback .ll-lane-text > span')).animationPlayState"
+    )
+    assert state == "paused"
+    page.click("#ll-slow input")
+    page.wait_for_function("() => document.querySelector('#ll-race-playback').innerText.includes('Slowed down')")
+    assert page.locator(ERROR_TOAST).count() == 0
+    assert errors == []

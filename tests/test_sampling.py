@@ -58,7 +58,8 @@ def accept_the_argmax(probs, offered, generator):
     draws = []
     for token in (offer.token for offer in offered):
         accepted = token == int(probs.argmax())
-        draws.append(Draw(token, float(probs[token] / probs.sum()), 0.0, accepted))
+        p = float(probs[token] / probs.sum())
+        draws.append(Draw(token, p, p, 0.0, accepted))
         if accepted:
             return draws, token
         probs[token] = 0.0
@@ -66,7 +67,10 @@ def accept_the_argmax(probs, offered, generator):
 
 
 def keep_p(probs, q, total):
-    """A wrong rule (negative control): after a draft token's rejection, draw from P instead of max(0, P - q)."""
+    """A wrong rule (negative control): after a draft token's rejection, draw from P instead of max(0, P - q).
+
+    Its body is deliberately empty: P is left as it was.
+    """
 
 
 # ----------------------------------------------------------------------------------------------

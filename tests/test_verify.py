@@ -116,7 +116,7 @@ def test_commit_sources_name_the_guaranteed_accepted_and_bonus_tokens():
 
 
 def test_sampled_commit_sources_name_accepted_then_bonus_or_drawn_tokens():
-    drawn = SampledPosition(1, 3, [Draw(9, 0.4, 0.7, False)], 5, True)
+    drawn = SampledPosition(1, 3, [Draw(9, 0.4, 0.4, 0.7, False)], 5, True)
     sampled = VerificationRecord(4, [], 0, 1, None, [4, 5], [SampledPosition(0, 0, [], 4, False), drawn])
     assert commit_sources(2, sampled) == [TokenSource.ACCEPTED, TokenSource.SAMPLED]
     bonus = VerificationRecord(4, [], 0, 1, 5, [4, 5], [SampledPosition(0, 0, [], 4, False)] * 2)

@@ -129,8 +129,7 @@ def commit_clause(record: StepRecord, vocab: dict) -> str:
 def draw_words(vocab: dict, draw) -> str:
     token = quoted(vocab, draw.token)
     if draw.draft_probability is not None:
-        chance = min(1.0, draw.probability / draw.draft_probability)
-        rule = f"min(1, P/q) = min(1, {draw.probability:.2f}/{draw.draft_probability:.2f}) = {chance:.2f}"
+        rule = f"min(1, P/q) = min(1, {draw.probability:.2f}/{draw.draft_probability:.2f}) = {draw.chance:.2f}"
         if draw.accepted:
             return f"the draft's {token} was accepted with probability {rule} (the draw was {draw.uniform:.2f})"
         return (

@@ -82,7 +82,7 @@ def candidate_why(candidate: CandidateRecord) -> str:
         start = candidate.found_at - candidate.key_length
         return (
             f"the last {candidate.key_length} token{'s' if candidate.key_length != 1 else ''} also occur at "
-            f"position {start} of the {candidate.source.value}; these tokens followed them there"
+            f"token {start} of the text (in the {candidate.source.value}); these tokens followed them there"
         )
     return f"picked by its {candidate.reason.value}, an n-gram from the {candidate.source.value}"
 

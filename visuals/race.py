@@ -15,6 +15,7 @@ import plotly.graph_objects as go
 
 from lookahead_core.records import Method, RaceLane, RaceRecord
 
+from .caption import plural
 from .methods import NAMES, SHORT_NAMES
 from .palette import BLUE, GREEN, GREY, PURPLE, SKY
 from .plans import settings_words
@@ -181,7 +182,7 @@ def counter_spans(lane: RaceLane, slow: bool) -> str:
         hold = "" if last else f";animation-duration:{shown_at(ends[i + 1] - end, slow)}"
         spans.append(
             f'<span class="ll-count{" ll-last" if last else ""}" style="animation-delay:{shown_at(end, slow)}{hold}">'
-            f"{lane.tokens[i + 1]} tokens · {i + 1} passes · {end:.2f} s</span>"
+            f"{plural(lane.tokens[i + 1], 'token')} · {plural(i + 1, 'pass', 'passes')} · {end:.2f} s</span>"
         )
     return "".join(spans)
 

@@ -136,6 +136,7 @@ def notice_html(
         return f'<div class="ll-budget">{escape(used_words(used, gpu))}</div>'
     limit = f" On this Space a request decodes at most {cap} new tokens (GPU time is a daily quota)." if cap else ""
     return (
-        '<div class="ll-budget">Run records lookahead and then greedy decoding of your prompt on the model, '
-        f"then replays it from step 0; the summary above says how long each took here.{escape(limit)}</div>"
+        '<div class="ll-budget">Run records the chosen method and then greedy decoding of your prompt on the model '
+        "(each warmed up first, so neither is timed cold), then replays it from step 0; the summary above says how "
+        f"long each took here.{escape(limit)}</div>"
     )

@@ -168,8 +168,7 @@ def draw_html(vocab: dict, draw: Draw) -> str:
     """
     verdict = "accepted" if draw.accepted else "rejected"
     relation = "<" if draw.accepted else "≥"
-    q = draw.draft_probability
-    chance = draw.probability if q is None else min(1.0, draw.probability / q)
+    q, chance = draw.draft_probability, draw.chance
     rule = f"P {draw.probability:.2f}" if q is None else f"min(1, P/q) = {draw.probability:.2f}/{q:.2f}"
     words = f"draw {draw.uniform:.2f} {relation} {rule}: {verdict}"
     odds = f"P = {draw.probability:.3f}" if q is None else f"min(1, P/q) = {chance:.3f}"
