@@ -10,7 +10,6 @@ costs here.
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable
 
@@ -22,26 +21,10 @@ from lookahead_core.forward import synchronize
 from lookahead_core.models import LoadedModel
 from lookahead_core.records import LookupSettings, Method, RaceLane, RaceRecord, Settings, StepRecord
 from lookahead_core.sampling import GREEDY, SamplingConfig
-from lookahead_core.trace import decode_steps, machine_facts, method_reach, warm_up
+from lookahead_core.trace import decode_steps, machine_facts, method_reach, text_pieces, warm_up
 from lookahead_core.tuning import AutoSettings
 
 RACED = (Method.GREEDY, Method.LOOKAHEAD, Method.PROMPT_LOOKUP, Method.SPECULATIVE)
-
-
-def step_pieces(tokenizer, records: list[StepRecord]) -> list[str]:
-    """The text each step added, decoded from the whole output so far so that every script reads right.
-
-    A step that ends inside a character (its bytes split across tokens) adds the text before it;
-    the step that completes the character adds it. Should decoding more tokens ever rewrite
-    earlier text, the step adds what follows the part that stayed the same.
-    """
-    pieces, ids, shown = [], [], ""
-    for record in records:
-        ids += record.committed
-        text = tokenizer.decode(ids, skip_special_tokens=True).rstrip("\ufffd")
-        pieces.append(text[len(os.path.commonprefix([shown, text])) :])
-        shown = text
-    return pieces
 
 
 def acceptance(records: list[StepRecord]) -> float | None:
@@ -75,7 +58,7 @@ def timed_lane(
         tokens,
         seconds,
         fed,
-        step_pieces(lm.tokenizer, records),
+        text_pieces(lm.tokenizer, [r.committed for r in records]),
         [t for r in records for t in r.committed],
         len(fed),
         tokens[-1] / len(fed),

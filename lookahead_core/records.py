@@ -418,6 +418,7 @@ class TraceMeta:
     sampling: SamplingRecord | None = None  # None: greedy decoding
     lookup: LookupSettings | None = None  # prompt lookup's settings
     draft: DraftSettings | None = None  # speculative decoding's draft
+    prompt_shown: str = ""  # the prompt's ids decoded as one text (chat template included): every script whole
 
 
 @dataclass
@@ -451,8 +452,9 @@ class Trace(Document):
 
     meta: TraceMeta
     steps: list[StepRecord]
-    vocab: dict[str, str]  # str(token id) -> its text
+    vocab: dict[str, str]  # str(token id) -> its text, decoded alone
     summary: Summary
+    pieces: list[str] = field(default_factory=list)  # the text each committed token added (see trace.text_pieces)
     schema_version: int = SCHEMA_VERSION
 
 

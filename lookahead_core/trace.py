@@ -7,6 +7,7 @@ can be read and drawn with no model.
 
 from __future__ import annotations
 
+import os
 import platform
 import time
 from collections.abc import Callable, Iterator
@@ -110,6 +111,24 @@ def summarize(steps: list[StepRecord], text: str = "") -> Summary:
     )
 
 
+def text_pieces(tokenizer, groups: list[list[int]]) -> list[str]:
+    """The text each group of tokens adds to the output, decoded from the whole output so far.
+
+    A token decoded alone can be a fragment of a character (a Chinese character or an emoji is
+    often split across tokens) and reads as U+FFFD; decoded with all before it, the character is
+    whole. So a group that ends inside a character adds the text before it (possibly nothing),
+    and the group that completes the character adds it. Should decoding more tokens ever rewrite
+    earlier text, the group adds what follows the part that stayed the same.
+    """
+    pieces, ids, shown = [], [], ""
+    for group in groups:
+        ids += group
+        text = tokenizer.decode(ids, skip_special_tokens=True).rstrip("\ufffd")
+        pieces.append(text[len(os.path.commonprefix([shown, text])) :])
+        shown = text
+    return pieces
+
+
 def vocab_for(tokenizer, ids: set[int]) -> dict[str, str]:
     """Text of each token id, keyed by str(id) so the dict survives JSON unchanged."""
     return {str(i): tokenizer.decode([i]) for i in sorted(ids)}
@@ -175,8 +194,10 @@ def record_trace(
         sampling.record(),
         LookupSettings(lookup.ngram, lookup.tokens, lookup.candidates) if method == Method.PROMPT_LOOKUP else None,
         draft.settings() if method == Method.SPECULATIVE else None,
+        lm.tokenizer.decode(prompt_ids),
     )
-    return Trace(meta, steps, vocab_for(lm.tokenizer, ids), summary)
+    pieces = text_pieces(lm.tokenizer, [[token] for token in summary.new_token_ids])
+    return Trace(meta, steps, vocab_for(lm.tokenizer, ids), summary, pieces)
 
 
 def record_run(

@@ -940,3 +940,22 @@ def test_a_draft_chain_shows_each_tokens_q_and_the_correction():
             assert ('<span class="ll-plus">+ correction</span>' in html) == (not whole)
         assert methods.draft_words(record) in caption.caption_html(run.trace, record.step)
     assert any(r.verification.candidates[0].verdict == Verdict.WON for r in steps)
+
+
+MANY_SCRIPTS = "翻译成英文：你好，世界。Привет, мир! مرحبا بالعالم 🎉🚀 Say it in all four."
+
+
+def test_text_in_every_script_is_drawn_whole(default_model):
+    """Characters split across tokens are drawn whole: the prompt as typed, the output with no U+FFFD."""
+    from lookahead_core.config import LookaheadConfig
+    from lookahead_core.models import encode_prompt
+    from lookahead_core.trace import record_trace
+
+    ids = encode_prompt(default_model.tokenizer, MANY_SCRIPTS)
+    trace = record_trace(default_model, ids, Method.LOOKAHEAD, LookaheadConfig(3, 3, 3), 24, MANY_SCRIPTS)
+    assert any("\ufffd" in trace.vocab[str(t)] for t in ids), "no token of the prompt is a split character"
+    last = len(trace.steps) - 1
+    html = output.output_html(trace, last)
+    assert escape(MANY_SCRIPTS) in html and "\ufffd" not in html
+    whole = default_model.tokenizer.decode(trace.summary.new_token_ids, skip_special_tokens=True)
+    assert "".join(trace.pieces) == whole.rstrip("\ufffd")

@@ -1,5 +1,8 @@
 """Panel 4, the output so far: the prompt, then every committed token coloured by how it was produced.
 
+Text is drawn as decoded whole (the record's `prompt_shown` and `pieces`), so a character split
+across tokens is shown on the token that completes it, and the tokens before it are marked.
+
 Guaranteed (the next token greedy decoding would emit), accepted from a guess, or the bonus
 token; the tooltip names the step that committed it, and this step's tokens are underlined.
 """
@@ -10,15 +13,17 @@ from html import escape
 
 from lookahead_core.records import Trace
 
-from .tokens import chip, token_text
+from .tokens import chip
 
 PROMPT_CHARS = 400
 
 
+PART = "·"  # drawn for a token that holds only part of a character: the next token(s) complete it
+
+
 def prompt_html(trace: Trace) -> str:
-    """The prompt as the model saw it (chat template included), its tail only when it is long."""
-    vocab = trace.vocab
-    text = "".join(token_text(vocab, t) for t in trace.meta.prompt_token_ids)
+    """The prompt as the model saw it (chat template included), decoded whole, its tail only when it is long."""
+    text = trace.meta.prompt_shown
     if len(text) > PROMPT_CHARS:
         text = "…" + text[-PROMPT_CHARS:]
     count = len(trace.meta.prompt_token_ids)
@@ -35,8 +40,11 @@ def output_html(trace: Trace, index: int) -> str:
         current = " ll-this" if record.step == index else ""
         for token, source in zip(record.committed, record.sources, strict=True):
             tooltip = f"step {record.step} · {source.value} · position {prompt_length + produced}"
-            pieces.append(chip(vocab, token, source.value, tooltip, current.strip()))
-            if token_text(vocab, token).endswith("\n"):
+            text = trace.pieces[produced]
+            if not text:
+                tooltip += " · part of a character that the next token(s) complete"
+            pieces.append(chip(vocab, token, source.value, tooltip, current.strip(), text or PART))
+            if text.endswith("\n"):
                 pieces.append("<br>")
             produced += 1
     body = f'{prompt_html(trace)}<span class="ll-generated">{"".join(pieces)}</span>'

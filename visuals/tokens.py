@@ -34,12 +34,23 @@ def quoted(vocab: dict[str, str], token_id: int) -> str:
     return escape(named(vocab, token_id))
 
 
-def chip(vocab: dict[str, str], token_id: int, kind: str | None = None, tooltip: str = "", classes: str = "") -> str:
-    """One token as a coloured span with whitespace visible; `tooltip` starts with the token id."""
+def chip(
+    vocab: dict[str, str],
+    token_id: int,
+    kind: str | None = None,
+    tooltip: str = "",
+    classes: str = "",
+    text: str | None = None,
+) -> str:
+    """One token as a coloured span with whitespace visible; `tooltip` starts with the token id.
+
+    `text` replaces the token's text decoded alone (the output panel passes what the token added
+    to the text decoded whole, so characters split across tokens read right).
+    """
     style = f' style="--k:{colour(kind)}"' if kind else ""
     title = f"id {token_id}" + (f" · {tooltip}" if tooltip else "")
     css = "ll-tok" + (f" ll-{kind}" if kind else "") + (f" {classes}" if classes else "")
-    text = escape(visible(token_text(vocab, token_id)))
+    text = escape(visible(token_text(vocab, token_id) if text is None else text))
     return f'<span class="{css}"{style} title="{escape(title)}">{text}</span>'
 
 
