@@ -202,6 +202,11 @@ def moved(run: Run, index: int, play: list | None = None) -> list:
     return [gr.skip(), index, gr.skip(), gr.skip(), *replay.panel_values(run, index), *(play or [gr.skip()] * 3)]
 
 
+def opened() -> tuple[Run, str]:
+    """A new page: the default example, and the model in use now (another visitor may have loaded it)."""
+    return example_run(DEFAULT["id"]), model_html(MODEL.facts(), DEFAULT_MODEL)
+
+
 def expired() -> list:
     gr.Warning(replay.SESSION_EXPIRED, title="Session expired")
     return loaded(example_run(DEFAULT["id"]))
@@ -381,7 +386,13 @@ THEME = gr.themes.Soft(
     font=["ui-sans-serif", "system-ui", "Segoe UI", "Helvetica", "Arial", "sans-serif"],
     font_mono=["ui-monospace", "SFMono-Regular", "Menlo", "Consolas", "monospace"],
 )
-LAUNCH_OPTIONS = {"theme": THEME, "css_paths": [library.ASSETS / "style.css"], "js": KEYBOARD}
+# Nothing in the app takes a file: the upload route Gradio keeps open refuses anything over 1 KB.
+LAUNCH_OPTIONS = {
+    "theme": THEME,
+    "css_paths": [library.ASSETS / "style.css"],
+    "js": KEYBOARD,
+    "max_file_size": "1kb",
+}
 
 HOW_IT_WORKS = """
 1. Each **step** is one forward pass of the unmodified model. It feeds the current token **c**, the **2D Jacobi
@@ -544,7 +555,7 @@ with gr.Blocks(title="Lookahead Lab") as demo:
     replaying = {"concurrency_limit": None, "show_progress": "hidden"}
     sampling = [sample, temperature, top_k, top_p, seed]
 
-    demo.load(lambda: example_run(DEFAULT["id"]), None, run_state, api_visibility="private", **replaying)
+    demo.load(opened, None, [run_state, model_info], api_visibility="private", **replaying)
     back.click(step_back, [run_state, step], OUTPUTS, api_name="step_back", **replaying)
     forward.click(step_forward, [run_state, step], OUTPUTS, api_name="step_forward", **replaying)
     step.input(scrub, [run_state, step], OUTPUTS, api_name="scrub", trigger_mode="always_last", **replaying)

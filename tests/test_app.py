@@ -258,3 +258,19 @@ def test_a_lone_surrogate_over_the_http_api_gets_a_message(url):
         event = started.json()["event_id"]
         answer = http.get(f"gradio_api/call/run/{event}").text
     assert "event: complete" in answer and "lone surrogate (U+D83D)" in answer and "Not run" in answer
+
+
+def test_a_new_page_names_the_model_already_in_use(client):
+    import app
+
+    _, model_info = app.opened()
+    assert "SmolLM2-135M-Instruct" in model_info and "none yet" not in model_info
+
+
+def test_the_upload_route_refuses_files(url):
+    """Nothing in the app takes a file, so Gradio's upload route refuses anything but a tiny one."""
+    import httpx
+
+    with httpx.Client(base_url=url, timeout=30) as http:
+        answer = http.post("gradio_api/upload", files={"files": ("big.bin", b"x" * 4096)})
+    assert answer.status_code == 413 and "exceeded maximum allowed size of 1024 bytes" in answer.text
