@@ -28,7 +28,7 @@ from lookahead_core.forward import synchronize
 from lookahead_core.models import LoadedModel, encode_prompt
 from lookahead_core.records import Method, to_data
 from lookahead_core.sampling import GREEDY, SamplingConfig
-from lookahead_core.trace import WARM_UP_TOKENS, decode_steps, machine_facts, method_reach, summarize
+from lookahead_core.trace import WARM_UP_TOKENS, candidate_tokens, decode_steps, machine_facts, method_reach, summarize
 from lookahead_core.tuning import AutoSettings
 
 METHODS = ("greedy", "lookahead", "prompt-lookup", "speculative", "hf-greedy", "hf-prompt-lookup", "hf-assisted")
@@ -123,14 +123,13 @@ def run_engine(
     synchronize(lm.device)
     seconds = time.perf_counter() - start
     summary = summarize(records)
-    verified = [r.verification for r in records if r.verification is not None]
-    guessing = method != "greedy"
+    offered, accepted = candidate_tokens(records) if method != "greedy" else (None, None)
     return {
         "new_token_ids": summary.new_token_ids,
         "steps": summary.steps,
         "seconds": seconds,
-        "offered": sum(len(c.tokens) for v in verified for c in v.candidates) if guessing else None,
-        "accepted": sum(v.accepted for v in verified) if guessing else None,
+        "offered": offered,
+        "accepted": accepted,
     }
 
 

@@ -21,19 +21,26 @@ from lookahead_core.forward import synchronize
 from lookahead_core.models import LoadedModel
 from lookahead_core.records import LookupSettings, Method, RaceLane, RaceRecord, Settings, StepRecord
 from lookahead_core.sampling import GREEDY, SamplingConfig
-from lookahead_core.trace import decode_steps, machine_facts, method_reach, text_pieces, warm_up
+from lookahead_core.trace import (
+    candidate_tokens,
+    decode_steps,
+    machine_facts,
+    method_reach,
+    summarize,
+    text_pieces,
+    warm_up,
+)
 from lookahead_core.tuning import AutoSettings
 
 RACED = (Method.GREEDY, Method.LOOKAHEAD, Method.PROMPT_LOOKUP, Method.SPECULATIVE)
 
 
-def acceptance(records: list[StepRecord]) -> float | None:
+def acceptance(method: Method, records: list[StepRecord]) -> float | None:
     """Accepted candidate tokens over candidate tokens verified (None for plain decoding)."""
-    verified = [r.verification for r in records if r.verification is not None]
-    if not verified:
+    if method == Method.GREEDY:
         return None
-    offered = sum(len(c.tokens) for v in verified for c in v.candidates)
-    return sum(v.accepted for v in verified) / offered if offered else 0.0
+    offered, accepted = candidate_tokens(records)
+    return accepted / offered if offered else 0.0
 
 
 def timed_lane(
@@ -59,7 +66,7 @@ def timed_lane(
         seconds,
         fed,
         text_pieces(lm.tokenizer, [r.committed for r in records]),
-        [t for r in records for t in r.committed],
+        summarize(records).new_token_ids,
         len(fed),
         tokens[-1] / len(fed),
         (seconds[-1] - seconds[1]) / steps if steps else 0.0,
@@ -68,7 +75,7 @@ def timed_lane(
         sum(r.draft.seconds for r in records if r.draft is not None),
         0.0,
         None,
-        acceptance(records),
+        acceptance(method, records),
     )
 
 

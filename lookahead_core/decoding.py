@@ -127,7 +127,7 @@ class StepInput:
 
 def lay_out(current: int, proposal: Proposal, plan: Plan) -> StepInput:
     """Put the planned part of the proposal side by side after c, in global row numbers."""
-    window = [proposal.window] if plan.feed_window and proposal.window is not None else []
+    window = [proposal.window] if plan.feed_window else []  # a planner feeds a window only when one was proposed
     guesses = [g.cut(plan.length) for g in proposal.guesses[: plan.guesses]]
     tokens, parents, places = [current], [CURRENT], [(Branch.CURRENT, 0, 0)]
     per_branch = []

@@ -97,6 +97,7 @@ class CostAwarePlanner:
     def best(self, proposal: Proposal, windows: tuple[bool, ...], reason: PlanReason) -> Plan:
         """The plan with the most expected tokens per unit of step time among the allowed ones."""
         guesses, longest = proposal.guesses, guess_length(proposal)
+        windows = windows if proposal.window is not None else (False,)  # no window proposed: none to feed
         window_tokens = len(proposal.window.tokens) if proposal.window is not None else 0
         first = guesses[0].candidates[0].reason if guesses else Reason.ONE_TOKEN_KEY
         options = []

@@ -129,6 +129,12 @@ def text_pieces(tokenizer, groups: list[list[int]]) -> list[str]:
     return pieces
 
 
+def candidate_tokens(steps: list[StepRecord]) -> tuple[int, int]:
+    """The candidate tokens a run verified and those accepted, over all its steps ((0, 0) for plain decoding)."""
+    verified = [record.verification for record in steps if record.verification is not None]
+    return sum(len(c.tokens) for v in verified for c in v.candidates), sum(v.accepted for v in verified)
+
+
 def vocab_for(tokenizer, ids: set[int]) -> dict[str, str]:
     """Text of each token id, keyed by str(id) so the dict survives JSON unchanged."""
     return {str(i): tokenizer.decode([i]) for i in sorted(ids)}
