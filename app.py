@@ -1,8 +1,10 @@
 """Lookahead Lab, the teaching app: record a real lookahead run, then replay it one forward pass at a time.
 
 Wiring only: layout, events and per-session state. The engine (lookahead_core) records, the
-drawings (visuals) render. Run is the only model work and goes through a queue of one; every
-replay event (step, scrub, play, preset) reads the session's recorded run and never waits for it.
+drawings (visuals) render. Run and Race are the only model work: they wait in a bounded queue for
+the one model slot, report their progress after every forward pass, and stop at the next pass
+when their visitor leaves, presses Stop or cancels. Every replay event (step, scrub, play,
+preset) reads the session's recorded run outside the queue and never waits for model work.
 """
 
 from __future__ import annotations
@@ -15,12 +17,14 @@ except ImportError:
 import os
 import threading
 import time
+from collections.abc import Iterator
 from functools import cache
 
 import gradio as gr
 
 from lab import space
-from lab.race import RACED, race
+from lab.budget import RACE_SECONDS, RUN_SECONDS, BudgetError, Prices, check_budget, decodings, warmed_prices
+from lab.race import RACED, racing
 from lookahead_core.config import (
     MAX_TOKENS_PER_STEP,
     PROMPT_LOOKUP,
@@ -33,16 +37,16 @@ from lookahead_core.costs import step_costs
 from lookahead_core.decoding import DecodingError
 from lookahead_core.draft import DEFAULT_DRAFT, DEFAULT_DRAFT_TOKENS, Draft, make_draft
 from lookahead_core.models import DEFAULT_MODEL, ModelLoadError, PromptError, encode_prompt, load_model
-from lookahead_core.records import Machine, Method, RaceRecord, Run
+from lookahead_core.records import Machine, Method, Progress, RaceRecord, Run
 from lookahead_core.sampling import GREEDY, SamplingConfig
-from lookahead_core.trace import machine_facts, record_run
+from lookahead_core.trace import machine_facts, recording_run
 from lookahead_core.tuning import auto_settings, choose_settings
 from visuals import library, replay
 from visuals.methods import NAMES
 from visuals.palette import legend_html
 from visuals.progress import tokens_per_step_figure
 from visuals.race import cost_figure, playback_html, race_figure, race_html
-from visuals.summary import feed_html, model_html, notice_html, summary_html
+from visuals.summary import feed_html, model_html, notice_html, progress_fraction, progress_words, summary_html
 
 PRESETS = library.load_presets()
 METHODS = (Method.LOOKAHEAD, Method.PROMPT_LOOKUP, Method.SPECULATIVE)
@@ -52,44 +56,64 @@ PLAY, PAUSE = "▶ Play", "⏸ Pause"
 # the largest settings (W=N=G at their maximum would feed 1 + 31 + 8*32 + 32*9 = 576 > 512 tokens).
 MAX_WINDOW, MAX_NGRAM, MAX_GUESSES = 32, 10, 32
 SESSION_SECONDS = 3 * 3600  # a recorded run is kept this long after its last update, then the session expires
+# Requests waiting for the model slot, past the one that runs: at most RUN_SECONDS each, so the last
+# in line waits five minutes at worst; the next one is told the lab is busy.
+MAX_WAITING = 10
 
 # ----------------------------------------------------------------------------------------------
 # The model: loaded on the first Run, shared by every session
 
 
 class ModelHolder:
-    """One loaded model for the whole server, created on first use under a lock, and its draft."""
+    """One loaded model for the whole server, created on first use under a lock, with its draft.
 
-    def __init__(self) -> None:
-        self._lm = None
-        self._draft = None
+    With `warm`, a model is warmed up once after loading and its work priced on this hardware
+    (budget.warmed_prices); on ZeroGPU each request warms up in its own GPU slot instead.
+    """
+
+    def __init__(self, warm: bool = True) -> None:
+        self._lm = self._draft = self._prices = None
+        self._warm = warm
         self._lock = threading.Lock()
 
     def get(self):
         with self._lock:
             if self._lm is None:
                 self._lm = load_model()
+            if self._warm and self._prices is None:
+                self._prices = warmed_prices(self._lm, self._bf16_copy())
             return self._lm
 
     def put(self, lm) -> None:
         with self._lock:
-            self._lm, self._draft = lm, None
+            self._lm, self._draft, self._prices = lm, None, None
+
+    def _bf16_copy(self) -> Draft:
+        if self._draft is None:
+            self._draft = make_draft(self._lm, DEFAULT_DRAFT, DEFAULT_DRAFT_TOKENS)
+        return self._draft
 
     def draft(self, tokens: int) -> Draft:
         """The model's bf16 copy as a draft of `tokens` tokens per step (the copy is made once)."""
-        lm = self.get()
+        self.get()
         with self._lock:
-            if self._draft is None:
-                self._draft = make_draft(lm, DEFAULT_DRAFT, tokens)
-            return Draft(self._draft.model, self._draft.name, tokens)
+            return Draft(self._bf16_copy().model, DEFAULT_DRAFT, tokens)
+
+    def prices(self) -> Prices | None:
+        """What model work costs here (None on ZeroGPU, where the Space's quota caps requests)."""
+        self.get()
+        return self._prices
 
     def facts(self) -> Machine | None:
         return machine_facts(self._lm) if self._lm is not None else None
 
 
-MODEL = ModelHolder()
 ZERO_GPU = space.on_zero_gpu(spaces)
+MODEL = ModelHolder(warm=not ZERO_GPU)
 MAX_NEW_TOKENS = space.MAX_NEW_TOKENS if ZERO_GPU else replay.MAX_NEW_TOKENS
+RUN_NOTICE = (
+    notice_html(None, cap=MAX_NEW_TOKENS) if ZERO_GPU else notice_html(None, budget=(RUN_SECONDS, RACE_SECONDS))
+)
 if ZERO_GPU:  # the platform's contract: load at module scope and move to CUDA; workers get the weights streamed
     MODEL.put(load_model(device="cpu", dtype="float32"))
     MODEL.get().model.to("cuda")
@@ -112,6 +136,13 @@ def slot(prompt, chat, config, max_new_tokens, auto, *rest) -> int:
     return space.slot_seconds(max_new_tokens, runs=3, measures_costs=auto)
 
 
+def within_budget(prompt_ids, max_new_tokens, methods, config, lookup, draft_tokens, seconds) -> None:
+    """Refuse (BudgetError) model work that could hold the model past `seconds` on this hardware."""
+    prices = MODEL.prices()
+    if prices is not None:
+        check_budget(prices, len(prompt_ids), max_new_tokens, decodings(methods, config, lookup, draft_tokens), seconds)
+
+
 @on_gpu(slot)
 def record(
     prompt: str,
@@ -123,8 +154,10 @@ def record(
     method: Method = Method.LOOKAHEAD,
     lookup: LookupConfig = PROMPT_LOOKUP,
     draft_tokens: int = DEFAULT_DRAFT_TOKENS,
-) -> tuple[Run, float]:
-    """The method's trace and the plain trace for one prompt, and the seconds that took: a Run's model work.
+) -> Iterator[Progress | tuple[Run, float]]:
+    """A Run's model work: the method's trace and the plain trace for one prompt, a Progress after every
+    forward pass, and last the Run with the seconds it all took. Stops between two passes when its
+    consumer stops.
 
     With `auto`, lookahead runs this hardware's auto settings and records each step's plan.
     """
@@ -132,9 +165,12 @@ def record(
     lm = MODEL.get()
     prompt_ids = encode_prompt(lm.tokenizer, prompt, chat)
     auto_choice = auto_settings(lm) if auto and method == Method.LOOKAHEAD else None
+    chosen = auto_choice.config if auto_choice is not None else config
+    within_budget(prompt_ids, max_new_tokens, (method, Method.GREEDY), chosen, lookup, draft_tokens, RUN_SECONDS)
     draft = MODEL.draft(draft_tokens) if method == Method.SPECULATIVE else None
-    run = record_run(lm, prompt_ids, config, max_new_tokens, prompt, auto_choice, sampling, method, lookup, draft)
-    return run, time.perf_counter() - started
+    work = recording_run(lm, prompt_ids, config, max_new_tokens, prompt, auto_choice, sampling, method, lookup, draft)
+    for item in work:
+        yield item if isinstance(item, Progress) else (item, time.perf_counter() - started)
 
 
 def race_slot(prompt, chat, config, max_new_tokens, auto, *rest) -> int:
@@ -152,17 +188,21 @@ def timed_race(
     sampling: SamplingConfig,
     lookup: LookupConfig = PROMPT_LOOKUP,
     draft_tokens: int = DEFAULT_DRAFT_TOKENS,
-) -> tuple[RaceRecord, float]:
-    """Every method on the prompt, timed with nothing drawn (auto: W, N, G from measured costs), and its seconds."""
+) -> Iterator[Progress | tuple[RaceRecord, float]]:
+    """A race's model work: every method on the prompt, timed with nothing drawn (auto: W, N, G from measured
+    costs), a Progress after every forward pass, and last the race with its seconds. Stops between two
+    passes when its consumer stops."""
     started = time.perf_counter()
     lm = MODEL.get()
     prompt_ids = encode_prompt(lm.tokenizer, prompt, chat)
     costs = step_costs(lm)
     auto_choice = choose_settings(costs) if auto else None
-    result = race(
-        lm, prompt_ids, config, max_new_tokens, costs, MODEL.draft(draft_tokens), auto_choice, sampling, lookup
-    )
-    return result, time.perf_counter() - started
+    chosen = auto_choice.config if auto_choice is not None else config
+    within_budget(prompt_ids, max_new_tokens, RACED, chosen, lookup, draft_tokens, RACE_SECONDS)
+    draft = MODEL.draft(draft_tokens)
+    work = racing(lm, prompt_ids, config, max_new_tokens, costs, draft, auto_choice, sampling, lookup)
+    for item in work:
+        yield item if isinstance(item, Progress) else (item, time.perf_counter() - started)
 
 
 @cache
@@ -208,8 +248,11 @@ def opened() -> tuple[Run, str]:
 
 
 def expired() -> list:
-    gr.Warning(replay.SESSION_EXPIRED, title="Session expired")
-    return loaded(example_run(DEFAULT["id"]))
+    """The example again, saying why (replay events run outside the queue, where no toast can be sent)."""
+    run = example_run(DEFAULT["id"])
+    shown = loaded(run)
+    shown[2] = notice_html(replay.SESSION_EXPIRED, "Session expired") + summary_html(run)
+    return shown
 
 
 # ----------------------------------------------------------------------------------------------
@@ -257,13 +300,13 @@ def choose_preset(preset_id):
     ]
     sampled = item.get("sampling")
     sampling = [sampled is not None, *(sampled or SAMPLING_DEFAULTS).values()]
-    return [*settings, item["caption"], *loaded(example_run(preset_id)), notice_html(None), *sampling]
+    return [*settings, item["caption"], *loaded(example_run(preset_id)), RUN_NOTICE, *sampling]
 
 
 SAMPLING_DEFAULTS = {"temperature": 0.8, "top_k": 0, "top_p": 0.95, "seed": 0}
 
 
-def check_budget(max_new_tokens: int) -> None:
+def check_space_cap(max_new_tokens: int) -> None:
     """On ZeroGPU a request is capped so that it fits well inside a visitor's daily GPU quota."""
     if max_new_tokens > MAX_NEW_TOKENS:
         raise replay.InputError(
@@ -311,8 +354,38 @@ def draft_tokens_of(draft_tokens) -> int:
     return check_draft_tokens(replay.whole_number(draft_tokens, "Draft tokens k"))
 
 
+PROGRESS = gr.Progress()  # Gradio passes it in place of this default, bound to the event being served
+REFUSALS = (replay.InputError, SettingsError, DecodingError, ModelLoadError, PromptError, BudgetError)
+
+
+def reporting(work: Iterator, progress: gr.Progress, unchanged: list):
+    """Show model work's Progress in Gradio's progress bar, yielding `unchanged` after each forward pass (a
+    yield is where Gradio stops work whose visitor left, pressed Stop or cancelled); return its result."""
+    for item in work:
+        if not isinstance(item, Progress):
+            return item
+        progress(progress_fraction(item), desc=progress_words(item))
+        yield unchanged
+    raise RuntimeError("model work ended without a result")
+
+
 def run_model(
-    prompt, chat, window, ngram, guesses, max_new_tokens, auto, method, lookup_tokens, draft_tokens, *sampling
+    prompt,
+    chat,
+    window,
+    ngram,
+    guesses,
+    max_new_tokens,
+    auto,
+    method,
+    lookup_tokens,
+    draft_tokens,
+    sample,
+    temperature,
+    top_k,
+    top_p,
+    seed,
+    progress=PROGRESS,
 ):
     """Validate, record the method and plain decoding on the model, and show the new run from step 0."""
     try:
@@ -320,11 +393,14 @@ def run_model(
         w, n, g, tokens = replay.check_settings(window, ngram, guesses, max_new_tokens)
         config = LookaheadConfig(window=w, ngram=n, guesses=g)
         family = method_of(method), lookup_of(lookup_tokens), draft_tokens_of(draft_tokens)
-        check_budget(tokens)
-        run, seconds = record(text, bool(chat), config, tokens, bool(auto), sampling_of(*sampling), *family)
-    except (replay.InputError, SettingsError, DecodingError, ModelLoadError, PromptError) as error:
-        return refused(str(error))
-    return [*loaded(run), model_html(MODEL.facts(), DEFAULT_MODEL), notice_html(None, used=seconds, gpu=ZERO_GPU)]
+        check_space_cap(tokens)
+        sampling = sampling_of(sample, temperature, top_k, top_p, seed)
+        work = record(text, bool(chat), config, tokens, bool(auto), sampling, *family)
+        run, seconds = yield from reporting(work, progress, [gr.skip()] * (len(OUTPUTS) + 2))
+    except REFUSALS as error:
+        yield refused(str(error))
+        return
+    yield [*loaded(run), model_html(MODEL.facts(), DEFAULT_MODEL), notice_html(None, used=seconds, gpu=ZERO_GPU)]
 
 
 RACE_AUTO, RACE_SLIDERS = "auto: measured for this hardware", "the sliders' W, N, G"
@@ -332,30 +408,59 @@ RACE_INTRO = (
     '<div class="ll-budget">The race decodes your prompt with greedy decoding, lookahead, prompt lookup and '
     "speculative decoding (a bfloat16 copy of the model as the draft), one after the other on the model loaded "
     "here, each warmed up first and timed with the device synchronised and nothing drawn. Then it plays them back "
-    "side by side at the measured speed: what this hardware really gains, and why.</div>"
+    "side by side at the measured speed: what this hardware really gains, and why. "
+    f"{'' if ZERO_GPU else f'It may hold the model for {RACE_SECONDS:.0f} s at most (see the note under Run).'}</div>"
 )
 
 
-def race_model(prompt, chat, window, ngram, guesses, max_new_tokens, settings, lookup_tokens, draft_tokens, *sampling):
+def race_model(
+    prompt,
+    chat,
+    window,
+    ngram,
+    guesses,
+    max_new_tokens,
+    settings,
+    lookup_tokens,
+    draft_tokens,
+    sample,
+    temperature,
+    top_k,
+    top_p,
+    seed,
+    progress=PROGRESS,
+):
     """Validate, race every method on the model, and show the playback, the verdict and the curves."""
     try:
         text = replay.check_prompt(prompt)
         w, n, g, tokens = replay.check_settings(window, ngram, guesses, max_new_tokens)
         config = LookaheadConfig(window=w, ngram=n, guesses=g)
         lookup, k = lookup_of(lookup_tokens), draft_tokens_of(draft_tokens)
-        check_budget(tokens)
+        check_space_cap(tokens)
         auto = settings != RACE_SLIDERS
-        result, seconds = timed_race(text, bool(chat), config, tokens, auto, sampling_of(*sampling), lookup, k)
-    except (replay.InputError, SettingsError, DecodingError, ModelLoadError, PromptError) as error:
+        sampling = sampling_of(sample, temperature, top_k, top_p, seed)
+        work = timed_race(text, bool(chat), config, tokens, auto, sampling, lookup, k)
+        result, seconds = yield from reporting(work, progress, [gr.skip()] * 5)
+    except REFUSALS as error:
         gr.Warning(str(error), title="Not raced")
-        return notice_html(str(error), "Not raced"), *[gr.skip()] * 4
-    return (
+        yield notice_html(str(error), "Not raced"), *[gr.skip()] * 4
+        return
+    yield (
         race_html(result, used=seconds, gpu=ZERO_GPU),
         result,
         gr.HTML(playback_html(result, take=time.monotonic_ns()), visible=True),
         gr.Plot(race_figure(result), visible=True),
         gr.Plot(cost_figure(result), visible=True),
     )
+
+
+def busy() -> list:
+    """While model work waits or runs: Run and Race off, Stop on."""
+    return [gr.Button(interactive=False)] * 2 + [gr.Button(interactive=True)] * 2
+
+
+def idle() -> list:
+    return [gr.Button(interactive=True)] * 2 + [gr.Button(interactive=False)] * 2
 
 
 def replay_race(result, slow):
@@ -441,7 +546,7 @@ with gr.Blocks(title="Lookahead Lab") as demo:
     )
     with gr.Accordion("How lookahead decoding works, in six lines", open=False):
         gr.Markdown(HOW_IT_WORKS)
-    with gr.Row(equal_height=False):
+    with gr.Row(equal_height=False, elem_id="ll-main"):
         with gr.Column(scale=1, min_width=330, elem_id="ll-controls"):
             preset = gr.Dropdown([(p["label"], p["id"]) for p in PRESETS], value=DEFAULT["id"], label="Preset")
             preset_caption = gr.Markdown(DEFAULT["caption"], elem_id="ll-preset-caption")
@@ -487,10 +592,10 @@ with gr.Blocks(title="Lookahead Lab") as demo:
                 label="Auto: W, N, G and each step's plan from this hardware's measured step costs",
                 elem_id="ll-run-auto",
             )
-            run_button = gr.Button("Run on the model", variant="primary", elem_id="ll-run")
-            run_notice = gr.HTML(
-                notice_html(None, cap=MAX_NEW_TOKENS if ZERO_GPU else None), elem_id="ll-run-notice", min_height=30
-            )
+            with gr.Row(equal_height=False):
+                run_button = gr.Button("Run on the model", variant="primary", elem_id="ll-run", scale=3)
+                run_stop = gr.Button("■ Stop", interactive=False, elem_id="ll-run-stop", scale=1, min_width=80)
+            run_notice = gr.HTML(RUN_NOTICE, elem_id="ll-run-notice", min_height=30)
             model_info = gr.HTML(model_html(None, DEFAULT_MODEL))
         with gr.Column(scale=3):
             summary = gr.HTML(summary_html(first_run), elem_id="ll-summary")
@@ -533,6 +638,9 @@ with gr.Blocks(title="Lookahead Lab") as demo:
                     race_button = gr.Button(
                         "Race on the model", variant="primary", elem_id="ll-race-run", scale=1, size="md"
                     )
+                    race_stop = gr.Button(
+                        "■ Stop", interactive=False, elem_id="ll-race-stop", scale=0, size="md", min_width=80
+                    )
                 with gr.Row(equal_height=False):
                     restart = gr.Button("↺ Restart playback", size="sm", scale=0, min_width=150, elem_id="ll-restart")
                     slow = gr.Checkbox(False, label="Slow down ×0.25", scale=0, min_width=150, elem_id="ll-slow")
@@ -552,7 +660,10 @@ with gr.Blocks(title="Lookahead Lab") as demo:
         "progress": progress_panel,
     }
     OUTPUTS = [run_state, step, summary, chart, *(panel_outputs[name] for name in replay.PANELS), playing, timer, play]
-    replaying = {"concurrency_limit": None, "show_progress": "hidden"}
+    # Replay events skip the queue: they never wait behind model work, and a full queue never refuses them.
+    replaying = {"queue": False, "show_progress": "hidden"}
+    model_work = {"concurrency_limit": 1, "concurrency_id": "model", "show_progress": "full"}
+    buttons = [run_button, race_button, run_stop, race_stop]
     sampling = [sample, temperature, top_k, top_p, seed]
 
     demo.load(opened, None, [run_state, model_info], api_visibility="private", **replaying)
@@ -591,7 +702,7 @@ with gr.Blocks(title="Lookahead Lab") as demo:
         api_visibility="private",
         **replaying,
     )
-    run_button.click(
+    run_event = run_button.click(busy, None, buttons, api_visibility="private", **replaying).then(
         run_model,
         [
             prompt,
@@ -608,20 +719,27 @@ with gr.Blocks(title="Lookahead Lab") as demo:
         ],
         [*OUTPUTS, model_info, run_notice],
         api_name="run",
-        concurrency_limit=1,
-        concurrency_id="model",
-        show_progress="minimal",
         show_progress_on=run_notice,
+        **model_work,
     )
-    race_button.click(
+    race_event = race_button.click(busy, None, buttons, api_visibility="private", **replaying).then(
         race_model,
         [prompt, chat, window, ngram, guesses, max_new_tokens, race_settings, lookup_tokens, draft_tokens, *sampling],
         [race_summary, race_state, race_playback, race_chart, cost_chart],
         api_name="race",
-        concurrency_limit=1,
-        concurrency_id="model",
-        show_progress="minimal",
         show_progress_on=race_summary,
+        **model_work,
+    )
+    for finished in (run_event, race_event):  # done, refused, failed or cancelled: the buttons come back
+        finished.then(idle, None, buttons, api_visibility="private", **replaying)
+    gr.on(
+        [run_stop.click, race_stop.click],
+        idle,
+        None,
+        buttons,
+        cancels=[run_event, race_event],
+        api_visibility="private",
+        **replaying,
     )
     gr.on(
         [restart.click, slow.change],
@@ -631,6 +749,8 @@ with gr.Blocks(title="Lookahead Lab") as demo:
         api_name="race_playback",
         **replaying,
     )
+
+demo.queue(max_size=MAX_WAITING)
 
 if __name__ == "__main__":
     demo.launch(

@@ -11,7 +11,7 @@ costs here.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Generator, Iterator
 
 from lookahead_core.config import PROMPT_LOOKUP, LookaheadConfig, LookupConfig
 from lookahead_core.costs import StepCosts
@@ -22,13 +22,14 @@ from lookahead_core.models import LoadedModel
 from lookahead_core.records import LookupSettings, Method, RaceLane, RaceRecord, Settings, StepRecord
 from lookahead_core.sampling import GREEDY, SamplingConfig
 from lookahead_core.trace import (
+    Progress,
     candidate_tokens,
     decode_steps,
     machine_facts,
     method_reach,
     summarize,
     text_pieces,
-    warm_up,
+    warming_up,
 )
 from lookahead_core.tuning import AutoSettings
 
@@ -44,21 +45,35 @@ def acceptance(method: Method, records: list[StepRecord]) -> float | None:
 
 
 def timed_lane(
-    lm: LoadedModel, prompt_ids, method: Method, setup: Callable[[Method], dict], max_new_tokens: int
-) -> RaceLane:
-    """Decode once, timed with nothing drawn; the figures of the lane (speedup and exact filled in later).
+    lm: LoadedModel,
+    prompt_ids,
+    method: Method,
+    setup: Callable[[Method], dict],
+    max_new_tokens: int,
+    part: int,
+    parts: int,
+) -> Generator[Progress, None, RaceLane]:
+    """Decode once, timed with nothing drawn, a Progress after every step; return the lane's figures
+    (speedup and exact filled in later).
 
-    The step figures leave out the prefill, which all methods share.
+    The clock runs only while a step runs, up to the device's sync: whatever the consumer does with
+    a Progress is not charged to the method. The step figures leave out the prefill, which all
+    methods share.
     """
     tokens, seconds, fed, records = [0], [0.0], [], []
+    steps = decode_steps(lm, prompt_ids, method, max_new_tokens=max_new_tokens, **setup(method))
     synchronize(lm.device)
-    start = time.perf_counter()
-    for record in decode_steps(lm, prompt_ids, method, max_new_tokens=max_new_tokens, **setup(method)):
+    while True:
+        start = time.perf_counter()
+        record = next(steps, None)
+        if record is None:
+            break
         synchronize(lm.device)
+        seconds.append(seconds[-1] + time.perf_counter() - start)
         tokens.append(tokens[-1] + len(record.committed))
-        seconds.append(time.perf_counter() - start)
         fed.append(record.tokens_fed)
         records.append(record)
+        yield Progress(part, parts, method, False, len(records), tokens[-1], max_new_tokens)
     steps = len(fed) - 1
     return RaceLane(
         method,
@@ -79,7 +94,7 @@ def timed_lane(
     )
 
 
-def race(
+def racing(
     lm: LoadedModel,
     prompt_ids: list[int],
     config: LookaheadConfig,
@@ -89,8 +104,9 @@ def race(
     auto: AutoSettings | None = None,
     sampling: SamplingConfig = GREEDY,
     lookup: LookupConfig = PROMPT_LOOKUP,
-) -> RaceRecord:
-    """Every method of RACED on one prompt (lookahead with `auto`'s settings and planner if given).
+) -> Iterator[Progress | RaceRecord]:
+    """Every method of RACED on one prompt (lookahead with `auto`'s settings and planner if given): a
+    Progress after every forward pass (warm-ups included), the RaceRecord last.
 
     Speedup is tokens per second over plain decoding's (sampled runs may stop at different
     lengths). Sampled, every method draws with the same settings and seed, so outputs are not
@@ -104,15 +120,18 @@ def race(
 
     reach = max(method_reach(m, config, lookup, draft) for m in RACED)
     check_request(prompt_ids, max_new_tokens, lm.context_length, reach)  # before any warm-up is spent
-    for method in RACED:
-        warm_up(lm, prompt_ids, [method], **setup(method))
-    lanes = [timed_lane(lm, prompt_ids, method, setup, max_new_tokens) for method in RACED]
+    parts = 2 * len(RACED)
+    for part, method in enumerate(RACED, 1):
+        yield from warming_up(lm, prompt_ids, [method], part, parts, **setup(method))
+    lanes = []
+    for part, method in enumerate(RACED, len(RACED) + 1):
+        lanes.append((yield from timed_lane(lm, prompt_ids, method, setup, max_new_tokens, part, parts)))
     greedy = lanes[0]
     rate = greedy.tokens[-1] / greedy.seconds[-1]
     for lane in lanes:
         lane.speedup = (lane.tokens[-1] / lane.seconds[-1]) / rate
         lane.exact = lane.new_token_ids == greedy.new_token_ids if sampling.is_greedy else None
-    return RaceRecord(
+    yield RaceRecord(
         lanes,
         auto.settings() if auto is not None else Settings(config.window, config.ngram, config.guesses),
         LookupSettings(lookup.ngram, lookup.tokens, lookup.candidates),
@@ -123,3 +142,9 @@ def race(
         time.strftime("%Y-%m-%dT%H:%M:%S"),
         sampling.record(),
     )
+
+
+def race(lm: LoadedModel, prompt_ids: list[int], *args, **kwargs) -> RaceRecord:
+    """`racing` run to its end: the RaceRecord alone (same arguments)."""
+    *_, result = racing(lm, prompt_ids, *args, **kwargs)
+    return result

@@ -469,6 +469,28 @@ class Run(Document):
 
 
 # ----------------------------------------------------------------------------------------------
+# Progress: where a recording is, while it runs
+
+
+@dataclass(frozen=True)
+class Progress:
+    """How far a recording has come, yielded after every forward pass: a live record, never stored in a trace.
+
+    `part` of `parts` numbers the decodings a request makes (warm-ups included), `method` is the
+    one decoding now, `warming_up` says it is an untimed warm-up; `steps` and `tokens` count its
+    forward passes and new tokens so far, out of at most `max_new_tokens`.
+    """
+
+    part: int
+    parts: int
+    method: Method
+    warming_up: bool
+    steps: int
+    tokens: int
+    max_new_tokens: int
+
+
+# ----------------------------------------------------------------------------------------------
 # The race: greedy, lookahead, prompt lookup and speculative decoding, timed with nothing drawn
 
 

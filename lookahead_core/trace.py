@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import platform
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Generator, Iterator
 
 import torch
 import transformers
@@ -27,7 +27,7 @@ from .decoding import (
 from .draft import Draft
 from .models import LoadedModel
 from .planning import StepPlanner
-from .records import LookupSettings, Machine, Method, Run, Settings, StepRecord, Summary, Trace, TraceMeta
+from .records import LookupSettings, Machine, Method, Progress, Run, Settings, StepRecord, Summary, Trace, TraceMeta
 from .sampling import GREEDY, SamplingConfig
 from .tuning import AutoSettings
 
@@ -83,6 +83,25 @@ def decode_steps(
 WARM_UP_TOKENS = 8
 
 
+def reported(steps: Iterator[StepRecord], part: int, parts: int, method: Method, max_new_tokens: int, warming_up=False):
+    """Yield a Progress after each record `steps` yields; return what `steps` returns."""
+    count = tokens = 0
+    while True:
+        try:
+            record = next(steps)
+        except StopIteration as done:
+            return done.value
+        count, tokens = count + 1, tokens + len(record.committed)
+        yield Progress(part, parts, method, warming_up, count, tokens, max_new_tokens)
+
+
+def warming_up(lm: LoadedModel, prompt_ids: list[int], methods, first_part: int, parts: int, **settings):
+    """`warm_up`, one forward pass at a time: a Progress after each pass, the first numbered `first_part`."""
+    for part, method in enumerate(methods, first_part):
+        steps = decode_steps(lm, prompt_ids, method, max_new_tokens=WARM_UP_TOKENS, **settings)
+        yield from reported(steps, part, parts, method, WARM_UP_TOKENS, warming_up=True)
+
+
 def warm_up(lm: LoadedModel, prompt_ids: list[int], methods, **settings) -> None:
     """Decode a few tokens of each method, untimed, so that no timed run pays for another's cold start.
 
@@ -90,9 +109,8 @@ def warm_up(lm: LoadedModel, prompt_ids: list[int], methods, **settings) -> None
     timed right after another would be charged for what the other left undone. `settings` are
     `decode_steps`' keywords (config, planner, sampling, lookup, draft).
     """
-    for method in methods:
-        for _ in decode_steps(lm, prompt_ids, method, max_new_tokens=WARM_UP_TOKENS, **settings):
-            pass
+    for _ in warming_up(lm, prompt_ids, methods, 1, len(methods), **settings):
+        pass
 
 
 def summarize(steps: list[StepRecord], text: str = "") -> Summary:
@@ -158,20 +176,19 @@ def trace_settings(method: Method, config: LookaheadConfig, auto: AutoSettings |
     return auto.settings() if auto is not None else Settings(config.window, config.ngram, config.guesses)
 
 
-def record_trace(
+def tracing(
     lm: LoadedModel,
     prompt_ids: list[int],
     method: Method,
     config: LookaheadConfig,
     max_new_tokens: int,
     prompt_text: str | None = None,
-    on_step: Callable[[StepRecord], None] | None = None,
     auto: AutoSettings | None = None,
     sampling: SamplingConfig = GREEDY,
     lookup: LookupConfig = PROMPT_LOOKUP,
     draft: Draft | None = None,
-) -> Trace:
-    """Decode once and keep every step record; `on_step` sees each record as it is produced.
+) -> Generator[StepRecord, None, Trace]:
+    """Decode once, yielding each step record as it is produced, and return the Trace that keeps them all.
 
     With `auto`, lookahead runs its settings and a fresh planner of its kind, and the trace
     keeps the measured step costs that planner weighed.
@@ -183,8 +200,7 @@ def record_trace(
     started = time.time()
     for record in decode_steps(lm, prompt_ids, method, config, max_new_tokens, planner, sampling, lookup, draft):
         steps.append(record)
-        if on_step is not None:
-            on_step(record)
+        yield record
     ids = set(prompt_ids).union(*(record.token_ids() for record in steps))
     summary = summarize(steps)
     summary.text = lm.tokenizer.decode(summary.new_token_ids, skip_special_tokens=True)
@@ -206,7 +222,24 @@ def record_trace(
     return Trace(meta, steps, vocab_for(lm.tokenizer, ids), summary, pieces)
 
 
-def record_run(
+def finished(work: Generator):
+    """Run a generator to its end and give what it returns."""
+    while True:
+        try:
+            next(work)
+        except StopIteration as done:
+            return done.value
+
+
+def record_trace(lm: LoadedModel, prompt_ids: list[int], method: Method, *args, **kwargs) -> Trace:
+    """`tracing` run to its end: the whole Trace at once (same arguments)."""
+    return finished(tracing(lm, prompt_ids, method, *args, **kwargs))
+
+
+RUN_PARTS = 4  # a Run decodes four times: the two warm-ups, the method, plain decoding
+
+
+def recording_run(
     lm: LoadedModel,
     prompt_ids: list[int],
     config: LookaheadConfig,
@@ -217,16 +250,24 @@ def record_run(
     method: Method = Method.LOOKAHEAD,
     lookup: LookupConfig = PROMPT_LOOKUP,
     draft: Draft | None = None,
-) -> Run:
-    """Both traces for one prompt, `method` then plain decoding: what a replay of the comparison needs.
+) -> Iterator[Progress | Run]:
+    """Both traces for one prompt, `method` then plain decoding: a Progress after every forward pass, the Run last.
 
-    Both methods are warmed up first, so neither is timed cold. Sampled, both use the same
-    settings and seed; their outputs differ draw by draw, not in distribution.
+    Both methods are warmed up first, so neither is timed cold. A consumer that stops iterating
+    stops the work between two forward passes. Sampled, both use the same settings and seed;
+    their outputs differ draw by draw, not in distribution.
     """
+    method = Method(method)
     settings = {"config": auto.config if auto else config, "sampling": sampling, "lookup": lookup, "draft": draft}
-    warm_up(lm, prompt_ids, (method, Method.GREEDY), **settings)
-    trace = record_trace(
-        lm, prompt_ids, method, config, max_new_tokens, prompt_text, None, auto, sampling, lookup, draft
-    )
-    greedy = record_trace(lm, prompt_ids, Method.GREEDY, config, max_new_tokens, prompt_text, sampling=sampling)
-    return Run(trace, greedy)
+    yield from warming_up(lm, prompt_ids, (method, Method.GREEDY), 1, RUN_PARTS, **settings)
+    traced = tracing(lm, prompt_ids, method, config, max_new_tokens, prompt_text, auto, sampling, lookup, draft)
+    trace = yield from reported(traced, 3, RUN_PARTS, method, max_new_tokens)
+    plain = tracing(lm, prompt_ids, Method.GREEDY, config, max_new_tokens, prompt_text, sampling=sampling)
+    greedy = yield from reported(plain, 4, RUN_PARTS, Method.GREEDY, max_new_tokens)
+    yield Run(trace, greedy)
+
+
+def record_run(lm: LoadedModel, prompt_ids: list[int], *args, **kwargs) -> Run:
+    """`recording_run` run to its end: the Run alone (same arguments)."""
+    *_, run = recording_run(lm, prompt_ids, *args, **kwargs)
+    return run

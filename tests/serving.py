@@ -24,6 +24,7 @@ CHROMIUM_ARGS = [
     "--disable-sync",
 ]
 VIEWPORT = {"width": 1440, "height": 1000}
+PHONE = {"width": 390, "height": 844}  # a common phone's CSS pixels
 ERROR_TOAST = '[data-testid="toast-body"].error'
 
 
@@ -66,14 +67,20 @@ def chromium_page(url: str) -> Iterator[tuple[object, list]]:
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         try:
-            page = browser.new_page(viewport=VIEWPORT)
-            errors: list = []
-            page.on("pageerror", lambda error: errors.append(error))  # playwright cannot wrap a bound builtin
-            page.goto(url)
-            page.wait_for_selector("#ll-window")
-            yield page, errors
+            yield open_page(browser, url)
         finally:
             browser.close()
+
+
+def open_page(browser, url: str, viewport: dict = VIEWPORT) -> tuple[object, list]:
+    """A new page of `browser` (a touch screen at PHONE's size) on `url` once the panels are drawn, and the
+    list its JavaScript errors are appended to."""
+    page = browser.new_page(viewport=viewport, has_touch=viewport is PHONE)
+    errors: list = []
+    page.on("pageerror", lambda error: errors.append(error))  # playwright cannot wrap a bound builtin
+    page.goto(url)
+    page.wait_for_selector("#ll-window")
+    return page, errors
 
 
 def caption(page) -> str:

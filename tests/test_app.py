@@ -101,10 +101,21 @@ def test_an_expired_session_gets_the_example_back_instead_of_an_error(client):
         ("Hello", (5.5, 4, 5, 16), "W must be a whole number"),
         ("Hello", (5, 4, 5, 0), "less than minimum value 1"),
         ("Hello", (5, 4, 5, 300), "greater than maximum value 256"),
-        ("a " * 9000, (5, 4, 5, 16), "exceed the model's context of 8192 tokens"),
+        ("a " * 9000, (5, 4, 5, 16), "which leaves room for at most"),
+        ("Hello", (7, 5, 7, 256), "over the 30 s a request may take while others wait"),
         ("word " * 10_000, (5, 4, 5, 16), "the limit is 40,000"),
     ],
-    ids=["empty", "blank", "over-budget", "not-whole", "no-tokens", "too-many-tokens", "too-long", "huge"],
+    ids=[
+        "empty",
+        "blank",
+        "over-budget",
+        "not-whole",
+        "no-tokens",
+        "too-many-tokens",
+        "too-long",
+        "over-time",
+        "huge",
+    ],
 )
 def test_bad_input_gets_a_message_and_the_server_stays_up(client, prompt, settings, message):
     client.predict(PRESETS[0]["id"], api_name="/preset")

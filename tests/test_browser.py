@@ -11,7 +11,18 @@ from pathlib import Path
 
 import pytest
 
-from tests.serving import CHROMIUM, ERROR_TOAST, caption, chromium_page, running_app, screenshot_step, wait_for_step
+from tests.serving import (
+    CHROMIUM,
+    ERROR_TOAST,
+    PHONE,
+    caption,
+    choose_preset,
+    chromium_page,
+    open_page,
+    running_app,
+    screenshot_step,
+    wait_for_step,
+)
 
 SCREENSHOT = Path(__file__).resolve().parent.parent / "out" / "screenshot.png"
 WARNING_TOAST = '[data-testid="toast-body"].warning'
@@ -26,10 +37,26 @@ pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore:.*
 
 
 @pytest.fixture(scope="module")
-def browser_page(default_model):
+def served(default_model):
+    with running_app(default_model) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def browser_page(served):
     """The page and the list of JavaScript errors it raised."""
-    with running_app(default_model) as url, chromium_page(url) as (page, errors):
+    with chromium_page(served) as (page, errors):
         yield page, errors
+
+
+def set_max_tokens(page, tokens: int) -> None:
+    max_tokens = page.locator("#ll-max input[type=number]")
+    max_tokens.fill(str(tokens))
+    max_tokens.press("Enter")
+
+
+def page_width(page) -> int:
+    return page.evaluate("() => document.documentElement.scrollWidth")
 
 
 def test_the_page_opens_with_the_example_ready(browser_page):
@@ -41,9 +68,7 @@ def test_the_page_opens_with_the_example_ready(browser_page):
 
 def test_run_and_step_show_no_error(browser_page):
     page, errors = browser_page
-    max_tokens = page.locator("#ll-max input[type=number]")
-    max_tokens.fill("12")
-    max_tokens.press("Enter")
+    set_max_tokens(page, 12)
     page.click("#ll-run")
     page.wait_for_function(
         "() => document.querySelector('#ll-summary').innerText.includes('12\\nnew tokens')", timeout=120_000
@@ -96,9 +121,7 @@ LANE_TEXTS = """() => [...document.querySelectorAll('#ll-race-playback .ll-lane'
 
 def test_the_race_plays_every_lane_back_to_its_measured_output(browser_page):
     page, errors = browser_page
-    max_tokens = page.locator("#ll-max input[type=number]")
-    max_tokens.fill("16")
-    max_tokens.press("Enter")
+    set_max_tokens(page, 16)
     page.click("#ll-race-run")
     page.wait_for_selector("#ll-race-playback .ll-lane", timeout=180_000)
     lanes = page.evaluate(LANE_TEXTS)
@@ -122,3 +145,42 @@ def test_the_race_plays_every_lane_back_to_its_measured_output(browser_page):
     page.wait_for_function("() => document.querySelector('#ll-race-playback').innerText.includes('Slowed down')")
     assert page.locator(ERROR_TOAST).count() == 0
     assert errors == []
+
+
+def show_progress_then_stop(page, screenshot: Path) -> str:
+    """Press Run, wait for its progress bar, photograph it, press Stop; the progress text shown."""
+    page.click("#ll-run")
+    page.wait_for_function("() => document.querySelector('#ll-run-notice').innerText.includes('new tokens')")
+    assert page.is_disabled("#ll-run") and page.is_disabled("#ll-race-run") and page.is_enabled("#ll-run-stop")
+    shown = page.inner_text("#ll-run-notice")
+    page.locator("#ll-controls").screenshot(path=str(screenshot))
+    page.click("#ll-run-stop")
+    page.wait_for_function("() => !document.querySelector('#ll-run').disabled", timeout=10_000)
+    assert page.is_disabled("#ll-run-stop") and page.is_enabled("#ll-race-run")
+    return shown
+
+
+def test_a_run_shows_its_progress_disables_its_buttons_and_stops(browser_page):
+    page, errors = browser_page
+    set_max_tokens(page, 60)
+    shown = show_progress_then_stop(page, SCREENSHOT.with_name("progress-desktop.png"))
+    assert "lookahead: step" in shown or "greedy: step" in shown
+    assert page.locator(ERROR_TOAST).count() == 0
+    assert errors == []
+
+
+def test_on_a_phone_the_page_stays_390_px_wide_and_steps_by_tapping(browser_page, served):
+    page, errors = open_page(browser_page[0].context.browser, served, PHONE)
+    try:
+        assert page_width(page) <= PHONE["width"]
+        choose_preset(page, "Code: a Python function")
+        for shown in range(1, 9):
+            page.tap("#ll-forward")
+            wait_for_step(page, shown)
+            assert page_width(page) <= PHONE["width"], f"the page grew to {page_width(page)} px at step {shown}"
+        set_max_tokens(page, 60)
+        show_progress_then_stop(page, SCREENSHOT.with_name("progress-phone.png"))
+        assert page_width(page) <= PHONE["width"]
+        assert errors == []
+    finally:
+        page.close()

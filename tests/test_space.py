@@ -18,6 +18,7 @@ import spaces
 import app
 from lab import space
 from lookahead_core.config import LookaheadConfig
+from lookahead_core.records import RaceRecord
 from lookahead_core.sampling import GREEDY, SamplingConfig
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -71,12 +72,13 @@ def test_the_gpu_functions_are_the_only_model_work(served):
 
     handle = served.model.get_input_embeddings().register_forward_pre_hook(check)
     try:
-        result = app.run_model("def add(a, b):\n", False, 3, 3, 3, 6, False, *LOOKAHEAD, False, 0.8, 0, 0.95, 0)
+        *_, result = app.run_model("def add(a, b):\n", False, 3, 3, 3, 6, False, *LOOKAHEAD, False, 0.8, 0, 0.95, 0)
         run = result[0]
         app.step_forward(run, 0)
         app.scrub(run, 3)
         app.choose_preset(app.PRESETS[1]["id"])
-        app.race_model("def add(a, b):\n", False, 3, 3, 3, 6, app.RACE_SLIDERS, 10, 4, False, 0.8, 0, 0.95, 0)
+        race = ("def add(a, b):\n", False, 3, 3, 3, 6, app.RACE_SLIDERS, 10, 4, False, 0.8, 0, 0.95, 0)
+        assert isinstance(list(app.race_model(*race))[-1][1], RaceRecord)
     finally:
         handle.remove()
     assert inside and not outside
@@ -86,9 +88,11 @@ def test_the_gpu_functions_are_the_only_model_work(served):
 def test_inputs_and_outputs_of_the_gpu_work_pickle(served, sampling):
     arguments = ("Say hi.", True, LookaheadConfig(3, 3, 3), 6, False, sampling)
     assert pickle.loads(pickle.dumps(arguments)) == arguments
-    run, seconds = app.record(*arguments)
+    *progress, (run, seconds) = app.record(*arguments)  # on ZeroGPU each item crosses from the GPU worker
+    assert pickle.loads(pickle.dumps(progress)) == progress and len(progress) >= 2 * 6
     assert pickle.loads(pickle.dumps((run, seconds))) == (run, seconds) and seconds > 0
-    race, _ = app.timed_race(*arguments)
+    *progress, (race, _) = app.timed_race(*arguments)
+    assert pickle.loads(pickle.dumps(progress)) == progress
     assert pickle.loads(pickle.dumps(race)) == race
 
 
@@ -104,7 +108,8 @@ def test_a_slot_grows_with_the_request_and_stays_bounded():
 
 def test_on_zero_gpu_a_request_over_the_cap_is_refused(monkeypatch):
     monkeypatch.setattr(app, "MAX_NEW_TOKENS", space.MAX_NEW_TOKENS)
-    result = app.run_model("Hi", False, 3, 3, 3, space.MAX_NEW_TOKENS + 1, False, *LOOKAHEAD, False, 0.8, 0, 0.95, 0)
+    request = ("Hi", False, 3, 3, 3, space.MAX_NEW_TOKENS + 1, False, *LOOKAHEAD, False, 0.8, 0, 0.95, 0)
+    *_, result = app.run_model(*request)
     assert "at most 128 new tokens" in result[-1] and "Not run" in result[-1]
 
 

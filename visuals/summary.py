@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from html import escape
 
-from lookahead_core.records import Machine, Method, Run, Trace
+from lookahead_core.records import Machine, Method, Progress, Run, Trace
 
 from .methods import NAMES, SHORT_NAMES, method_settings
 from .plans import settings_words
@@ -126,15 +126,44 @@ def used_words(seconds: float, gpu: bool) -> str:
     return f"This request took {seconds:.1f} s {where}."
 
 
+def progress_words(progress: Progress) -> str:
+    """What model work is doing now, for the progress bar: which decoding of how many, its step and tokens."""
+    name = SHORT_NAMES[progress.method]
+    done = f"{progress.tokens} of {progress.max_new_tokens}"
+    if progress.warming_up:
+        return f"{progress.part}/{progress.parts} · warming up {name} (untimed): {done} tokens"
+    return f"{progress.part}/{progress.parts} · {name}: step {progress.steps}, {done} new tokens"
+
+
+def progress_fraction(progress: Progress) -> float:
+    """How much of the request is done: its finished decodings and this one's share of its tokens."""
+    share = min(progress.tokens / progress.max_new_tokens, 1.0) if progress.max_new_tokens else 1.0
+    return (progress.part - 1 + share) / progress.parts
+
+
 def notice_html(
-    message: str | None, refused: str = "Not run", used: float | None = None, gpu: bool = False, cap: int | None = None
+    message: str | None,
+    refused: str = "Not run",
+    used: float | None = None,
+    gpu: bool = False,
+    cap: int | None = None,
+    budget: tuple[float, float] | None = None,
 ) -> str:
-    """Under the Run button: why the last Run was refused (headed `refused`), what it used, or what a Run does."""
+    """Under the Run button: why the last Run was refused (headed `refused`), what it used, or what a Run does
+    and its limits: `cap` new tokens on a Space, or `budget`, the seconds a Run and a race may hold the model."""
     if message is not None:
         return f'<div class="ll-budget ll-over"><b>{escape(refused)}:</b> {escape(message)}</div>'
     if used is not None:
         return f'<div class="ll-budget">{escape(used_words(used, gpu))}</div>'
-    limit = f" On this Space a request decodes at most {cap} new tokens (GPU time is a daily quota)." if cap else ""
+    limit = ""
+    if cap:
+        limit = f" On this Space a request decodes at most {cap} new tokens (GPU time is a daily quota)."
+    elif budget:
+        limit = (
+            f" One model serves every visitor in turn: a Run may hold it for {budget[0]:.0f} s, a race for "
+            f"{budget[1]:.0f} s. A request that could take longer on this machine (judged from its measured step "
+            "costs, as if no guess were ever accepted) is refused before it starts, with what would fit."
+        )
     return (
         '<div class="ll-budget">Run records the chosen method and then greedy decoding of your prompt on the model '
         "(each warmed up first, so neither is timed cold), then replays it from step 0; the summary above says how "
