@@ -254,3 +254,23 @@ def test_keep_rows_with_contiguous_or_no_rows_only_crops():
 def test_out_of_range_settings_are_refused_with_the_reason(settings, message):
     with pytest.raises(SettingsError, match=message):
         LookaheadConfig(**settings)
+
+
+class PieceTokenizer:
+    """A tokenizer of three entries: a sentencepiece byte token, a byte-level BPE fragment, a whole word."""
+
+    pieces = {0: "<0xE4>", 1: "ĠðŁĺ", 2: "word"}
+    texts = {0: "\ufffd", 1: " \ufffd", 2: "word"}
+
+    def convert_ids_to_tokens(self, token_id):
+        return self.pieces[token_id]
+
+    def decode(self, ids):
+        return "".join(self.texts[i] for i in ids)
+
+
+def test_a_token_holding_part_of_a_character_shows_its_bytes_marked():
+    from lookahead_core.trace import token_text
+
+    tokenizer = PieceTokenizer()
+    assert [token_text(tokenizer, i) for i in range(3)] == ["‹e4›", " ‹f0 9f 98›", "word"]

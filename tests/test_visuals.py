@@ -953,9 +953,13 @@ def test_text_in_every_script_is_drawn_whole(default_model):
 
     ids = encode_prompt(default_model.tokenizer, MANY_SCRIPTS)
     trace = record_trace(default_model, ids, Method.LOOKAHEAD, LookaheadConfig(3, 3, 3), 24, MANY_SCRIPTS)
-    assert any("\ufffd" in trace.vocab[str(t)] for t in ids), "no token of the prompt is a split character"
+    split = [trace.vocab[str(t)] for t in ids if "‹" in trace.vocab[str(t)]]
+    assert split, "no token of the prompt is a split character: nothing was tested"
+    assert all(re.search(r"‹[0-9a-f]{2}( [0-9a-f]{2})*›", text) for text in split)  # its bytes, marked
     last = len(trace.steps) - 1
     html = output.output_html(trace, last)
     assert escape(MANY_SCRIPTS) in html and "\ufffd" not in html
+    for index in range(last + 1):  # the window, pool and verification chips show bytes, never U+FFFD
+        assert not [name for name, panel in replay.panels(Run(trace, trace), index).items() if "\ufffd" in panel]
     whole = default_model.tokenizer.decode(trace.summary.new_token_ids, skip_special_tokens=True)
     assert "".join(trace.pieces) == whole.rstrip("\ufffd")
