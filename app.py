@@ -242,9 +242,17 @@ def moved(run: Run, index: int, play: list | None = None) -> list:
     return [gr.skip(), index, gr.skip(), gr.skip(), *replay.panel_values(run, index), *(play or [gr.skip()] * 3)]
 
 
-def opened() -> tuple[Run, str]:
-    """A new page: the default example, and the model in use now (another visitor may have loaded it)."""
-    return example_run(DEFAULT["id"]), model_html(MODEL.facts(), DEFAULT_MODEL)
+def opened(request: gr.Request) -> list:
+    """A new page: the preset and step its link names (`?preset=python&step=17`), else the default example
+    at step 0; and the model in use now (another visitor may have loaded it)."""
+    query = request.query_params if request is not None else {}
+    preset_id = query.get("preset", DEFAULT["id"])
+    if preset_id not in PRESET_IDS:
+        preset_id, shown = DEFAULT["id"], preset_values(DEFAULT["id"])
+        shown[PRESET_CAPTION] = f"No preset is called {query.get('preset')!r}: here is {DEFAULT['label']!r}."
+    else:
+        shown = preset_values(preset_id, query.get("step", "0"))
+    return [preset_id, *shown, model_html(MODEL.facts(), DEFAULT_MODEL)]
 
 
 def expired() -> list:
@@ -291,6 +299,27 @@ def set_speed(speed):
 
 
 def choose_preset(preset_id):
+    """A preset picked: its settings and its example run from step 0 (the page is left as it is for an
+    unknown preset, saying so)."""
+    if preset_id not in PRESET_IDS:
+        unknown = f"No preset is called {preset_id!r}: choose one of {', '.join(PRESET_IDS)}."
+        return [*[gr.skip()] * PRESET_CAPTION, unknown, *[gr.skip()] * (len(OUTPUTS) + 6)]
+    return preset_values(preset_id)
+
+
+def own_prompt() -> list:
+    """The visitor edited the prompt: no preset describes it any more."""
+    return [gr.Dropdown(value=None), OWN_PROMPT]
+
+
+OWN_PROMPT = (
+    "Your own prompt: no preset describes it. Run records it on the model; the summary then says what "
+    "this hardware made of it."
+)
+
+
+def preset_values(preset_id: str, step="0") -> list:
+    """A preset's settings, description and example run at `step` (a number, clamped to the run)."""
     item = library.preset(PRESETS, preset_id)
     settings = [item["prompt"], item["chat"], item["window"], item["ngram"], item["guesses"], item["max_new_tokens"]]
     settings += [
@@ -300,7 +329,16 @@ def choose_preset(preset_id):
     ]
     sampled = item.get("sampling")
     sampling = [sampled is not None, *(sampled or SAMPLING_DEFAULTS).values()]
-    return [*settings, item["caption"], *loaded(example_run(preset_id)), RUN_NOTICE, *sampling]
+    run = example_run(preset_id)
+    try:
+        index = replay.clamp_step(run, float(step))
+    except (TypeError, ValueError):
+        index = 0
+    return [*settings, item["caption"], *loaded(run, index), RUN_NOTICE, *sampling]
+
+
+PRESET_IDS = [p["id"] for p in PRESETS]
+PRESET_CAPTION = 9  # where a preset's description sits among preset_values (after its nine settings)
 
 
 SAMPLING_DEFAULTS = {"temperature": 0.8, "top_k": 0, "top_p": 0.95, "seed": 0}
@@ -485,6 +523,21 @@ KEYBOARD = """
 }
 """
 
+# The page's address becomes a link to this preset and step (and is copied where the browser allows).
+COPY_LINK = """
+(preset, step) => {
+  if (!preset) {
+    alert("A link opens a preset at a step. This run is your own prompt, which only this page holds.");
+    return;
+  }
+  const link = new URL(location.pathname, location.origin);
+  link.searchParams.set("preset", preset);
+  link.searchParams.set("step", String(step));
+  history.replaceState(null, "", link.href);
+  if (navigator.clipboard && window.isSecureContext) navigator.clipboard.writeText(link.href).catch(() => {});
+}
+"""
+
 THEME = gr.themes.Soft(
     primary_hue="blue",
     neutral_hue="slate",
@@ -607,6 +660,7 @@ with gr.Blocks(title="Lookahead Lab") as demo:
                     0, replay.last_step(first_run), value=0, step=1, label="Step", elem_id="ll-step", scale=4
                 )
                 speed = gr.Slider(0.5, 8, value=2, step=0.5, label="Speed (steps/s)", scale=1, min_width=160)
+                link = gr.Button("🔗 Link", elem_id="ll-link", size="md", scale=0, min_width=80)
             caption = gr.HTML(first_panels["caption"], elem_id="ll-caption")
             with gr.Row(equal_height=False):
                 with gr.Column(scale=3, elem_classes="ll-card"):
@@ -666,34 +720,31 @@ with gr.Blocks(title="Lookahead Lab") as demo:
     buttons = [run_button, race_button, run_stop, race_stop]
     sampling = [sample, temperature, top_k, top_p, seed]
 
-    demo.load(opened, None, [run_state, model_info], api_visibility="private", **replaying)
+    preset_outputs = [
+        prompt,
+        chat,
+        window,
+        ngram,
+        guesses,
+        max_new_tokens,
+        method,
+        lookup_tokens,
+        draft_tokens,
+        preset_caption,
+        *OUTPUTS,
+        run_notice,
+        *sampling,
+    ]
+    demo.load(opened, None, [preset, *preset_outputs, model_info], api_visibility="private", **replaying)
+    prompt.input(own_prompt, None, [preset, preset_caption], api_visibility="private", **replaying)
+    link.click(None, [preset, step], None, js=COPY_LINK, api_visibility="private")
     back.click(step_back, [run_state, step], OUTPUTS, api_name="step_back", **replaying)
     forward.click(step_forward, [run_state, step], OUTPUTS, api_name="step_forward", **replaying)
     step.input(scrub, [run_state, step], OUTPUTS, api_name="scrub", trigger_mode="always_last", **replaying)
     play.click(toggle_play, [run_state, step, playing, speed], OUTPUTS, api_name="play", **replaying)
     timer.tick(tick, [run_state, step], OUTPUTS, api_visibility="private", trigger_mode="always_last", **replaying)
     speed.change(set_speed, speed, timer, api_visibility="private", **replaying)
-    preset.change(
-        choose_preset,
-        preset,
-        [
-            prompt,
-            chat,
-            window,
-            ngram,
-            guesses,
-            max_new_tokens,
-            method,
-            lookup_tokens,
-            draft_tokens,
-            preset_caption,
-            *OUTPUTS,
-            run_notice,
-            *sampling,
-        ],
-        api_name="preset",
-        **replaying,
-    )
+    preset.input(choose_preset, preset, preset_outputs, api_name="preset", **replaying)
     gr.on(
         [window.change, ngram.change, guesses.change],
         feed,

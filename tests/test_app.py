@@ -274,8 +274,16 @@ def test_a_lone_surrogate_over_the_http_api_gets_a_message(url):
 def test_a_new_page_names_the_model_already_in_use(client):
     import app
 
-    _, model_info = app.opened()
+    *_, model_info = app.opened(None)
     assert "SmolLM2-135M-Instruct" in model_info and "none yet" not in model_info
+
+
+def test_a_null_preset_gets_a_message_and_leaves_the_page_as_it_is(client):
+    client.predict("pencils", api_name="/preset")
+    before = client.predict(3, api_name="/scrub")
+    result = client.predict(None, api_name="/preset")
+    assert "No preset is called None" in result[9]
+    assert client.predict(3, api_name="/scrub")[PANELS] == before[PANELS]
 
 
 def test_the_upload_route_refuses_files(url):

@@ -184,3 +184,30 @@ def test_on_a_phone_the_page_stays_390_px_wide_and_steps_by_tapping(browser_page
         assert errors == []
     finally:
         page.close()
+
+
+def test_a_link_opens_its_preset_at_its_step_and_an_edited_prompt_is_no_preset(browser_page, served):
+    page, errors = open_page(browser_page[0].context.browser, f"{served}?preset=pencils&step=5")
+    try:
+        wait_for_step(page, 5)
+        assert page.input_value("#ll-controls input[role=listbox], #ll-controls .wrap input") == "Math: a word problem"
+        page.click("#ll-forward")
+        wait_for_step(page, 6)
+        page.click("#ll-link")
+        page.wait_for_function("() => location.search.includes('step=6')")
+        assert "preset=pencils" in page.url
+        page.fill("#ll-controls textarea", "Write a haiku about the sea")
+        page.type("#ll-controls textarea", ".")  # typed: Gradio's input event follows keys, not fill()
+        page.wait_for_function(
+            "() => document.querySelector('#ll-preset-caption').innerText.includes('Your own prompt')"
+        )
+        assert page.input_value("#ll-controls input[role=listbox], #ll-controls .wrap input") == ""
+        assert errors == []
+    finally:
+        page.close()
+    page, errors = open_page(browser_page[0].context.browser, f"{served}?preset=nonesuch&step=5")
+    try:
+        wait_for_step(page, 0)
+        assert "No preset is called 'nonesuch'" in page.inner_text("#ll-preset-caption")
+    finally:
+        page.close()
