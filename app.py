@@ -302,8 +302,9 @@ def choose_preset(preset_id):
     """A preset picked: its settings and its example run from step 0 (the page is left as it is for an
     unknown preset, saying so)."""
     if preset_id not in PRESET_IDS:
-        unknown = f"No preset is called {preset_id!r}: choose one of {', '.join(PRESET_IDS)}."
-        return [*[gr.skip()] * PRESET_CAPTION, unknown, *[gr.skip()] * (len(OUTPUTS) + 6)]
+        shown = [gr.skip()] * len(preset_values(DEFAULT["id"]))
+        shown[PRESET_CAPTION] = f"No preset is called {preset_id!r}: choose one of {', '.join(PRESET_IDS)}."
+        return shown
     return preset_values(preset_id)
 
 
@@ -407,6 +408,15 @@ def reporting(work: Iterator, progress: gr.Progress, unchanged: list):
     raise RuntimeError("model work ended without a result")
 
 
+def checked_request(prompt, window, ngram, guesses, max_new_tokens, *sampling):
+    """What Run and Race share, validated: the prompt's text, W, N, G, the new tokens and the sampling
+    settings; InputError or SettingsError when out of range, or over the Space's cap."""
+    text = replay.check_prompt(prompt)
+    w, n, g, tokens = replay.check_settings(window, ngram, guesses, max_new_tokens)
+    check_space_cap(tokens)
+    return text, LookaheadConfig(window=w, ngram=n, guesses=g), tokens, sampling_of(*sampling)
+
+
 def run_model(
     prompt,
     chat,
@@ -427,12 +437,9 @@ def run_model(
 ):
     """Validate, record the method and plain decoding on the model, and show the new run from step 0."""
     try:
-        text = replay.check_prompt(prompt)
-        w, n, g, tokens = replay.check_settings(window, ngram, guesses, max_new_tokens)
-        config = LookaheadConfig(window=w, ngram=n, guesses=g)
+        request = (window, ngram, guesses, max_new_tokens, sample, temperature, top_k, top_p, seed)
+        text, config, tokens, sampling = checked_request(prompt, *request)
         family = method_of(method), lookup_of(lookup_tokens), draft_tokens_of(draft_tokens)
-        check_space_cap(tokens)
-        sampling = sampling_of(sample, temperature, top_k, top_p, seed)
         work = record(text, bool(chat), config, tokens, bool(auto), sampling, *family)
         run, seconds = yield from reporting(work, progress, [gr.skip()] * (len(OUTPUTS) + 2))
     except REFUSALS as error:
@@ -470,14 +477,10 @@ def race_model(
 ):
     """Validate, race every method on the model, and show the playback, the verdict and the curves."""
     try:
-        text = replay.check_prompt(prompt)
-        w, n, g, tokens = replay.check_settings(window, ngram, guesses, max_new_tokens)
-        config = LookaheadConfig(window=w, ngram=n, guesses=g)
+        request = (window, ngram, guesses, max_new_tokens, sample, temperature, top_k, top_p, seed)
+        text, config, tokens, sampling = checked_request(prompt, *request)
         lookup, k = lookup_of(lookup_tokens), draft_tokens_of(draft_tokens)
-        check_space_cap(tokens)
-        auto = settings != RACE_SLIDERS
-        sampling = sampling_of(sample, temperature, top_k, top_p, seed)
-        work = timed_race(text, bool(chat), config, tokens, auto, sampling, lookup, k)
+        work = timed_race(text, bool(chat), config, tokens, settings != RACE_SLIDERS, sampling, lookup, k)
         result, seconds = yield from reporting(work, progress, [gr.skip()] * 5)
     except REFUSALS as error:
         gr.Warning(str(error), title="Not raced")
