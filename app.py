@@ -14,17 +14,22 @@ try:  # ZeroGPU Spaces: `spaces` must be imported before anything touches CUDA
 except ImportError:
     spaces = None
 
+import hashlib
+import json
 import os
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
-from functools import cache
+from functools import cache, partial
+from pathlib import Path
 
 import gradio as gr
 
 from lab import space
 from lab.budget import RACE_SECONDS, RUN_SECONDS, BudgetError, Prices, check_budget, decodings, warmed_prices
 from lab.race import RACED, racing
+from lab.shelf import Shelf
 from lookahead_core.config import (
     MAX_TOKENS_PER_STEP,
     PROMPT_LOOKUP,
@@ -37,13 +42,15 @@ from lookahead_core.costs import step_costs
 from lookahead_core.decoding import DecodingError
 from lookahead_core.draft import DEFAULT_DRAFT, DEFAULT_DRAFT_TOKENS, Draft, make_draft
 from lookahead_core.models import DEFAULT_MODEL, ModelLoadError, PromptError, encode_prompt, load_model
-from lookahead_core.records import Machine, Method, Progress, RaceRecord, Run
+from lookahead_core.records import Machine, Method, Progress, RaceRecord, Run, SchemaError
 from lookahead_core.sampling import GREEDY, SamplingConfig
 from lookahead_core.trace import machine_facts, recording_run
 from lookahead_core.tuning import auto_settings, choose_settings
 from visuals import library, replay
+from visuals.cards import card_head_html
+from visuals.export import page_css, png_js, slide_html, standalone_html
+from visuals.lesson import LESSON, lesson_text, step_index
 from visuals.methods import NAMES
-from visuals.palette import legend_html
 from visuals.progress import tokens_per_step_figure
 from visuals.race import cost_figure, playback_html, race_figure, race_html
 from visuals.summary import feed_html, model_html, notice_html, progress_fraction, progress_words, summary_html
@@ -59,6 +66,9 @@ SESSION_SECONDS = 3 * 3600  # a recorded run is kept this long after its last up
 # Requests waiting for the model slot, past the one that runs: at most RUN_SECONDS each, so the last
 # in line waits five minutes at worst; the next one is told the lab is busy.
 MAX_WAITING = 10
+# Recorded and opened runs kept for links (?run=ID), gzipped (tens of KB each), for as long as a session
+SHELF = Shelf(capacity=300, seconds=SESSION_SECONDS)
+EXPORTS = Path(tempfile.mkdtemp(prefix="lookahead-lab-exports-"))  # files a visitor downloads, by content
 
 # ----------------------------------------------------------------------------------------------
 # The model: loaded on the first Run, shared by every session
@@ -243,16 +253,56 @@ def moved(run: Run, index: int, play: list | None = None) -> list:
 
 
 def opened(request: gr.Request) -> list:
-    """A new page: the preset and step its link names (`?preset=python&step=17`), else the default example
-    at step 0; and the model in use now (another visitor may have loaded it)."""
+    """A new page: the lesson step, run or preset and the step its link names (`?lesson=4`, `?run=ID&step=4`,
+    `?preset=python&step=17`), else the default example at step 0; the model in use now (another visitor may
+    have loaded it); and the panel to highlight, if a lesson step was named.
+
+    A run's link works while the shelf keeps the run; after that the page says so and opens the preset.
+    """
     query = request.query_params if request is not None else {}
+    model = model_html(MODEL.facts(), DEFAULT_MODEL)
+    step = query.get("step", "0")
+    if "lesson" in query:
+        *shown, panel = lesson_at(lesson_number(query["lesson"]) - 1)
+        return [*shown, model, panel]
+    if "run" in query:
+        kept = SHELF.get(query["run"])
+        if kept is not None:
+            return [gr.skip(), None, *run_values(kept, query["run"], KEPT_RUN, step), model, ""]
     preset_id = query.get("preset", DEFAULT["id"])
     if preset_id not in PRESET_IDS:
         preset_id, shown = DEFAULT["id"], preset_values(DEFAULT["id"])
-        shown[PRESET_CAPTION] = f"No preset is called {query.get('preset')!r}: here is {DEFAULT['label']!r}."
+        if "preset" in query:
+            shown[PRESET_CAPTION] = f"No preset is called {query.get('preset')!r}: here is {DEFAULT['label']!r}."
     else:
-        shown = preset_values(preset_id, query.get("step", "0"))
-    return [preset_id, *shown, model_html(MODEL.facts(), DEFAULT_MODEL)]
+        shown = preset_values(preset_id, step)
+    if "run" in query:
+        shown[PRESET_CAPTION] = RUN_GONE + shown[PRESET_CAPTION]
+    return [gr.skip(), preset_id, *shown, model, ""]
+
+
+def lesson_number(value) -> int:
+    """`?lesson=N` as a lesson step, 1 to len(LESSON) (anything else: 1)."""
+    try:
+        return min(max(int(value), 1), len(LESSON))
+    except (TypeError, ValueError):
+        return 1
+
+
+def lesson_at(index: int) -> list:
+    """Lesson step `index` (from 0): the walkthrough on it, its preset's run at the step it talks about, and
+    the panel to highlight (after the preset's dropdown and preset_values, in opened's order)."""
+    item = LESSON[index]
+    shown = preset_values(item.preset, str(step_index(example_run(item.preset), item)))
+    return [gr.Walkthrough(selected=index), item.preset, *shown, item.panel]
+
+
+RUN_GONE = (
+    f"**The run this link names is no longer kept** (the server keeps a recorded run {SESSION_SECONDS // 3600} hours, "
+    f"and at most {SHELF.capacity} runs, and forgets them all when it restarts): here is a preset instead.\n\n"
+)
+KEPT_RUN = "A run recorded here and opened from its link: it replays exactly as it was recorded."
+OPENED_RUN = "A run opened from a file: it replays exactly as it was recorded, on the machine its summary names."
 
 
 def expired() -> list:
@@ -335,7 +385,19 @@ def preset_values(preset_id: str, step="0") -> list:
         index = replay.clamp_step(run, float(step))
     except (TypeError, ValueError):
         index = 0
-    return [*settings, item["caption"], *loaded(run, index), RUN_NOTICE, *sampling]
+    return [*settings, item["caption"], *loaded(run, index), RUN_NOTICE, *sampling, ""]
+
+
+def run_values(run: Run, key: str, caption: str, step="0") -> list:
+    """A run that is no preset (recorded here, or opened from a file), kept on the shelf under `key`, in the
+    places preset_values fills: its prompt, a caption, the run at `step`; the other settings stay as they are."""
+    try:
+        index = replay.clamp_step(run, float(step))
+    except (TypeError, ValueError):
+        index = 0
+    prompt_text = run.trace.meta.prompt_text
+    shown = [prompt_text if prompt_text is not None else gr.skip(), *[gr.skip()] * (PRESET_CAPTION - 1), caption]
+    return [*shown, *loaded(run, index), RUN_NOTICE, *[gr.skip()] * (len(SAMPLING_DEFAULTS) + 1), key]
 
 
 PRESET_IDS = [p["id"] for p in PRESETS]
@@ -373,7 +435,7 @@ def feed(window, ngram, guesses):
 def refused(message: str) -> list:
     """Leave the replay as it is and say why nothing ran: a toast, and a note under the Run button."""
     gr.Warning(message, title="Not run")
-    return [*[gr.skip()] * len(OUTPUTS), gr.skip(), notice_html(message)]
+    return [*[gr.skip()] * len(OUTPUTS), gr.skip(), gr.skip(), notice_html(message)]
 
 
 def method_of(method) -> Method:
@@ -441,11 +503,63 @@ def run_model(
         text, config, tokens, sampling = checked_request(prompt, *request)
         family = method_of(method), lookup_of(lookup_tokens), draft_tokens_of(draft_tokens)
         work = record(text, bool(chat), config, tokens, bool(auto), sampling, *family)
-        run, seconds = yield from reporting(work, progress, [gr.skip()] * (len(OUTPUTS) + 2))
+        run, seconds = yield from reporting(work, progress, [gr.skip()] * (len(OUTPUTS) + 3))
     except REFUSALS as error:
         yield refused(str(error))
         return
-    yield [*loaded(run), model_html(MODEL.facts(), DEFAULT_MODEL), notice_html(None, used=seconds, gpu=ZERO_GPU)]
+    model = model_html(MODEL.facts(), DEFAULT_MODEL)
+    yield [*loaded(run), model, SHELF.put(run), notice_html(None, used=seconds, gpu=ZERO_GPU)]
+
+
+# ----------------------------------------------------------------------------------------------
+# Exports and import: a run leaves the server as JSON, a standalone HTML replay or a PNG, and comes back
+
+
+def export_file(run: Run, suffix: str, text: str) -> str:
+    """`text` written once under a name made of the run's method and content (the same run, the same file)."""
+    for old in EXPORTS.iterdir():  # a session's worth of downloads is kept, no more
+        if old.stat().st_mtime < time.time() - SESSION_SECONDS:
+            old.unlink(missing_ok=True)
+    digest = hashlib.sha256(run.to_json().encode()).hexdigest()[:12]
+    path = EXPORTS / f"lookahead-lab-{run.trace.meta.method.value}-{digest}{suffix}"
+    if not path.exists():
+        partial = path.with_suffix(".partial")
+        partial.write_text(text, encoding="utf-8")
+        partial.replace(path)
+    return str(path)
+
+
+def json_export(run) -> list:
+    """The run as JSON, for the download button (nothing, saying why, once the session expired)."""
+    if not replay.is_run(run):
+        return [None, notice_html(replay.SESSION_EXPIRED, "Nothing to download")]
+    return [export_file(run, ".json", run.to_json()), ""]
+
+
+def html_export(run, index) -> list:
+    """The run as a self-contained HTML replay opening at the step shown."""
+    if not replay.is_run(run):
+        return [None, notice_html(replay.SESSION_EXPIRED, "Nothing to download")]
+    index = replay.clamp_step(run, index)
+    return [export_file(run, f"-step{index}.html", standalone_html(run, index)), ""]
+
+
+def step_slide(run, index) -> list:
+    """The step shown as a slide's HTML, which the browser draws into a PNG."""
+    if not replay.is_run(run):
+        return ["", notice_html(replay.SESSION_EXPIRED, "Nothing to draw")]
+    return [slide_html(run, replay.clamp_step(run, index)), ""]
+
+
+def opened_file(data) -> list:
+    """A run file a visitor chose: shown from step 0 and kept for links; the page is left as it was, saying
+    why, for a file that is not a run of this schema version."""
+    try:
+        run = library.read_run(data if isinstance(data, bytes) else b"")
+    except SchemaError as error:
+        message = f"This file cannot be opened: {error}."
+        return [*[gr.skip()] * (1 + len(preset_values(DEFAULT["id"]))), notice_html(message, "Not opened")]
+    return [None, *run_values(run, SHELF.put(run), OPENED_RUN), ""]
 
 
 RACE_AUTO, RACE_SLIDERS = "auto: measured for this hardware", "the sliders' W, N, G"
@@ -526,19 +640,43 @@ KEYBOARD = """
 }
 """
 
-# The page's address becomes a link to this preset and step (and is copied where the browser allows).
+# The page's address becomes a link to this run or preset and step (and is copied where the browser allows).
 COPY_LINK = """
-(preset, step) => {
-  if (!preset) {
-    alert("A link opens a preset at a step. This run is your own prompt, which only this page holds.");
+(preset, step, run) => {
+  if (!preset && !run) {
+    alert("A link opens a preset, or a run recorded here, at a step: press Run to record your prompt first.");
     return;
   }
   const link = new URL(location.pathname, location.origin);
-  link.searchParams.set("preset", preset);
+  link.searchParams.set(run ? "run" : "preset", run || preset);
   link.searchParams.set("step", String(step));
   history.replaceState(null, "", link.href);
   if (navigator.clipboard && window.isSecureContext) navigator.clipboard.writeText(link.href).catch(() => {});
 }
+"""
+
+# The lesson's panel: outlined, and scrolled to the middle of the screen
+HIGHLIGHT = """
+(name) => {
+  document.querySelectorAll(".ll-lit").forEach((element) => element.classList.remove("ll-lit"));
+  const target = name && document.getElementById("ll-" + name);
+  if (!target) return;
+  const card = target.closest(".ll-card") || target;
+  card.classList.add("ll-lit");
+  card.scrollIntoView({ behavior: "smooth", block: "center" });
+}
+"""
+# A download button, hidden, clicked once the server has written its file (Gradio's download needs a file first)
+CLICK_DOWNLOAD = """
+(file) => { if (file) document.querySelector("#%s")?.click(); }
+"""
+# The slide's HTML, drawn into a PNG in the browser by assets/png.js with the export's own CSS
+DRAW_PNG = f"""
+async (html, step) => {{
+  if (!html) return;
+  {png_js()}
+  await slidePng(html, {json.dumps(page_css())}, `lookahead-step-${{step}}.png`);
+}}
 """
 
 THEME = gr.themes.Soft(
@@ -547,12 +685,13 @@ THEME = gr.themes.Soft(
     font=["ui-sans-serif", "system-ui", "Segoe UI", "Helvetica", "Arial", "sans-serif"],
     font_mono=["ui-monospace", "SFMono-Regular", "Menlo", "Consolas", "monospace"],
 )
-# Nothing in the app takes a file: the upload route Gradio keeps open refuses anything over 1 KB.
+# The only file the app takes is a run to open (library.read_run refuses more than MAX_RUN_BYTES with its own
+# message); Gradio's upload route refuses anything larger still.
 LAUNCH_OPTIONS = {
     "theme": THEME,
     "css_paths": [library.ASSETS / "style.css"],
     "js": KEYBOARD,
-    "max_file_size": "1kb",
+    "max_file_size": 2 * library.MAX_RUN_BYTES,
 }
 
 HOW_IT_WORKS = """
@@ -569,31 +708,44 @@ HOW_IT_WORKS = """
    (a GPU); on a CPU each extra token fed costs time, so the clock can disagree.
 """
 
-PANEL_TITLES = {
-    "window": ("1 · The 2D Jacobi window", "levels × columns; hover a token for its id and position"),
-    "pool": ("2 · The n-gram pool", "entries under the current key"),
-    "verification": ("3 · Verification", "each guess and window trajectory against the model's own predictions"),
-    "output": ("4 · The output so far", "each token coloured by how it was produced"),
-    "mask": ("5 · Attention mask and position ids", "the real mask of this forward pass"),
-    "progress": ("6 · Progress against greedy", "the same output, in fewer forward passes"),
-}
-
 
 def panel_card(name: str, first: dict) -> gr.HTML:
-    title, hint = PANEL_TITLES[name]
-    legend = legend_html(name) if name in ("window", "pool", "verification", "output", "mask") else ""
-    gr.HTML(f"<h3>{title}<small>{hint}</small></h3>{legend}", elem_classes="ll-card-head")
+    gr.HTML(card_head_html(name), elem_classes="ll-card-head")
     return gr.HTML(first[name], elem_id=f"ll-{name}")
 
 
 first_run = example_run(DEFAULT["id"])
 first_panels = replay.panels(first_run, 0)
 
-with gr.Blocks(title="Lookahead Lab") as demo:
+with gr.Blocks(title="Lookahead Lab", delete_cache=(3600, SESSION_SECONDS)) as demo:
     run_state = gr.State(None, time_to_live=SESSION_SECONDS)
     playing = gr.State(False)
     timer = gr.Timer(replay.play_interval(2), active=False)
 
+    with gr.Sidebar(label="Guided lesson", open=True, width=380, elem_id="ll-lesson-bar"):
+        gr.Markdown(
+            f"### 🎓 Lookahead decoding in {len(LESSON)} steps\nEach step moves the replay to the moment it talks "
+            "about and outlines the panel to look at. Leave it any time: the page is yours to explore.",
+            elem_id="ll-lesson-intro",
+        )
+        lesson_moves = []
+        with gr.Walkthrough(selected=0, elem_id="ll-lesson") as lesson:
+            for number, item in enumerate(LESSON):
+                with gr.Step(item.title, id=number):
+                    gr.Markdown(lesson_text(example_run(item.preset), item), elem_classes="ll-lesson-text")
+                    with gr.Row():
+                        if number > 0:
+                            lesson_moves.append(
+                                (number - 1, gr.Button("◀ Back", size="sm", elem_id=f"ll-back-{number}"))
+                            )
+                        if number + 1 < len(LESSON):
+                            lesson_moves.append(
+                                (
+                                    number + 1,
+                                    gr.Button("Next ▶", size="sm", variant="primary", elem_id=f"ll-next-{number}"),
+                                )
+                            )
+        lit = gr.Textbox("", visible="hidden", elem_id="ll-lit")
     gr.Markdown(
         "# Lookahead Lab\nWatch **lookahead decoding** (Fu et al., ICML 2024) on a real model, one forward pass at "
         "a time: the Jacobi window guesses n-grams, the pool keeps them, verification accepts the ones the model "
@@ -664,6 +816,24 @@ with gr.Blocks(title="Lookahead Lab") as demo:
                 )
                 speed = gr.Slider(0.5, 8, value=2, step=0.5, label="Speed (steps/s)", scale=1, min_width=160)
                 link = gr.Button("🔗 Link", elem_id="ll-link", size="md", scale=0, min_width=80)
+            with gr.Row(equal_height=False, elem_id="ll-share"):
+                json_button = gr.Button("⬇ JSON", size="sm", scale=0, min_width=90, elem_id="ll-json")
+                html_button = gr.Button("⬇ HTML replay (offline)", size="sm", scale=0, min_width=180, elem_id="ll-html")
+                png_button = gr.Button("📷 PNG of this step", size="sm", scale=0, min_width=150, elem_id="ll-png")
+                upload = gr.UploadButton(
+                    "⬆ Open a run (JSON)",
+                    file_types=[".json", ".gz"],
+                    type="binary",
+                    size="sm",
+                    scale=0,
+                    min_width=170,
+                    elem_id="ll-open",
+                )
+                share_notice = gr.HTML("", elem_id="ll-share-notice", scale=1)
+                json_file = gr.DownloadButton(visible="hidden", elem_id="ll-json-file")
+                html_file = gr.DownloadButton(visible="hidden", elem_id="ll-html-file")
+                slide_source = gr.Textbox(visible="hidden", elem_id="ll-slide-source")
+                run_id = gr.Textbox("", visible="hidden", elem_id="ll-run-id")
             caption = gr.HTML(first_panels["caption"], elem_id="ll-caption")
             with gr.Row(equal_height=False):
                 with gr.Column(scale=3, elem_classes="ll-card"):
@@ -737,10 +907,31 @@ with gr.Blocks(title="Lookahead Lab") as demo:
         *OUTPUTS,
         run_notice,
         *sampling,
+        run_id,
     ]
-    demo.load(opened, None, [preset, *preset_outputs, model_info], api_visibility="private", **replaying)
+    demo.load(
+        opened, None, [lesson, preset, *preset_outputs, model_info, lit], api_visibility="private", **replaying
+    ).then(None, lit, None, js=HIGHLIGHT)
+    for target, button in lesson_moves:
+        button.click(
+            partial(lesson_at, target),
+            None,
+            [lesson, preset, *preset_outputs, lit],
+            api_visibility="private",
+            **replaying,
+        ).then(None, lit, None, js=HIGHLIGHT)
     prompt.input(own_prompt, None, [preset, preset_caption], api_visibility="private", **replaying)
-    link.click(None, [preset, step], None, js=COPY_LINK, api_visibility="private")
+    link.click(None, [preset, step, run_id], None, js=COPY_LINK, api_visibility="private")
+    json_button.click(json_export, run_state, [json_file, share_notice], api_name="json", **replaying).then(
+        None, json_file, None, js=CLICK_DOWNLOAD % "ll-json-file", api_visibility="private"
+    )
+    html_button.click(html_export, [run_state, step], [html_file, share_notice], api_name="html", **replaying).then(
+        None, html_file, None, js=CLICK_DOWNLOAD % "ll-html-file", api_visibility="private"
+    )
+    png_button.click(step_slide, [run_state, step], [slide_source, share_notice], api_name="slide", **replaying).then(
+        None, [slide_source, step], None, js=DRAW_PNG, api_visibility="private"
+    )
+    upload.upload(opened_file, upload, [preset, *preset_outputs, share_notice], api_name="open", **replaying)
     back.click(step_back, [run_state, step], OUTPUTS, api_name="step_back", **replaying)
     forward.click(step_forward, [run_state, step], OUTPUTS, api_name="step_forward", **replaying)
     step.input(scrub, [run_state, step], OUTPUTS, api_name="scrub", trigger_mode="always_last", **replaying)
@@ -771,7 +962,7 @@ with gr.Blocks(title="Lookahead Lab") as demo:
             draft_tokens,
             *sampling,
         ],
-        [*OUTPUTS, model_info, run_notice],
+        [*OUTPUTS, model_info, run_id, run_notice],
         api_name="run",
         show_progress_on=run_notice,
         **model_work,

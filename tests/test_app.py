@@ -9,16 +9,17 @@ from __future__ import annotations
 import re
 import time
 from html import escape, unescape
+from pathlib import Path
 
 import pytest
-from gradio_client import Client
+from gradio_client import Client, handle_file
 from gradio_client.exceptions import AppError
 from gradio_client.utils import Status
 
 from lookahead_core.config import SettingsError
 from lookahead_core.records import Run
 from tests.serving import running_app
-from visuals import library, replay
+from visuals import export, library, replay
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore:.*(copy keyword|no_silent_downcasting)")
 
@@ -26,6 +27,8 @@ PRESETS = library.load_presets()
 NO_SAMPLING = (False, 0.8, 0, 0.95, 0)  # the sampling switch off, the controls at their defaults
 LOOKAHEAD = ("lookahead", 10, 4)  # the method for Run, prompt lookup's tokens, the draft's k
 PANELS = slice(3, 3 + len(replay.PANELS))  # outputs: step, summary, chart, the panels, timer (states are not sent)
+PRESET_CAPTION = 9  # /preset sends the nine settings, then the preset's description
+OPEN_CAPTION = 1 + PRESET_CAPTION  # /open sends the preset's choice first
 
 
 @pytest.fixture(scope="module")
@@ -135,7 +138,7 @@ def test_a_real_run_on_the_default_model(client):
     started = time.perf_counter()
     result = client.predict("def add(a, b):\n", False, 4, 3, 4, 16, False, *LOOKAHEAD, *NO_SAMPLING, api_name="/run")
     seconds = time.perf_counter() - started
-    summary, model_info = result[1], result[-2]
+    summary, model_info = result[1], result[-3]
     assert "<b>16</b><span>new tokens" in summary
     assert "SmolLM2-135M-Instruct" in model_info and "cpu" in model_info.lower()
     first = client.predict(0, api_name="/step_forward")
@@ -274,7 +277,7 @@ def test_a_lone_surrogate_over_the_http_api_gets_a_message(url):
 def test_a_new_page_names_the_model_already_in_use(client):
     import app
 
-    *_, model_info = app.opened(None)
+    *_, model_info, _ = app.opened(None)
     assert "SmolLM2-135M-Instruct" in model_info and "none yet" not in model_info
 
 
@@ -282,14 +285,97 @@ def test_a_null_preset_gets_a_message_and_leaves_the_page_as_it_is(client):
     client.predict("pencils", api_name="/preset")
     before = client.predict(3, api_name="/scrub")
     result = client.predict(None, api_name="/preset")
-    assert "No preset is called None" in result[9]
+    assert "No preset is called None" in result[PRESET_CAPTION]
     assert client.predict(3, api_name="/scrub")[PANELS] == before[PANELS]
 
 
-def test_the_upload_route_refuses_files(url):
-    """Nothing in the app takes a file, so Gradio's upload route refuses anything but a tiny one."""
+def test_the_upload_route_refuses_files_larger_than_a_run_could_be(url):
+    """The only file the app takes is a run to open; Gradio's upload route refuses anything past twice the
+    largest run file, and library.read_run anything past the largest (test_an_opened_file_...)."""
     import httpx
 
-    with httpx.Client(base_url=url, timeout=30) as http:
-        answer = http.post("gradio_api/upload", files={"files": ("big.bin", b"x" * 4096)})
-    assert answer.status_code == 413 and "exceeded maximum allowed size of 1024 bytes" in answer.text
+    import app
+
+    limit = app.LAUNCH_OPTIONS["max_file_size"]
+    with httpx.Client(base_url=url, timeout=60) as http:
+        answer = http.post("gradio_api/upload", files={"files": ("big.json", b" " * (limit + 1))})
+    assert answer.status_code == 413 and f"exceeded maximum allowed size of {limit} bytes" in answer.text
+
+
+# ----------------------------------------------------------------------------------------------
+# Exports, import and links to a run
+
+
+class Asked:
+    """What gr.Request offers `opened`: the page's query."""
+
+    def __init__(self, **query) -> None:
+        self.query_params = query
+
+
+def test_json_export_then_open_then_export_again_gives_the_same_run(client, tmp_path):
+    client.predict("pencils", api_name="/preset")
+    exported, _ = client.predict(api_name="/json")
+    run = Run.from_json(Path(exported).read_bytes())
+    assert run.to_json() == example("pencils").to_json()
+    shown = client.predict(handle_file(exported), api_name="/open")
+    assert "opened from a file" in shown[OPEN_CAPTION]
+    again, _ = client.predict(api_name="/json")
+    assert Path(again).read_bytes() == Path(exported).read_bytes()
+    assert client.predict(2, api_name="/scrub")[PANELS] == tuple(replay.panel_values(run, 2))
+
+
+def test_html_export_and_slide_are_the_step_shown(client):
+    client.predict("python", api_name="/preset")
+    page, _ = client.predict(5, api_name="/html")
+    assert Path(page).read_text() == export.standalone_html(example("python"), 5)
+    slide, _ = client.predict(5, api_name="/slide")
+    assert slide == export.slide_html(example("python"), 5)
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"not a trace at all", "not JSON"),
+        (b'{"schema_version": 1, "trace": {}, "greedy": {}}', "version 1; this lab reads schema version"),
+        (b" " * (library.MAX_RUN_BYTES + 1), "a recorded run has at most"),
+    ],
+    ids=["not-json", "old-schema", "too-large"],
+)
+def test_an_opened_file_that_is_no_run_gets_a_message_and_the_page_stays(client, tmp_path, content, message):
+    client.predict("python", api_name="/preset")
+    before = client.predict(3, api_name="/scrub")
+    (tmp_path / "bad.json").write_bytes(content)
+    shown = client.predict(handle_file(str(tmp_path / "bad.json")), api_name="/open")
+    assert "cannot be opened" in shown[-1] and escape(message) in shown[-1]
+    assert client.predict(3, api_name="/scrub")[PANELS] == before[PANELS]
+
+
+def test_a_link_to_a_recorded_run_opens_it_until_the_shelf_forgets_it(client):
+    import app
+
+    result = client.predict("def add(a, b):\n", False, 4, 3, 4, 8, False, *LOOKAHEAD, *NO_SAMPLING, api_name="/run")
+    key = result[-2]
+    assert isinstance(key, str) and len(key) == 12
+    _, preset, *shown, _, _ = app.opened(Asked(run=key, step="2"))
+    assert preset is None and shown[0] == "def add(a, b):\n"  # no preset; the run's prompt
+    run = app.SHELF.get(key)
+    assert shown[-1] == key
+    assert replay.panel_values(run, 2)[0] in shown
+    _, preset, *gone, _, _ = app.opened(Asked(run="nonesuch1234", step="2"))
+    assert preset == app.DEFAULT["id"] and "no longer kept" in gone[app.PRESET_CAPTION]
+
+
+def test_a_lesson_link_opens_its_step_and_every_lesson_step_loads_its_preset_at_its_step():
+    import app
+    from visuals.lesson import LESSON, step_index
+
+    for number, item in enumerate(LESSON):
+        walkthrough, preset, *shown, panel = app.lesson_at(number)
+        run = app.example_run(item.preset)
+        assert walkthrough.selected == number and preset == item.preset and panel == item.panel
+        assert replay.panel_values(run, step_index(run, item))[0] in shown
+    _, preset, *_, lit = app.opened(Asked(lesson="4"))
+    assert preset == LESSON[3].preset and lit == LESSON[3].panel
+    for nonsense in ("0", "99", "four"):  # held to the lesson's steps
+        assert app.opened(Asked(lesson=nonsense))[0].selected in (0, len(LESSON) - 1)
