@@ -161,10 +161,10 @@ LESSON: tuple[LessonStep, ...] = (
     ),
     LessonStep(
         "When it does not",
-        "**High-entropy text** (a story in German) leaves the pool little to reuse: {ratio} tokens per pass. And "
-        "on a CPU a wide pass costs time: a lookahead pass here took {step_ms} ms against greedy's {greedy_ms} ms, so "
-        "lookahead ran {speedup} as fast as greedy ({device}, {date}). The race at the bottom measures the cost of a "
-        "wide pass on the machine serving this page.",
+        "**Hard-to-predict text** (a translation into German) leaves the pool little to reuse: {ratio} tokens per "
+        "pass. And on a CPU a wide pass costs time: a lookahead pass here took {step_ms} ms against greedy's "
+        "{greedy_ms} ms, so lookahead ran {speedup} as fast as greedy ({device}, {date}). The race at the bottom "
+        "measures the cost of a wide pass on the machine serving this page.",
         "german",
         -1,
         "summary",

@@ -1,0 +1,186 @@
+"""The classroom in a real headless Chromium, with no model: the lesson walked end to end, the offline export
+compared panel for panel with the app, and a run file taken out and brought back.
+
+The app is served with its model access replaced by a failure, so anything here that needed a model would
+show an error. Writes out/lesson-*.png (git-ignored); scripts/screenshot.py is not needed for these.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.serving import CHROMIUM, CHROMIUM_ARGS, open_page, running_app, wait_for_step
+from visuals import library, replay
+from visuals.lesson import LESSON, step_index
+
+OUT = Path(__file__).resolve().parent.parent / "out"
+PRESETS = library.load_presets()
+
+pytest.importorskip("playwright.sync_api", reason="playwright is not installed: make test installs it")
+if not CHROMIUM.exists():
+    pytest.skip(
+        f"{CHROMIUM} is missing: `make browser` installs Debian's chromium (needs root)", allow_module_level=True
+    )
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore:.*(copy keyword|no_silent_downcasting)")
+
+
+@pytest.fixture(scope="module")
+def served():
+    """The app, whose every reach for the model fails the test (the lesson and replays need none)."""
+    import app
+
+    def no_model(*args, **kwargs):
+        raise AssertionError("the classroom must not need the model")
+
+    saved = app.MODEL.get
+    app.MODEL.get = no_model
+    try:
+        with running_app() as url:
+            yield url
+    finally:
+        app.MODEL.get = saved
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+def example(preset_id: str):
+    return library.load_run(library.example_path(library.preset(PRESETS, preset_id)))
+
+
+def lit_panel(page) -> str:
+    """The id of the element the lesson outlines (the panel inside an outlined card, or the element itself)."""
+    return page.evaluate(
+        "() => { const lit = document.querySelector('.ll-lit'); if (!lit) return '';"
+        " const inner = lit.querySelector('[id^=ll-]'); return (lit.id.startsWith('ll-') ? lit : inner).id; }"
+    )
+
+
+def in_view(page, element_id: str) -> bool:
+    return page.evaluate(
+        f"() => {{ const r = document.getElementById('{element_id}').getBoundingClientRect();"
+        " return r.bottom > 0 && r.top < window.innerHeight && r.width > 0; }"
+    )
+
+
+def test_the_lesson_walks_from_start_to_end_with_no_model(served, browser):
+    started = time.perf_counter()
+    page, errors = open_page(browser, f"{served}?lesson=1")
+    try:
+        page.wait_for_function("() => document.querySelector('.ll-lit')")
+        print(f"\nopening ?lesson=1 to its outlined panel: {time.perf_counter() - started:.2f} s")
+        for number, item in enumerate(LESSON):
+            if number:
+                page.click(f"#ll-next-{number - 1}")
+            wanted = f"ll-{item.panel}"
+            page.wait_for_function(
+                f"() => document.querySelector('.ll-lit') && (document.querySelector('.ll-lit').id === '{wanted}'"
+                f" || document.querySelector('.ll-lit #{wanted}'))"
+            )
+            wait_for_step(page, step_index(example(item.preset), item))
+            page.wait_for_timeout(700)  # the smooth scroll
+            assert lit_panel(page) == wanted
+            assert in_view(page, wanted), f"lesson step {number + 1}: {wanted} is not on screen"
+            assert page.get_by_text(item.title).first.is_visible()
+            if number in (4, 8):
+                OUT.mkdir(exist_ok=True)
+                page.screenshot(path=str(OUT / f"lesson-{number + 1}.png"))
+        page.click(f"#ll-back-{len(LESSON) - 1}")
+        wait_for_step(page, step_index(example(LESSON[-2].preset), LESSON[-2]))
+        assert errors == []
+    finally:
+        page.close()
+
+
+def app_panels(page) -> dict[str, str]:
+    return page.evaluate(
+        "(names) => Object.fromEntries(names.map((n) =>"
+        " [n, document.querySelector('#ll-' + n + ' .prose').innerHTML]))",
+        list(replay.PANELS),
+    )
+
+
+def export_panels(page) -> dict[str, str]:
+    return page.evaluate(
+        "(names) => Object.fromEntries(names.map((n) => [n, document.getElementById('ll-' + n).innerHTML]))",
+        list(replay.PANELS),
+    )
+
+
+def test_the_exported_html_replays_offline_exactly_as_the_app(served, browser, tmp_path):
+    page, errors = open_page(browser, f"{served}?preset=python&step=0")
+    try:
+        wait_for_step(page, 0)
+        with page.expect_download() as download:
+            page.click("#ll-html")
+        exported = tmp_path / "replay.html"
+        download.value.save_as(exported)
+        print(f"\nexported HTML of the python preset: {exported.stat().st_size:,} bytes")
+        context = browser.new_context(viewport={"width": 1280, "height": 900})
+        context.set_offline(True)
+        offline = context.new_page()
+        fetched: list[str] = []
+        offline.on("request", lambda request: fetched.append(request.url))
+        offline_errors: list = []
+        offline.on("pageerror", lambda error: offline_errors.append(error))
+        offline.goto(exported.as_uri())
+        offline.wait_for_selector("body[data-ready]")
+        page.click("h1")
+        for step in range(6):
+            if step:
+                page.keyboard.press("ArrowRight")
+                wait_for_step(page, step)
+                offline.keyboard.press("ArrowRight")
+            assert offline.inner_text("#ll-step-number").startswith(f"step {step} of")
+            assert export_panels(offline) == app_panels(page), f"step {step}"
+        offline.fill("#ll-step", "17")
+        offline.dispatch_event("#ll-step", "input")
+        assert offline.inner_text("#ll-step-number").startswith("step 17 of")
+        with offline.expect_download() as png:
+            offline.click("#ll-png")
+        assert png.value.suggested_filename == "lookahead-step-17.png"
+        assert fetched == [exported.as_uri()] and offline_errors == [] and errors == []
+        context.close()
+    finally:
+        page.close()
+
+
+def test_a_run_file_goes_out_and_comes_back_and_a_bad_one_gets_a_message(served, browser, tmp_path):
+    page, errors = open_page(browser, f"{served}?preset=pencils&step=3")
+    try:
+        wait_for_step(page, 3)
+        with page.expect_download() as download:
+            page.click("#ll-json")
+        saved = tmp_path / download.value.suggested_filename
+        download.value.save_as(saved)
+        assert library.read_run(saved.read_bytes()).to_json() == example("pencils").to_json()
+        picker = "#ll-share input[type=file]"
+        bad = tmp_path / "notes.json"
+        bad.write_text('{"schema_version": 1, "trace": {}, "greedy": {}}')
+        page.set_input_files(picker, str(bad))
+        page.wait_for_function(
+            "() => document.querySelector('#ll-share-notice').innerText.includes('cannot be opened')"
+        )
+        assert "schema version" in page.inner_text("#ll-share-notice")
+        page.set_input_files(picker, str(saved))
+        page.wait_for_function("() => document.querySelector('#ll-preset-caption').innerText.includes('from a file')")
+        wait_for_step(page, 0)
+        page.click("#ll-link")
+        page.wait_for_function("() => location.search.includes('run=')")
+        linked, _ = open_page(browser, page.url)
+        wait_for_step(linked, 0)
+        assert "opened from its link" in linked.inner_text("#ll-preset-caption")
+        linked.close()
+        assert errors == []
+    finally:
+        page.close()
