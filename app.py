@@ -264,11 +264,11 @@ def opened(request: gr.Request) -> list:
     step = query.get("step", "0")
     if "lesson" in query:
         *shown, panel = lesson_at(lesson_number(query["lesson"]) - 1)
-        return [*shown, model, panel]
+        return [*shown, model, panel, gr.Sidebar(open=True)]
     if "run" in query:
         kept = SHELF.get(query["run"])
         if kept is not None:
-            return [gr.skip(), None, *run_values(kept, query["run"], KEPT_RUN, step), model, ""]
+            return [gr.skip(), None, *run_values(kept, query["run"], KEPT_RUN, step), model, "", gr.skip()]
     preset_id = query.get("preset", DEFAULT["id"])
     if preset_id not in PRESET_IDS:
         preset_id, shown = DEFAULT["id"], preset_values(DEFAULT["id"])
@@ -278,7 +278,7 @@ def opened(request: gr.Request) -> list:
         shown = preset_values(preset_id, step)
     if "run" in query:
         shown[PRESET_CAPTION] = RUN_GONE + shown[PRESET_CAPTION]
-    return [gr.skip(), preset_id, *shown, model, ""]
+    return [gr.skip(), preset_id, *shown, model, "", gr.skip()]
 
 
 def lesson_number(value) -> int:
@@ -722,7 +722,8 @@ with gr.Blocks(title="Lookahead Lab", delete_cache=(3600, SESSION_SECONDS)) as d
     playing = gr.State(False)
     timer = gr.Timer(replay.play_interval(2), active=False)
 
-    with gr.Sidebar(label="Guided lesson", open=True, width=380, elem_id="ll-lesson-bar"):
+    # Closed at first (open, it covers a phone's screen); a lesson link (?lesson=N) opens it
+    with gr.Sidebar(label="Guided lesson", open=False, width=380, elem_id="ll-lesson-bar") as lesson_bar:
         gr.Markdown(
             f"### 🎓 Lookahead decoding in {len(LESSON)} steps\nEach step moves the replay to the moment it talks "
             "about and outlines the panel to look at. Leave it any time: the page is yours to explore.",
@@ -749,7 +750,8 @@ with gr.Blocks(title="Lookahead Lab", delete_cache=(3600, SESSION_SECONDS)) as d
     gr.Markdown(
         "# Lookahead Lab\nWatch **lookahead decoding** (Fu et al., ICML 2024) on a real model, one forward pass at "
         "a time: the Jacobi window guesses n-grams, the pool keeps them, verification accepts the ones the model "
-        "agrees with, and the output stays exactly what greedy decoding would write. Keys: ← → step, space plays.",
+        "agrees with, and the output stays exactly what greedy decoding would write. Keys: ← → step, space plays. "
+        "New here? Open the **guided lesson** (the arrow at the top left, or [this link](?lesson=1)).",
         elem_id="ll-title",
     )
     with gr.Accordion("How lookahead decoding works, in six lines", open=False):
@@ -910,7 +912,11 @@ with gr.Blocks(title="Lookahead Lab", delete_cache=(3600, SESSION_SECONDS)) as d
         run_id,
     ]
     demo.load(
-        opened, None, [lesson, preset, *preset_outputs, model_info, lit], api_visibility="private", **replaying
+        opened,
+        None,
+        [lesson, preset, *preset_outputs, model_info, lit, lesson_bar],
+        api_visibility="private",
+        **replaying,
     ).then(None, lit, None, js=HIGHLIGHT)
     for target, button in lesson_moves:
         button.click(

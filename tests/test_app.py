@@ -277,7 +277,7 @@ def test_a_lone_surrogate_over_the_http_api_gets_a_message(url):
 def test_a_new_page_names_the_model_already_in_use(client):
     import app
 
-    *_, model_info, _ = app.opened(None)
+    *_, model_info, _, _ = app.opened(None)
     assert "SmolLM2-135M-Instruct" in model_info and "none yet" not in model_info
 
 
@@ -357,12 +357,12 @@ def test_a_link_to_a_recorded_run_opens_it_until_the_shelf_forgets_it(client):
     result = client.predict("def add(a, b):\n", False, 4, 3, 4, 8, False, *LOOKAHEAD, *NO_SAMPLING, api_name="/run")
     key = result[-2]
     assert isinstance(key, str) and len(key) == 12
-    _, preset, *shown, _, _ = app.opened(Asked(run=key, step="2"))
+    _, preset, *shown, _, _, _ = app.opened(Asked(run=key, step="2"))
     assert preset is None and shown[0] == "def add(a, b):\n"  # no preset; the run's prompt
     run = app.SHELF.get(key)
     assert shown[-1] == key
     assert replay.panel_values(run, 2)[0] in shown
-    _, preset, *gone, _, _ = app.opened(Asked(run="nonesuch1234", step="2"))
+    _, preset, *gone, _, _, _ = app.opened(Asked(run="nonesuch1234", step="2"))
     assert preset == app.DEFAULT["id"] and "no longer kept" in gone[app.PRESET_CAPTION]
 
 
@@ -375,7 +375,7 @@ def test_a_lesson_link_opens_its_step_and_every_lesson_step_loads_its_preset_at_
         run = app.example_run(item.preset)
         assert walkthrough.selected == number and preset == item.preset and panel == item.panel
         assert replay.panel_values(run, step_index(run, item))[0] in shown
-    _, preset, *_, lit = app.opened(Asked(lesson="4"))
+    _, preset, *_, lit, _ = app.opened(Asked(lesson="4"))
     assert preset == LESSON[3].preset and lit == LESSON[3].panel
     for nonsense in ("0", "99", "four"):  # held to the lesson's steps
         assert app.opened(Asked(lesson=nonsense))[0].selected in (0, len(LESSON) - 1)
