@@ -381,20 +381,13 @@ def preset_values(preset_id: str, step="0") -> list:
     sampled = item.get("sampling")
     sampling = [sampled is not None, *(sampled or SAMPLING_DEFAULTS).values()]
     run = example_run(preset_id)
-    try:
-        index = replay.clamp_step(run, float(step))
-    except (TypeError, ValueError):
-        index = 0
-    return [*settings, item["caption"], *loaded(run, index), RUN_NOTICE, *sampling, ""]
+    return [*settings, item["caption"], *loaded(run, replay.linked_step(run, step)), RUN_NOTICE, *sampling, ""]
 
 
 def run_values(run: Run, key: str, caption: str, step="0") -> list:
     """A run that is no preset (recorded here, or opened from a file), kept on the shelf under `key`, in the
     places preset_values fills: its prompt, a caption, the run at `step`; the other settings stay as they are."""
-    try:
-        index = replay.clamp_step(run, float(step))
-    except (TypeError, ValueError):
-        index = 0
+    index = replay.linked_step(run, step)
     prompt_text = run.trace.meta.prompt_text
     shown = [prompt_text if prompt_text is not None else gr.skip(), *[gr.skip()] * (PRESET_CAPTION - 1), caption]
     return [*shown, *loaded(run, index), RUN_NOTICE, *[gr.skip()] * (len(SAMPLING_DEFAULTS) + 1), key]

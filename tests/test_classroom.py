@@ -102,18 +102,13 @@ def test_the_lesson_walks_from_start_to_end_with_no_model(served, browser):
         page.close()
 
 
-def app_panels(page) -> dict[str, str]:
+def panels_in(page, inside: str) -> dict[str, str]:
+    """Each panel's HTML on `page`: the content of `#ll-NAME` followed by the selector `inside` (the app's
+    gr.HTML puts it in a `.prose` block; the export's is the element itself)."""
     return page.evaluate(
-        "(names) => Object.fromEntries(names.map((n) =>"
-        " [n, document.querySelector('#ll-' + n + ' .prose').innerHTML]))",
-        list(replay.PANELS),
-    )
-
-
-def export_panels(page) -> dict[str, str]:
-    return page.evaluate(
-        "(names) => Object.fromEntries(names.map((n) => [n, document.getElementById('ll-' + n).innerHTML]))",
-        list(replay.PANELS),
+        "([names, inside]) => Object.fromEntries(names.map((n) =>"
+        " [n, document.querySelector('#ll-' + n + inside).innerHTML]))",
+        [list(replay.PANELS), inside],
     )
 
 
@@ -142,7 +137,7 @@ def test_the_exported_html_replays_offline_exactly_as_the_app(served, browser, t
                 wait_for_step(page, step)
                 offline.keyboard.press("ArrowRight")
             assert offline.inner_text("#ll-step-number").startswith(f"step {step} of")
-            assert export_panels(offline) == app_panels(page), f"step {step}"
+            assert panels_in(offline, "") == panels_in(page, " .prose"), f"step {step}"
         offline.fill("#ll-step", "17")
         offline.dispatch_event("#ll-step", "input")
         assert offline.inner_text("#ll-step-number").startswith("step 17 of")

@@ -223,3 +223,10 @@ def test_a_trace_of_another_version_or_shape_is_refused(tmp_path, run):
     path.write_bytes(b"{not json")
     with pytest.raises(SchemaError, match="not JSON"):
         library.load_run(path)
+
+
+def test_a_step_named_in_a_link_is_read_as_a_number_inside_the_run(run):
+    last = replay.last_step(run)
+    cases = {"3": 3, "2.6": 3, "-4": 0, "999": last, "seven": 0, None: 0, "nan": 0}
+    for text, expected in cases.items():
+        assert replay.linked_step(run, text) == expected, text

@@ -54,6 +54,14 @@ def clamp_step(run: Run, index) -> int:
     return min(max(int(round(index)), 0), last_step(run))
 
 
+def linked_step(run: Run, text) -> int:
+    """A step named in a link (`?step=17`: text) as a valid step number of the run; 0 for anything else."""
+    try:
+        return clamp_step(run, float(text))
+    except (TypeError, ValueError):
+        return 0
+
+
 def step_by(run: Run, index, delta: int) -> int:
     return clamp_step(run, clamp_step(run, index) + delta)
 
