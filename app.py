@@ -30,6 +30,7 @@ from lab import space
 from lab.budget import RACE_SECONDS, RUN_SECONDS, BudgetError, Prices, check_budget, decodings, warmed_prices
 from lab.race import RACED, racing
 from lab.shelf import Shelf
+from lookahead_core.attention import UnsupportedModel
 from lookahead_core.config import (
     MAX_TOKENS_PER_STEP,
     PROMPT_LOOKUP,
@@ -449,7 +450,7 @@ def draft_tokens_of(draft_tokens) -> int:
 
 
 PROGRESS = gr.Progress()  # Gradio passes it in place of this default, bound to the event being served
-REFUSALS = (replay.InputError, SettingsError, DecodingError, ModelLoadError, PromptError, BudgetError)
+REFUSALS = (replay.InputError, SettingsError, DecodingError, ModelLoadError, UnsupportedModel, PromptError, BudgetError)
 
 
 def reporting(work: Iterator, progress: gr.Progress, unchanged: list):

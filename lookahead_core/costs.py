@@ -17,6 +17,7 @@ import time
 
 import torch
 
+from .attention import attention_plan
 from .forward import forward_tree, keep_rows, prefill
 from .layout import chain_layout
 from .models import LoadedModel, cache_root
@@ -73,13 +74,14 @@ def measure_step_costs(lm: LoadedModel, sizes=SIZES, context: int = CONTEXT, rep
     generator = torch.Generator().manual_seed(0)
     prefix = torch.randint(0, lm.model.config.vocab_size, (context,), generator=generator).tolist()
     cache, _ = prefill(lm.model, prefix)
+    plan = attention_plan(lm.model.config)
     medians = []
     for size in sizes:
         layout = chain_layout(size)
         tokens = prefix[:size]
         timings = []
         for attempt in range(repeats + 1):  # the first run of each shape warms allocators and kernels
-            seconds = forward_tree(lm.model, cache, tokens, layout).seconds
+            seconds = forward_tree(lm.model, cache, tokens, layout, plan).seconds
             keep_rows(cache, context, [])
             if attempt:
                 timings.append(seconds)

@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 
 import torch
 
+from .attention import AttentionPlan, attention_plan, sliding_view
 from .config import LookaheadConfig, LookupConfig
 from .draft import Draft, DraftProposer
 from .forward import Pass, decode_one_token, forward_tree, keep_rows, output_device, prefill
@@ -25,7 +26,7 @@ from .layout import CURRENT, StepLayout, tree_layout
 from .lookup import PromptLookupProposer
 from .planning import FullPlanner, Plan, StepPlanner
 from .proposers import Candidate, JacobiProposer, Outcome, Proposal, Proposer, StepContext
-from .records import Branch, InputRow, Method, StepKind, StepRecord, StopReason, TokenSource
+from .records import Branch, InputRow, Method, SlidingRecord, StepKind, StepRecord, StopReason, TokenSource
 from .sampling import GREEDY, SamplingConfig, draw, probabilities
 from .verify import commit, commit_sources, verify, verify_sampled
 
@@ -152,11 +153,21 @@ def input_rows(fed: StepInput, position: int) -> list[InputRow]:
     ]
 
 
+def sliding_record(plan: AttentionPlan, layout: StepLayout, position: int) -> SlidingRecord | None:
+    """What the rows saw on the sliding-window layers (None for a model without any)."""
+    view = sliding_view(plan, layout.seen, layout.depths, position)
+    if view is None:
+        return None
+    prefix_from, sees = zip(*view, strict=True)
+    return SlidingRecord(plan.window, plan.sliding_layers, list(prefix_from), list(sees))
+
+
 class GuessingDecoder:
     """One guess-and-verify run's state: KV cache, committed sequence, the proposer and the planner.
 
     `make_proposer(sequence)` builds the method's proposer once the prefill has committed the
-    first token; `method` names the records.
+    first token; `method` names the records. Raises UnsupportedModel (attention.py) at once for a
+    model whose attention cannot take a token tree's masks.
     """
 
     def __init__(
@@ -171,6 +182,7 @@ class GuessingDecoder:
         sampling: SamplingConfig = GREEDY,
     ):
         self.model, self.method, self.max_new_tokens, self.eos_ids = model, method, max_new_tokens, eos_ids
+        self.attention = attention_plan(model.config)
         self.make_proposer = make_proposer
         self.planner = planner or FullPlanner()
         self.sampling = sampling
@@ -205,7 +217,7 @@ class GuessingDecoder:
         proposal = self.proposer.propose(StepContext(self.sequence, self.step_index))
         plan = self.planner.plan(proposal)
         fed = lay_out(self.sequence[-1], proposal, plan)
-        result = forward_tree(self.model, self.cache, fed.tokens, fed.layout)
+        result = forward_tree(self.model, self.cache, fed.tokens, fed.layout, self.attention)
         verification = self.verify(fed, result)
         committed = self.commit(
             verification.block, fed.candidates[verification.winner] if verification.accepted else None
@@ -232,6 +244,7 @@ class GuessingDecoder:
             report.pool,
             verification,
             report.draft,
+            sliding_record(self.attention, fed.layout, position),
         )
 
     def verify(self, fed: StepInput, result: Pass):

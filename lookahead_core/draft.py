@@ -17,10 +17,9 @@ import time
 from dataclasses import dataclass
 
 import torch
-from transformers import DynamicCache
 
 from .config import check_draft_tokens
-from .forward import extend, output_device
+from .forward import extend, new_cache, output_device
 from .layout import CURRENT
 from .models import LoadedModel, ModelLoadError, load_model
 from .proposers import Candidate, Outcome, Proposal, ProposedBranch, ProposerReport, StepContext
@@ -121,7 +120,7 @@ class DraftProposer:
         self.before = len(sequence)  # the sequence's length when the last chain was drafted
         self.record: DraftRecord | None = None  # what the last `propose` drafted
         self.generator = None if sampling.is_greedy else sampling.generator(output_device(draft.model), stream=1)
-        self.cache = DynamicCache(config=draft.model.config)
+        self.cache = new_cache()
         extend(draft.model, self.cache, sequence[:-1])  # the draft's prefill: all but c
         self.cached = len(sequence) - 1
 

@@ -1,9 +1,11 @@
 """One forward pass of the unmodified model over a token tree, and the KV cache bookkeeping after it.
 
-The tree's attention mask is explicit (4D, float, 0 = may attend), built once per layout and
-reused; position ids and the cache position are passed with it, so any transformers causal LM
-whose attention honours a custom 4D mask runs lookahead with no patching. Only the transformers
-Cache API (`crop`, and the layers' key/value tensors) is used to keep the accepted rows.
+The tree's attention mask is explicit (4D, float, 0 = may attend), its in-step part built once
+per layout and reused, one per layer type where a model mixes full and sliding-window layers
+(attention.py); position ids and the cache position are passed with it, so any transformers
+causal LM whose attention honours a custom 4D mask runs lookahead with no patching. The cache
+keeps every position on every layer; only the transformers Cache API (`crop`, and the layers'
+key/value tensors) is used to keep the accepted rows.
 Where the model's head is a plain linear layer the engine runs the model's own base and applies
 that layer's weights itself, as weight @ hidden: on a CPU that product costs a fraction of the
 batched linear for a few rows. Each pass returns every row's argmax (greedy decoding, the
@@ -20,6 +22,7 @@ import torch
 from torch import nn
 from transformers import DynamicCache
 
+from .attention import AttentionPlan, step_masks
 from .layout import StepLayout
 
 
@@ -40,9 +43,17 @@ def tree_mask(layout: StepLayout, dtype: torch.dtype, device: torch.device) -> t
     return mask.masked_fill(allowed, 0.0).to(device)
 
 
+# Config fields of models that rescale or soft-cap the output layer's product (Gemma 2/3, Cohere,
+# Granite): their logits are not base(...) @ weight.T, so the model's own head computes them.
+LOGIT_TRANSFORMS = ("final_logit_softcapping", "logit_scale", "logits_scaling", "output_multiplier_scale")
+
+
 def plain_head(model) -> nn.Linear | None:
     """The model's output layer when logits are exactly base(...) @ weight.T (+ bias), else None."""
     head = model.get_output_embeddings()
+    config = model.config.get_text_config(decoder=True)
+    if any(getattr(config, name, None) not in (None, 1, 1.0) for name in LOGIT_TRANSFORMS):
+        return None
     if isinstance(head, nn.Linear) and model.base_model is not model:
         return head
     return None
@@ -92,9 +103,18 @@ def extend(model, cache: DynamicCache, tokens: list[int]) -> Pass:
     return timed(model, last_only=True, input_ids=input_ids, past_key_values=cache, use_cache=True)
 
 
+def new_cache() -> DynamicCache:
+    """An empty cache whose every layer keeps every position, sliding-window layers too.
+
+    A sliding layer's own cache drops keys as it goes and cannot roll back past its window; the
+    engine hides old keys with the sliding mask instead, so it can drop rejected rows anywhere.
+    """
+    return DynamicCache()
+
+
 def prefill(model, prompt_ids: list[int]) -> tuple[DynamicCache, Pass]:
     """Run the prompt through the model; return the cache and the last row's pass (the first new token)."""
-    cache = DynamicCache(config=model.config)
+    cache = new_cache()
     return cache, extend(model, cache, prompt_ids)
 
 
@@ -103,17 +123,18 @@ def decode_one_token(model, cache: DynamicCache, token: int) -> Pass:
     return extend(model, cache, [token])
 
 
-def forward_tree(model, cache: DynamicCache, input_ids: list[int], layout: StepLayout) -> Pass:
-    """Feed a token tree after the cached prefix; the pass holds each row's argmax and logits."""
+def forward_tree(model, cache: DynamicCache, input_ids: list[int], layout: StepLayout, plan: AttentionPlan) -> Pass:
+    """Feed a token tree after the cached prefix, masked for each layer type of `plan`; the pass holds
+    each row's argmax and logits."""
     device, dtype = model.device, model.dtype
     past = cache.get_seq_length()
     q = layout.size
-    mask = torch.cat([torch.zeros(q, past, dtype=dtype, device=device), tree_mask(layout, dtype, device)], dim=1)
+    tree = torch.cat([torch.zeros(q, past, dtype=dtype, device=device), tree_mask(layout, dtype, device)], dim=1)
     position_ids = torch.tensor([layout.depths], device=device) + past
     return timed(
         model,
         input_ids=torch.tensor([input_ids], device=device),
-        attention_mask=mask[None, None],
+        attention_mask=step_masks(plan, tree, layout.depths, past),
         position_ids=position_ids,
         cache_position=torch.arange(past, past + q, device=device),
         past_key_values=cache,

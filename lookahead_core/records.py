@@ -17,7 +17,10 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
+# Older versions whose records read as this one: version 4 only added facts with defaults (the
+# sliding-window masks), so a version 3 record is a version 4 record of a model with no sliding layer.
+UPGRADABLE = {3}
 
 
 class SchemaError(ValueError):
@@ -136,6 +139,21 @@ class InputRow:
     lane: int
     index: int
     sees: list[int]
+
+
+@dataclass
+class SlidingRecord:
+    """The mask the engine passed to the model's sliding-window layers, where it differs from the rows' `sees`.
+
+    On those `layers` (of the model's layers), a row at position t sees only keys at positions
+    > t - `window`: of the committed prefix, positions `prefix_from[i]` onwards; of this step's
+    rows, `sees[i]` (its ancestors and itself within the window). Full layers see what the rows say.
+    """
+
+    window: int
+    layers: int
+    prefix_from: list[int]
+    sees: list[list[int]]
 
 
 @dataclass
@@ -306,6 +324,7 @@ class StepRecord:
     pool: PoolRecord | None = None
     verification: VerificationRecord | None = None
     draft: DraftRecord | None = None
+    sliding: SlidingRecord | None = None  # None: the model has no sliding-window layer
 
     def token_ids(self) -> set[int]:
         """Every token id this record mentions (what a trace's vocabulary must cover)."""
@@ -393,6 +412,9 @@ class Machine:
     transformers: str
     python: str
     platform: str
+    layers: int = 0  # 0: not recorded (a record from before schema version 4)
+    sliding_layers: int = 0
+    sliding_window: int | None = None
 
 
 @dataclass
@@ -572,7 +594,9 @@ def from_json(cls: type, text: str | bytes) -> Any:
 def from_data(cls: type, data: Any) -> Any:
     """Build a `cls` record from plain data, checking the schema version first, then every field."""
     version = data.get("schema_version") if isinstance(data, dict) else None
-    if version != SCHEMA_VERSION:
+    if version in UPGRADABLE:
+        data = upgraded(data)
+    elif version != SCHEMA_VERSION:
         found = (
             "no schema version (a trace from before versioned records)" if version is None else f"version {version!r}"
         )
@@ -580,6 +604,14 @@ def from_data(cls: type, data: Any) -> Any:
             f"this {cls.__name__.lower()} has {found}; this lab reads schema version {SCHEMA_VERSION}: record it again"
         )
     return decode(cls, data, cls.__name__.lower())
+
+
+def upgraded(data: dict) -> dict:
+    """An UPGRADABLE record's data as this version's: the documents it nests are re-labelled too."""
+    return {
+        key: SCHEMA_VERSION if key == "schema_version" else upgraded(value) if isinstance(value, dict) else value
+        for key, value in data.items()
+    }
 
 
 def decode(kind: Any, value: Any, where: str) -> Any:

@@ -21,6 +21,7 @@ from lookahead_core.records import (
     StopReason,
     Trace,
     Verdict,
+    to_data,
 )
 from lookahead_core.trace import record_run, record_trace
 from lookahead_core.tuning import choose_settings
@@ -125,6 +126,24 @@ def test_a_trace_of_another_schema_version_is_refused_naming_both_versions(run):
     text = mutated(run.trace, lambda d: d.update(schema_version=SCHEMA_VERSION + 1))
     with pytest.raises(SchemaError, match=f"version {SCHEMA_VERSION + 1}.*reads schema version {SCHEMA_VERSION}"):
         Trace.from_json(text)
+
+
+def test_a_version_3_run_reads_as_a_run_of_a_model_without_sliding_layers(run):
+    data = to_data(run)
+
+    def version_3(node):
+        if isinstance(node, dict):
+            return {k: 3 if k == "schema_version" else version_3(v) for k, v in node.items() if k != "sliding"}
+        return [version_3(v) for v in node] if isinstance(node, list) else node
+
+    old = version_3(data)
+    for trace in (old["trace"], old["greedy"]):
+        for key in ("layers", "sliding_layers", "sliding_window"):
+            trace["meta"]["machine"].pop(key)
+    read = Run.from_json(json.dumps(old))
+    assert read.schema_version == read.trace.schema_version == SCHEMA_VERSION == 4
+    assert read.trace.meta.machine.layers == 0 and all(s.sliding is None for s in read.trace.steps)
+    assert read.trace.steps == run.trace.steps
 
 
 def test_an_old_trace_without_a_schema_version_is_refused_as_such(run):

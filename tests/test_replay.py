@@ -10,7 +10,7 @@ import math
 import pytest
 
 from lookahead_core.config import LookaheadConfig, SettingsError
-from lookahead_core.records import Method, Run, SchemaError, Settings, to_data
+from lookahead_core.records import SCHEMA_VERSION, Method, Run, SchemaError, Settings, to_data
 from visuals import library, replay
 
 PRESETS = library.load_presets()
@@ -206,14 +206,15 @@ def old_trace(run: Run) -> dict:
 def test_an_old_trace_is_refused_with_the_schema_version(tmp_path, run, name):
     data = json.dumps(old_trace(run)).encode()
     (tmp_path / name).write_bytes(gzip.compress(data) if name.endswith(".gz") else data)
-    with pytest.raises(SchemaError, match="no schema version .* reads schema version 3: record it again"):
+    refusal = f"no schema version .* reads schema version {SCHEMA_VERSION}: record it again"
+    with pytest.raises(SchemaError, match=refusal):
         library.load_run(tmp_path / name)
 
 
 def test_a_trace_of_another_version_or_shape_is_refused(tmp_path, run):
     path = tmp_path / "run.json"
     path.write_text(json.dumps({**to_data(run), "schema_version": 1}))
-    with pytest.raises(SchemaError, match="version 1; this lab reads schema version 3"):
+    with pytest.raises(SchemaError, match=f"version 1; this lab reads schema version {SCHEMA_VERSION}"):
         library.load_run(path)
     damaged = to_data(run)
     del damaged["trace"]["steps"][1]["rows"][0]["sees"]

@@ -3,7 +3,9 @@
 Each row is one token fed to the forward pass; it sees the committed prefix plus the rows the
 engine recorded it may attend to (`InputRow.sees`: the mask it passed): the window rows see
 their Jacobi trajectory, guess tokens see c and their own earlier tokens, and the two branches
-never see each other.
+never see each other. A model with sliding-window layers gets a second grid, the mask those
+layers got (`StepRecord.sliding`): each row sees only the last `window` positions, so the start
+of the prefix (and, in a deep window, far ancestors) drops out.
 """
 
 from __future__ import annotations
@@ -68,14 +70,37 @@ def describe_row(record: StepRecord, vocab: dict, roles: list, row: int) -> str:
     return f"row {row} {roles[row][1]} ‘{token}’ at position {record.rows[row].position}"
 
 
-def header_svg(record: StepRecord, roles: list, grid_x: int, font: int, detailed: bool) -> list[str]:
+def prefix_svg(record: StepRecord, sliding: bool) -> list[str]:
+    """The prefix column: whole for full layers; on sliding layers, per row, the part within the window.
+
+    A row that sees the whole prefix gets both cells, one that sees only its end the right cell,
+    one that sees none of it (the window ends inside this step) no cell.
+    """
+    p, n = record.position, len(record.rows)
+    if not sliding:
+        return [
+            f'<rect x="{LABEL_WIDTH}" y="{HEAD_HEIGHT}" width="{PREFIX_CELLS * CELL}" height="{n * CELL}" '
+            f'class="ll-mask-prefix"><title>every row sees the committed prefix: {p} tokens</title></rect>'
+        ]
+    parts = []
+    for row, first in enumerate(record.sliding.prefix_from):
+        if first >= p:
+            continue
+        cells = PREFIX_CELLS if first == 0 else 1
+        x = LABEL_WIDTH + (PREFIX_CELLS - cells) * CELL
+        parts.append(
+            f'<rect x="{x}" y="{HEAD_HEIGHT + row * CELL}" width="{cells * CELL - 1}" height="{CELL - 1}" '
+            f'class="ll-mask-prefix"><title>row {row} sees prefix positions {first} to {p - 1}</title></rect>'
+        )
+    return parts
+
+
+def header_svg(record: StepRecord, roles: list, grid_x: int, font: int, detailed: bool, sliding: bool) -> list[str]:
     """The prefix column, a coloured bar and a name over each branch, and the label columns' titles."""
     n = len(roles)
     parts = [
         f'<rect x="{grid_x}" y="{HEAD_HEIGHT}" width="{n * CELL}" height="{n * CELL}" class="ll-mask-bg"/>',
-        f'<rect x="{LABEL_WIDTH}" y="{HEAD_HEIGHT}" width="{PREFIX_CELLS * CELL}" height="{n * CELL}" '
-        f'class="ll-mask-prefix"><title>every row sees the committed prefix: {record.position} tokens'
-        "</title></rect>",
+        *prefix_svg(record, sliding),
         f'<text x="{LABEL_WIDTH + CELL}" y="{HEAD_HEIGHT - 6}" font-size="{font}" text-anchor="middle">prefix</text>',
     ]
     for branch, first, last in branch_spans(roles):
@@ -95,10 +120,13 @@ def header_svg(record: StepRecord, roles: list, grid_x: int, font: int, detailed
     return parts
 
 
-def rows_svg(record: StepRecord, vocab: dict, roles: list, grid_x: int, font: int, detailed: bool) -> list[str]:
+def rows_svg(
+    record: StepRecord, vocab: dict, roles: list, grid_x: int, font: int, detailed: bool, sliding: bool
+) -> list[str]:
     """One group per row: its label and position id, and a rectangle per run of columns it sees."""
     parts = []
-    for row, seen in enumerate(r.sees for r in record.rows):
+    seen_rows = record.sliding.sees if sliding else [r.sees for r in record.rows]
+    for row, seen in enumerate(seen_rows):
         y = HEAD_HEIGHT + row * CELL
         sees = " sees the prefix and " + ", ".join(roles[col][1] for col in seen) if detailed else ""
         tip = f"<title>{describe_row(record, vocab, roles, row)}{escape(sees)}</title>"
@@ -134,19 +162,21 @@ def separators_svg(roles: list, grid_x: int) -> list[str]:
     return parts
 
 
-def mask_svg(record: StepRecord, vocab: dict[str, str]) -> str:
+def mask_svg(record: StepRecord, vocab: dict[str, str], sliding: bool = False) -> str:
+    """The grid of the mask the full-attention layers got, or with `sliding` the sliding-window layers' mask."""
     roles = row_roles(record)
     n = len(roles)
     detailed = n <= DETAILED_ROWS
     font = 10 if detailed else max(10, n // 6)
     grid_x = LABEL_WIDTH + PREFIX_CELLS * CELL + 4
     width, height = grid_x + n * CELL + 2, HEAD_HEIGHT + n * CELL + 2
-    parts = header_svg(record, roles, grid_x, font, detailed)
-    parts += rows_svg(record, vocab, roles, grid_x, font, detailed)
+    parts = header_svg(record, roles, grid_x, font, detailed, sliding)
+    parts += rows_svg(record, vocab, roles, grid_x, font, detailed, sliding)
     parts += separators_svg(roles, grid_x)
+    layers = f" on the sliding-window layers (window {record.sliding.window})" if sliding else ""
     return (
         f'<svg class="ll-mask" viewBox="0 0 {width} {height}" style="max-width:{width}px" role="img" '
-        f'aria-label="attention mask of step {record.step}: {n} rows">{"".join(parts)}</svg>'
+        f'aria-label="attention mask of step {record.step}{layers}: {n} rows">{"".join(parts)}</svg>'
     )
 
 
@@ -164,4 +194,21 @@ def mask_html(record: StepRecord, vocab: dict[str, str]) -> str:
         f"column j at {p}+l+j, guess token k at {p + 1}+k, so several rows share a position: they are rival "
         "guesses for it."
     )
-    return f'<div class="ll-scroll">{mask_svg(record, vocab)}</div><p class="ll-note">{escape(note)}</p>'
+    full = f'<div class="ll-scroll">{mask_svg(record, vocab)}</div><p class="ll-note">{escape(note)}</p>'
+    if record.sliding is None:
+        return full
+    s = record.sliding
+    cut_prefix = sum(first > 0 for first in s.prefix_from)
+    cut_rows = sum(seen != row.sees for seen, row in zip(s.sees, record.rows, strict=True))
+    sliding_note = (
+        f"The model's {s.layers} sliding-window layers got this mask instead: a row at position t sees only "
+        f"positions after t - {s.window}. Here {cut_prefix} of the {len(s.prefix_from)} rows see only the end "
+        f"of the prefix (one cell in the prefix column) and {cut_rows} lose ancestors of this step. The KV "
+        "cache keeps every position: the mask alone hides them."
+    )
+    return (
+        f'<p class="ll-mask-title">Full-attention layers</p>{full}'
+        f'<p class="ll-mask-title">Sliding-window layers ({s.layers} of them, window {s.window})</p>'
+        f'<div class="ll-scroll">{mask_svg(record, vocab, sliding=True)}</div>'
+        f'<p class="ll-note">{escape(sliding_note)}</p>'
+    )

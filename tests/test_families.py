@@ -1,0 +1,103 @@
+"""Every family of the README's table, as a tiny random config: exact past a 16-token sliding window, or refused.
+
+The sweep (lab/families.py) is the same one that writes the table. A negative control shows it
+catches a sliding-window bug: with the sliding layers' mask left as wide as the full layers',
+the sliding families differ from `generate`.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from transformers import AutoConfig
+
+from lab import families
+from lookahead_core import attention
+from lookahead_core.attention import SLIDING, UnsupportedModel, attention_plan
+from lookahead_core.records import Method
+from lookahead_core.trace import decode_steps
+
+REFUSED = {"Falcon (ALiBi)", "BLOOM (ALiBi)", "MPT (ALiBi)"}
+
+
+@pytest.mark.parametrize("family", families.FAMILIES, ids=lambda f: f.name)
+def test_each_family_is_exact_past_the_window_or_refused(family):
+    outcome = families.sweep_family(family)
+    expected = "refused" if family.name in REFUSED else "exact"
+    assert outcome.verdict == expected, outcome.detail
+
+
+def test_the_sweep_catches_a_sliding_layer_that_sees_too_far(monkeypatch):
+    monkeypatch.setattr(attention, "beyond_window", lambda depths, past, window, device: torch.zeros((), dtype=bool))
+    sliding = [f for f in families.FAMILIES if f.sliding]
+    verdicts = {f.name: families.sweep_family(f).verdict for f in sliding}
+    assert set(verdicts.values()) == {"differs"}, verdicts
+
+
+def test_a_refused_family_is_refused_before_decoding_with_the_engines_error():
+    lm = families.tiny_model(next(f for f in families.FAMILIES if f.model_type == "bloom"))
+    with pytest.raises(UnsupportedModel, match="bloom cannot be run exactly by lookahead: its ALiBi"):
+        decode_steps(lm, [5, 6, 7], Method.LOOKAHEAD, families.SETTINGS[0], 4)
+
+
+@pytest.mark.parametrize(
+    ("settings", "reason"),
+    [
+        ({"model_type": "llama", "_attn_implementation": "flash_attention_2"}, "flash_attention_2 attention kernel"),
+        ({"model_type": "llama", "attention_chunk_size": 8}, "chunked_attention"),
+        ({"model_type": "qwen3_next"}, "linear_attention"),
+        ({"model_type": "t5"}, "encoder-decoder"),
+    ],
+)
+def test_attention_the_engine_cannot_mask_is_refused_with_its_reason(settings, reason):
+    model_type = settings.pop("model_type")
+    kernel = settings.pop("_attn_implementation", None)
+    config = AutoConfig.for_model(model_type, **settings)
+    if kernel:
+        config._attn_implementation = kernel
+    with pytest.raises(UnsupportedModel, match=reason):
+        attention_plan(config)
+
+
+def test_sliding_layers_with_different_windows_are_refused():
+    config = families.Family("x", "gemma3_text", {"sliding_window": 16}).config()
+    config.layer_types = ["sliding_attention", "full_attention"]
+    plan = attention_plan(config)
+    assert plan.window == 16 and plan.mixed and plan.sliding_layers == 1
+    config.layer_types = [SLIDING, SLIDING]
+    config.per_layer_config = {1: {"sliding_window": 8}}  # a heterogeneous config: layer 1 slides over 8
+    with pytest.raises(UnsupportedModel, match="different windows"):
+        attention_plan(config)
+
+
+def test_steps_record_what_a_sliding_layer_saw():
+    family = next(f for f in families.FAMILIES if f.model_type == "gemma3_text")
+    lm = families.tiny_model(family)
+    steps = list(decode_steps(lm, families.test_prompt("x"), Method.LOOKAHEAD, families.SETTINGS[1], 40))
+    window = families.WINDOW
+    assert lm.describe()["sliding_window"] == window and lm.describe()["sliding_layers"] == 2
+    for step in steps[1:]:
+        sliding = step.sliding
+        assert sliding.window == window and sliding.layers == 2
+        for i, row in enumerate(step.rows):
+            assert sliding.prefix_from[i] == max(0, row.position - window + 1)
+            assert sliding.sees[i] == [r for r in row.sees if row.position - step.rows[r].position < window]
+    assert steps[1].sliding.prefix_from[0] > 0, "the prompt is longer than the window: its start is hidden"
+    plain = families.tiny_model(families.FAMILIES[0])
+    assert all(s.sliding is None for s in decode_steps(plain, [5, 6, 7], Method.LOOKAHEAD, families.SETTINGS[0], 6))
+
+
+def test_the_mask_panel_shows_the_sliding_layers_mask_from_the_record():
+    from visuals.mask import mask_html
+
+    family = next(f for f in families.FAMILIES if f.model_type == "gemma3_text")
+    lm = families.tiny_model(family)
+    steps = list(decode_steps(lm, families.test_prompt("x"), Method.LOOKAHEAD, families.SETTINGS[1], 6))
+    vocab = {str(i): chr(65 + i % 26) for i in range(families.VOCAB)}
+    html = mask_html(steps[1], vocab)
+    assert html.count("<svg") == 2 and "Sliding-window layers (2 of them, window 16)" in html
+    first = steps[1].sliding.prefix_from[0]
+    assert f"row 0 sees prefix positions {first} to {steps[1].position - 1}" in html
+    plain = families.tiny_model(families.FAMILIES[0])
+    record = list(decode_steps(plain, [5, 6, 7], Method.LOOKAHEAD, families.SETTINGS[0], 4))[1]
+    assert mask_html(record, vocab).count("<svg") == 1
