@@ -21,6 +21,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from functools import cache, partial
 from pathlib import Path
 
@@ -42,7 +43,18 @@ from lookahead_core.config import (
 from lookahead_core.costs import step_costs
 from lookahead_core.decoding import DecodingError
 from lookahead_core.draft import DEFAULT_DRAFT, DEFAULT_DRAFT_TOKENS, Draft, make_draft
-from lookahead_core.models import DEFAULT_MODEL, ModelLoadError, PromptError, encode_prompt, load_model
+from lookahead_core.models import (
+    DEFAULT_MODEL,
+    DTYPES,
+    GEMMA,
+    LoadedModel,
+    ModelLoadError,
+    PromptError,
+    encode_prompt,
+    installed_models,
+    load_model,
+    resolve_device,
+)
 from lookahead_core.records import Machine, Method, Progress, RaceRecord, Run, SchemaError
 from lookahead_core.sampling import GREEDY, SamplingConfig
 from lookahead_core.trace import machine_facts, recording_run
@@ -67,6 +79,9 @@ SESSION_SECONDS = 3 * 3600  # a recorded run is kept this long after its last up
 # Requests waiting for the model slot, past the one that runs: at most RUN_SECONDS each, so the last
 # in line waits five minutes at worst; the next one is told the lab is busy.
 MAX_WAITING = 10
+MAX_MODEL_NAME = 200  # characters of a model's name, hub id or folder path
+# What the dtype picker offers: float32 (exact) everywhere, bfloat16 where there is a GPU.
+DTYPE_CHOICES = ("auto", "float32", "bfloat16")
 # Recorded and opened runs kept for links (?run=ID), gzipped (tens of KB each), for as long as a session
 SHELF = Shelf(capacity=300, seconds=SESSION_SECONDS)
 EXPORTS = Path(tempfile.mkdtemp(prefix="lookahead-lab-exports-"))  # files a visitor downloads, by content
@@ -75,48 +90,67 @@ EXPORTS = Path(tempfile.mkdtemp(prefix="lookahead-lab-exports-"))  # files a vis
 # The model: loaded on the first Run, shared by every session
 
 
-class ModelHolder:
-    """One loaded model for the whole server, created on first use under a lock, with its draft.
+@dataclass
+class Held:
+    """One loaded model and what is made from it: its prices on this hardware (None: not priced) and, on
+    first use, its bfloat16 copy, the speculative draft. A request takes one Held and uses it throughout,
+    so a switch of model between two of its passes cannot mix two models in one run."""
 
-    With `warm`, a model is warmed up once after loading and its work priced on this hardware
-    (budget.warmed_prices); on ZeroGPU each request warms up in its own GPU slot instead.
-    """
-
-    def __init__(self, warm: bool = True) -> None:
-        self._lm = self._draft = self._prices = None
-        self._warm = warm
-        self._lock = threading.Lock()
-
-    def get(self):
-        with self._lock:
-            if self._lm is None:
-                self._lm = load_model()
-            if self._warm and self._prices is None:
-                self._prices = warmed_prices(self._lm, self._bf16_copy())
-            return self._lm
-
-    def put(self, lm) -> None:
-        with self._lock:
-            self._lm, self._draft, self._prices = lm, None, None
-
-    def _bf16_copy(self) -> Draft:
-        if self._draft is None:
-            self._draft = make_draft(self._lm, DEFAULT_DRAFT, DEFAULT_DRAFT_TOKENS)
-        return self._draft
+    lm: LoadedModel
+    prices: Prices | None = None
+    copy: Draft | None = None
 
     def draft(self, tokens: int) -> Draft:
         """The model's bf16 copy as a draft of `tokens` tokens per step (the copy is made once)."""
-        self.get()
-        with self._lock:
-            return Draft(self._bf16_copy().model, DEFAULT_DRAFT, tokens)
+        if self.copy is None:
+            self.copy = make_draft(self.lm, DEFAULT_DRAFT, DEFAULT_DRAFT_TOKENS)
+        return Draft(self.copy.model, DEFAULT_DRAFT, tokens)
 
-    def prices(self) -> Prices | None:
-        """What model work costs here (None on ZeroGPU, where the Space's quota caps requests)."""
-        self.get()
-        return self._prices
+
+class ModelHolder:
+    """One loaded model for the whole server, loaded on demand under a lock: the one a request names.
+
+    A request for another model (or dtype) loads it and lets the previous one go once no request uses
+    it; a model that fails to load leaves the held one in place. With `warm`, a model is warmed up
+    once after loading and its work priced on this hardware (budget.warmed_prices); on ZeroGPU each
+    request warms up in its own GPU slot instead.
+    """
+
+    def __init__(self, warm: bool = True) -> None:
+        self._held: Held | None = None
+        self._warm = warm
+        self._lock = threading.Lock()
+
+    def get(self, choice: str = DEFAULT_MODEL, dtype: str = "auto") -> Held:
+        """The model `choice` (DEFAULT_MODEL, GEMMA, a hub id or a folder) in `dtype`, loaded if another is held.
+
+        Raises ModelLoadError or UnsupportedModel (the held model stays) for one that cannot be used.
+        """
+        with self._lock:
+            if self._held is None or not holds(self._held.lm, choice, dtype):
+                lm = load_model(None if choice == DEFAULT_MODEL else choice, dtype=dtype)
+                self._held = Held(lm)
+            if self._warm and self._held.prices is None:
+                self._held.prices = warmed_prices(self._held.lm, self._held.draft(DEFAULT_DRAFT_TOKENS))
+            return self._held
+
+    def put(self, lm: LoadedModel) -> None:
+        with self._lock:
+            self._held = Held(lm)
 
     def facts(self) -> Machine | None:
-        return machine_facts(self._lm) if self._lm is not None else None
+        held = self._held
+        return machine_facts(held.lm) if held is not None else None
+
+    def loading(self, choice: str, dtype: str) -> bool:
+        """Whether a request for `choice` would load it first (it is not the held model)."""
+        held = self._held
+        return held is None or not holds(held.lm, choice, dtype)
+
+
+def holds(lm: LoadedModel, choice: str, dtype: str) -> bool:
+    """Whether `lm` is the model `choice` in `dtype` (auto: in whatever dtype it was loaded)."""
+    return lm.name == choice and (dtype == "auto" or lm.dtype == DTYPES.get(dtype))
 
 
 ZERO_GPU = space.on_zero_gpu(spaces)
@@ -127,7 +161,7 @@ RUN_NOTICE = (
 )
 if ZERO_GPU:  # the platform's contract: load at module scope and move to CUDA; workers get the weights streamed
     MODEL.put(load_model(device="cpu", dtype="float32"))
-    MODEL.get().model.to("cuda")
+    MODEL.get().lm.model.to("cuda")
 GPU_WORK = []  # the functions that hold a GPU slot on ZeroGPU: all the model work there is
 
 
@@ -147,9 +181,8 @@ def slot(prompt, chat, config, max_new_tokens, auto, *rest) -> int:
     return space.slot_seconds(max_new_tokens, runs=3, measures_costs=auto)
 
 
-def within_budget(prompt_ids, max_new_tokens, methods, config, lookup, draft_tokens, seconds) -> None:
-    """Refuse (BudgetError) model work that could hold the model past `seconds` on this hardware."""
-    prices = MODEL.prices()
+def within_budget(prices, prompt_ids, max_new_tokens, methods, config, lookup, draft_tokens, seconds) -> None:
+    """Refuse (BudgetError) model work that could hold the model past `seconds` at `prices` (None: unpriced)."""
     if prices is not None:
         check_budget(prices, len(prompt_ids), max_new_tokens, decodings(methods, config, lookup, draft_tokens), seconds)
 
@@ -165,20 +198,24 @@ def record(
     method: Method = Method.LOOKAHEAD,
     lookup: LookupConfig = PROMPT_LOOKUP,
     draft_tokens: int = DEFAULT_DRAFT_TOKENS,
+    choice: str = DEFAULT_MODEL,
+    dtype: str = "auto",
 ) -> Iterator[Progress | tuple[Run, float]]:
-    """A Run's model work: the method's trace and the plain trace for one prompt, a Progress after every
-    forward pass, and last the Run with the seconds it all took. Stops between two passes when its
-    consumer stops.
+    """A Run's model work: the method's trace and the plain trace for one prompt on the model `choice`
+    in `dtype` (loaded first if another is held), a Progress after every forward pass, and last the Run
+    with the seconds it all took. Stops between two passes when its consumer stops.
 
     With `auto`, lookahead runs this hardware's auto settings and records each step's plan.
     """
     started = time.perf_counter()
-    lm = MODEL.get()
+    held = MODEL.get(choice, dtype)
+    lm = held.lm
     prompt_ids = encode_prompt(lm.tokenizer, prompt, chat)
     auto_choice = auto_settings(lm) if auto and method == Method.LOOKAHEAD else None
     chosen = auto_choice.config if auto_choice is not None else config
-    within_budget(prompt_ids, max_new_tokens, (method, Method.GREEDY), chosen, lookup, draft_tokens, RUN_SECONDS)
-    draft = MODEL.draft(draft_tokens) if method == Method.SPECULATIVE else None
+    methods = (method, Method.GREEDY)
+    within_budget(held.prices, prompt_ids, max_new_tokens, methods, chosen, lookup, draft_tokens, RUN_SECONDS)
+    draft = held.draft(draft_tokens) if method == Method.SPECULATIVE else None
     work = recording_run(lm, prompt_ids, config, max_new_tokens, prompt, auto_choice, sampling, method, lookup, draft)
     for item in work:
         yield item if isinstance(item, Progress) else (item, time.perf_counter() - started)
@@ -199,18 +236,21 @@ def timed_race(
     sampling: SamplingConfig,
     lookup: LookupConfig = PROMPT_LOOKUP,
     draft_tokens: int = DEFAULT_DRAFT_TOKENS,
+    choice: str = DEFAULT_MODEL,
+    dtype: str = "auto",
 ) -> Iterator[Progress | tuple[RaceRecord, float]]:
-    """A race's model work: every method on the prompt, timed with nothing drawn (auto: W, N, G from measured
-    costs), a Progress after every forward pass, and last the race with its seconds. Stops between two
-    passes when its consumer stops."""
+    """A race's model work on the model `choice` in `dtype`: every method on the prompt, timed with nothing
+    drawn (auto: W, N, G from measured costs), a Progress after every forward pass, and last the race with
+    its seconds. Stops between two passes when its consumer stops."""
     started = time.perf_counter()
-    lm = MODEL.get()
+    held = MODEL.get(choice, dtype)
+    lm = held.lm
     prompt_ids = encode_prompt(lm.tokenizer, prompt, chat)
     costs = step_costs(lm)
     auto_choice = choose_settings(costs) if auto else None
     chosen = auto_choice.config if auto_choice is not None else config
-    within_budget(prompt_ids, max_new_tokens, RACED, chosen, lookup, draft_tokens, RACE_SECONDS)
-    draft = MODEL.draft(draft_tokens)
+    within_budget(held.prices, prompt_ids, max_new_tokens, RACED, chosen, lookup, draft_tokens, RACE_SECONDS)
+    draft = held.draft(draft_tokens)
     work = racing(lm, prompt_ids, config, max_new_tokens, costs, draft, auto_choice, sampling, lookup)
     for item in work:
         yield item if isinstance(item, Progress) else (item, time.perf_counter() - started)
@@ -449,6 +489,42 @@ def draft_tokens_of(draft_tokens) -> int:
     return check_draft_tokens(replay.whole_number(draft_tokens, "Draft tokens k"))
 
 
+def model_of(choice, dtype) -> tuple[str, str]:
+    """The model and dtype a request names; InputError for an empty or overlong name, an unknown dtype, or
+    (on ZeroGPU, which holds the default model on its GPU) any other model."""
+    name = choice.strip() if isinstance(choice, str) else ""
+    if not name or len(name) > MAX_MODEL_NAME:
+        raise replay.InputError(
+            f"Name a model: {DEFAULT_MODEL}, a Hugging Face id or a local folder ({MAX_MODEL_NAME} characters at most)."
+        )
+    if ZERO_GPU and name != DEFAULT_MODEL:
+        raise replay.InputError(f"This Space runs {DEFAULT_MODEL} only: run the lab on your own machine for others.")
+    if dtype not in DTYPE_CHOICES:
+        raise replay.InputError(f"Choose a dtype: {', '.join(DTYPE_CHOICES)}.")
+    return name, dtype
+
+
+GPU = resolve_device("auto") == "cuda"
+DTYPE_DEFAULT = "bfloat16" if GPU and not ZERO_GPU else "auto"
+MODEL_NOTE = (
+    "One model is held at a time on this server: another one loads on the next Run or race, for everyone who "
+    "picks it. The lab refuses, with the reason, a model it cannot run exactly."
+)
+
+
+def model_choices() -> list[tuple[str, str]]:
+    """The models this machine has without a network, named for the picker."""
+    names = {DEFAULT_MODEL: f"{DEFAULT_MODEL} (embedded default)", GEMMA: "Gemma 3 270M (base, Gemma terms of use)"}
+    return [(names[name], name) for name in installed_models()]
+
+
+def loading_words(choice: str) -> str:
+    return (
+        f"Loading {choice}: this server holds one model at a time, and a model's first load takes seconds to "
+        "minutes (a hub model is downloaded, a GGUF dequantized once); the runs after it reuse it"
+    )
+
+
 PROGRESS = gr.Progress()  # Gradio passes it in place of this default, bound to the event being served
 REFUSALS = (replay.InputError, SettingsError, DecodingError, ModelLoadError, UnsupportedModel, PromptError, BudgetError)
 
@@ -489,19 +565,26 @@ def run_model(
     top_k,
     top_p,
     seed,
+    choice=DEFAULT_MODEL,
+    dtype="auto",
     progress=PROGRESS,
 ):
-    """Validate, record the method and plain decoding on the model, and show the new run from step 0."""
+    """Validate, record the method and plain decoding on the model chosen, and show the new run from step 0."""
+    unchanged = [gr.skip()] * (len(OUTPUTS) + 3)
     try:
         request = (window, ngram, guesses, max_new_tokens, sample, temperature, top_k, top_p, seed)
         text, config, tokens, sampling = checked_request(prompt, *request)
         family = method_of(method), lookup_of(lookup_tokens), draft_tokens_of(draft_tokens)
-        work = record(text, bool(chat), config, tokens, bool(auto), sampling, *family)
-        run, seconds = yield from reporting(work, progress, [gr.skip()] * (len(OUTPUTS) + 3))
+        choice, dtype = model_of(choice, dtype)
+        if MODEL.loading(choice, dtype):
+            progress(0, desc=loading_words(choice))
+            yield unchanged
+        work = record(text, bool(chat), config, tokens, bool(auto), sampling, *family, choice, dtype)
+        run, seconds = yield from reporting(work, progress, unchanged)
     except REFUSALS as error:
         yield refused(str(error))
         return
-    model = model_html(MODEL.facts(), DEFAULT_MODEL)
+    model = model_html(run.trace.meta.machine, DEFAULT_MODEL)
     yield [*loaded(run), model, SHELF.put(run), notice_html(None, used=seconds, gpu=ZERO_GPU)]
 
 
@@ -581,14 +664,21 @@ def race_model(
     top_k,
     top_p,
     seed,
+    choice=DEFAULT_MODEL,
+    dtype="auto",
     progress=PROGRESS,
 ):
-    """Validate, race every method on the model, and show the playback, the verdict and the curves."""
+    """Validate, race every method on the model chosen, and show the playback, the verdict and the curves."""
     try:
         request = (window, ngram, guesses, max_new_tokens, sample, temperature, top_k, top_p, seed)
         text, config, tokens, sampling = checked_request(prompt, *request)
         lookup, k = lookup_of(lookup_tokens), draft_tokens_of(draft_tokens)
-        work = timed_race(text, bool(chat), config, tokens, settings != RACE_SLIDERS, sampling, lookup, k)
+        choice, dtype = model_of(choice, dtype)
+        if MODEL.loading(choice, dtype):
+            progress(0, desc=loading_words(choice))
+            yield [gr.skip()] * 5
+        auto = settings != RACE_SLIDERS
+        work = timed_race(text, bool(chat), config, tokens, auto, sampling, lookup, k, choice, dtype)
         result, seconds = yield from reporting(work, progress, [gr.skip()] * 5)
     except REFUSALS as error:
         gr.Warning(str(error), title="Not raced")
@@ -801,6 +891,24 @@ with gr.Blocks(title="Lookahead Lab", delete_cache=(3600, SESSION_SECONDS)) as d
                 run_stop = gr.Button("■ Stop", interactive=False, elem_id="ll-run-stop", scale=1, min_width=80)
             run_notice = gr.HTML(RUN_NOTICE, elem_id="ll-run-notice", min_height=30)
             model_info = gr.HTML(model_html(None, DEFAULT_MODEL))
+            with gr.Accordion("Model", open=False, elem_id="ll-model-box"):
+                model_choice = gr.Dropdown(
+                    model_choices(),
+                    value=DEFAULT_MODEL,
+                    allow_custom_value=not ZERO_GPU,
+                    interactive=not ZERO_GPU,
+                    label="Model for Run and the race: pick one, or type a Hugging Face id or a local folder",
+                    info=MODEL_NOTE,
+                    elem_id="ll-model",
+                )
+                dtype = gr.Radio(
+                    list(DTYPE_CHOICES),
+                    value=DTYPE_DEFAULT,
+                    label="dtype: float32 is exact; bfloat16 is faster on a GPU and may flip near-ties; auto keeps the "
+                    "held model's",
+                    visible=GPU and not ZERO_GPU,
+                    elem_id="ll-dtype",
+                )
         with gr.Column(scale=3):
             summary = gr.HTML(summary_html(first_run), elem_id="ll-summary")
             with gr.Row(equal_height=False, elem_id="ll-replay"):
@@ -888,6 +996,9 @@ with gr.Blocks(title="Lookahead Lab", delete_cache=(3600, SESSION_SECONDS)) as d
     model_work = {"concurrency_limit": 1, "concurrency_id": "model", "show_progress": "full"}
     buttons = [run_button, race_button, run_stop, race_stop]
     sampling = [sample, temperature, top_k, top_p, seed]
+    # What Run and Race both send: the request, then (after each one's own choices) the family, sampling, model
+    asked = [prompt, chat, window, ngram, guesses, max_new_tokens]
+    shared = [lookup_tokens, draft_tokens, *sampling, model_choice, dtype]
 
     preset_outputs = [
         prompt,
@@ -949,19 +1060,7 @@ with gr.Blocks(title="Lookahead Lab", delete_cache=(3600, SESSION_SECONDS)) as d
     )
     run_event = run_button.click(busy, None, buttons, api_visibility="private", **replaying).then(
         run_model,
-        [
-            prompt,
-            chat,
-            window,
-            ngram,
-            guesses,
-            max_new_tokens,
-            run_auto,
-            method,
-            lookup_tokens,
-            draft_tokens,
-            *sampling,
-        ],
+        [*asked, run_auto, method, *shared],
         [*OUTPUTS, model_info, run_id, run_notice],
         api_name="run",
         show_progress_on=run_notice,
@@ -969,7 +1068,7 @@ with gr.Blocks(title="Lookahead Lab", delete_cache=(3600, SESSION_SECONDS)) as d
     )
     race_event = race_button.click(busy, None, buttons, api_visibility="private", **replaying).then(
         race_model,
-        [prompt, chat, window, ngram, guesses, max_new_tokens, race_settings, lookup_tokens, draft_tokens, *sampling],
+        [*asked, race_settings, *shared],
         [race_summary, race_state, race_playback, race_chart, cost_chart],
         api_name="race",
         show_progress_on=race_summary,

@@ -6,6 +6,7 @@ input must come back as a message (never a traceback), and the server must stay 
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import time
 from html import escape, unescape
@@ -17,6 +18,7 @@ from gradio_client.exceptions import AppError
 from gradio_client.utils import Status
 
 from lookahead_core.config import SettingsError
+from lookahead_core.models import gemma_gguf
 from lookahead_core.records import Run
 from tests.serving import running_app
 from visuals import export, library, replay
@@ -29,6 +31,7 @@ LOOKAHEAD = ("lookahead", 10, 4)  # the method for Run, prompt lookup's tokens, 
 PANELS = slice(3, 3 + len(replay.PANELS))  # outputs: step, summary, chart, the panels, timer (states are not sent)
 PRESET_CAPTION = 9  # /preset sends the nine settings, then the preset's description
 OPEN_CAPTION = 1 + PRESET_CAPTION  # /open sends the preset's choice first
+DEFAULT = "SmolLM2-135M-Instruct"  # the model picker's value for the embedded default
 
 
 @pytest.fixture(scope="module")
@@ -266,7 +269,8 @@ def test_a_lone_surrogate_over_the_http_api_gets_a_message(url):
 
     import httpx
 
-    payload = json.dumps({"data": ["half an emoji \ud83d here", False, 5, 4, 5, 16, False, *LOOKAHEAD, *NO_SAMPLING]})
+    request = ["half an emoji \ud83d here", False, 5, 4, 5, 16, False, *LOOKAHEAD, *NO_SAMPLING, DEFAULT, "auto"]
+    payload = json.dumps({"data": request})
     with httpx.Client(base_url=url, timeout=30) as http:
         started = http.post("gradio_api/call/run", content=payload, headers={"content-type": "application/json"})
         event = started.json()["event_id"]
@@ -379,3 +383,82 @@ def test_a_lesson_link_opens_its_step_and_every_lesson_step_loads_its_preset_at_
     assert preset == LESSON[3].preset and lit == LESSON[3].panel
     for nonsense in ("0", "99", "four"):  # held to the lesson's steps
         assert app.opened(Asked(lesson=nonsense))[0].selected in (0, len(LESSON) - 1)
+
+
+# ----------------------------------------------------------------------------------------------
+# The model picker: one model held at a time, loaded on demand; a bad choice leaves the held one
+
+
+def tiny_folder(folder: Path, tokenizer, config) -> str:
+    """A tiny random model of `config` saved with the default model's tokenizer: a local folder to pick."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    torch.manual_seed(0)
+    AutoModelForCausalLM.from_config(config).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return str(folder)
+
+
+@pytest.fixture(scope="module")
+def model_folders(default_model, tmp_path_factory):
+    from transformers import BloomConfig, LlamaConfig
+
+    vocab = len(default_model.tokenizer)
+    small = {"vocab_size": vocab, "hidden_size": 32, "num_attention_heads": 4}
+    root = tmp_path_factory.mktemp("models")
+    llama = LlamaConfig(intermediate_size=64, num_hidden_layers=2, num_key_value_heads=2, **small)
+    bloom = BloomConfig(n_layer=2, **small)
+    return tiny_folder(root / "llama", default_model.tokenizer, llama), tiny_folder(
+        root / "bloom", default_model.tokenizer, bloom
+    )
+
+
+def run_on(client, choice: str, dtype: str = "auto"):
+    settings = (4, 3, 4, 8, False, *LOOKAHEAD, *NO_SAMPLING)
+    return client.predict("def add(a, b):\n", False, *settings, choice, dtype, api_name="/run")
+
+
+def test_switching_models_runs_each_and_a_bad_choice_leaves_the_held_model(client, default_model, model_folders):
+    import app
+
+    llama, bloom = model_folders
+    try:
+        result = run_on(client, llama)
+        assert escape(llama) in result[-3] and "llama" in result[-3] and "Not run" not in result[-1]
+        for choice, message in [
+            ("/no/such/folder", "no such folder or .gguf file"),
+            (bloom, "bloom cannot be run exactly by lookahead: its ALiBi position biases"),
+            ("  ", "Name a model"),
+            ("x" * 201, "200 characters at most"),
+        ]:
+            refused = run_on(client, choice)
+            assert escape(message) in refused[-1] and "Not run" in refused[-1], choice
+            assert app.MODEL.facts().model == llama  # the held model is still there
+        result = run_on(client, app.DEFAULT_MODEL)
+        assert "SmolLM2-135M-Instruct" in result[-3]
+        with pytest.raises(AppError, match="not in the list of choices"):  # Gradio refuses it before the app
+            run_on(client, app.DEFAULT_MODEL, "int3")
+    finally:
+        app.MODEL.put(default_model)
+    assert client.predict(3, api_name="/scrub")[PANELS]  # the server answers
+
+
+def test_a_request_keeps_its_model_while_another_is_loaded(default_model):
+    import app
+
+    holder = app.ModelHolder(warm=False)
+    holder.put(default_model)
+    held = holder.get()
+    assert holder.loading("/some/other/model", "auto") and not holder.loading(app.DEFAULT_MODEL, "auto")
+    holder.put(dataclasses.replace(default_model, name="another"))
+    assert held.lm is default_model and holder.get("another").lm is not default_model
+    assert holder.loading(app.DEFAULT_MODEL, "bfloat16")
+
+
+def test_the_picker_offers_the_installed_models():
+    import app
+
+    values = [value for _, value in app.model_choices()]
+    assert values[0] == app.DEFAULT_MODEL
+    assert (app.GEMMA in values) == gemma_gguf().exists()

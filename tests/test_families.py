@@ -7,6 +7,8 @@ the sliding families differ from `generate`.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import torch
 from transformers import AutoConfig
@@ -18,13 +20,23 @@ from lookahead_core.records import Method
 from lookahead_core.trace import decode_steps
 
 REFUSED = {"Falcon (ALiBi)", "BLOOM (ALiBi)", "MPT (ALiBi)"}
+SWEPT: dict[str, families.Outcome] = {}  # filled by the parametrised test, read by the README's check
 
 
 @pytest.mark.parametrize("family", families.FAMILIES, ids=lambda f: f.name)
 def test_each_family_is_exact_past_the_window_or_refused(family):
     outcome = families.sweep_family(family)
+    SWEPT[family.name] = outcome
     expected = "refused" if family.name in REFUSED else "exact"
     assert outcome.verdict == expected, outcome.detail
+
+
+def test_the_readme_table_is_the_sweeps():
+    if len(SWEPT) < len(families.FAMILIES):
+        pytest.skip("the sweep did not run for every family in this session")
+    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    outcomes = [SWEPT[f.name] for f in families.FAMILIES]
+    assert families.with_table(readme, outcomes) == readme, "run: python -m lab.families --readme README.md"
 
 
 def test_the_sweep_catches_a_sliding_layer_that_sees_too_far(monkeypatch):
@@ -101,3 +113,19 @@ def test_the_mask_panel_shows_the_sliding_layers_mask_from_the_record():
     plain = families.tiny_model(families.FAMILIES[0])
     record = list(decode_steps(plain, [5, 6, 7], Method.LOOKAHEAD, families.SETTINGS[0], 4))[1]
     assert mask_html(record, vocab).count("<svg") == 1
+
+
+def test_a_refused_model_ends_the_cli_and_the_bench_with_one_line_and_status_2(default_model, tmp_path, capsys):
+    from transformers import AutoModelForCausalLM, BloomConfig
+
+    from lab.cli import main
+
+    config = BloomConfig(vocab_size=len(default_model.tokenizer), hidden_size=32, n_layer=2, n_head=4)
+    AutoModelForCausalLM.from_config(config).save_pretrained(tmp_path)
+    default_model.tokenizer.save_pretrained(tmp_path)
+    capsys.readouterr()  # saving reports its progress on stderr
+    for command in (["generate", "--prompt", "Hi"], ["bench", "--dataset", "humaneval", "--limit", "1"]):
+        assert main([*command, "--model", str(tmp_path), "--device", "cpu", "--max-new-tokens", "4"]) == 2
+        err = capsys.readouterr().err  # loading reports progress on stderr before the verdict
+        assert err.splitlines()[-1].startswith("error: bloom cannot be run exactly by lookahead: its ALiBi")
+        assert "Traceback" not in err

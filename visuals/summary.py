@@ -103,10 +103,16 @@ def model_html(machine: Machine | None, default_model: str) -> str:
             "the first Run, on a GPU when this machine has one, else on the CPU.</div>"
         )
     millions = machine.parameters / 1e6
+    sliding = (
+        f"; a sliding window of {machine.sliding_window} tokens on {machine.sliding_layers} of its "
+        f"{machine.layers} layers"
+        if machine.sliding_layers
+        else ""
+    )
     return (
         f'<div class="ll-budget">Model in use: <b>{escape(machine.model)}</b> ({escape(machine.architecture)}, '
         f"{millions:.0f} M parameters) on <b>{escape(machine.device_name)}</b>, {escape(machine.dtype)}, "
-        f"{escape(machine.attention)} attention</div>"
+        f"{escape(machine.attention)} attention{sliding}</div>"
     )
 
 
