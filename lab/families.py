@@ -140,7 +140,7 @@ def tiny_model(family: Family, seed: int = 0) -> LoadedModel:
     return LoadedModel(model, None, f"tiny-random-{family.model_type}", frozenset(), COMMON["max_position_embeddings"])
 
 
-def test_prompt(seed: str) -> list[int]:
+def sweep_prompt(seed: str) -> list[int]:
     """A prompt with a repeated motif, so the pool finds n-grams to guess with."""
     rng = random.Random(seed)
     motif = [rng.randrange(3, VOCAB) for _ in range(rng.randint(3, 7))]
@@ -172,7 +172,7 @@ def sweep_family(family: Family) -> Outcome:
         attention_plan(lm.model.config)
     except UnsupportedModel as refusal:
         return Outcome(family, "refused", refusal.reason, time.perf_counter() - start)
-    prompt = test_prompt(family.name)
+    prompt = sweep_prompt(family.name)
     reference = greedy_reference(lm.model, prompt, NEW_TOKENS)
     for config in SETTINGS:
         output, steps = lookahead_output(lm, prompt, config, NEW_TOKENS)

@@ -85,7 +85,7 @@ def test_sliding_layers_with_different_windows_are_refused():
 def test_steps_record_what_a_sliding_layer_saw():
     family = next(f for f in families.FAMILIES if f.model_type == "gemma3_text")
     lm = families.tiny_model(family)
-    steps = list(decode_steps(lm, families.test_prompt("x"), Method.LOOKAHEAD, families.SETTINGS[1], 40))
+    steps = list(decode_steps(lm, families.sweep_prompt("x"), Method.LOOKAHEAD, families.SETTINGS[1], 40))
     window = families.WINDOW
     assert lm.describe()["sliding_window"] == window and lm.describe()["sliding_layers"] == 2
     for step in steps[1:]:
@@ -104,7 +104,7 @@ def test_the_mask_panel_shows_the_sliding_layers_mask_from_the_record():
 
     family = next(f for f in families.FAMILIES if f.model_type == "gemma3_text")
     lm = families.tiny_model(family)
-    steps = list(decode_steps(lm, families.test_prompt("x"), Method.LOOKAHEAD, families.SETTINGS[1], 6))
+    steps = list(decode_steps(lm, families.sweep_prompt("x"), Method.LOOKAHEAD, families.SETTINGS[1], 6))
     vocab = {str(i): chr(65 + i % 26) for i in range(families.VOCAB)}
     html = mask_html(steps[1], vocab)
     assert html.count("<svg") == 2 and "Sliding-window layers (2 of them, window 16)" in html
