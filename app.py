@@ -518,11 +518,15 @@ def model_choices() -> list[tuple[str, str]]:
     return [(names[name], name) for name in installed_models()]
 
 
-def loading_words(choice: str) -> str:
-    return (
-        f"Loading {choice}: this server holds one model at a time, and a model's first load takes seconds to "
-        "minutes (a hub model is downloaded, a GGUF dequantized once); the runs after it reuse it"
-    )
+def announced_load(choice: str, dtype: str, progress: gr.Progress, unchanged: list):
+    """Before model work that must load `choice` first, say so in the progress bar (one yield of `unchanged`)."""
+    if MODEL.loading(choice, dtype):
+        progress(
+            0,
+            desc=f"Loading {choice}: this server holds one model at a time, and a model's first load takes "
+            "seconds to minutes (a hub model is downloaded, a GGUF dequantized once); the runs after it reuse it",
+        )
+        yield unchanged
 
 
 PROGRESS = gr.Progress()  # Gradio passes it in place of this default, bound to the event being served
@@ -576,9 +580,7 @@ def run_model(
         text, config, tokens, sampling = checked_request(prompt, *request)
         family = method_of(method), lookup_of(lookup_tokens), draft_tokens_of(draft_tokens)
         choice, dtype = model_of(choice, dtype)
-        if MODEL.loading(choice, dtype):
-            progress(0, desc=loading_words(choice))
-            yield unchanged
+        yield from announced_load(choice, dtype, progress, unchanged)
         work = record(text, bool(chat), config, tokens, bool(auto), sampling, *family, choice, dtype)
         run, seconds = yield from reporting(work, progress, unchanged)
     except REFUSALS as error:
@@ -674,9 +676,7 @@ def race_model(
         text, config, tokens, sampling = checked_request(prompt, *request)
         lookup, k = lookup_of(lookup_tokens), draft_tokens_of(draft_tokens)
         choice, dtype = model_of(choice, dtype)
-        if MODEL.loading(choice, dtype):
-            progress(0, desc=loading_words(choice))
-            yield [gr.skip()] * 5
+        yield from announced_load(choice, dtype, progress, [gr.skip()] * 5)
         auto = settings != RACE_SLIDERS
         work = timed_race(text, bool(chat), config, tokens, auto, sampling, lookup, k, choice, dtype)
         result, seconds = yield from reporting(work, progress, [gr.skip()] * 5)

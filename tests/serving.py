@@ -28,6 +28,17 @@ PHONE = {"width": 390, "height": 844}  # a common phone's CSS pixels
 ERROR_TOAST = '[data-testid="toast-body"].error'
 
 
+def needs_chromium() -> None:
+    """Skip the calling test module, saying why, where playwright or Debian's chromium is missing."""
+    import pytest
+
+    pytest.importorskip("playwright.sync_api", reason="playwright is not installed: make test installs it")
+    if not CHROMIUM.exists():
+        pytest.skip(
+            f"{CHROMIUM} is missing: `make browser` installs Debian's chromium (needs root)", allow_module_level=True
+        )
+
+
 def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))

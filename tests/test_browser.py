@@ -12,12 +12,12 @@ from pathlib import Path
 import pytest
 
 from tests.serving import (
-    CHROMIUM,
     ERROR_TOAST,
     PHONE,
     caption,
     choose_preset,
     chromium_page,
+    needs_chromium,
     open_page,
     running_app,
     screenshot_step,
@@ -28,11 +28,7 @@ SCREENSHOT = Path(__file__).resolve().parent.parent / "out" / "screenshot.png"
 WARNING_TOAST = '[data-testid="toast-body"].warning'
 SCREENSHOT_PRESET, SCREENSHOT_STEP = "Math: a word problem", 16
 
-pytest.importorskip("playwright.sync_api", reason="playwright is not installed: make test installs it")
-if not CHROMIUM.exists():
-    pytest.skip(
-        f"{CHROMIUM} is missing: `make browser` installs Debian's chromium (needs root)", allow_module_level=True
-    )
+needs_chromium()
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore:.*(copy keyword|no_silent_downcasting)")
 
 

@@ -12,18 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.serving import CHROMIUM, CHROMIUM_ARGS, open_page, running_app, wait_for_step
+from tests.serving import CHROMIUM, CHROMIUM_ARGS, needs_chromium, open_page, running_app, wait_for_step
 from visuals import library, replay
 from visuals.lesson import LESSON, step_index
 
 OUT = Path(__file__).resolve().parent.parent / "out"
 PRESETS = library.load_presets()
 
-pytest.importorskip("playwright.sync_api", reason="playwright is not installed: make test installs it")
-if not CHROMIUM.exists():
-    pytest.skip(
-        f"{CHROMIUM} is missing: `make browser` installs Debian's chromium (needs root)", allow_module_level=True
-    )
+needs_chromium()
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore:.*(copy keyword|no_silent_downcasting)")
 
 
