@@ -16,6 +16,7 @@ except ImportError:
 
 import hashlib
 import json
+import logging
 import os
 import tempfile
 import threading
@@ -28,6 +29,7 @@ from pathlib import Path
 import gradio as gr
 
 from lab import space
+from lab.access import MAX_MODEL_NAME, AccessError, access_from_environment
 from lab.budget import RACE_SECONDS, RUN_SECONDS, BudgetError, Prices, check_budget, decodings, warmed_prices
 from lab.race import RACED, racing
 from lab.shelf import Shelf
@@ -51,7 +53,6 @@ from lookahead_core.models import (
     ModelLoadError,
     PromptError,
     encode_prompt,
-    installed_models,
     load_model,
     resolve_device,
 )
@@ -63,10 +64,19 @@ from visuals import library, replay
 from visuals.cards import card_head_html
 from visuals.export import page_css, png_js, slide_html, standalone_html
 from visuals.lesson import LESSON, lesson_text, step_index
+from visuals.markup import escape
 from visuals.methods import NAMES
 from visuals.progress import tokens_per_step_figure
 from visuals.race import cost_figure, playback_html, race_figure, race_html
-from visuals.summary import feed_html, model_html, notice_html, progress_fraction, progress_words, summary_html
+from visuals.summary import (
+    feed_html,
+    model_html,
+    notice_html,
+    preset_note,
+    progress_fraction,
+    progress_words,
+    summary_html,
+)
 
 PRESETS = library.load_presets()
 METHODS = (Method.LOOKAHEAD, Method.PROMPT_LOOKUP, Method.SPECULATIVE)
@@ -79,7 +89,6 @@ SESSION_SECONDS = 3 * 3600  # a recorded run is kept this long after its last up
 # Requests waiting for the model slot, past the one that runs: at most RUN_SECONDS each, so the last
 # in line waits five minutes at worst; the next one is told the lab is busy.
 MAX_WAITING = 10
-MAX_MODEL_NAME = 200  # characters of a model's name, hub id or folder path
 # What the dtype picker offers: float32 (exact) everywhere, bfloat16 where there is a GPU.
 DTYPE_CHOICES = ("auto", "float32", "bfloat16")
 # Recorded and opened runs kept for links (?run=ID), gzipped (tens of KB each), for as long as a session
@@ -154,6 +163,9 @@ def holds(lm: LoadedModel, choice: str, dtype: str) -> bool:
 
 
 ZERO_GPU = space.on_zero_gpu(spaces)
+SERVER_NAME = os.environ.get("GRADIO_SERVER_NAME", "0.0.0.0")
+ACCESS = access_from_environment(SERVER_NAME, ZERO_GPU)
+LOG = logging.getLogger("lookahead_lab")
 MODEL = ModelHolder(warm=not ZERO_GPU)
 MAX_NEW_TOKENS = space.MAX_NEW_TOKENS if ZERO_GPU else replay.MAX_NEW_TOKENS
 RUN_NOTICE = (
@@ -314,11 +326,12 @@ def opened(request: gr.Request) -> list:
     if preset_id not in PRESET_IDS:
         preset_id, shown = DEFAULT["id"], preset_values(DEFAULT["id"])
         if "preset" in query:
-            shown[PRESET_CAPTION] = f"No preset is called {query.get('preset')!r}: here is {DEFAULT['label']!r}."
+            unknown = f"No preset is called {replay.short(query.get('preset'))}: here is {DEFAULT['label']!r}."
+            shown[PRESET_CAPTION] = preset_note(unknown)
     else:
         shown = preset_values(preset_id, step)
     if "run" in query:
-        shown[PRESET_CAPTION] = RUN_GONE + shown[PRESET_CAPTION]
+        shown[PRESET_CAPTION] = preset_note(RUN_GONE, library.preset(PRESETS, preset_id)["caption"])
     return [gr.skip(), preset_id, *shown, model, "", gr.skip()]
 
 
@@ -339,8 +352,8 @@ def lesson_at(index: int) -> list:
 
 
 RUN_GONE = (
-    f"**The run this link names is no longer kept** (the server keeps a recorded run {SESSION_SECONDS // 3600} hours, "
-    f"and at most {SHELF.capacity} runs, and forgets them all when it restarts): here is a preset instead.\n\n"
+    f"The run this link names is no longer kept (the server keeps a recorded run {SESSION_SECONDS // 3600} hours, "
+    f"and at most {SHELF.capacity} runs, and forgets them all when it restarts): here is a preset instead."
 )
 KEPT_RUN = "A run recorded here and opened from its link: it replays exactly as it was recorded."
 OPENED_RUN = "A run opened from a file: it replays exactly as it was recorded, on the machine its summary names."
@@ -394,14 +407,16 @@ def choose_preset(preset_id):
     unknown preset, saying so)."""
     if preset_id not in PRESET_IDS:
         shown = [gr.skip()] * len(preset_values(DEFAULT["id"]))
-        shown[PRESET_CAPTION] = f"No preset is called {preset_id!r}: choose one of {', '.join(PRESET_IDS)}."
+        shown[PRESET_CAPTION] = preset_note(
+            f"No preset is called {replay.short(preset_id)}: choose one of {', '.join(PRESET_IDS)}."
+        )
         return shown
     return preset_values(preset_id)
 
 
 def own_prompt() -> list:
     """The visitor edited the prompt: no preset describes it any more."""
-    return [gr.Dropdown(value=None), OWN_PROMPT]
+    return [gr.Dropdown(value=None), preset_note(OWN_PROMPT)]
 
 
 OWN_PROMPT = (
@@ -422,7 +437,8 @@ def preset_values(preset_id: str, step="0") -> list:
     sampled = item.get("sampling")
     sampling = [sampled is not None, *(sampled or SAMPLING_DEFAULTS).values()]
     run = example_run(preset_id)
-    return [*settings, item["caption"], *loaded(run, replay.linked_step(run, step)), RUN_NOTICE, *sampling, ""]
+    shown = loaded(run, replay.linked_step(run, step))
+    return [*settings, preset_note(item["caption"]), *shown, RUN_NOTICE, *sampling, ""]
 
 
 def run_values(run: Run, key: str, caption: str, step="0") -> list:
@@ -430,7 +446,11 @@ def run_values(run: Run, key: str, caption: str, step="0") -> list:
     places preset_values fills: its prompt, a caption, the run at `step`; the other settings stay as they are."""
     index = replay.linked_step(run, step)
     prompt_text = run.trace.meta.prompt_text
-    shown = [prompt_text if prompt_text is not None else gr.skip(), *[gr.skip()] * (PRESET_CAPTION - 1), caption]
+    shown = [
+        prompt_text if prompt_text is not None else gr.skip(),
+        *[gr.skip()] * (PRESET_CAPTION - 1),
+        preset_note(caption),
+    ]
     return [*shown, *loaded(run, index), RUN_NOTICE, *[gr.skip()] * (len(SAMPLING_DEFAULTS) + 1), key]
 
 
@@ -455,7 +475,7 @@ def sampling_of(sample, temperature, top_k, top_p, seed) -> SamplingConfig:
     if not sample:
         return GREEDY
     k, s = replay.whole_number(top_k, "top-k"), replay.whole_number(seed, "Seed")
-    return SamplingConfig(float(temperature), k, float(top_p), s)
+    return SamplingConfig(replay.number(temperature, "Temperature"), k, replay.number(top_p, "Top-p"), s)
 
 
 def feed(window, ngram, guesses):
@@ -466,10 +486,19 @@ def feed(window, ngram, guesses):
         return feed_html(None, MAX_TOKENS_PER_STEP, str(error))
 
 
-def refused(message: str) -> list:
+def refused(error: Exception) -> list:
     """Leave the replay as it is and say why nothing ran: a toast, and a note under the Run button."""
-    gr.Warning(message, title="Not run")
+    message = warned(error, "Not run")
     return [*[gr.skip()] * len(OUTPUTS), gr.skip(), gr.skip(), notice_html(message)]
+
+
+def warned(error: Exception, title: str) -> str:
+    """A refused request's message: shown in a toast (Gradio draws a toast's text as HTML), and written on one
+    line of the log with what only the operator may read (a model's load error in the library's words)."""
+    message, detail = str(error), getattr(error, "detail", "")
+    LOG.info("%s: %s%s", title, message, f" ({detail})" if detail else "")
+    gr.Warning(escape(message), title=title)
+    return message
 
 
 def method_of(method) -> Method:
@@ -490,18 +519,16 @@ def draft_tokens_of(draft_tokens) -> int:
 
 
 def model_of(choice, dtype) -> tuple[str, str]:
-    """The model and dtype a request names; InputError for an empty or overlong name, an unknown dtype, or
-    (on ZeroGPU, which holds the default model on its GPU) any other model."""
+    """The model and dtype a request names; InputError for an empty or overlong name or an unknown dtype,
+    AccessError for a model this server's operator does not let visitors load (docs/deploy.md)."""
     name = choice.strip() if isinstance(choice, str) else ""
     if not name or len(name) > MAX_MODEL_NAME:
         raise replay.InputError(
-            f"Name a model: {DEFAULT_MODEL}, a Hugging Face id or a local folder ({MAX_MODEL_NAME} characters at most)."
+            f"Name a model: one of {', '.join(ACCESS.offered())} ({MAX_MODEL_NAME} characters at most)."
         )
-    if ZERO_GPU and name != DEFAULT_MODEL:
-        raise replay.InputError(f"This Space runs {DEFAULT_MODEL} only: run the lab on your own machine for others.")
-    if dtype not in DTYPE_CHOICES:
+    if not isinstance(dtype, str) or dtype not in DTYPE_CHOICES:
         raise replay.InputError(f"Choose a dtype: {', '.join(DTYPE_CHOICES)}.")
-    return name, dtype
+    return ACCESS.check(name), dtype
 
 
 GPU = resolve_device("auto") == "cuda"
@@ -513,9 +540,9 @@ MODEL_NOTE = (
 
 
 def model_choices() -> list[tuple[str, str]]:
-    """The models this machine has without a network, named for the picker."""
+    """The models the operator offers (ACCESS), named for the picker."""
     names = {DEFAULT_MODEL: f"{DEFAULT_MODEL} (embedded default)", GEMMA: "Gemma 3 270M (base, Gemma terms of use)"}
-    return [(names[name], name) for name in installed_models()]
+    return [(names.get(name, name), name) for name in ACCESS.offered()]
 
 
 def announced_load(choice: str, dtype: str, progress: gr.Progress, unchanged: list):
@@ -530,7 +557,16 @@ def announced_load(choice: str, dtype: str, progress: gr.Progress, unchanged: li
 
 
 PROGRESS = gr.Progress()  # Gradio passes it in place of this default, bound to the event being served
-REFUSALS = (replay.InputError, SettingsError, DecodingError, ModelLoadError, UnsupportedModel, PromptError, BudgetError)
+REFUSALS = (
+    replay.InputError,
+    AccessError,
+    SettingsError,
+    DecodingError,
+    ModelLoadError,
+    UnsupportedModel,
+    PromptError,
+    BudgetError,
+)
 
 
 def reporting(work: Iterator, progress: gr.Progress, unchanged: list):
@@ -584,7 +620,7 @@ def run_model(
         work = record(text, bool(chat), config, tokens, bool(auto), sampling, *family, choice, dtype)
         run, seconds = yield from reporting(work, progress, unchanged)
     except REFUSALS as error:
-        yield refused(str(error))
+        yield refused(error)
         return
     model = model_html(run.trace.meta.machine, DEFAULT_MODEL)
     yield [*loaded(run), model, SHELF.put(run), notice_html(None, used=seconds, gpu=ZERO_GPU)]
@@ -681,8 +717,7 @@ def race_model(
         work = timed_race(text, bool(chat), config, tokens, auto, sampling, lookup, k, choice, dtype)
         result, seconds = yield from reporting(work, progress, [gr.skip()] * 5)
     except REFUSALS as error:
-        gr.Warning(str(error), title="Not raced")
-        yield notice_html(str(error), "Not raced"), *[gr.skip()] * 4
+        yield notice_html(warned(error, "Not raced"), "Not raced"), *[gr.skip()] * 4
         return
     yield (
         race_html(result, used=seconds, gpu=ZERO_GPU),
@@ -711,6 +746,27 @@ def replay_race(result, slow):
 
 # ----------------------------------------------------------------------------------------------
 # Layout
+
+
+class LabBlocks(gr.Blocks):
+    """Gradio's Blocks, except that a request Gradio cannot read (too few values, a file that is no file) is
+    refused with the lab's message and one log line, not a traceback and an empty error."""
+
+    async def preprocess_data(self, block_fn, inputs, state, explicit_call: bool = False):
+        try:
+            return await super().preprocess_data(block_fn, inputs, state, explicit_call)
+        except gr.Error:
+            raise
+        except Exception as error:  # noqa: BLE001 - whatever Gradio's reading raised, the client sent it
+            name = block_fn.api_name or block_fn.name
+            LOG.info("Not accepted: /%s got values it cannot read (%s)", name, type(error).__name__)
+            count = len(block_fn.inputs)
+            message = (
+                f"Not accepted: /{name} takes {count} value{'s' if count != 1 else ''} of the types its API page "
+                "lists, and this request sent something else."
+            )
+            raise gr.Error(message, title="Not accepted", print_exception=False) from None
+
 
 KEYBOARD = """
 () => {
@@ -801,7 +857,7 @@ def panel_card(name: str, first: dict) -> gr.HTML:
 first_run = example_run(DEFAULT["id"])
 first_panels = replay.panels(first_run, 0)
 
-with gr.Blocks(title="Lookahead Lab", delete_cache=(3600, SESSION_SECONDS)) as demo:
+with LabBlocks(title="Lookahead Lab", delete_cache=(3600, SESSION_SECONDS)) as demo:
     run_state = gr.State(None, time_to_live=SESSION_SECONDS)
     playing = gr.State(False)
     timer = gr.Timer(replay.play_interval(2), active=False)
@@ -843,7 +899,7 @@ with gr.Blocks(title="Lookahead Lab", delete_cache=(3600, SESSION_SECONDS)) as d
     with gr.Row(equal_height=False, elem_id="ll-main"):
         with gr.Column(scale=1, min_width=330, elem_id="ll-controls"):
             preset = gr.Dropdown([(p["label"], p["id"]) for p in PRESETS], value=DEFAULT["id"], label="Preset")
-            preset_caption = gr.Markdown(DEFAULT["caption"], elem_id="ll-preset-caption")
+            preset_caption = gr.HTML(preset_note(DEFAULT["caption"]), elem_id="ll-preset-caption")
             prompt = gr.Textbox(DEFAULT["prompt"], lines=5, max_lines=14, label="Prompt (or write your own)")
             chat = gr.Checkbox(DEFAULT["chat"], label="Wrap the prompt in the model's chat template")
             method = gr.Radio(
@@ -895,9 +951,10 @@ with gr.Blocks(title="Lookahead Lab", delete_cache=(3600, SESSION_SECONDS)) as d
                 model_choice = gr.Dropdown(
                     model_choices(),
                     value=DEFAULT_MODEL,
-                    allow_custom_value=not ZERO_GPU,
+                    allow_custom_value=ACCESS.open,
                     interactive=not ZERO_GPU,
-                    label="Model for Run and the race: pick one, or type a Hugging Face id or a local folder",
+                    label="Model for Run and the race: pick one"
+                    + (", or type a Hugging Face id or a local folder" if ACCESS.open else ""),
                     info=MODEL_NOTE,
                     elem_id="ll-model",
                 )
@@ -992,8 +1049,10 @@ with gr.Blocks(title="Lookahead Lab", delete_cache=(3600, SESSION_SECONDS)) as d
     }
     OUTPUTS = [run_state, step, summary, chart, *(panel_outputs[name] for name in replay.PANELS), playing, timer, play]
     # Replay events skip the queue: they never wait behind model work, and a full queue never refuses them.
-    replaying = {"queue": False, "show_progress": "hidden"}
-    model_work = {"concurrency_limit": 1, "concurrency_id": "model", "show_progress": "full"}
+    # Every handler checks the raw values a client sent (preprocess=False): a wrong type gets the lab's message,
+    # not a component's exception. Only the upload needs Gradio's preprocessing, to read the file.
+    replaying = {"queue": False, "show_progress": "hidden", "preprocess": False}
+    model_work = {"concurrency_limit": 1, "concurrency_id": "model", "show_progress": "full", "preprocess": False}
     buttons = [run_button, race_button, run_stop, race_stop]
     sampling = [sample, temperature, top_k, top_p, seed]
     # What Run and Race both send: the request, then (after each one's own choices) the family, sampling, model
@@ -1042,7 +1101,13 @@ with gr.Blocks(title="Lookahead Lab", delete_cache=(3600, SESSION_SECONDS)) as d
     png_button.click(step_slide, [run_state, step], [slide_source, share_notice], api_name="slide", **replaying).then(
         None, [slide_source, step], None, js=DRAW_PNG, api_visibility="private"
     )
-    upload.upload(opened_file, upload, [preset, *preset_outputs, share_notice], api_name="open", **replaying)
+    upload.upload(
+        opened_file,
+        upload,
+        [preset, *preset_outputs, share_notice],
+        api_name="open",
+        **{**replaying, "preprocess": True},
+    )
     back.click(step_back, [run_state, step], OUTPUTS, api_name="step_back", **replaying)
     forward.click(step_forward, [run_state, step], OUTPUTS, api_name="step_forward", **replaying)
     step.input(scrub, [run_state, step], OUTPUTS, api_name="scrub", trigger_mode="always_last", **replaying)
@@ -1097,8 +1162,9 @@ with gr.Blocks(title="Lookahead Lab", delete_cache=(3600, SESSION_SECONDS)) as d
 demo.queue(max_size=MAX_WAITING)
 
 if __name__ == "__main__":
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     demo.launch(
-        server_name=os.environ.get("GRADIO_SERVER_NAME", "0.0.0.0"),
+        server_name=SERVER_NAME,
         server_port=int(os.environ.get("GRADIO_SERVER_PORT", "7860")),
         **LAUNCH_OPTIONS,
     )

@@ -281,6 +281,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         bench(args) if args.command == "bench" else generate(args)
     except (SettingsError, DecodingError, ModelLoadError, ValueError, OSError) as error:
-        print(f"error: {error}", file=sys.stderr)
+        detail = getattr(error, "detail", "")  # a model's load error in the library's words: the operator's to read
+        print(f"error: {error}" + (f" ({detail})" if detail else ""), file=sys.stderr)
         return 2
     return 0

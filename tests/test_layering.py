@@ -69,3 +69,12 @@ def test_no_engine_module_imports_the_layers_above_it(path):
 def test_visuals_read_only_the_record_schema_of_the_engine(path):
     engine = {name for name in imported_modules(path) if name.split(".")[0] == "lookahead_core"}
     assert engine <= {"lookahead_core.records"}, f"{path.name} imports {sorted(engine)}"
+
+
+@pytest.mark.parametrize(
+    "path", [*modules("visuals"), *modules("lab"), ROOT / "app.py"], ids=lambda p: f"{p.parent.name}/{p.name}"
+)
+def test_text_enters_html_in_one_place(path):
+    """Only visuals/markup.py escapes: every other module builds its HTML around what markup.escape returns."""
+    if path != ROOT / "visuals" / "markup.py":
+        assert "html" not in imported_modules(path), f"{path.name} escapes on its own: use visuals.markup.escape"

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from html import escape
-
 import plotly.graph_objects as go
 import plotly.io as pio
 
+from .markup import escape
 from .palette import BLUE, GREEN, GREY, ORANGE, PURPLE, SKY, VERMILLION
 
 HUES = {

@@ -8,10 +8,9 @@ lookup and speculative decoding say what their matches or their draft chain did.
 
 from __future__ import annotations
 
-from html import escape
-
 from lookahead_core.records import Method, PlanReason, Source, StepKind, StepRecord, TokenSource, Trace
 
+from .markup import escape
 from .methods import candidate_kind, draft_words
 from .plans import plan_words
 from .tokens import quoted

@@ -6,8 +6,7 @@ Both show the same heads over the same panel HTML (replay.panels), so a step rea
 
 from __future__ import annotations
 
-from html import escape
-
+from .markup import escape
 from .palette import LEGENDS, legend_html
 
 PANEL_TITLES = {

@@ -12,13 +12,13 @@ from __future__ import annotations
 import base64
 import gzip
 import json
-from html import escape
 
 from lookahead_core.records import Run
 
 from . import replay
 from .cards import CARD_ROWS, card_head_html
 from .library import ASSETS
+from .markup import escape
 from .methods import NAMES
 from .summary import plain_name, summary_html
 

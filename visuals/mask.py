@@ -10,10 +10,9 @@ of the prefix (and, in a deep window, far ancestors) drops out.
 
 from __future__ import annotations
 
-from html import escape
-
 from lookahead_core.records import Branch, StepKind, StepRecord
 
+from .markup import escape
 from .palette import colour
 from .tokens import token_text, visible
 
@@ -22,6 +21,10 @@ LABEL_WIDTH = 104
 HEAD_HEIGHT = 34
 PREFIX_CELLS = 2
 DETAILED_ROWS = 80  # above this many rows, per-row labels would be unreadable
+# A row is a rectangle per run of neighbouring columns it sees: a few for any mask the engine builds (the
+# widest step its budget allows, 441 rows, takes about 2,000). A crafted record's rows can see every other
+# column; past this many rectangles the rows that follow are not drawn, and the note says so.
+MOST_RECTANGLES = 20_000
 
 
 def runs(columns: list[int]) -> list[tuple[int, int]]:
@@ -70,20 +73,20 @@ def describe_row(record: StepRecord, vocab: dict, roles: list, row: int) -> str:
     return f"row {row} {roles[row][1]} ‘{token}’ at position {record.rows[row].position}"
 
 
-def prefix_svg(record: StepRecord, sliding: bool) -> list[str]:
+def prefix_svg(record: StepRecord, n: int, sliding: bool) -> list[str]:
     """The prefix column: whole for full layers; on sliding layers, per row, the part within the window.
 
     A row that sees the whole prefix gets both cells, one that sees only its end the right cell,
-    one that sees none of it (the window ends inside this step) no cell.
+    one that sees none of it (the window ends inside this step) no cell. `n` rows are drawn.
     """
-    p, n = record.position, len(record.rows)
+    p = record.position
     if not sliding:
         return [
             f'<rect x="{LABEL_WIDTH}" y="{HEAD_HEIGHT}" width="{PREFIX_CELLS * CELL}" height="{n * CELL}" '
             f'class="ll-mask-prefix"><title>every row sees the committed prefix: {p} tokens</title></rect>'
         ]
     parts = []
-    for row, first in enumerate(record.sliding.prefix_from):
+    for row, first in enumerate(record.sliding.prefix_from[:n]):
         if first >= p:
             continue
         cells = PREFIX_CELLS if first == 0 else 1
@@ -100,7 +103,7 @@ def header_svg(record: StepRecord, roles: list, grid_x: int, font: int, detailed
     n = len(roles)
     parts = [
         f'<rect x="{grid_x}" y="{HEAD_HEIGHT}" width="{n * CELL}" height="{n * CELL}" class="ll-mask-bg"/>',
-        *prefix_svg(record, sliding),
+        *prefix_svg(record, n, sliding),
         f'<text x="{LABEL_WIDTH + CELL}" y="{HEAD_HEIGHT - 6}" font-size="{font}" text-anchor="middle">prefix</text>',
     ]
     for branch, first, last in branch_spans(roles):
@@ -126,7 +129,8 @@ def rows_svg(
     """One group per row: its label and position id, and a rectangle per run of columns it sees."""
     parts = []
     seen_rows = record.sliding.sees if sliding else [r.sees for r in record.rows]
-    for row, seen in enumerate(seen_rows):
+    for row, seen in enumerate(seen_rows[: len(roles)]):
+        seen = [col for col in seen if col < len(roles)]
         y = HEAD_HEIGHT + row * CELL
         sees = " sees the prefix and " + ", ".join(roles[col][1] for col in seen) if detailed else ""
         tip = f"<title>{describe_row(record, vocab, roles, row)}{escape(sees)}</title>"
@@ -162,9 +166,21 @@ def separators_svg(roles: list, grid_x: int) -> list[str]:
     return parts
 
 
-def mask_svg(record: StepRecord, vocab: dict[str, str], sliding: bool = False) -> str:
-    """The grid of the mask the full-attention layers got, or with `sliding` the sliding-window layers' mask."""
-    roles = row_roles(record)
+def drawn_rows(record: StepRecord) -> int:
+    """How many leading rows (and columns) of the step's masks fit in MOST_RECTANGLES rectangles."""
+    masks = [[row.sees for row in record.rows]] + ([record.sliding.sees] if record.sliding is not None else [])
+    spent = 0
+    for row in range(len(record.rows)):
+        spent += sum(len(runs(seen[row])) for seen in masks)
+        if spent > MOST_RECTANGLES:
+            return row
+    return len(record.rows)
+
+
+def mask_svg(record: StepRecord, vocab: dict[str, str], rows: int, sliding: bool = False) -> str:
+    """The grid of the mask the full-attention layers got, or with `sliding` the sliding-window layers' mask:
+    its first `rows` rows and columns."""
+    roles = row_roles(record)[:rows]
     n = len(roles)
     detailed = n <= DETAILED_ROWS
     font = 10 if detailed else max(10, n // 6)
@@ -194,7 +210,10 @@ def mask_html(record: StepRecord, vocab: dict[str, str]) -> str:
         f"column j at {p}+l+j, guess token k at {p + 1}+k, so several rows share a position: they are rival "
         "guesses for it."
     )
-    full = f'<div class="ll-scroll">{mask_svg(record, vocab)}</div><p class="ll-note">{escape(note)}</p>'
+    shown = drawn_rows(record)
+    if shown < len(record.rows):
+        note += f" Only the first {shown} of the {len(record.rows)} rows and columns are drawn (too many to draw)."
+    full = f'<div class="ll-scroll">{mask_svg(record, vocab, shown)}</div><p class="ll-note">{escape(note)}</p>'
     if record.sliding is None:
         return full
     s = record.sliding
@@ -209,6 +228,6 @@ def mask_html(record: StepRecord, vocab: dict[str, str]) -> str:
     return (
         f'<p class="ll-mask-title">Full-attention layers</p>{full}'
         f'<p class="ll-mask-title">Sliding-window layers ({s.layers} of them, window {s.window})</p>'
-        f'<div class="ll-scroll">{mask_svg(record, vocab, sliding=True)}</div>'
+        f'<div class="ll-scroll">{mask_svg(record, vocab, shown, sliding=True)}</div>'
         f'<p class="ll-note">{escape(sliding_note)}</p>'
     )

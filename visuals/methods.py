@@ -6,10 +6,9 @@ DraftSettings) and StepRecord (a draft's DraftRecord, a match's place).
 
 from __future__ import annotations
 
-from html import escape
-
 from lookahead_core.records import CandidateRecord, Method, Reason, Source, StepRecord, TraceMeta
 
+from .markup import escape
 from .plans import triple
 
 NAMES = {

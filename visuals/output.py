@@ -9,10 +9,9 @@ token; the tooltip names the step that committed it, and this step's tokens are 
 
 from __future__ import annotations
 
-from html import escape
-
 from lookahead_core.records import Trace
 
+from .markup import escape
 from .tokens import chip
 
 PROMPT_CHARS = 400

@@ -6,7 +6,7 @@ shapes (✓ ✗ ★) repeat what colour says, so no panel depends on telling two
 
 from __future__ import annotations
 
-from html import escape
+from .markup import escape
 
 BLUE = "#0072B2"
 SKY = "#56B4E9"

@@ -7,10 +7,9 @@ columns and the committed output), what was evicted, and the pool's size before 
 
 from __future__ import annotations
 
-from html import escape
-
 from lookahead_core.records import Reason, Source, StepKind, StepRecord
 
+from .markup import escape
 from .palette import KINDS
 from .tokens import chip, chips
 

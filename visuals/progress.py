@@ -7,12 +7,11 @@ Seconds are the ones both runs measured, on the machine the trace names.
 
 from __future__ import annotations
 
-from html import escape
-
 import plotly.graph_objects as go
 
 from lookahead_core.records import Run, TokenSource
 
+from .markup import escape
 from .methods import SHORT_NAMES
 from .palette import KINDS
 

@@ -9,13 +9,12 @@ it ran on (the figure that explains a slow method) sit below it.
 
 from __future__ import annotations
 
-from html import escape
-
 import plotly.graph_objects as go
 
 from lookahead_core.records import Method, RaceLane, RaceRecord
 
 from .caption import plural
+from .markup import escape
 from .methods import NAMES, SHORT_NAMES
 from .palette import BLUE, GREEN, GREY, PURPLE, SKY
 from .plans import settings_words

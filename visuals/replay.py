@@ -6,11 +6,13 @@ gradio: `app.py` turns InputError and a lost session into messages for the user.
 
 from __future__ import annotations
 
+import logging
 import math
 
 from lookahead_core.records import Method, Run
 
 from .caption import caption_html
+from .markup import escape
 from .mask import mask_html
 from .methods import no_pool_html, no_window_html
 from .output import output_html
@@ -19,6 +21,7 @@ from .progress import progress_html
 from .verification import verification_html
 from .window import window_html
 
+LOG = logging.getLogger("lookahead_lab")
 PANELS = ("caption", "window", "pool", "verification", "output", "mask", "progress")
 MAX_NEW_TOKENS = 256
 # The model's context is 8,192 tokens (about 4 characters each); far longer text is refused before
@@ -97,20 +100,36 @@ def panels(run: Run, index: int) -> dict[str, str]:
     """The HTML of every per-step panel for step `index` of the method's trace.
 
     A method with no window or pool (prompt lookup, speculative) gets a line saying so in those panels.
+    A run read from a file passed library's checks, which cannot foresee every way a crafted record can
+    contradict itself: a panel that such a record breaks says so in its place (and the log says why), and
+    the other panels are drawn.
     """
     trace = run.trace
     index = clamp_step(run, index)
     record, vocab, settings, method = trace.steps[index], trace.vocab, trace.meta.settings, trace.meta.method
     lookahead = method == Method.LOOKAHEAD
-    return {
-        "caption": caption_html(trace, index),
-        "window": window_html(record, vocab, settings.ngram) if lookahead else no_window_html(method),
-        "pool": pool_html(record, vocab, settings.guesses) if lookahead else no_pool_html(method),
-        "verification": verification_html(record, vocab),
-        "output": output_html(trace, index),
-        "mask": mask_html(record, vocab),
-        "progress": progress_html(run, index),
+    drawers = {
+        "caption": lambda: caption_html(trace, index),
+        "window": lambda: window_html(record, vocab, settings.ngram) if lookahead else no_window_html(method),
+        "pool": lambda: pool_html(record, vocab, settings.guesses) if lookahead else no_pool_html(method),
+        "verification": lambda: verification_html(record, vocab),
+        "output": lambda: output_html(trace, index),
+        "mask": lambda: mask_html(record, vocab),
+        "progress": lambda: progress_html(run, index),
     }
+    return {name: drawn(name, draw, index) for name, draw in drawers.items()}
+
+
+def drawn(name: str, draw, index: int) -> str:
+    """`draw()`, or a line saying that this step's record cannot be drawn in this panel."""
+    try:
+        return draw()
+    except (AttributeError, IndexError, KeyError, TypeError, ValueError, ZeroDivisionError) as error:
+        LOG.warning("step %d's %s panel not drawn: %s: %s", index, name, type(error).__name__, str(error)[:200])
+        return f'<p class="ll-empty">{escape(UNDRAWABLE)}</p>'
+
+
+UNDRAWABLE = "This step's record contradicts itself (a crafted or damaged run file), so this panel cannot draw it."
 
 
 def panel_values(run: Run, index: int) -> list[str]:
@@ -143,8 +162,21 @@ def check_prompt(text) -> str:
 def whole_number(value, name: str) -> int:
     """`value` as an int when it is a whole number (sliders send floats such as 7.0)."""
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value != int(value):
-        raise InputError(f"{name} must be a whole number, got {value!r}.")
+        raise InputError(f"{name} must be a whole number, got {short(value)}.")
     return int(value)
+
+
+def number(value, name: str) -> float:
+    """`value` as a float when it is a finite number (not a bool, not text)."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise InputError(f"{name} must be a number, got {short(value)}.")
+    return float(value)
+
+
+def short(value) -> str:
+    """A visitor's value for a message: its repr, cut to 80 characters."""
+    text = repr(value)
+    return text if len(text) <= 80 else text[:79] + "…"
 
 
 def check_settings(window, ngram, guesses, max_new_tokens) -> tuple[int, int, int, int]:

@@ -6,10 +6,9 @@ step on this device), since on a CPU a wide window can cost more than it saves.
 
 from __future__ import annotations
 
-from html import escape
-
 from lookahead_core.records import Machine, Method, Progress, Run, Trace
 
+from .markup import escape
 from .methods import NAMES, SHORT_NAMES, method_settings
 from .plans import settings_words
 
@@ -114,6 +113,11 @@ def model_html(machine: Machine | None, default_model: str) -> str:
         f"{millions:.0f} M parameters) on <b>{escape(machine.device_name)}</b>, {escape(machine.dtype)}, "
         f"{escape(machine.attention)} attention{sliding}</div>"
     )
+
+
+def preset_note(*paragraphs: str) -> str:
+    """A preset's description, or what the page says in its place (which may quote a visitor's value), as text."""
+    return "".join(f'<p class="ll-preset-note">{escape(text)}</p>' for text in paragraphs)
 
 
 def feed_html(tokens: int | None, budget: int, problem: str | None = None) -> str:

@@ -6,8 +6,7 @@ A token chip is one `<span>` whose colour comes from its kind (see palette) and 
 
 from __future__ import annotations
 
-from html import escape
-
+from .markup import escape
 from .palette import colour
 
 VISIBLE_WHITESPACE = {" ": "▁", "\n": "⏎", "\t": "⇥", "\r": "␍"}

@@ -10,10 +10,9 @@ so the panel shows the few that matched most, not all W.
 
 from __future__ import annotations
 
-from html import escape
-
 from lookahead_core.records import CandidateRecord, Draw, SampledPosition, Source, StepKind, StepRecord, Verdict
 
+from .markup import escape
 from .methods import candidate_kind, candidate_label, candidate_why
 from .tokens import chip, chips, named
 from .window import trajectory_route

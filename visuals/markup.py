@@ -1,0 +1,15 @@
+"""Where text enters HTML: every string the lab puts into a page goes through `escape` here.
+
+A prompt, a run file's tokens and metadata, a URL parameter, a model name, an error message:
+each is shown as text, never as markup. The panels, captions, notices, exports and the app's
+toasts build their tags around what `escape` returns; no other module escapes on its own.
+"""
+
+from __future__ import annotations
+
+import html
+
+
+def escape(text: object) -> str:
+    """`text` (anything, as str) with &, <, >, " and ' escaped: safe in element content and in quoted attributes."""
+    return html.escape(str(text), quote=True)
