@@ -53,9 +53,10 @@ def running_app(lm=None) -> Iterator[str]:
     (replaying the shipped examples needs none).
     """
     import app
+    from lab import server
 
     if lm is not None:
-        app.MODEL.put(lm)
+        server.MODEL.put(lm)
     port = free_port()
     app.demo.launch(
         server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, **app.LAUNCH_OPTIONS

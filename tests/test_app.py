@@ -16,11 +16,15 @@ import pytest
 from gradio_client import Client, handle_file
 from gradio_client.utils import Status
 
+from lab import server
 from lab.access import ModelAccess
-from lookahead_core.config import SettingsError
-from lookahead_core.models import gemma_gguf
+from lab.holding import ModelHolder
+from lookahead_core.models import DEFAULT_MODEL, GEMMA, gemma_gguf
 from lookahead_core.records import Run
 from tests.serving import running_app
+from ui.lesson import lesson_at
+from ui.links import opened
+from ui.model_box import model_choices
 from visuals import export, library, replay
 from visuals.summary import preset_note
 
@@ -192,13 +196,12 @@ def test_replay_does_not_wait_behind_model_work(url):
 @pytest.fixture
 def steep_costs(monkeypatch):
     """A CPU-like cost table, so Run and the race need not measure the curve (the decoding is timed for real)."""
-    import app
     from lookahead_core.tuning import choose_settings
 
     from .conftest import cost_table
 
-    monkeypatch.setattr(app, "step_costs", lambda lm: cost_table(0.05))
-    monkeypatch.setattr(app, "auto_settings", lambda lm: choose_settings(cost_table(0.05)))
+    monkeypatch.setattr(server, "step_costs", lambda lm: cost_table(0.05))
+    monkeypatch.setattr(server, "auto_settings", lambda lm: choose_settings(cost_table(0.05)))
 
 
 def test_an_auto_run_records_and_replays_each_steps_plan(client, steep_costs):
@@ -250,16 +253,6 @@ def test_a_sampled_run_shows_each_draw(client):
     assert any("Sampling, position by position" in panels[3] for panels in captions)
 
 
-def test_sampling_settings_are_checked_before_any_model_work():
-    import app
-
-    assert app.sampling_of(False, 5.0, -3, 2.0, -1).is_greedy  # the switch off: the sliders are not read
-    with pytest.raises(replay.InputError, match="Seed must be a whole number"):
-        app.sampling_of(True, 0.9, 0, 0.95, 2.5)
-    with pytest.raises(SettingsError, match="out of range"):
-        app.sampling_of(True, 0.9, 0, 0.0, 1)
-
-
 def test_a_lone_surrogate_over_the_http_api_gets_a_message(url):
     """gradio_client cannot even encode it; a raw JSON escape (\\ud83d) reaches the app as a lone surrogate."""
     import json
@@ -278,7 +271,7 @@ def test_a_lone_surrogate_over_the_http_api_gets_a_message(url):
 def test_a_new_page_names_the_model_already_in_use(client):
     import app
 
-    *_, model_info, _, _ = app.opened(None)
+    model_info = opened(app.PAGE, None)[app.PAGE.model_box.info]
     assert "SmolLM2-135M-Instruct" in model_info and "none yet" not in model_info
 
 
@@ -358,28 +351,31 @@ def test_a_link_to_a_recorded_run_opens_it_until_the_shelf_forgets_it(client):
     result = client.predict("def add(a, b):\n", False, 4, 3, 4, 8, False, *LOOKAHEAD, *NO_SAMPLING, api_name="/run")
     key = result[-2]
     assert isinstance(key, str) and len(key) == 12
-    _, preset, *shown, _, _, _ = app.opened(Asked(run=key, step="2"))
-    assert preset is None and shown[0] == "def add(a, b):\n"  # no preset; the run's prompt
-    run = app.SHELF.get(key)
-    assert shown[-1] == key
-    assert replay.panel_values(run, 2)[0] in shown
-    _, preset, *gone, _, _, _ = app.opened(Asked(run="nonesuch1234", step="2"))
-    assert preset == app.DEFAULT["id"] and "no longer kept" in gone[app.PRESET_CAPTION]
+    c = app.PAGE.controls
+    shown = opened(app.PAGE, Asked(run=key, step="2"))
+    assert shown[c.preset] is None and shown[c.prompt] == "def add(a, b):\n"  # no preset; the run's prompt
+    run = server.SHELF.get(key)
+    assert shown[app.PAGE.exports.run_id] == key
+    assert shown[app.PAGE.panels.shown["caption"]] == replay.panel_values(run, 2)[0]
+    gone = opened(app.PAGE, Asked(run="nonesuch1234", step="2"))
+    assert gone[c.preset] == PRESETS[0]["id"] and "no longer kept" in gone[c.preset_note]
 
 
 def test_a_lesson_link_opens_its_step_and_every_lesson_step_loads_its_preset_at_its_step():
     import app
     from visuals.lesson import LESSON, step_index
 
+    page = app.PAGE
+    preset, lit, walkthrough = page.controls.preset, page.lesson.lit, page.lesson.walkthrough
     for number, item in enumerate(LESSON):
-        walkthrough, preset, *shown, panel = app.lesson_at(number)
-        run = app.example_run(item.preset)
-        assert walkthrough.selected == number and preset == item.preset and panel == item.panel
-        assert replay.panel_values(run, step_index(run, item))[0] in shown
-    _, preset, *_, lit, _ = app.opened(Asked(lesson="4"))
-    assert preset == LESSON[3].preset and lit == LESSON[3].panel
+        shown = lesson_at(page, number)
+        run = library.example_run(item.preset)
+        assert shown[walkthrough].selected == number and shown[preset] == item.preset and shown[lit] == item.panel
+        assert shown[page.panels.shown["caption"]] == replay.panel_values(run, step_index(run, item))[0]
+    shown = opened(page, Asked(lesson="4"))
+    assert shown[preset] == LESSON[3].preset and shown[lit] == LESSON[3].panel
     for nonsense in ("0", "99", "four"):  # held to the lesson's steps
-        assert app.opened(Asked(lesson=nonsense))[0].selected in (0, len(LESSON) - 1)
+        assert opened(page, Asked(lesson=nonsense))[walkthrough].selected in (0, len(LESSON) - 1)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -419,9 +415,8 @@ def run_on(client, choice: str, dtype: str = "auto"):
 def test_switching_models_runs_each_and_a_bad_choice_leaves_the_held_model(
     client, default_model, model_folders, monkeypatch
 ):
-    import app
 
-    monkeypatch.setattr(app, "ACCESS", ModelAccess(open=True))  # an operator who opened the model box
+    monkeypatch.setattr(server, "ACCESS", ModelAccess(open=True))  # an operator who opened the model box
     llama, bloom = model_folders
     try:
         result = run_on(client, llama)
@@ -434,12 +429,12 @@ def test_switching_models_runs_each_and_a_bad_choice_leaves_the_held_model(
         ]:
             refused = run_on(client, choice)
             assert escape(message) in refused[-1] and "Not run" in refused[-1], choice
-            assert app.MODEL.facts().model == llama  # the held model is still there
-        result = run_on(client, app.DEFAULT_MODEL)
+            assert server.MODEL.facts().model == llama  # the held model is still there
+        result = run_on(client, DEFAULT_MODEL)
         assert "SmolLM2-135M-Instruct" in result[-3]
-        assert "Choose a dtype: auto, float32, bfloat16" in run_on(client, app.DEFAULT_MODEL, "int3")[-1]
+        assert "Choose a dtype: auto, float32, bfloat16" in run_on(client, DEFAULT_MODEL, "int3")[-1]
     finally:
-        app.MODEL.put(default_model)
+        server.MODEL.put(default_model)
     assert client.predict(3, api_name="/scrub")[PANELS]  # the server answers
 
 
@@ -449,22 +444,20 @@ def refusal(client, choice: str) -> str:
 
 
 def test_a_closed_model_box_gives_one_answer_to_every_name_it_does_not_offer(client, model_folders, monkeypatch):
-    import app
 
     llama, _ = model_folders
-    monkeypatch.setattr(app, "ACCESS", ModelAccess(listed=(llama,), open=False))
-    assert [value for _, value in app.model_choices()][-1] == llama  # the operator's own model is offered
+    monkeypatch.setattr(server, "ACCESS", ModelAccess(listed=(llama,), open=False))
+    assert [value for _, value in model_choices()][-1] == llama  # the operator's own model is offered
     names = ["/etc", "/root/.ssh", "/proc/self", "/no/such/folder", llama + "-not", "org/model", "../../etc/passwd"]
     answers = {name: refusal(client, name) for name in names}
     assert len(set(answers.values())) == 1, answers
     assert "Not run" in answers["/etc"] and "operator has not opened it to other models" in answers["/etc"]
-    assert app.MODEL.facts().model == app.DEFAULT_MODEL  # nothing was loaded
+    assert server.MODEL.facts().model == DEFAULT_MODEL  # nothing was loaded
 
 
 def test_an_open_model_box_tells_no_existing_folder_from_a_missing_one(client, tmp_path, monkeypatch):
-    import app
 
-    monkeypatch.setattr(app, "ACCESS", ModelAccess(open=True))
+    monkeypatch.setattr(server, "ACCESS", ModelAccess(open=True))
     (tmp_path / "config.json").write_text("{not json")
     names = ["/etc", "/root/.ssh", "/proc/self", "/no/such/folder", str(tmp_path), str(tmp_path / "x.gguf")]
     answers = {name: refusal(client, name) for name in names}
@@ -476,15 +469,13 @@ def test_an_open_model_box_tells_no_existing_folder_from_a_missing_one(client, t
 def test_an_open_model_box_refuses_a_model_past_the_parameter_limit_before_loading_it(client, tmp_path, monkeypatch):
     from transformers import LlamaConfig
 
-    import app
-
-    monkeypatch.setattr(app, "ACCESS", ModelAccess(open=True, max_parameters=10_000_000))
+    monkeypatch.setattr(server, "ACCESS", ModelAccess(open=True, max_parameters=10_000_000))
     LlamaConfig(hidden_size=256, intermediate_size=512, num_hidden_layers=4, vocab_size=50_000).save_pretrained(
         tmp_path
     )
     note = refusal(client, str(tmp_path))  # a config and no weights: it is refused on its config alone
     assert "That model has 28 million parameters; this server loads at most 10 million for a visitor." in note
-    assert app.MODEL.facts().model == app.DEFAULT_MODEL
+    assert server.MODEL.facts().model == DEFAULT_MODEL
 
 
 def test_the_operator_sets_the_model_box_by_environment(monkeypatch):
@@ -504,20 +495,18 @@ def test_the_operator_sets_the_model_box_by_environment(monkeypatch):
 
 
 def test_a_request_keeps_its_model_while_another_is_loaded(default_model):
-    import app
 
-    holder = app.ModelHolder(warm=False)
+    holder = ModelHolder(warm=False)
     holder.put(default_model)
     held = holder.get()
-    assert holder.loading("/some/other/model", "auto") and not holder.loading(app.DEFAULT_MODEL, "auto")
+    assert holder.loading("/some/other/model", "auto") and not holder.loading(DEFAULT_MODEL, "auto")
     holder.put(dataclasses.replace(default_model, name="another"))
     assert held.lm is default_model and holder.get("another").lm is not default_model
-    assert holder.loading(app.DEFAULT_MODEL, "bfloat16")
+    assert holder.loading(DEFAULT_MODEL, "bfloat16")
 
 
 def test_the_picker_offers_the_installed_models():
-    import app
 
-    values = [value for _, value in app.model_choices()]
-    assert values[0] == app.DEFAULT_MODEL
-    assert (app.GEMMA in values) == gemma_gguf().exists()
+    values = [value for _, value in model_choices()]
+    assert values[0] == DEFAULT_MODEL
+    assert (GEMMA in values) == gemma_gguf().exists()

@@ -26,18 +26,18 @@ pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore:.*
 @pytest.fixture(scope="module")
 def served():
     """The app, whose every reach for the model fails the test (the lesson and replays need none)."""
-    import app
+    from lab import server
 
     def no_model(*args, **kwargs):
         raise AssertionError("the classroom must not need the model")
 
-    saved = app.MODEL.get
-    app.MODEL.get = no_model
+    saved = server.MODEL.get
+    server.MODEL.get = no_model
     try:
         with running_app() as url:
             yield url
     finally:
-        app.MODEL.get = saved
+        server.MODEL.get = saved
 
 
 @pytest.fixture(scope="module")

@@ -16,8 +16,8 @@ import pytest
 from gradio_client import Client
 from gradio_client.utils import QueueError, Status
 
-import app
 from tests.serving import running_app
+from ui.page import MAX_WAITING
 from visuals import replay
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore:.*(copy keyword|no_silent_downcasting)")
@@ -110,8 +110,8 @@ def test_past_the_queue_bound_a_client_is_told_the_lab_is_busy(url):
     for job in accepted:
         job.cancel()
     print(
-        f"\n40 clients at once: {len(accepted)} accepted (1 running + {app.MAX_WAITING} waiting), "
+        f"\n40 clients at once: {len(accepted)} accepted (1 running + {MAX_WAITING} waiting), "
         f"{len(busy)} told: {busy[0] if busy else '-'}"
     )
-    assert len(accepted) == 1 + app.MAX_WAITING and len(busy) == 40 - len(accepted)
+    assert len(accepted) == 1 + MAX_WAITING and len(busy) == 40 - len(accepted)
     assert all("Queue is full" in message and "try again" in message for message in busy)

@@ -16,10 +16,17 @@ import pytest
 import spaces
 
 import app
-from lab import space
+from lab import server, space
+from lab.requests import ModelRequest
 from lookahead_core.config import LookaheadConfig
+from lookahead_core.models import DEFAULT_MODEL
 from lookahead_core.records import RaceRecord
+from lookahead_core.request import DecodeRequest
 from lookahead_core.sampling import GREEDY, SamplingConfig
+from ui import player
+from ui.presets import PRESETS, choose_preset
+from ui.race import RACE_SLIDERS, race_model
+from ui.run import run_model
 
 ROOT = Path(__file__).resolve().parent.parent
 LOOKAHEAD = ("lookahead", 10, 4)  # the method for Run, prompt lookup's tokens, the draft's k
@@ -28,17 +35,17 @@ LOOKAHEAD = ("lookahead", 10, 4)  # the method for Run, prompt lookup's tokens, 
 @pytest.fixture
 def served(default_model, monkeypatch):
     """The app with the default model loaded; loading another model would be a bug, so it raises."""
-    app.MODEL.put(default_model)
+    server.MODEL.put(default_model)
 
     def no_load(*_, **__):
         raise AssertionError("a model load inside GPU work although a model is loaded")
 
-    monkeypatch.setattr(app, "load_model", no_load)
+    monkeypatch.setattr(server, "load_model", no_load)
     return default_model
 
 
 def test_the_real_spaces_package_is_a_no_op_off_a_space():
-    assert app.spaces is spaces and not space.on_zero_gpu(spaces) and not app.ZERO_GPU
+    assert app.spaces is spaces and not space.on_zero_gpu(spaces) and not server.ZERO_GPU
 
     def work(x):
         return x
@@ -56,7 +63,7 @@ def test_spaces_is_imported_before_anything_else():
 
 
 def test_only_the_model_work_is_decorated():
-    assert [fn.__name__ for fn in app.GPU_WORK] == ["record", "timed_race"]
+    assert [fn.__name__ for fn in server.GPU_WORK] == ["record", "timed_race"]
 
 
 def test_the_gpu_functions_are_the_only_model_work(served):
@@ -72,13 +79,15 @@ def test_the_gpu_functions_are_the_only_model_work(served):
 
     handle = served.model.get_input_embeddings().register_forward_pre_hook(check)
     try:
-        *_, result = app.run_model("def add(a, b):\n", False, 3, 3, 3, 6, False, *LOOKAHEAD, False, 0.8, 0, 0.95, 0)
-        run = result[0]
-        app.step_forward(run, 0)
-        app.scrub(run, 3)
-        app.choose_preset(app.PRESETS[1]["id"])
-        race = ("def add(a, b):\n", False, 3, 3, 3, 6, app.RACE_SLIDERS, 10, 4, False, 0.8, 0, 0.95, 0)
-        assert isinstance(list(app.race_model(*race))[-1][1], RaceRecord)
+        page = app.PAGE
+        request = ("def add(a, b):\n", False, 3, 3, 3, 6, False, *LOOKAHEAD, False, 0.8, 0, 0.95, 0)
+        *_, result = run_model(page, *request)
+        run = result[page.replay.run]
+        player.step_forward(page, run, 0)
+        player.scrub(page, run, 3)
+        choose_preset(page, PRESETS[1]["id"])
+        race = ("def add(a, b):\n", False, 3, 3, 3, 6, RACE_SLIDERS, 10, 4, False, 0.8, 0, 0.95, 0)
+        assert isinstance(list(race_model(page, *race))[-1][page.race.result], RaceRecord)
     finally:
         handle.remove()
     assert inside and not outside
@@ -86,31 +95,40 @@ def test_the_gpu_functions_are_the_only_model_work(served):
 
 @pytest.mark.parametrize("sampling", [GREEDY, SamplingConfig(temperature=0.8, seed=3)])
 def test_inputs_and_outputs_of_the_gpu_work_pickle(served, sampling):
-    arguments = ("Say hi.", True, LookaheadConfig(3, 3, 3), 6, False, sampling)
-    assert pickle.loads(pickle.dumps(arguments)) == arguments
-    *progress, (run, seconds) = app.record(*arguments)  # on ZeroGPU each item crosses from the GPU worker
+    request = asked(6, sampling=sampling)
+    assert pickle.loads(pickle.dumps(request)) == request
+    *progress, (run, seconds) = server.record(request)  # on ZeroGPU each item crosses from the GPU worker
     assert pickle.loads(pickle.dumps(progress)) == progress and len(progress) >= 2 * 6
     assert pickle.loads(pickle.dumps((run, seconds))) == (run, seconds) and seconds > 0
-    *progress, (race, _) = app.timed_race(*arguments)
+    *progress, (race, _) = server.timed_race(request)
     assert pickle.loads(pickle.dumps(progress)) == progress
     assert pickle.loads(pickle.dumps(race)) == race
 
 
+def asked(max_new_tokens: int, auto: bool = False, sampling: SamplingConfig = GREEDY) -> ModelRequest:
+    """A checked request for `max_new_tokens` new tokens at W=N=G=3 on the default model."""
+    decode = DecodeRequest(
+        max_new_tokens=max_new_tokens, lookahead=LookaheadConfig(3, 3, 3), sampling=sampling, auto=auto
+    )
+    return ModelRequest(prompt="Say hi.", chat=True, decode=decode, model=DEFAULT_MODEL, dtype="auto")
+
+
 def test_a_slot_grows_with_the_request_and_stays_bounded():
-    config = LookaheadConfig(3, 3, 3)
-    short = app.slot("p", False, config, 8, False, GREEDY)
-    long = app.slot("p", False, config, space.MAX_NEW_TOKENS, False, GREEDY)
+    short = server.slot(asked(8))
+    long = server.slot(asked(space.MAX_NEW_TOKENS))
     assert space.SLOT_START <= short < long <= space.LONGEST_SLOT
-    assert app.slot("p", False, config, 8, True, GREEDY) > app.slot("p", False, config, 8, False, GREEDY)
-    assert app.slot("p", False, config, 10_000, True, GREEDY) == space.LONGEST_SLOT
+    assert server.slot(asked(8, auto=True)) > server.slot(asked(8))
+    assert server.slot(asked(10_000, auto=True)) == space.LONGEST_SLOT
+    assert server.race_slot(asked(8)) > server.slot(asked(8))
     assert isinstance(short, int)
 
 
 def test_on_zero_gpu_a_request_over_the_cap_is_refused(monkeypatch):
-    monkeypatch.setattr(app, "MAX_NEW_TOKENS", space.MAX_NEW_TOKENS)
+    monkeypatch.setattr(server, "CAP", space.MAX_NEW_TOKENS)
     request = ("Hi", False, 3, 3, 3, space.MAX_NEW_TOKENS + 1, False, *LOOKAHEAD, False, 0.8, 0, 0.95, 0)
-    *_, result = app.run_model(*request)
-    assert "at most 128 new tokens" in result[-1] and "Not run" in result[-1]
+    *_, result = run_model(app.PAGE, *request)
+    note = result[app.PAGE.controls.notice]
+    assert "at most 128 new tokens" in note and "Not run" in note
 
 
 def test_the_readme_front_matter_names_real_versions():

@@ -11,6 +11,7 @@ import gzip
 import io
 import json
 import re
+from functools import cache
 from itertools import accumulate
 from pathlib import Path
 
@@ -33,6 +34,12 @@ def preset(presets: list[dict], preset_id: str) -> dict:
 
 def example_path(item: dict) -> Path:
     return ASSETS / item["example"]
+
+
+@cache
+def example_run(preset_id: str) -> Run:
+    """A preset's recorded example run, read once and shared read-only by every session (nothing mutates a run)."""
+    return load_run(example_path(preset(load_presets(), preset_id)))
 
 
 # ----------------------------------------------------------------------------------------------

@@ -1,7 +1,7 @@
-"""Replaying a recorded run with no model: which step to show, every panel for it, and input checks.
+"""Replaying a recorded run with no model: which step to show, and every panel for it.
 
 A run is a `records.Run` (a guessing method's trace and greedy's, of one prompt). Nothing here imports
-gradio: `app.py` turns InputError and a lost session into messages for the user.
+gradio: the page (ui/) turns a lost session into a message for the visitor.
 """
 
 from __future__ import annotations
@@ -23,18 +23,10 @@ from .window import window_html
 
 LOG = logging.getLogger("lookahead_lab")
 PANELS = ("caption", "window", "pool", "verification", "output", "mask", "progress")
-MAX_NEW_TOKENS = 256
-# The model's context is 8,192 tokens (about 4 characters each); far longer text is refused before
-# the tokenizer spends seconds on it, so one visitor's paste cannot stall the queue.
-MAX_PROMPT_CHARACTERS = 40_000
 SESSION_EXPIRED = (
     "This session expired (the page was open a long time, or the server restarted), so the example run was "
     "loaded again. Pick a preset or press Run to record your prompt again."
 )
-
-
-class InputError(ValueError):
-    """A request the app refuses before any model work; the message says what to change."""
 
 
 # ----------------------------------------------------------------------------------------------
@@ -136,53 +128,3 @@ def panel_values(run: Run, index: int) -> list[str]:
     """The panels in PANELS order, the order app.py lists its outputs in."""
     shown = panels(run, index)
     return [shown[name] for name in PANELS]
-
-
-# ----------------------------------------------------------------------------------------------
-# Checks on what a user sends with Run
-
-
-def check_prompt(text) -> str:
-    if not isinstance(text, str) or not text.strip():
-        raise InputError("The prompt is empty: type a prompt or pick a preset.")
-    if len(text) > MAX_PROMPT_CHARACTERS:
-        raise InputError(
-            f"The prompt has {len(text):,} characters; the limit is {MAX_PROMPT_CHARACTERS:,} "
-            "(the model reads at most 8,192 tokens). Shorten it."
-        )
-    surrogate = next((i for i, ch in enumerate(text) if 0xD800 <= ord(ch) <= 0xDFFF), None)
-    if surrogate is not None:
-        raise InputError(
-            f"Character {surrogate + 1} of the prompt is a lone surrogate (U+{ord(text[surrogate]):04X}), not valid "
-            "Unicode, so it cannot be tokenized. Remove it."
-        )
-    return text
-
-
-def whole_number(value, name: str) -> int:
-    """`value` as an int when it is a whole number (sliders send floats such as 7.0)."""
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value != int(value):
-        raise InputError(f"{name} must be a whole number, got {short(value)}.")
-    return int(value)
-
-
-def number(value, name: str) -> float:
-    """`value` as a float when it is a finite number (not a bool, not text)."""
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise InputError(f"{name} must be a number, got {short(value)}.")
-    return float(value)
-
-
-def short(value) -> str:
-    """A visitor's value for a message: its repr, cut to 80 characters."""
-    text = repr(value)
-    return text if len(text) <= 80 else text[:79] + "…"
-
-
-def check_settings(window, ngram, guesses, max_new_tokens) -> tuple[int, int, int, int]:
-    """W, N, G and max new tokens as ints; the engine's LookaheadConfig checks W, N, G ranges and budget."""
-    w, n, g = whole_number(window, "W"), whole_number(ngram, "N"), whole_number(guesses, "G")
-    tokens = whole_number(max_new_tokens, "Max new tokens")
-    if not 1 <= tokens <= MAX_NEW_TOKENS:
-        raise InputError(f"Max new tokens must be between 1 and {MAX_NEW_TOKENS}, got {tokens}.")
-    return w, n, g, tokens

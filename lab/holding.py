@@ -1,0 +1,79 @@
+"""The one model a server holds for all its visitors, loaded on demand under a lock.
+
+A request names its model; `ModelHolder.get` loads it when another is held, and hands the request
+one `Held` to use from start to end, so a switch between two of its passes cannot mix two models.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+
+from lookahead_core.draft import DEFAULT_DRAFT, DEFAULT_DRAFT_TOKENS, Draft, make_draft
+from lookahead_core.models import DEFAULT_MODEL, DTYPES, LoadedModel, load_model
+from lookahead_core.records import Machine
+from lookahead_core.trace import machine_facts
+
+from .budget import Prices, warmed_prices
+
+
+@dataclass
+class Held:
+    """One loaded model and what is made from it: its prices on this hardware (None: not priced) and, on
+    first use, its bfloat16 copy, the speculative draft."""
+
+    lm: LoadedModel
+    prices: Prices | None = None
+    copy: Draft | None = None
+
+    def draft(self, tokens: int) -> Draft:
+        """The model's bf16 copy as a draft of `tokens` tokens per step (the copy is made once)."""
+        if self.copy is None:
+            self.copy = make_draft(self.lm, DEFAULT_DRAFT, DEFAULT_DRAFT_TOKENS)
+        return Draft(self.copy.model, DEFAULT_DRAFT, tokens)
+
+
+class ModelHolder:
+    """One loaded model for the whole server, loaded on demand under a lock: the one a request names.
+
+    A request for another model (or dtype) loads it and lets the previous one go once no request uses
+    it; a model that fails to load leaves the held one in place. With `warm`, a model is warmed up
+    once after loading and its work priced on this hardware (budget.warmed_prices); on ZeroGPU each
+    request warms up in its own GPU slot instead.
+    """
+
+    def __init__(self, warm: bool = True) -> None:
+        self._held: Held | None = None
+        self._warm = warm
+        self._lock = threading.Lock()
+
+    def get(self, choice: str = DEFAULT_MODEL, dtype: str = "auto") -> Held:
+        """The model `choice` (DEFAULT_MODEL, GEMMA, a hub id or a folder) in `dtype`, loaded if another is held.
+
+        Raises ModelLoadError or UnsupportedModel (the held model stays) for one that cannot be used.
+        """
+        with self._lock:
+            if self._held is None or not holds(self._held.lm, choice, dtype):
+                lm = load_model(None if choice == DEFAULT_MODEL else choice, dtype=dtype)
+                self._held = Held(lm)
+            if self._warm and self._held.prices is None:
+                self._held.prices = warmed_prices(self._held.lm, self._held.draft(DEFAULT_DRAFT_TOKENS))
+            return self._held
+
+    def put(self, lm: LoadedModel) -> None:
+        with self._lock:
+            self._held = Held(lm)
+
+    def facts(self) -> Machine | None:
+        held = self._held
+        return machine_facts(held.lm) if held is not None else None
+
+    def loading(self, choice: str, dtype: str) -> bool:
+        """Whether a request for `choice` would load it first (it is not the held model)."""
+        held = self._held
+        return held is None or not holds(held.lm, choice, dtype)
+
+
+def holds(lm: LoadedModel, choice: str, dtype: str) -> bool:
+    """Whether `lm` is the model `choice` in `dtype` (auto: in whatever dtype it was loaded)."""
+    return lm.name == choice and (dtype == "auto" or lm.dtype == DTYPES.get(dtype))

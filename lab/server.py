@@ -1,0 +1,129 @@
+"""This server's model work: the one model it holds, who may load what, and the GPU slots on a ZeroGPU Space.
+
+`record` (a Run: one guessing method beside plain decoding) and `timed_race` (every method, timed)
+are the only functions that touch the model. Each takes one checked ModelRequest, yields a Progress
+after every forward pass (a consumer that stops iterating stops the work between two passes), and
+yields its result last with the seconds it took. On ZeroGPU each runs inside a GPU slot sized from
+its own request; elsewhere the decorator changes nothing.
+"""
+
+from __future__ import annotations
+
+try:  # ZeroGPU Spaces: `spaces` must be imported before anything touches CUDA (app.py imports it first)
+    import spaces
+except ImportError:
+    spaces = None
+
+import os
+import time
+from collections.abc import Iterator
+
+from lookahead_core.config import LookaheadConfig
+from lookahead_core.costs import step_costs
+from lookahead_core.models import encode_prompt, load_model
+from lookahead_core.records import Method, Progress, RaceRecord, Run
+from lookahead_core.request import DecodeRequest
+from lookahead_core.trace import recording_run
+from lookahead_core.tuning import auto_settings, choose_settings
+
+from . import space
+from .access import access_from_environment
+from .budget import RACE_SECONDS, RUN_SECONDS, Prices, check_budget, decodings
+from .holding import ModelHolder
+from .race import RACED, racing
+from .requests import MAX_NEW_TOKENS, ModelRequest
+from .shelf import Shelf
+
+ZERO_GPU = space.on_zero_gpu(spaces)
+SERVER_NAME = os.environ.get("GRADIO_SERVER_NAME", "0.0.0.0")
+ACCESS = access_from_environment(SERVER_NAME, ZERO_GPU)
+MODEL = ModelHolder(warm=not ZERO_GPU)
+CAP = space.MAX_NEW_TOKENS if ZERO_GPU else MAX_NEW_TOKENS  # new tokens a request may ask for here
+if ZERO_GPU:  # the platform's contract: load at module scope and move to CUDA; workers get the weights streamed
+    MODEL.put(load_model(device="cpu", dtype="float32"))
+    MODEL.get().lm.model.to("cuda")
+SESSION_SECONDS = 3 * 3600  # a visitor's recorded run is kept this long after its last update
+SHELF = Shelf(capacity=300, seconds=SESSION_SECONDS)  # recorded and opened runs, for links (?run=ID), gzipped
+GPU_WORK = []  # the functions that hold a GPU slot on ZeroGPU: all the model work there is
+
+
+def on_gpu(duration):
+    """On ZeroGPU, run the function with a GPU attached for `duration(*its arguments)` seconds at most."""
+
+    def attach(fn):
+        GPU_WORK.append(fn)
+        return spaces.GPU(fn, duration=duration) if spaces is not None else fn
+
+    return attach
+
+
+def slot(request: ModelRequest) -> int:
+    """The GPU seconds a Run asks for: two recordings and their warm-ups (and, once, the draft's copy);
+    auto may measure step costs."""
+    return space.slot_seconds(request.decode.max_new_tokens, runs=3, measures_costs=request.decode.auto)
+
+
+def race_slot(request: ModelRequest) -> int:
+    """The GPU seconds a race asks for: four methods, each warmed up first; auto may measure step costs."""
+    return space.slot_seconds(request.decode.max_new_tokens, runs=len(RACED) + 1, measures_costs=request.decode.auto)
+
+
+def within_budget(
+    prices: Prices | None, prompt_ids: list[int], decode: DecodeRequest, lookahead: LookaheadConfig, methods, seconds
+) -> None:
+    """Refuse (BudgetError) model work that could hold the model past `seconds` at `prices` (None: unpriced),
+    lookahead running at `lookahead` (the request's own settings, or the auto choice)."""
+    if prices is not None:
+        work = decodings(methods, lookahead, decode.lookup, decode.draft_tokens)
+        check_budget(prices, len(prompt_ids), decode.max_new_tokens, work, seconds)
+
+
+@on_gpu(slot)
+def record(request: ModelRequest) -> Iterator[Progress | tuple[Run, float]]:
+    """A Run's model work: the method's trace and the plain trace for one prompt on the model the request
+    names (loaded first if another is held), a Progress after every forward pass, and last the Run with the
+    seconds it all took. With auto, lookahead runs this hardware's auto settings and records each step's plan.
+    """
+    started = time.perf_counter()
+    d = request.decode
+    held = MODEL.get(request.model, request.dtype)
+    lm = held.lm
+    prompt_ids = encode_prompt(lm.tokenizer, request.prompt, request.chat)
+    auto_choice = auto_settings(lm) if d.auto and d.method == Method.LOOKAHEAD else None
+    chosen = auto_choice.config if auto_choice is not None else d.lookahead
+    within_budget(held.prices, prompt_ids, d, chosen, (d.method, Method.GREEDY), RUN_SECONDS)
+    draft = held.draft(d.draft_tokens) if d.method == Method.SPECULATIVE else None
+    work = recording_run(
+        lm,
+        prompt_ids,
+        d.lookahead,
+        d.max_new_tokens,
+        request.prompt,
+        auto_choice,
+        d.sampling,
+        d.method,
+        d.lookup,
+        draft,
+    )
+    for item in work:
+        yield item if isinstance(item, Progress) else (item, time.perf_counter() - started)
+
+
+@on_gpu(race_slot)
+def timed_race(request: ModelRequest) -> Iterator[Progress | tuple[RaceRecord, float]]:
+    """A race's model work on the model the request names: every method on the prompt, timed with nothing
+    drawn (auto: W, N, G from measured costs), a Progress after every forward pass, and last the race with
+    its seconds."""
+    started = time.perf_counter()
+    d = request.decode
+    held = MODEL.get(request.model, request.dtype)
+    lm = held.lm
+    prompt_ids = encode_prompt(lm.tokenizer, request.prompt, request.chat)
+    costs = step_costs(lm)
+    auto_choice = choose_settings(costs) if d.auto else None
+    chosen = auto_choice.config if auto_choice is not None else d.lookahead
+    within_budget(held.prices, prompt_ids, d, chosen, RACED, RACE_SECONDS)
+    draft = held.draft(d.draft_tokens)
+    work = racing(lm, prompt_ids, d.lookahead, d.max_new_tokens, costs, draft, auto_choice, d.sampling, d.lookup)
+    for item in work:
+        yield item if isinstance(item, Progress) else (item, time.perf_counter() - started)

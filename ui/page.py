@@ -1,0 +1,245 @@
+"""The page: its parts built in page order, then every event wired to its handler.
+
+Replay events (step, scrub, play, preset, lesson, exports) skip the queue: they never wait behind
+model work and a full queue never refuses them. Run and Race wait in a bounded queue for the one
+model slot. Every handler checks the raw values a client sent (preprocess=False), so a wrong type gets
+the lab's message; only the upload needs Gradio's preprocessing, to read the file.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import partial
+
+import gradio as gr
+
+from lab.server import SESSION_SECONDS
+from visuals import library
+
+from . import controls as controls_events
+from . import exports as export_events
+from . import player, race, run, scripts
+from .controls import Controls, build_controls
+from .events import LabBlocks, bound
+from .exports import Exports, build_exports
+from .lesson import LessonBar, build_lesson, lesson_at
+from .links import opened
+from .model_box import ModelBox, build_model_box
+from .player import Panels, Replay, build_panels, build_replay
+from .presets import DEFAULT, PRESETS, choose_preset
+from .race import RaceCard, build_race
+
+# Requests waiting for the model slot, past the one that runs: at most RUN_SECONDS each, so the last
+# in line waits five minutes at worst; the next one is told the lab is busy.
+MAX_WAITING = 10
+THEME = gr.themes.Soft(
+    primary_hue="blue",
+    neutral_hue="slate",
+    font=["ui-sans-serif", "system-ui", "Segoe UI", "Helvetica", "Arial", "sans-serif"],
+    font_mono=["ui-monospace", "SFMono-Regular", "Menlo", "Consolas", "monospace"],
+)
+# The only file the app takes is a run to open (library.read_run refuses more than MAX_RUN_BYTES with its own
+# message); Gradio's upload route refuses anything larger still.
+LAUNCH_OPTIONS = {
+    "theme": THEME,
+    "css_paths": [library.ASSETS / "style.css"],
+    "js": scripts.KEYBOARD,
+    "max_file_size": 2 * library.MAX_RUN_BYTES,
+}
+TITLE = (
+    "# Lookahead Lab\nWatch **lookahead decoding** (Fu et al., ICML 2024) on a real model, one forward pass at "
+    "a time: the Jacobi window guesses n-grams, the pool keeps them, verification accepts the ones the model "
+    "agrees with, and the output stays exactly what greedy decoding would write. Keys: ← → step, space plays. "
+    "New here? Open the **guided lesson** (the arrow at the top left, or [this link](?lesson=1))."
+)
+HOW_IT_WORKS = """
+1. Each **step** is one forward pass of the unmodified model. It feeds the current token **c**, the **2D Jacobi
+   window** (N−1 levels × W columns of guessed future tokens) and up to G **guesses** from the **n-gram pool**.
+2. The row of c gives the **guaranteed** next token: exactly what greedy decoding would emit.
+3. The window's top level gets a **Jacobi update** (each row's argmax); each column, read upwards, is a fresh
+   n-gram that goes into the pool, keyed by its first token.
+4. **Verification**: each guess whose key is c is checked token by token against the model's own predictions in
+   the same pass, and so are the window's own Jacobi trajectories (they cost nothing extra: the pass computed
+   their rows anyway). The longest match is **accepted**, plus the **bonus** token predicted after it.
+5. So one pass commits 1 to N tokens, and the output is token for token the greedy output.
+6. The **compression ratio** (tokens per step) is the speedup when a wide step costs what a narrow one does
+   (a GPU); on a CPU each extra token fed costs time, so the clock can disagree.
+"""
+
+
+@dataclass(frozen=True)
+class Page:
+    """Every part of the page, by name: what handlers address their updates to."""
+
+    lesson: LessonBar
+    controls: Controls
+    model_box: ModelBox
+    replay: Replay
+    exports: Exports
+    panels: Panels
+    race: RaceCard
+
+    def shown_run(self) -> list:
+        """What a newly shown run updates, in the order the HTTP API's replay endpoints return it."""
+        r = self.replay
+        return [r.run, r.step, r.summary, self.panels.chart, *self.panels.shown.values(), r.playing, r.timer, r.play]
+
+    def preset_outputs(self) -> list:
+        """What a preset fills, in the order the HTTP API's /preset returns it."""
+        c = self.controls
+        settings = [c.prompt, c.chat, c.window, c.ngram, c.guesses, c.max_new_tokens, c.method, c.lookup_tokens]
+        return [*settings, c.draft_tokens, c.preset_note, *self.shown_run(), c.notice, *c.sampling.inputs()] + [
+            self.exports.run_id
+        ]
+
+    def requested(self) -> list:
+        """What Run and Race both send first: the prompt and lookahead's settings."""
+        c = self.controls
+        return [c.prompt, c.chat, c.window, c.ngram, c.guesses, c.max_new_tokens]
+
+    def shared(self) -> list:
+        """What Run and Race both send last: the other methods' settings, sampling and the model."""
+        c, m = self.controls, self.model_box
+        return [c.lookup_tokens, c.draft_tokens, *c.sampling.inputs(), m.choice, m.dtype]
+
+    def model_buttons(self) -> list:
+        return [self.controls.run, self.race.run, self.controls.stop, self.race.stop]
+
+
+def build_page() -> Page:
+    """Every part, in page order."""
+    first = library.example_run(DEFAULT["id"])
+    lesson = build_lesson()
+    gr.Markdown(TITLE, elem_id="ll-title")
+    with gr.Accordion("How lookahead decoding works, in six lines", open=False):
+        gr.Markdown(HOW_IT_WORKS)
+    with gr.Row(equal_height=False, elem_id="ll-main"):
+        with gr.Column(scale=1, min_width=330, elem_id="ll-controls"):
+            controls = build_controls(PRESETS)
+            model_box = build_model_box()
+        with gr.Column(scale=3):
+            replay = build_replay(first)
+            exports = build_exports()
+            panels = build_panels(first)
+            race_card = build_race(SESSION_SECONDS)
+    return Page(lesson, controls, model_box, replay, exports, panels, race_card)
+
+
+def build_demo() -> tuple[gr.Blocks, Page]:
+    """The whole app, wired and queued, and its parts."""
+    with LabBlocks(title="Lookahead Lab", delete_cache=(3600, SESSION_SECONDS)) as demo:
+        page = build_page()
+        wire_replay(demo, page)
+        wire_exports(page)
+        wire_model_work(page)
+    demo.queue(max_size=MAX_WAITING)
+    return demo, page
+
+
+# ----------------------------------------------------------------------------------------------
+# Events
+
+REPLAYING = {"queue": False, "show_progress": "hidden", "preprocess": False}
+MODEL_WORK = {"concurrency_limit": 1, "concurrency_id": "model", "show_progress": "full", "preprocess": False}
+PRIVATE = {"api_visibility": "private"}
+
+
+def wire_replay(demo: gr.Blocks, page: Page) -> None:
+    """Opening a link, the lesson, presets, the prompt, the step controls and playback."""
+    r, c, lesson = page.replay, page.controls, page.lesson
+    shown, filled = page.shown_run(), page.preset_outputs()
+    opening = [lesson.walkthrough, c.preset, *filled, page.model_box.info, lesson.lit, lesson.bar]
+    demo.load(bound(opened, page), None, opening, **PRIVATE, **REPLAYING).then(
+        None, lesson.lit, None, js=scripts.HIGHLIGHT
+    )
+    for target, button in lesson.moves:
+        button.click(
+            partial(lesson_at, page, target),
+            None,
+            [lesson.walkthrough, c.preset, *filled, lesson.lit],
+            **PRIVATE,
+            **REPLAYING,
+        ).then(None, lesson.lit, None, js=scripts.HIGHLIGHT)
+    c.prompt.input(bound(controls_events.own_prompt, page), None, [c.preset, c.preset_note], **PRIVATE, **REPLAYING)
+    c.preset.input(bound(choose_preset, page), c.preset, filled, api_name="preset", **REPLAYING)
+    gr.on(
+        [c.window.change, c.ngram.change, c.guesses.change],
+        bound(controls_events.feed, page),
+        [c.window, c.ngram, c.guesses],
+        c.feed,
+        **PRIVATE,
+        **REPLAYING,
+    )
+    r.link.click(None, [c.preset, r.step, page.exports.run_id], None, js=scripts.COPY_LINK, **PRIVATE)
+    r.back.click(bound(player.step_back, page), [r.run, r.step], shown, api_name="step_back", **REPLAYING)
+    r.forward.click(bound(player.step_forward, page), [r.run, r.step], shown, api_name="step_forward", **REPLAYING)
+    r.step.input(
+        bound(player.scrub, page), [r.run, r.step], shown, api_name="scrub", trigger_mode="always_last", **REPLAYING
+    )
+    r.play.click(
+        bound(player.toggle_play, page), [r.run, r.step, r.playing, r.speed], shown, api_name="play", **REPLAYING
+    )
+    r.timer.tick(bound(player.tick, page), [r.run, r.step], shown, trigger_mode="always_last", **PRIVATE, **REPLAYING)
+    r.speed.change(bound(player.set_speed, page), r.speed, r.timer, **PRIVATE, **REPLAYING)
+
+
+def wire_exports(page: Page) -> None:
+    """The downloads (written by the server, then clicked by the browser), the PNG and opening a run file."""
+    e, step, state = page.exports, page.replay.step, page.replay.run
+    e.json.click(
+        bound(export_events.json_export, page), state, [e.json_file, e.notice], api_name="json", **REPLAYING
+    ).then(None, e.json_file, None, js=scripts.CLICK_DOWNLOAD % "ll-json-file", **PRIVATE)
+    e.html.click(
+        bound(export_events.html_export, page), [state, step], [e.html_file, e.notice], api_name="html", **REPLAYING
+    ).then(None, e.html_file, None, js=scripts.CLICK_DOWNLOAD % "ll-html-file", **PRIVATE)
+    e.png.click(
+        bound(export_events.step_slide, page), [state, step], [e.slide, e.notice], api_name="slide", **REPLAYING
+    ).then(None, [e.slide, step], None, js=scripts.DRAW_PNG, **PRIVATE)
+    reading = {**REPLAYING, "preprocess": True}  # the upload: Gradio reads the file
+    opened_outputs = [page.controls.preset, *page.preset_outputs(), e.notice]
+    e.upload.upload(bound(export_events.opened_file, page), e.upload, opened_outputs, api_name="open", **reading)
+
+
+def working(page: Page) -> dict:
+    """While model work waits or runs: Run and Race off, Stop on."""
+    c, card = page.controls, page.race
+    return {button: gr.Button(interactive=button in (c.stop, card.stop)) for button in page.model_buttons()}
+
+
+def waiting(page: Page) -> dict:
+    """No model work: Run and Race on, Stop off."""
+    c, card = page.controls, page.race
+    return {button: gr.Button(interactive=button in (c.run, card.run)) for button in page.model_buttons()}
+
+
+def wire_model_work(page: Page) -> None:
+    """Run and Race: the buttons off while the work waits or runs, Stop on; every ending gives them back."""
+    c, card, buttons = page.controls, page.race, page.model_buttons()
+    busy, idle = bound(working, page), bound(waiting, page)
+    ran = c.run.click(busy, None, buttons, **PRIVATE, **REPLAYING).then(
+        bound(run.run_model, page),
+        [*page.requested(), c.auto, c.method, *page.shared()],
+        [*page.shown_run(), page.model_box.info, page.exports.run_id, c.notice],
+        api_name="run",
+        show_progress_on=c.notice,
+        **MODEL_WORK,
+    )
+    raced = card.run.click(busy, None, buttons, **PRIVATE, **REPLAYING).then(
+        bound(race.race_model, page),
+        [*page.requested(), card.settings, *page.shared()],
+        [card.summary, card.result, card.playback, card.chart, card.costs],
+        api_name="race",
+        show_progress_on=card.summary,
+        **MODEL_WORK,
+    )
+    for finished in (ran, raced):  # done, refused, failed or cancelled: the buttons come back
+        finished.then(idle, None, buttons, **PRIVATE, **REPLAYING)
+    gr.on([c.stop.click, card.stop.click], idle, None, buttons, cancels=[ran, raced], **PRIVATE, **REPLAYING)
+    gr.on(
+        [card.restart.click, card.slow.change],
+        bound(race.replay_race, page),
+        [card.result, card.slow],
+        card.playback,
+        api_name="race_playback",
+        **REPLAYING,
+    )

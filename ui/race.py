@@ -1,0 +1,136 @@
+"""The race: greedy, lookahead, prompt lookup and a draft model on the same prompt, timed, then played back.
+
+The race decodes with nothing drawn and the device synchronised; the playback shows each method's text
+growing at the speed it was measured at, and the charts show tokens against time and each step's cost.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import gradio as gr
+
+from lab import server
+from lab.budget import RACE_SECONDS
+from lab.requests import model_request
+from lookahead_core.models import DEFAULT_MODEL
+from lookahead_core.records import RaceRecord
+from visuals.race import cost_figure, playback_html, race_figure, race_html
+from visuals.summary import notice_html
+
+from .events import PROGRESS, REFUSALS, announced_load, reporting, warned
+
+RACE_AUTO, RACE_SLIDERS = "auto: measured for this hardware", "the sliders' W, N, G"
+RACE_INTRO = (
+    '<div class="ll-budget">The race decodes your prompt with greedy decoding, lookahead, prompt lookup and '
+    "speculative decoding (a bfloat16 copy of the model as the draft), one after the other on the model loaded "
+    "here, each warmed up first and timed with the device synchronised and nothing drawn. Then it plays them back "
+    "side by side at the measured speed: what this hardware really gains, and why. "
+    f"{'' if server.ZERO_GPU else f'It may hold the model for {RACE_SECONDS:.0f} s at most (see the note under Run).'}"
+    "</div>"
+)
+
+
+@dataclass(frozen=True)
+class RaceCard:
+    """The race's card: its settings and buttons, the playback, the verdict and the two charts."""
+
+    result: gr.State
+    settings: gr.Radio
+    run: gr.Button
+    stop: gr.Button
+    restart: gr.Button
+    slow: gr.Checkbox
+    playback: gr.HTML
+    summary: gr.HTML
+    chart: gr.Plot
+    costs: gr.Plot
+
+
+def build_race(session_seconds: int) -> RaceCard:
+    with gr.Column(elem_classes="ll-card", elem_id="ll-race"):
+        gr.HTML(
+            "<h3>7 · The race: greedy, lookahead, prompt lookup and a draft model, timed<small>same prompt, "
+            "same model, one after the other, played back side by side</small></h3>",
+            elem_classes="ll-card-head",
+        )
+        result = gr.State(None, time_to_live=session_seconds)
+        with gr.Row(equal_height=False):
+            settings = gr.Radio([RACE_AUTO, RACE_SLIDERS], value=RACE_AUTO, label="Lookahead settings", scale=3)
+            run = gr.Button("Race on the model", variant="primary", elem_id="ll-race-run", scale=1, size="md")
+            stop = gr.Button("■ Stop", interactive=False, elem_id="ll-race-stop", scale=0, size="md", min_width=80)
+        with gr.Row(equal_height=False):
+            restart = gr.Button("↺ Restart playback", size="sm", scale=0, min_width=150, elem_id="ll-restart")
+            slow = gr.Checkbox(False, label="Slow down ×0.25", scale=0, min_width=150, elem_id="ll-slow")
+        playback = gr.HTML(visible=False, elem_id="ll-race-playback")
+        summary = gr.HTML(RACE_INTRO, elem_id="ll-race-summary")
+        with gr.Row(equal_height=False):
+            chart = gr.Plot(show_label=False, container=False, visible=False)
+            costs = gr.Plot(show_label=False, container=False, visible=False)
+    return RaceCard(result, settings, run, stop, restart, slow, playback, summary, chart, costs)
+
+
+# ----------------------------------------------------------------------------------------------
+# Handlers
+
+
+def race_model(
+    page,
+    prompt,
+    chat,
+    window,
+    ngram,
+    guesses,
+    max_new_tokens,
+    settings,
+    lookup_tokens,
+    draft_tokens,
+    sample,
+    temperature,
+    top_k,
+    top_p,
+    seed,
+    choice=DEFAULT_MODEL,
+    dtype="auto",
+    progress=PROGRESS,
+):
+    """Check the request, race every method on the model chosen, and show the playback, the verdict and the
+    curves (the parameters are the HTTP API's /race, in the page's order)."""
+    card = page.race
+    unchanged = {card.summary: gr.skip()}  # an update that changes nothing: what a yield during the work sends
+    try:
+        request = model_request(
+            prompt=prompt,
+            chat=chat,
+            window=window,
+            ngram=ngram,
+            guesses=guesses,
+            max_new_tokens=max_new_tokens,
+            sampling=(sample, temperature, top_k, top_p, seed),
+            auto=settings != RACE_SLIDERS,
+            lookup_tokens=lookup_tokens,
+            draft_tokens=draft_tokens,
+            model=(choice, dtype),
+            access=server.ACCESS,
+            cap=server.CAP,
+        )
+        yield from announced_load(request.model, request.dtype, progress, unchanged)
+        result, seconds = yield from reporting(server.timed_race(request), progress, unchanged)
+    except REFUSALS as error:
+        yield {card.summary: notice_html(warned(error, "Not raced"), "Not raced")}
+        return
+    yield {
+        card.summary: race_html(result, used=seconds, gpu=server.ZERO_GPU),
+        card.result: result,
+        card.playback: gr.HTML(playback_html(result, take=time.monotonic_ns()), visible=True),
+        card.chart: gr.Plot(race_figure(result), visible=True),
+        card.costs: gr.Plot(cost_figure(result), visible=True),
+    }
+
+
+def replay_race(page, result, slow):
+    """The race's playback from the start again, at the measured speed or slowed down."""
+    if not isinstance(result, RaceRecord):
+        return {page.race.playback: gr.skip()}
+    return {page.race.playback: gr.HTML(playback_html(result, bool(slow), take=time.monotonic_ns()), visible=True)}
