@@ -26,14 +26,23 @@ from lookahead_core.config import PROMPT_LOOKUP, LookaheadConfig, LookupConfig
 from lookahead_core.draft import Draft
 from lookahead_core.forward import synchronize
 from lookahead_core.models import LoadedModel, encode_prompt
-from lookahead_core.records import Method, to_data
+from lookahead_core.records import (
+    BenchMethod,
+    BenchPrompt,
+    BenchReport,
+    BenchResult,
+    BenchSettings,
+    BenchTotals,
+    LookaheadSettings,
+    LookupSettings,
+    Method,
+)
 from lookahead_core.sampling import GREEDY, SamplingConfig
 from lookahead_core.trace import WARM_UP_TOKENS, candidate_tokens, decode_steps, machine_facts, method_reach, summarize
 from lookahead_core.tuning import AutoSettings
 
-METHODS = ("greedy", "lookahead", "prompt-lookup", "speculative", "hf-greedy", "hf-prompt-lookup", "hf-assisted")
-NEEDS_DRAFT = ("speculative", "hf-assisted")
-ENGINE = ("greedy", "lookahead", "prompt-lookup", "speculative")
+METHODS = tuple(BenchMethod)
+NEEDS_DRAFT = (BenchMethod.SPECULATIVE, BenchMethod.HF_ASSISTED)
 PROMPT_LOOKUP_TOKENS = 10  # transformers' documented default for prompt_lookup_num_tokens
 
 
@@ -54,6 +63,33 @@ class ForwardCounter:
         self.handle.remove()
 
 
+@dataclass(frozen=True)
+class Timed:
+    """One method's decoding of one prompt: the new tokens, the forward passes, the seconds, and for this
+    engine's guessing methods the candidate tokens verified and accepted (None for the others)."""
+
+    new_token_ids: list[int]
+    steps: int
+    seconds: float
+    offered: int | None = None
+    accepted: int | None = None
+
+    def result(self, baseline: Timed, reference: list[int] | None) -> BenchResult:
+        """As a report row: speedup over `baseline` on the same prompt, exact against `reference` (None: sampled)."""
+        tokens = len(self.new_token_ids)
+        return BenchResult(
+            tokens=tokens,
+            steps=self.steps,
+            tokens_per_step=tokens / self.steps,
+            seconds=self.seconds,
+            tokens_per_second=tokens / self.seconds,
+            exact=self.new_token_ids == reference if reference is not None else None,
+            offered=self.offered,
+            accepted=self.accepted,
+            speedup=(tokens / self.seconds) / (len(baseline.new_token_ids) / baseline.seconds),
+        )
+
+
 def sampling_options(sampling: SamplingConfig) -> dict:
     """`generate`'s own arguments for the same decoding: greedy, or sampling with the same P."""
     if sampling.is_greedy:
@@ -64,7 +100,7 @@ def sampling_options(sampling: SamplingConfig) -> dict:
 
 def run_generate(
     lm: LoadedModel, prompt_ids: list[int], max_new_tokens: int, sampling: SamplingConfig = GREEDY, **options
-) -> dict:
+) -> Timed:
     """transformers' own `generate`, greedy or sampled like the engine; options select its strategy."""
     input_ids = torch.tensor([prompt_ids], device=lm.device)
     decoding = sampling_options(sampling)
@@ -81,8 +117,7 @@ def run_generate(
         )
     synchronize(lm.device)
     seconds = time.perf_counter() - start
-    new = output[0, len(prompt_ids) :].tolist()
-    return {"new_token_ids": new, "steps": counter.count, "seconds": seconds, "offered": None, "accepted": None}
+    return Timed(new_token_ids=output[0, len(prompt_ids) :].tolist(), steps=counter.count, seconds=seconds)
 
 
 @dataclass(frozen=True)
@@ -96,22 +131,22 @@ class Family:
 
 
 def run_engine(
-    lm: LoadedModel, prompt_ids: list[int], method: str, family: Family, max_new_tokens: int, sampling
-) -> dict:
+    lm: LoadedModel, prompt_ids: list[int], method: Method, family: Family, max_new_tokens: int, sampling
+) -> Timed:
     """One of this engine's methods, timed end to end (step bookkeeping included).
 
     With auto settings, lookahead gets a fresh planner of their kind. Guessing methods also count
     the candidate tokens they verified and the tokens accepted.
     """
     auto = family.auto
-    planner = auto.make_planner() if auto is not None and method == "lookahead" else None
+    planner = auto.make_planner() if auto is not None and method == Method.LOOKAHEAD else None
     synchronize(lm.device)
     start = time.perf_counter()
     records = list(
         decode_steps(
             lm,
             prompt_ids,
-            Method(method),
+            method,
             family.config,
             max_new_tokens,
             planner,
@@ -123,68 +158,69 @@ def run_engine(
     synchronize(lm.device)
     seconds = time.perf_counter() - start
     summary = summarize(records)
-    offered, accepted = candidate_tokens(records) if method != "greedy" else (None, None)
-    return {
-        "new_token_ids": summary.new_token_ids,
-        "steps": summary.steps,
-        "seconds": seconds,
-        "offered": offered,
-        "accepted": accepted,
-    }
+    offered, accepted = candidate_tokens(records) if method != Method.GREEDY else (None, None)
+    return Timed(
+        new_token_ids=summary.new_token_ids, steps=summary.steps, seconds=seconds, offered=offered, accepted=accepted
+    )
 
 
 def run_method(
-    lm: LoadedModel, method: str, prompt_ids: list[int], family: Family, max_new_tokens: int, sampling=GREEDY
-) -> dict:
-    if method == "hf-greedy":
+    lm: LoadedModel, method: BenchMethod, prompt_ids: list[int], family: Family, max_new_tokens: int, sampling=GREEDY
+) -> Timed:
+    if method == BenchMethod.HF_GREEDY:
         return run_generate(lm, prompt_ids, max_new_tokens, sampling)
-    if method == "hf-prompt-lookup":
+    if method == BenchMethod.HF_PROMPT_LOOKUP:
         return run_generate(lm, prompt_ids, max_new_tokens, sampling, prompt_lookup_num_tokens=PROMPT_LOOKUP_TOKENS)
-    if method == "hf-assisted":
+    if method == BenchMethod.HF_ASSISTED:
         return run_generate(lm, prompt_ids, max_new_tokens, sampling, assistant_model=family.draft.model)
-    return run_engine(lm, prompt_ids, method, family, max_new_tokens, sampling)
+    return run_engine(lm, prompt_ids, method.method, family, max_new_tokens, sampling)
 
 
-def check_methods(methods: list[str]) -> list[str]:
-    unknown = [m for m in methods if m not in METHODS]
-    if unknown or not methods:
+def check_methods(names: list[str]) -> list[BenchMethod]:
+    """The methods named, in the order given; ValueError naming any that is not a bench method."""
+    known = {method.value: method for method in BenchMethod}
+    unknown = [name for name in names if name not in known]
+    if unknown or not names:
         raise ValueError(f"unknown method(s) {', '.join(unknown) or '(none)'}: choose from {', '.join(METHODS)}")
-    return methods
+    return [known[name] for name in names]
 
 
-def needs_draft(methods: list[str]) -> bool:
+def needs_draft(methods: list[BenchMethod]) -> bool:
     return any(m in NEEDS_DRAFT for m in methods)
 
 
-def totals(rows: list[dict], method: str, baseline_seconds: float, baseline_tokens: int) -> dict:
+def baseline_of(methods: list[BenchMethod]) -> BenchMethod:
+    """What every speedup is measured against: hf-greedy when it runs, else greedy, else the first method."""
+    return next((m for m in (BenchMethod.HF_GREEDY, BenchMethod.GREEDY) if m in methods), methods[0])
+
+
+def totals(rows: list[BenchPrompt], method: BenchMethod, baseline_seconds: float, baseline_tokens: int) -> BenchTotals:
     """One method's totals over the prompts; speedup is tokens per second over the baseline's."""
-    tokens = sum(r["methods"][method]["tokens"] for r in rows)
-    steps = sum(r["methods"][method]["steps"] for r in rows)
-    seconds = sum(r["methods"][method]["seconds"] for r in rows)
+    results = [row.methods[method] for row in rows]
+    tokens = sum(r.tokens for r in results)
+    steps = sum(r.steps for r in results)
+    seconds = sum(r.seconds for r in results)
     rate = tokens / seconds if seconds else 0.0
     baseline_rate = baseline_tokens / baseline_seconds if baseline_seconds else 0.0
-    return {
-        "prompts": len(rows),
-        "tokens": tokens,
-        "steps": steps,
-        "tokens_per_step": tokens / steps if steps else 0.0,
-        "seconds": seconds,
-        "tokens_per_second": rate,
-        "speedup": rate / baseline_rate if baseline_rate else 0.0,
-        "exact": None
-        if rows[0]["methods"][method]["exact"] is None
-        else sum(r["methods"][method]["exact"] for r in rows),
-        "acceptance": acceptance(rows, method),
-    }
+    return BenchTotals(
+        prompts=len(rows),
+        tokens=tokens,
+        steps=steps,
+        tokens_per_step=tokens / steps if steps else 0.0,
+        seconds=seconds,
+        tokens_per_second=rate,
+        speedup=rate / baseline_rate if baseline_rate else 0.0,
+        exact=None if results[0].exact is None else sum(r.exact for r in results),
+        acceptance=acceptance(results),
+    )
 
 
-def acceptance(rows: list[dict], method: str) -> float | None:
+def acceptance(results: list[BenchResult]) -> float | None:
     """A guessing method's share of verified candidate tokens that were accepted (None for the others)."""
-    offered = [r["methods"][method]["offered"] for r in rows]
-    if None in offered:
+    if any(r.offered is None for r in results):
         return None
-    total = sum(offered)
-    return sum(r["methods"][method]["accepted"] for r in rows) / total if total else 0.0
+    offered = sum(r.offered for r in results)
+    return sum(r.accepted for r in results) / offered if offered else 0.0
 
 
 def run_bench(
@@ -196,84 +232,68 @@ def run_bench(
     progress: Callable[[int, int, str], None] | None = None,
     dataset: str = "",
     sampling: SamplingConfig = GREEDY,
-) -> dict:
-    """Benchmark `methods` on `prompts` ({id, prompt, chat}); the report documented in the module docstring.
+) -> BenchReport:
+    """Benchmark `methods` (BenchMethods or their names) on `prompts` ({id, prompt, chat}): a BenchReport
+    of the figures documented in the module docstring.
 
     With auto settings in `family`, lookahead runs them and their planner instead of W, N, G.
     Sampled (temperature > 0), every method samples prompt k with seed S + k, `generate` with the
     same warpers; outputs are not compared (`exact` is None).
     """
-    check_methods(methods)
+    methods = check_methods(methods)
     if needs_draft(methods) and family.draft is None:
         raise ValueError(f"{', '.join(m for m in methods if m in NEEDS_DRAFT)} need a draft model")
     if family.auto is not None:
         family = replace(family, config=family.auto.config)
     encoded = [encode_prompt(lm.tokenizer, p["prompt"], p["chat"]) for p in prompts]
     reach = max(
-        (method_reach(Method(m), family.config, family.lookup, family.draft) for m in ENGINE if m in methods), default=0
+        (method_reach(m.method, family.config, family.lookup, family.draft) for m in methods if m.method is not None),
+        default=0,
     )
     for item, ids in zip(prompts, encoded, strict=True):
         if lm.context_length is not None and len(ids) + max_new_tokens + reach > lm.context_length:
             raise ValueError(f"prompt {item['id']} has {len(ids)} tokens: too long for the model's context")
     for method in methods:  # warm-up, as trace.warm_up does for this engine's methods, the peers included
         run_method(lm, method, encoded[0], family, min(max_new_tokens, WARM_UP_TOKENS), sampling)
+    baseline = baseline_of(methods)
     rows = []
     total = len(prompts) * len(methods)
     for index, (item, ids) in enumerate(zip(prompts, encoded, strict=True)):
         greedy = sampling.is_greedy
         reference = (
-            run_generate(lm, ids, max_new_tokens)["new_token_ids"] if greedy and "hf-greedy" not in methods else None
+            run_generate(lm, ids, max_new_tokens).new_token_ids
+            if greedy and BenchMethod.HF_GREEDY not in methods
+            else None
         )
-        results = {}
+        timed = {}
         for offset, method in enumerate(methods):
             if progress is not None:
                 progress(index * len(methods) + offset, total, f"{item['id']} {method}")
-            results[method] = run_method(lm, method, ids, family, max_new_tokens, sampling.for_prompt(index))
+            timed[method] = run_method(lm, method, ids, family, max_new_tokens, sampling.for_prompt(index))
         if greedy and reference is None:
-            reference = results["hf-greedy"]["new_token_ids"]
-        rows.append(
-            {
-                "id": item["id"],
-                "prompt_tokens": len(ids),
-                "methods": {
-                    method: {
-                        "tokens": len(r["new_token_ids"]),
-                        "steps": r["steps"],
-                        "tokens_per_step": len(r["new_token_ids"]) / r["steps"],
-                        "seconds": r["seconds"],
-                        "tokens_per_second": len(r["new_token_ids"]) / r["seconds"],
-                        "exact": r["new_token_ids"] == reference if greedy else None,
-                        "offered": r["offered"],
-                        "accepted": r["accepted"],
-                    }
-                    for method, r in results.items()
-                },
-            }
-        )
+            reference = timed[BenchMethod.HF_GREEDY].new_token_ids
+        results = {method: t.result(timed[baseline], reference) for method, t in timed.items()}
+        rows.append(BenchPrompt(id=item["id"], prompt_tokens=len(ids), methods=results))
     if progress is not None:
         progress(total, total, "done")
-    baseline = "hf-greedy" if "hf-greedy" in methods else "greedy" if "greedy" in methods else methods[0]
-    base_tokens = sum(r["methods"][baseline]["tokens"] for r in rows)
-    base_seconds = sum(r["methods"][baseline]["seconds"] for r in rows)
-    for row in rows:
-        base = row["methods"][baseline]
-        for result in row["methods"].values():
-            result["speedup"] = result["tokens_per_second"] / base["tokens_per_second"]
-    return {
-        "summary": {m: totals(rows, m, base_seconds, base_tokens) for m in methods},
-        "prompts": rows,
-        "machine": to_data(machine_facts(lm)),
-        "settings": {
-            "dataset": dataset,
-            "methods": methods,
-            "baseline": baseline,
-            "max_new_tokens": max_new_tokens,
-            "lookahead": family.config.as_dict(),
-            "auto": to_data(family.auto.settings()) if family.auto is not None else None,
-            "sampling": to_data(sampling.record()),
-            "prompt_lookup": to_data(family.lookup),
-            "draft": to_data(family.draft.settings()) if family.draft is not None else None,
-            "prompt_lookup_num_tokens": PROMPT_LOOKUP_TOKENS,
-            "ran_at": time.strftime("%Y-%m-%dT%H:%M:%S"),
-        },
-    }
+    base_tokens = sum(row.methods[baseline].tokens for row in rows)
+    base_seconds = sum(row.methods[baseline].seconds for row in rows)
+    config, lookup = family.config, family.lookup
+    return BenchReport(
+        summary={m: totals(rows, m, base_seconds, base_tokens) for m in methods},
+        prompts=rows,
+        machine=machine_facts(lm),
+        settings=BenchSettings(
+            dataset=dataset,
+            methods=methods,
+            baseline=baseline,
+            max_new_tokens=max_new_tokens,
+            lookahead=LookaheadSettings(window=config.window, ngram=config.ngram, guesses=config.guesses),
+            auto=family.auto.settings() if family.auto is not None else None,
+            sampling=sampling.record(),
+            prompt_lookup=LookupSettings(ngram=lookup.ngram, tokens=lookup.tokens, candidates=lookup.candidates),
+            draft=family.draft.settings() if family.draft is not None else None,
+            prompt_lookup_num_tokens=PROMPT_LOOKUP_TOKENS,
+            ran_at=time.strftime("%Y-%m-%dT%H:%M:%S"),
+        ),
+    )

@@ -5,8 +5,8 @@ guesses (lookahead's, else null), lookup_ngram, lookup_tokens (prompt lookup's),
 draft_tokens (speculative's), prompt_token_ids, new_token_ids, text, steps (forward passes of the
 target, the prefill counted as one), seconds, temperature, top_k, top_p, seed. Without it, the
 text and a one-line summary.
-bench: a table of every method's totals on stdout, a progress bar on stderr, and the report
-of `bench.run_bench` with --json and as a self-contained Plotly page with --html.
+bench: a table of every method's totals on stdout, a progress bar on stderr, and the BenchReport
+of `bench.run_bench` as JSON with --json and as a self-contained Plotly page with --html.
 Errors go to stderr as one line, exit 2.
 """
 
@@ -24,7 +24,7 @@ from lookahead_core.config import LookaheadConfig, LookupConfig, SettingsError, 
 from lookahead_core.decoding import DecodingError
 from lookahead_core.draft import DEFAULT_DRAFT, DEFAULT_DRAFT_TOKENS, SELF_DRAFTS, make_draft
 from lookahead_core.models import ModelLoadError, encode_prompt, load_model, unicode_problem
-from lookahead_core.records import Method
+from lookahead_core.records import BenchReport, Method
 from lookahead_core.sampling import SamplingConfig
 from lookahead_core.trace import decode_steps, summarize
 from lookahead_core.tuning import AutoSettings, auto_settings
@@ -242,36 +242,36 @@ def bench(args: argparse.Namespace) -> None:
         report = run_bench(lm, prompts, methods, family, args.max_new_tokens, progress, args.dataset, sampling)
     print(summary_table(report))
     if args.json:
-        Path(args.json).write_text(json.dumps(report, indent=1))
+        Path(args.json).write_text(report.to_json(indent=1))
     if args.html:
         from visuals.bench import bench_report_html  # plotly loads only when a page is asked for
 
         Path(args.html).write_text(bench_report_html(report))
 
 
-def summary_table(report: dict) -> str:
+def summary_table(report: BenchReport) -> str:
     """The totals as a plain-text table, with what ran where."""
-    machine, settings, sampling = report["machine"], report["settings"], report["settings"]["sampling"]
+    machine, settings, sampling = report.machine, report.settings, report.settings.sampling
     decoding = (
         "greedy, exact = output equal to greedy generate"
         if sampling is None
-        else f"SAMPLED at T={sampling['temperature']} top-k={sampling['top_k']} top-p={sampling['top_p']}, "
-        f"prompt k with seed {sampling['seed']} + k, the hf- peers with do_sample=True; "
+        else f"SAMPLED at T={sampling.temperature} top-k={sampling.top_k} top-p={sampling.top_p}, "
+        f"prompt k with seed {sampling.seed} + k, the hf- peers with do_sample=True; "
         "outputs are not compared token for token"
     )
     lines = [
-        f"{settings['dataset']}: {report['summary'][settings['methods'][0]]['prompts']} prompts, "
-        f"{settings['max_new_tokens']} new tokens, {machine['model']} on {machine['device_name']} "
-        f"({machine['dtype']}); {decoding}; speedup over {settings['baseline']}",
+        f"{settings.dataset}: {len(report.prompts)} prompts, "
+        f"{settings.max_new_tokens} new tokens, {machine.model} on {machine.device_name} "
+        f"({machine.dtype}); {decoding}; speedup over {settings.baseline}",
         f"{'method':<18}{'tokens':>8}{'steps':>8}{'tok/step':>10}{'seconds':>10}{'tok/s':>9}{'speedup':>9}"
         f"{'accepted':>10}" + (f"{'exact':>8}" if sampling is None else ""),
     ]
-    for method, row in report["summary"].items():
-        accepted = f"{row['acceptance']:>10.1%}" if row["acceptance"] is not None else f"{'-':>10}"
-        exact = f"{row['exact']:>5}/{row['prompts']}" if sampling is None else ""
+    for method, row in report.summary.items():
+        accepted = f"{row.acceptance:>10.1%}" if row.acceptance is not None else f"{'-':>10}"
+        exact = f"{row.exact:>5}/{row.prompts}" if sampling is None else ""
         lines.append(
-            f"{method:<18}{row['tokens']:>8}{row['steps']:>8}{row['tokens_per_step']:>10.2f}{row['seconds']:>10.2f}"
-            f"{row['tokens_per_second']:>9.2f}{row['speedup']:>8.2f}x{accepted}{exact}"
+            f"{method:<18}{row.tokens:>8}{row.steps:>8}{row.tokens_per_step:>10.2f}{row.seconds:>10.2f}"
+            f"{row.tokens_per_second:>9.2f}{row.speedup:>8.2f}x{accepted}{exact}"
         )
     return "\n".join(lines)
 

@@ -6,7 +6,7 @@ a bare triple: every setting is named.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 MAX_TOKENS_PER_STEP = 512
 
@@ -43,9 +43,6 @@ class LookaheadConfig:
         """Tokens fed to one full step: the current token, the window and G guesses of N-1 tokens."""
         window_tokens = (self.window - 1) + (self.ngram - 2) * self.window
         return 1 + window_tokens + self.guesses * (self.ngram - 1)
-
-    def as_dict(self) -> dict:
-        return asdict(self)
 
 
 MAX_PROPOSED_TOKENS = 64

@@ -1,10 +1,10 @@
 """The record schema: the one contract between the engine and everything above it.
 
-Typed, versioned records of a decoding step, a trace (one method's run) and a run (lookahead
-beside greedy on the same prompt). The engine builds every record it writes from these types;
-the visuals and the lab read only their fields. Plain Python only (no torch), so a trace can be
-read, checked and drawn on a machine with no model. `from_json` refuses a record of another
-schema version, a missing field or a wrong type, with a message that says where.
+Typed, versioned records of a decoding step, a trace (one method's run), a run (lookahead
+beside greedy on the same prompt), a race and a bench report. The engine and the lab build every
+record they write from these types; the visuals read only their fields. Plain Python only (no
+torch), so a trace can be read, checked and drawn on a machine with no model. `from_json` refuses
+a record of another schema version, a missing field or a wrong type, with a message that says where.
 """
 
 from __future__ import annotations
@@ -38,6 +38,24 @@ class Method(enum.StrEnum):
     GREEDY = "greedy"  # plain autoregressive decoding (greedy or sampled)
     PROMPT_LOOKUP = "prompt-lookup"  # the tokens after an earlier occurrence of the last few tokens
     SPECULATIVE = "speculative"  # a draft model's chain of k tokens
+
+
+class BenchMethod(enum.StrEnum):
+    """A bench entrant: this engine's methods (the values of Method) and, prefixed hf-, transformers' own
+    `generate` as a user would otherwise run it: the peers."""
+
+    GREEDY = "greedy"
+    LOOKAHEAD = "lookahead"
+    PROMPT_LOOKUP = "prompt-lookup"
+    SPECULATIVE = "speculative"
+    HF_GREEDY = "hf-greedy"  # generate(do_sample=False), or sampled with the same P
+    HF_PROMPT_LOOKUP = "hf-prompt-lookup"  # generate(prompt_lookup_num_tokens=...)
+    HF_ASSISTED = "hf-assisted"  # generate(assistant_model=...) with the speculative method's draft
+
+    @property
+    def method(self) -> Method | None:
+        """This engine's method that the entrant runs; None for a peer."""
+        return next((method for method in Method if method.value == self.value), None)
 
 
 class StepKind(enum.StrEnum):
@@ -458,10 +476,11 @@ class Summary:
 
 
 class Document:
-    """A top-level record (a trace, a run, a race): it carries `schema_version` and reads and writes JSON."""
+    """A top-level record (a trace, a run, a race, a bench report): it carries `schema_version` and reads and
+    writes JSON."""
 
-    def to_json(self) -> str:
-        return to_json(self)
+    def to_json(self, indent: int | None = None) -> str:
+        return to_json(self, indent)
 
     @classmethod
     def from_json(cls, text: str | bytes):
@@ -562,6 +581,171 @@ class RaceRecord(Document):
 
 
 # ----------------------------------------------------------------------------------------------
+# The bench: every method and its transformers peers on a prompt set, in one process
+
+
+@dataclass(kw_only=True)
+class BenchResult:
+    """One method on one prompt. `speedup` is its tokens per second over the baseline's on this prompt,
+    `exact` whether its output equals greedy `generate` (None when sampled), `offered` and `accepted`
+    the candidate tokens it verified and those accepted (None for plain decoding and the peers)."""
+
+    tokens: int
+    steps: int  # forward passes of the target, the prefill counted as one
+    tokens_per_step: float
+    seconds: float
+    tokens_per_second: float
+    exact: bool | None
+    offered: int | None
+    accepted: int | None
+    speedup: float
+    # A sampled report from before versioned bench reports counted, in place of `offered`, the candidate
+    # tokens the sampling rule tried; its `accepted` and acceptance count over these. None since.
+    draws: int | None = None
+
+
+@dataclass(kw_only=True)
+class BenchPrompt:
+    """One prompt of the set: its id, its length in tokens, and each method's result on it, in run order."""
+
+    id: str
+    prompt_tokens: int
+    methods: dict[BenchMethod, BenchResult]
+
+
+@dataclass(kw_only=True)
+class BenchTotals:
+    """One method's totals over the prompts. `speedup` is its tokens per second over the baseline's,
+    `exact` the prompts whose output equals greedy `generate` (None when sampled), `acceptance` the
+    share of verified candidate tokens accepted (None for plain decoding and the peers)."""
+
+    prompts: int
+    tokens: int
+    steps: int
+    tokens_per_step: float
+    seconds: float
+    tokens_per_second: float
+    speedup: float
+    exact: int | None
+    acceptance: float | None
+
+
+@dataclass(kw_only=True)
+class LookaheadSettings:
+    """W, N, G alone: what lookahead ran with in a bench (an auto choice's planner and figures: BenchSettings.auto)."""
+
+    window: int
+    ngram: int
+    guesses: int
+
+
+@dataclass(kw_only=True)
+class BenchSettings:
+    """What a bench ran: the prompt set, the methods in run order, the baseline of every speedup, and each
+    method's settings (`prompt_lookup` None: a report from before this engine had prompt lookup)."""
+
+    dataset: str
+    methods: list[BenchMethod]
+    baseline: BenchMethod
+    max_new_tokens: int
+    lookahead: LookaheadSettings
+    auto: Settings | None  # lookahead's auto choice, with the measured curve behind it
+    sampling: SamplingRecord | None  # None: greedy decoding
+    prompt_lookup: LookupSettings | None
+    draft: DraftSettings | None  # the draft of speculative and hf-assisted, when either ran
+    prompt_lookup_num_tokens: int  # what hf-prompt-lookup passed to generate
+    ran_at: str
+    # An auto choice from before its regime was recorded said why in words (its `why`). None since.
+    auto_why: str | None = None
+
+
+@dataclass(kw_only=True)
+class BenchReport(Document):
+    """A bench: each method's totals (`summary`, in run order), each prompt's results, the machine and
+    the settings. Reports from before bench reports were versioned read through `unversioned_bench_report`."""
+
+    summary: dict[BenchMethod, BenchTotals]
+    prompts: list[BenchPrompt]
+    machine: Machine
+    settings: BenchSettings
+    schema_version: int = SCHEMA_VERSION
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> BenchReport:
+        return from_data(cls, unversioned_bench_report(parse_json(text)))
+
+
+def unversioned_bench_report(data: Any) -> Any:
+    """A bench report written before bench reports carried a schema version (docs/bench), as this version's data.
+
+    Three generations of the bench wrote them, and against today's report: those from before this engine
+    had its own prompt lookup have no `settings.prompt_lookup` nor `settings.draft`, and their
+    `prompt-lookup` was transformers' (today's `hf-prompt-lookup`); those from before sampling have no
+    `settings.sampling` (they are greedy); those from before acceptance was counted have no `acceptance`,
+    `offered` or `accepted`; the sampled ones counted `draws` (kept) where today's count `offered`; an auto
+    choice from before its regime was recorded gave its `why` in words (kept as `settings.auto_why`). No
+    figure is dropped. Versioned data is returned as it is; unversioned data of another shape is only
+    stamped with this version, so that decoding names what does not fit.
+    """
+    if not isinstance(data, dict) or "schema_version" in data:
+        return data
+    stamped = data | {"schema_version": SCHEMA_VERSION}
+    if not shaped_like_a_report(data):
+        return stamped
+    names = {} if "prompt_lookup" in data["settings"] else TRANSFORMERS_PROMPT_LOOKUP
+    return stamped | {
+        "summary": by_name(data["summary"], names, {"acceptance": None}),
+        "prompts": [
+            row | {"methods": by_name(row["methods"], names, {"offered": None, "accepted": None})}
+            for row in data["prompts"]
+        ],
+        "settings": unversioned_settings(data["settings"], names),
+    }
+
+
+# Before this engine had prompt lookup, the bench's `prompt-lookup` was transformers'.
+TRANSFORMERS_PROMPT_LOOKUP = {BenchMethod.PROMPT_LOOKUP.value: BenchMethod.HF_PROMPT_LOOKUP.value}
+
+
+def by_name(table: dict, names: dict[str, str], missing: dict) -> dict:
+    """A {method: figures} table under today's method names, with the `missing` figures as given (None)."""
+    return {names.get(method, method): missing | figures for method, figures in table.items()}
+
+
+def unversioned_settings(settings: dict, names: dict[str, str]) -> dict:
+    """An unversioned report's settings as today's: absent settings None, methods by today's names, `why` kept."""
+    settings = {"sampling": None, "prompt_lookup": None, "draft": None} | settings
+    settings |= {
+        "methods": [names.get(method, method) for method in settings["methods"]],
+        "baseline": names.get(settings["baseline"], settings["baseline"]),
+    }
+    auto = settings.get("auto")
+    if isinstance(auto, dict) and "why" in auto:
+        settings |= {"auto": {k: v for k, v in auto.items() if k != "why"}, "auto_why": auto["why"]}
+    return settings
+
+
+def shaped_like_a_report(data: dict) -> bool:
+    """Whether `unversioned_bench_report` can walk `data` (its fields are checked when it is decoded)."""
+    summary, prompts, settings = data.get("summary"), data.get("prompts"), data.get("settings")
+    if not (isinstance(summary, dict) and isinstance(prompts, list) and isinstance(settings, dict)):
+        return False
+    if not (isinstance(settings.get("methods"), list) and all(isinstance(m, str) for m in settings["methods"])):
+        return False
+    rows = [row.get("methods") for row in prompts if isinstance(row, dict)]
+    tables = [
+        *summary.values(),
+        *(result for methods in rows if isinstance(methods, dict) for result in methods.values()),
+    ]
+    return (
+        isinstance(settings.get("baseline"), str)
+        and len(rows) == len(prompts)
+        and all(isinstance(methods, dict) for methods in rows)
+        and all(isinstance(table, dict) for table in tables)
+    )
+
+
+# ----------------------------------------------------------------------------------------------
 # JSON
 
 
@@ -574,21 +758,26 @@ def to_data(record: Any) -> Any:
     if isinstance(record, list | tuple):
         return [to_data(item) for item in record]
     if isinstance(record, dict):
-        return {key: to_data(value) for key, value in record.items()}
+        return {to_data(key): to_data(value) for key, value in record.items()}
     return record
 
 
-def to_json(record: Any) -> str:
-    return json.dumps(to_data(record), separators=(",", ":"), ensure_ascii=False)
+def to_json(record: Any, indent: int | None = None) -> str:
+    """A record as JSON: compact, or indented for a file people read (a bench report)."""
+    separators = (",", ":") if indent is None else (",", ": ")
+    return json.dumps(to_data(record), indent=indent, separators=separators, ensure_ascii=False)
 
 
 def from_json(cls: type, text: str | bytes) -> Any:
     """Parse `text` as a `cls` record of this schema version; SchemaError says what does not fit."""
+    return from_data(cls, parse_json(text))
+
+
+def parse_json(text: str | bytes) -> Any:
     try:
-        data = json.loads(text)
+        return json.loads(text)
     except (ValueError, UnicodeDecodeError) as error:
         raise SchemaError(f"not JSON: {error}") from error
-    return from_data(cls, data)
 
 
 def from_data(cls: type, data: Any) -> Any:

@@ -10,31 +10,31 @@ plotly.js inside, those are not kept in the repo.)
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from lookahead_core.records import BenchReport  # noqa: E402
 from tests.serving import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
 from visuals.bench import overview_figure  # noqa: E402
 
 BENCH = ROOT / "docs" / "bench"
 
 
-def label(report: dict) -> str:
-    machine, settings = report["machine"], report["settings"]
-    where = "CPU, 2 cores" if machine["device"] == "cpu" else machine["device_name"].replace(" 80GB HBM3", "")
-    return f"{settings['dataset']}<br>{where}, {machine['dtype']}"
+def label(report: BenchReport) -> str:
+    machine = report.machine
+    where = "CPU, 2 cores" if machine.device == "cpu" else machine.device_name.replace(" 80GB HBM3", "")
+    return f"{report.settings.dataset}<br>{where}, {machine.dtype}"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=ROOT / "assets" / "bench.png")
     args = parser.parse_args()
-    reports = {path.stem: json.loads(path.read_text()) for path in sorted(BENCH.glob("*.json"))}
-    chosen = {label(r): r for r in reports.values() if r["machine"]["dtype"] == "float32"}
+    reports = [BenchReport.from_json(path.read_text()) for path in sorted(BENCH.glob("*.json"))]
+    chosen = {label(r): r for r in reports if r.machine.dtype == "float32"}
     page_html = overview_figure(chosen).to_html(include_plotlyjs="inline", full_html=True)
     from playwright.sync_api import sync_playwright
 

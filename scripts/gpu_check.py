@@ -11,7 +11,6 @@ DIR as JSON when --out is given (`visuals.bench` draws them; the GPU image lacks
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -66,24 +65,24 @@ def main() -> None:
             if args.out is not None:
                 args.out.mkdir(parents=True, exist_ok=True)
                 stem = args.out / f"{name}-{dtype}"
-                stem.with_suffix(".json").write_text(json.dumps(report, indent=1))
-            for method, s in report["summary"].items():
-                step_ms = 1e3 * s["seconds"] / s["steps"]
+                stem.with_suffix(".json").write_text(report.to_json(indent=1))
+            for method, s in report.summary.items():
+                step_ms = 1e3 * s.seconds / s.steps
                 rows.append(
                     (
                         name,
                         dtype,
                         method,
-                        s["tokens_per_second"],
-                        s["speedup"],
-                        s["tokens_per_step"],
+                        s.tokens_per_second,
+                        s.speedup,
+                        s.tokens_per_step,
                         step_ms,
-                        f"{s['exact']}/{s['prompts']}",
+                        f"{s.exact}/{s.prompts}",
                     )
                 )
                 print(
-                    f"  {name} {dtype} {method}: {s['tokens_per_second']:.1f} tok/s, {s['speedup']:.2f}x, "
-                    f"{s['tokens_per_step']:.2f} tok/step, {step_ms:.1f} ms/step, exact {s['exact']}/{s['prompts']}",
+                    f"  {name} {dtype} {method}: {s.tokens_per_second:.1f} tok/s, {s.speedup:.2f}x, "
+                    f"{s.tokens_per_step:.2f} tok/step, {step_ms:.1f} ms/step, exact {s.exact}/{s.prompts}",
                     flush=True,
                 )
         del lm

@@ -85,3 +85,18 @@ def cost_table(per_token: float) -> StepCosts:
     """A cost curve where each token fed adds `per_token` of a one-token step."""
     seconds = [0.01 * (1 + per_token * (size - 1)) for size in COST_SIZES]
     return StepCosts(COST_SIZES, seconds, 256, "test hardware", "tiny", "float32", "2026-01-01T00:00:00")
+
+
+def assert_same_types(recorded, read, where: str = "run") -> None:
+    """Equal is not enough ("won" == Verdict.WON): every value must come back as the same type too."""
+    assert type(read) is type(recorded), f"{where}: {type(recorded).__name__} came back as {type(read).__name__}"
+    if dataclasses.is_dataclass(recorded):
+        for f in dataclasses.fields(recorded):
+            assert_same_types(getattr(recorded, f.name), getattr(read, f.name), f"{where}.{f.name}")
+    elif isinstance(recorded, list):
+        for i, (a, b) in enumerate(zip(recorded, read, strict=True)):
+            assert_same_types(a, b, f"{where}[{i}]")
+    elif isinstance(recorded, dict):  # keys too: a bench report's are BenchMethods, in run order
+        for key, read_key in zip(recorded, read, strict=True):
+            assert_same_types(key, read_key, f"{where} key {key}")
+            assert_same_types(recorded[key], read[read_key], f"{where}.{key}")

@@ -1,5 +1,5 @@
-"""The lab's command line on a tiny random model: bench end to end with its report's keys, generate,
-the auto settings' choice, and `python -m lab` itself."""
+"""The lab's command line on a tiny random model: bench end to end with its report (a BenchReport record,
+written as JSON with the keys other tools read), generate, the auto settings' choice, and `python -m lab` itself."""
 
 from __future__ import annotations
 
@@ -13,13 +13,22 @@ import pytest
 from tokenizers import Tokenizer, models
 from transformers import PreTrainedTokenizerFast
 
-from lab.bench import METHODS
+from lab.bench import METHODS, check_methods
 from lab.cli import main
 from lookahead_core import costs as cost_module
-from lookahead_core.records import Planner, Regime
+from lookahead_core.records import (
+    BenchMethod,
+    BenchReport,
+    LookaheadSettings,
+    Method,
+    Planner,
+    Regime,
+    SamplingRecord,
+    StepCostCurve,
+)
 from lookahead_core.tuning import choose_settings
 
-from .conftest import TINY_VOCAB, cost_table, tiny_model
+from .conftest import TINY_VOCAB, assert_same_types, cost_table, tiny_model
 
 SUMMARY_KEYS = {
     "prompts",
@@ -31,6 +40,18 @@ SUMMARY_KEYS = {
     "speedup",
     "exact",
     "acceptance",
+}
+RESULT_KEYS = {
+    "tokens",
+    "steps",
+    "tokens_per_step",
+    "seconds",
+    "tokens_per_second",
+    "exact",
+    "offered",
+    "accepted",
+    "speedup",
+    "draws",
 }
 
 
@@ -57,38 +78,64 @@ def tiny_folder(tmp_path_factory):
     return folder
 
 
-def bench(folder, tmp_path, *extra) -> dict:
+def bench(folder, tmp_path, *extra) -> BenchReport:
+    """`bench --json` on the tiny model: the report it wrote, read back as the record."""
     out = tmp_path / "report.json"
     args = ["bench", "--dataset", str(folder / "prompts.jsonl"), "--limit", "2", "--model", str(folder)]
     args += ["--device", "cpu", "--max-new-tokens", "24", "--json", str(out), *extra]
     assert main(args) == 0
-    return json.loads(out.read_text())
+    return BenchReport.from_json(out.read_text())
 
 
 def test_bench_runs_every_method_end_to_end(tiny_folder, tmp_path, capsys):
     html = tmp_path / "report.html"
     report = bench(tiny_folder, tmp_path, "--window", "3", "--ngram", "4", "--guesses", "3", "--html", str(html))
-    assert set(report) == {"summary", "prompts", "machine", "settings"}
-    assert list(report["summary"]) == list(METHODS)
-    for method, row in report["summary"].items():
-        assert set(row) == SUMMARY_KEYS, method
-        assert row["prompts"] == 2 and row["exact"] == 2, method
-    assert report["settings"]["baseline"] == "hf-greedy"
-    assert report["summary"]["hf-greedy"]["speedup"] == pytest.approx(1.0)
-    assert [row["id"] for row in report["prompts"]] == ["loop", "list"]
-    assert report["settings"]["lookahead"] == {"window": 3, "ngram": 4, "guesses": 3}
+    assert list(report.summary) == list(METHODS) == list(BenchMethod)
+    for method, row in report.summary.items():
+        assert row.prompts == 2 and row.exact == 2, method
+    assert report.settings.baseline == BenchMethod.HF_GREEDY
+    assert report.summary[BenchMethod.HF_GREEDY].speedup == pytest.approx(1.0)
+    assert [row.id for row in report.prompts] == ["loop", "list"]
+    assert all(list(row.methods) == list(METHODS) for row in report.prompts)
+    assert report.settings.lookahead == LookaheadSettings(window=3, ngram=4, guesses=3)
     page = html.read_text()
     assert page.startswith("<!doctype html>") and "Plotly.newPlot" in page and "src=" not in page.split("<body>")[0]
     assert "lookahead" in capsys.readouterr().out
 
 
+def test_the_bench_json_keeps_the_keys_other_tools_read(tiny_folder, tmp_path):
+    """The record writes the report's JSON as the string-keyed dicts earlier lab versions wrote (plus its version)."""
+    bench(tiny_folder, tmp_path, "--methods", "greedy,lookahead,hf-greedy", "--window", "3")
+    written = json.loads((tmp_path / "report.json").read_text())
+    assert set(written) == {"summary", "prompts", "machine", "settings", "schema_version"}
+    assert list(written["summary"]) == ["greedy", "lookahead", "hf-greedy"]
+    assert all(set(row) == SUMMARY_KEYS for row in written["summary"].values())
+    assert all(set(result) == RESULT_KEYS for row in written["prompts"] for result in row["methods"].values())
+    assert written["settings"]["lookahead"] == {"window": 3, "ngram": 5, "guesses": 7}
+    assert written["settings"]["methods"] == ["greedy", "lookahead", "hf-greedy"]
+
+
+def test_a_bench_report_reads_back_equal_field_for_field(tiny_folder, tmp_path):
+    report = bench(tiny_folder, tmp_path, "--methods", "greedy,lookahead,prompt-lookup,hf-greedy")
+    read = BenchReport.from_json(report.to_json())
+    assert read == report
+    assert_same_types(report, read, "report")
+    assert report.summary[BenchMethod.PROMPT_LOOKUP].acceptance is not None
+
+
+def test_bench_methods_are_the_engine_methods_and_the_peers():
+    assert {m.method for m in BenchMethod} == {*Method, None}
+    assert all(m.method.value == m.value for m in BenchMethod if m.method is not None)
+    assert [m for m in BenchMethod if m.method is None] == ["hf-greedy", "hf-prompt-lookup", "hf-assisted"]
+    assert check_methods(["lookahead", "hf-greedy"]) == [BenchMethod.LOOKAHEAD, BenchMethod.HF_GREEDY]
+
+
 def test_a_sampled_bench_says_so_counts_acceptance_and_compares_no_outputs(tiny_folder, tmp_path, capsys):
     report = bench(tiny_folder, tmp_path, "--methods", "lookahead,hf-greedy", "--temperature", "0.8", "--seed", "5")
-    assert report["settings"]["sampling"] == {"temperature": 0.8, "top_k": 0, "top_p": 1.0, "seed": 5}
-    assert all(row["exact"] is None for row in report["summary"].values())
-    assert (
-        0 <= report["summary"]["lookahead"]["acceptance"] <= 1 and report["summary"]["hf-greedy"]["acceptance"] is None
-    )
+    assert report.settings.sampling == SamplingRecord(temperature=0.8, top_k=0, top_p=1.0, seed=5)
+    assert all(row.exact is None for row in report.summary.values())
+    summary = report.summary
+    assert 0 <= summary[BenchMethod.LOOKAHEAD].acceptance <= 1 and summary[BenchMethod.HF_GREEDY].acceptance is None
     out = capsys.readouterr().out
     assert "SAMPLED at T=0.8" in out and "accepted" in out and "exact" not in out.splitlines()[1]
 
@@ -120,11 +167,11 @@ def test_bench_auto_reports_what_it_chose_and_why(tiny_folder, tmp_path, monkeyp
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     monkeypatch.setattr(cost_module, "measure_step_costs", lambda lm: cost_table(0.05))
     report = bench(tiny_folder, tmp_path, "--auto", "--methods", "greedy,lookahead")
-    auto = report["settings"]["auto"]
-    assert auto["planner"] == "cost-aware" and auto["window"] == report["settings"]["lookahead"]["window"]
-    assert auto["regime"] == "steep" and auto["probe_ratio"] == pytest.approx(4.15)
-    assert auto["step_costs"]["seconds"] == cost_table(0.05).seconds
-    assert report["summary"]["lookahead"]["exact"] == 2
+    auto = report.settings.auto
+    assert auto.planner == Planner.COST_AWARE and auto.window == report.settings.lookahead.window
+    assert auto.regime == Regime.STEEP and auto.probe_ratio == pytest.approx(4.15)
+    assert type(auto.step_costs) is StepCostCurve and auto.step_costs.seconds == cost_table(0.05).seconds
+    assert report.summary[BenchMethod.LOOKAHEAD].exact == 2
     assert "auto: W=" in capsys.readouterr().err
 
 

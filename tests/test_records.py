@@ -26,7 +26,7 @@ from lookahead_core.records import (
 from lookahead_core.trace import record_run, record_trace
 from lookahead_core.tuning import choose_settings
 
-from .conftest import CharTokenizer, cost_table, tiny_model
+from .conftest import CharTokenizer, assert_same_types, cost_table, tiny_model
 
 PROMPT = ([5, 6, 7, 8] * 8)[:30]  # repetitive: guesses win, the pool fills and evicts
 
@@ -35,20 +35,6 @@ PROMPT = ([5, 6, 7, 8] * 8)[:30]  # repetitive: guesses win, the pool fills and 
 def run() -> Run:
     lm = dataclasses.replace(tiny_model("llama"), tokenizer=CharTokenizer(), eos_ids=frozenset({95}))
     return record_run(lm, PROMPT, LookaheadConfig(window=5, ngram=3, guesses=5), 40, "a prompt")
-
-
-def assert_same_types(recorded, read, where: str = "run") -> None:
-    """Equal is not enough ("won" == Verdict.WON): every value must come back as the same type too."""
-    assert type(read) is type(recorded), f"{where}: {type(recorded).__name__} came back as {type(read).__name__}"
-    if dataclasses.is_dataclass(recorded):
-        for f in dataclasses.fields(recorded):
-            assert_same_types(getattr(recorded, f.name), getattr(read, f.name), f"{where}.{f.name}")
-    elif isinstance(recorded, list):
-        for i, (a, b) in enumerate(zip(recorded, read, strict=True)):
-            assert_same_types(a, b, f"{where}[{i}]")
-    elif isinstance(recorded, dict):
-        for key in recorded:
-            assert_same_types(recorded[key], read[key], f"{where}.{key}")
 
 
 def test_the_recorded_run_fills_every_part_of_the_schema(run):

@@ -1,0 +1,138 @@
+"""The shipped bench reports (docs/bench): every one reads as a BenchReport, losing nothing, whichever
+generation of the bench wrote it, reads back equal from its own JSON, and renders as a page and in the overview.
+No model and no torch: a report is read and drawn on any machine.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from lookahead_core.records import (
+    SCHEMA_VERSION,
+    BenchMethod,
+    BenchReport,
+    SchemaError,
+    to_data,
+    unversioned_bench_report,
+)
+from visuals.bench import HUES, bench_report_html, overview_figure
+
+from .conftest import assert_same_types
+
+SHIPPED = sorted((Path(__file__).resolve().parent.parent / "docs" / "bench").glob("*.json"))
+
+
+def shipped(name: str) -> BenchReport:
+    return BenchReport.from_json(next(path for path in SHIPPED if path.name == name).read_text())
+
+
+def assert_holds(full, part, where: str = "report") -> None:
+    """Every key and value of `part` is in `full` (which may hold more: fields with defaults)."""
+    if isinstance(part, dict):
+        for key, value in part.items():
+            assert key in full, f"{where}: {key!r} was lost"
+            assert_holds(full[key], value, f"{where}.{key}")
+    elif isinstance(part, list):
+        assert len(full) == len(part), where
+        for i, (a, b) in enumerate(zip(full, part, strict=True)):
+            assert_holds(a, b, f"{where}[{i}]")
+    else:
+        assert full == part, f"{where}: {part!r} read as {full!r}"
+
+
+def test_the_reports_are_shipped():
+    assert len(SHIPPED) >= 10
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=lambda path: path.stem)
+def test_a_shipped_report_reads_loses_nothing_and_reads_back_equal(path):
+    text = path.read_text()
+    report = BenchReport.from_json(text)
+    assert report.schema_version == SCHEMA_VERSION
+    assert_holds(to_data(report), unversioned_bench_report(json.loads(text)))
+    assert list(report.summary) == report.settings.methods
+    assert all(list(row.methods) == report.settings.methods for row in report.prompts)
+    read = BenchReport.from_json(report.to_json(indent=1))
+    assert read == report
+    assert_same_types(report, read, "report")
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=lambda path: path.stem)
+def test_a_shipped_report_renders_as_a_page(path):
+    report = BenchReport.from_json(path.read_text())
+    page = bench_report_html(report)
+    assert page.startswith("<!doctype html>") and "Plotly.newPlot" in page
+    assert all(f"<tr><td>{method}</td>" in page for method in report.summary)
+    assert "None" not in page.split("<table>")[1].split("</table>")[0]
+
+
+def test_every_shipped_report_draws_in_the_overview():
+    reports = {path.stem: BenchReport.from_json(path.read_text()) for path in SHIPPED}
+    figure = overview_figure(reports)
+    assert {bar.name for bar in figure.data} == {m.value for r in reports.values() for m in r.summary}
+    assert "lookahead output equal to greedy generate on" in figure.layout.title.text
+
+
+def test_a_report_from_before_our_prompt_lookup_reads_its_prompt_lookup_as_transformers():
+    report = shipped("h100-humaneval-float32.json")
+    assert list(report.summary) == ["greedy", "lookahead", "hf-prompt-lookup", "hf-greedy"]
+    assert report.summary[BenchMethod.HF_PROMPT_LOOKUP].steps == 422  # generate(prompt_lookup_num_tokens=10)'s
+    assert report.settings.prompt_lookup is None and report.settings.sampling is None
+    assert report.summary[BenchMethod.LOOKAHEAD].acceptance is None
+    assert report.prompts[0].methods[BenchMethod.LOOKAHEAD].offered is None
+
+
+def test_an_auto_choice_from_before_its_regime_was_recorded_keeps_its_words():
+    report = shipped("h100-humaneval-float32.json")
+    assert report.settings.auto.regime is None and report.settings.auto.step_costs.context == 256
+    assert report.settings.auto_why.startswith("on NVIDIA H100 80GB HBM3 (float32) a 64-token step costs 1.16x")
+    assert "a 64-token step costs 1.16x" in bench_report_html(report)
+
+
+def test_an_early_sampled_report_keeps_its_draws_apart_from_verified_candidates():
+    report = shipped("cpu-humaneval-float32-sampled-T0.7.json")
+    lookahead = report.prompts[0].methods[BenchMethod.LOOKAHEAD]
+    assert (lookahead.draws, lookahead.accepted, lookahead.offered) == (48, 15, None)
+    assert report.summary[BenchMethod.LOOKAHEAD].acceptance == pytest.approx(0.4736, abs=1e-4)
+    assert report.summary[BenchMethod.LOOKAHEAD].exact is None and report.settings.sampling.temperature == 0.7
+    assert "not compared" in bench_report_html(report)
+
+
+def test_a_current_report_reads_as_written():
+    report = shipped("cpu-humaneval-float32.json")
+    assert list(report.summary) == list(BenchMethod)
+    assert report.settings.prompt_lookup.tokens == 10 and report.settings.draft.model == "bf16-self"
+    assert report.settings.auto_why is None and all(r.draws is None for r in report.prompts[0].methods.values())
+
+
+def test_every_bench_method_has_a_hue():
+    assert set(HUES) == set(BenchMethod)
+
+
+def test_a_versioned_report_is_not_upgraded_and_one_of_another_version_is_refused():
+    data = to_data(shipped("cpu-mtbench-float32.json"))
+    assert unversioned_bench_report(data) is data
+    with pytest.raises(SchemaError, match=f"version {SCHEMA_VERSION + 1}"):
+        BenchReport.from_json(json.dumps(data | {"schema_version": SCHEMA_VERSION + 1}))
+
+
+@pytest.mark.parametrize("versioned", [True, False], ids=["versioned", "unversioned"])
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda d: d["summary"].update(beam=d["summary"]["lookahead"]), r"benchreport\.summary: 'beam' is not one of"),
+        (lambda d: d["prompts"][0]["methods"]["lookahead"].pop("steps"), r"methods\.lookahead: missing field 'steps'"),
+        (lambda d: d["settings"].update(baseline="prompt lookup"), r"settings\.baseline: 'prompt lookup' is not"),
+        (lambda d: d.update(prompts={}), r"benchreport\.prompts: expected list, got dict"),
+    ],
+    ids=["unknown-method", "missing-field", "unknown-baseline", "wrong-shape"],
+)
+def test_a_report_that_does_not_fit_is_refused_naming_the_field(versioned, change, message):
+    text = shipped("cpu-mtbench-float32.json").to_json() if versioned else SHIPPED[0].read_text()
+    data = json.loads(text)
+    change(data)
+    with pytest.raises(SchemaError, match=message):
+        BenchReport.from_json(json.dumps(data))
