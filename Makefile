@@ -48,7 +48,8 @@ gemma: $(VENV)/.runtime
 test-gemma: $(VENV)/.dev gemma
 	LOOKAHEAD_GEMMA=1 $(BIN)/python -m pytest -q -rs tests/test_gemma.py
 
-# The README's table of model families, from the sweep over tiny random configs.
+# The table of model families in docs/models.md, from the sweep over tiny random configs (printed;
+# `python -m lab.families --page docs/models.md` writes it into the page).
 families: $(VENV)/.runtime
 	$(BIN)/python -m lab.families
 

@@ -4,8 +4,8 @@ Each family is built from its transformers config with a few layers of width 32 
 of 96, with a 16-token sliding window where the family has one, and decoded past that window.
 Greedy lookahead must equal `generate(do_sample=False)` token for token at every (W, N, G)
 tried, or the engine must refuse the family with its own error (UnsupportedModel) before
-decoding. `python -m lab.families` runs the sweep and prints the README's table (`--readme
-README.md` writes it there).
+decoding. `python -m lab.families` runs the sweep and prints the table of docs/models.md (`--page
+docs/models.md` writes it there).
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ COMMON = {
 # Two sliding layers, then a full one (Gemma 3's pattern is five to one).
 HYBRID = {"sliding_window": WINDOW, "num_hidden_layers": 3, "layer_types": [SLIDING, SLIDING, FULL]}
 MOE = {"num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32}
-TABLE_START = "<!-- family table: python -m lab.families --readme README.md -->"
+TABLE_START = "<!-- family table: python -m lab.families --page docs/models.md -->"
 TABLE_END = "<!-- end of family table -->"
 # Real weights the test suite runs exactly, by architecture (the command that runs them).
 REAL_WEIGHTS = {
@@ -184,7 +184,7 @@ def sweep_family(family: Family) -> Outcome:
 
 
 def table(outcomes: list[Outcome]) -> str:
-    """The README's table of families: tested exact (tiny random config), on real weights, or refused (why)."""
+    """The table of families in docs/models.md: tested exact (tiny random config), on real weights, or refused (why)."""
     lines = ["| family | transformers type | tiny random config (CI) | real weights |", "|---|---|---|---|"]
     for o in outcomes:
         window = f", sliding window {WINDOW} on {sliding_share(o.family)}" if o.family.sliding else ""
@@ -203,16 +203,16 @@ def sliding_share(family: Family) -> str:
     return f"{plan.sliding_layers} of {len(plan.layer_types)} layers"
 
 
-def with_table(readme: str, outcomes: list[Outcome]) -> str:
-    """`readme` with the text between its family-table markers replaced by this sweep's table."""
-    start, end = readme.index(TABLE_START) + len(TABLE_START), readme.index(TABLE_END)
-    return f"{readme[:start]}\n{table(outcomes)}\n{readme[end:]}"
+def with_table(page: str, outcomes: list[Outcome]) -> str:
+    """`page` with the text between its family-table markers replaced by this sweep's table."""
+    start, end = page.index(TABLE_START) + len(TABLE_START), page.index(TABLE_END)
+    return f"{page[:start]}\n{table(outcomes)}\n{page[end:]}"
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m lab.families", description=__doc__.splitlines()[0])
     parser.add_argument("--only", nargs="*", help="sweep these model types only")
-    parser.add_argument("--readme", type=Path, help="write the table into this README, between its markers")
+    parser.add_argument("--page", type=Path, help="write the table into this page, between its markers")
     args = parser.parse_args(argv)
     outcomes = []
     for family in FAMILIES:
@@ -222,8 +222,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{family.name:<32} {outcome.verdict:<8} {outcome.seconds:5.1f} s  {outcome.detail}", file=sys.stderr)
         outcomes.append(outcome)
     print(table(outcomes))
-    if args.readme:
-        args.readme.write_text(with_table(args.readme.read_text(), outcomes))
+    if args.page:
+        args.page.write_text(with_table(args.page.read_text(), outcomes))
     return 1 if any(o.verdict == "differs" for o in outcomes) else 0
 
 

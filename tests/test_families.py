@@ -1,4 +1,4 @@
-"""Every family of the README's table, as a tiny random config: exact past a 16-token sliding window, or refused.
+"""Every family of docs/models.md's table, as a tiny random config: exact past a 16-token sliding window, or refused.
 
 The sweep (lab/families.py) is the same one that writes the table. A negative control shows it
 catches a sliding-window bug: with the sliding layers' mask left as wide as the full layers',
@@ -20,7 +20,7 @@ from lookahead_core.records import Method
 from lookahead_core.trace import decode_steps
 
 REFUSED = {"Falcon (ALiBi)", "BLOOM (ALiBi)", "MPT (ALiBi)"}
-SWEPT: dict[str, families.Outcome] = {}  # filled by the parametrised test, read by the README's check
+SWEPT: dict[str, families.Outcome] = {}  # filled by the parametrised test, read by the page's check
 
 
 @pytest.mark.parametrize("family", families.FAMILIES, ids=lambda f: f.name)
@@ -31,12 +31,12 @@ def test_each_family_is_exact_past_the_window_or_refused(family):
     assert outcome.verdict == expected, outcome.detail
 
 
-def test_the_readme_table_is_the_sweeps():
+def test_the_models_page_table_is_the_sweeps():
     if len(SWEPT) < len(families.FAMILIES):
         pytest.skip("the sweep did not run for every family in this session")
-    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    page = (Path(__file__).parent.parent / "docs" / "models.md").read_text()
     outcomes = [SWEPT[f.name] for f in families.FAMILIES]
-    assert families.with_table(readme, outcomes) == readme, "run: python -m lab.families --readme README.md"
+    assert families.with_table(page, outcomes) == page, "run: python -m lab.families --page docs/models.md"
 
 
 def test_the_sweep_catches_a_sliding_layer_that_sees_too_far(monkeypatch):
