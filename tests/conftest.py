@@ -1,4 +1,5 @@
-"""Shared fixtures: the real default model (loaded once per session) and tiny random models."""
+"""Shared fixtures: the real default model (loaded once per session), tiny random models and the shipped
+example runs."""
 
 from __future__ import annotations
 
@@ -11,6 +12,12 @@ from transformers import AutoModelForCausalLM, GPT2Config, LlamaConfig, Qwen2Con
 from lookahead_core.costs import StepCosts
 from lookahead_core.draft import Draft
 from lookahead_core.models import LoadedModel, load_model
+from lookahead_core.records import Run
+
+# The shared panel checks are asserts: rewritten as in a test module, their failures show the values compared
+pytest.register_assert_rewrite("tests.visual_checks")
+
+from tests.visual_checks import PRESETS, example  # noqa: E402
 
 TINY_VOCAB = 96
 COST_SIZES = [1, 2, 4, 8, 16, 32, 64, 128]
@@ -85,3 +92,15 @@ def cost_table(per_token: float) -> StepCosts:
     """A cost curve where each token fed adds `per_token` of a one-token step."""
     seconds = [0.01 * (1 + per_token * (size - 1)) for size in COST_SIZES]
     return StepCosts(COST_SIZES, seconds, 256, "test hardware", "tiny", "float32", "2026-01-01T00:00:00")
+
+
+@pytest.fixture(scope="module", params=[p["id"] for p in PRESETS])
+def run(request) -> Run:
+    """Each shipped example run in turn. A test module with a `run` fixture of its own uses that one instead."""
+    return example(request.param)
+
+
+@pytest.fixture(scope="module", params=[p["id"] for p in PRESETS if p.get("method", "lookahead") == "lookahead"])
+def lookahead_run(request) -> Run:
+    """The presets that run lookahead: the ones with a window and a pool to draw."""
+    return example(request.param)

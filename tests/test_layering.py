@@ -37,6 +37,14 @@ def test_the_records_and_every_visuals_module_load_without_torch():
     assert loaded_after(code) == set()
 
 
+def test_visuals_do_not_import_torch_or_gradio():
+    code = (
+        "import sys, visuals.replay, visuals.summary, visuals.library, visuals.palette, visuals.race, "
+        "visuals.plans; bad = {'torch', 'gradio', 'transformers'} & set(sys.modules); assert not bad, bad"
+    )
+    subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True)
+
+
 def test_importing_the_engine_package_alone_loads_no_torch():
     assert loaded_after("import lookahead_core") == set()
 
