@@ -45,8 +45,8 @@ def test_verification_shows_each_recorded_verdict():
 
 
 def test_trajectory_tooltips_name_the_predictions_from_the_window(run):
-    greedy_only(run)
     """Trajectory token k sits at the cell its input row names and is checked against the recorded prediction."""
+    greedy_only(run)
     trace = run.trace
     for _, record in decode_steps(run):
         html = unescape(verification.verification_html(record, trace.vocab))
