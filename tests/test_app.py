@@ -20,7 +20,7 @@ from lab.access import ModelAccess
 from lookahead_core.config import SettingsError
 from lookahead_core.models import gemma_gguf
 from lookahead_core.records import Run
-from tests.serving import running_app
+from scripts.serving import running_app
 from visuals import export, library, replay
 from visuals.summary import preset_note
 

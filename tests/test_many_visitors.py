@@ -17,7 +17,7 @@ from gradio_client import Client
 from gradio_client.utils import QueueError, Status
 
 import app
-from tests.serving import running_app
+from scripts.serving import running_app
 from visuals import replay
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore:.*(copy keyword|no_silent_downcasting)")
