@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from lookahead_core.records import BenchReport  # noqa: E402
-from tests.serving import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
+from scripts.serving import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
 from visuals.bench import overview_figure  # noqa: E402
 
 BENCH = ROOT / "docs" / "bench"

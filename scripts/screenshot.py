@@ -4,7 +4,7 @@ Usage: python scripts/screenshot.py [--step N] [--out PATH]
 Serves the app on a free localhost port (no model is loaded: the shipped example is replayed),
 steps to step N of the default preset's example (default: the first step that committed the most
 tokens) and writes the whole page to assets/screenshot.png. Needs playwright and /usr/bin/chromium,
-as the browser test does, and drives the page with the same code (tests/serving.py).
+as the browser test does, and drives the page with the same code (scripts/serving.py).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from lookahead_core.records import Run  # noqa: E402
-from tests.serving import CHROMIUM, chromium_page, running_app, screenshot_step  # noqa: E402
+from scripts.serving import CHROMIUM, chromium_page, running_app, screenshot_step  # noqa: E402
 from visuals import library  # noqa: E402
 
 

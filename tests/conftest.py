@@ -1,4 +1,5 @@
-"""Shared fixtures: the real default model (loaded once per session) and tiny random models."""
+"""Shared fixtures: the real default model (loaded once per session), tiny random models and the shipped
+example runs."""
 
 from __future__ import annotations
 
@@ -11,6 +12,12 @@ from transformers import AutoModelForCausalLM, GPT2Config, LlamaConfig, Qwen2Con
 from lookahead_core.costs import StepCosts
 from lookahead_core.draft import Draft
 from lookahead_core.models import LoadedModel, load_model
+from lookahead_core.records import Run
+
+# The shared panel checks are asserts: rewritten as in a test module, their failures show the values compared
+pytest.register_assert_rewrite("tests.visual_checks")
+
+from tests.visual_checks import PRESETS, example  # noqa: E402
 
 TINY_VOCAB = 96
 COST_SIZES = [1, 2, 4, 8, 16, 32, 64, 128]
@@ -100,3 +107,15 @@ def assert_same_types(recorded, read, where: str = "run") -> None:
         for key, read_key in zip(recorded, read, strict=True):
             assert_same_types(key, read_key, f"{where} key {key}")
             assert_same_types(recorded[key], read[read_key], f"{where}.{key}")
+
+
+@pytest.fixture(scope="module", params=[p["id"] for p in PRESETS])
+def run(request) -> Run:
+    """Each shipped example run in turn. A test module with a `run` fixture of its own uses that one instead."""
+    return example(request.param)
+
+
+@pytest.fixture(scope="module", params=[p["id"] for p in PRESETS if p.get("method", "lookahead") == "lookahead"])
+def lookahead_run(request) -> Run:
+    """The presets that run lookahead: the ones with a window and a pool to draw."""
+    return example(request.param)

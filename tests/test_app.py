@@ -21,7 +21,7 @@ from lab.access import ModelAccess
 from lab.holding import ModelHolder
 from lookahead_core.models import DEFAULT_MODEL, GEMMA, gemma_gguf
 from lookahead_core.records import Run
-from tests.serving import running_app
+from scripts.serving import running_app
 from ui.lesson import lesson_at
 from ui.links import opened
 from ui.model_box import model_choices

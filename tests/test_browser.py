@@ -11,18 +11,18 @@ from pathlib import Path
 
 import pytest
 
-from tests.serving import (
+from scripts.serving import (
     ERROR_TOAST,
     PHONE,
     caption,
     choose_preset,
     chromium_page,
-    needs_chromium,
     open_page,
     running_app,
     screenshot_step,
     wait_for_step,
 )
+from tests.chromium import needs_chromium
 
 SCREENSHOT = Path(__file__).resolve().parent.parent / "out" / "screenshot.png"
 WARNING_TOAST = '[data-testid="toast-body"].warning'

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.serving import CHROMIUM, CHROMIUM_ARGS, needs_chromium, open_page, running_app, wait_for_step
+from scripts.serving import CHROMIUM, CHROMIUM_ARGS, open_page, running_app, wait_for_step
+from tests.chromium import needs_chromium
 from visuals import library, replay
 from visuals.lesson import LESSON, step_index
 

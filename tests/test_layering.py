@@ -3,6 +3,8 @@
 So a saved trace can be read, checked and drawn on a machine with no torch and no model, and
 the engine can be used as a library with no user interface. Checked two ways: what a fresh
 interpreter loads (torch and transformers must stay out), and what each module's source imports.
+The scripts import nothing from tests/: what both use (serving the app, driving chromium) is in
+scripts/serving.py.
 """
 
 from __future__ import annotations
@@ -35,6 +37,14 @@ def test_the_records_and_every_visuals_module_load_without_torch():
         "    importlib.import_module(module.name)"
     )
     assert loaded_after(code) == set()
+
+
+def test_visuals_do_not_import_torch_or_gradio():
+    code = (
+        "import sys, visuals.replay, visuals.summary, visuals.library, visuals.palette, visuals.race, "
+        "visuals.plans; bad = {'torch', 'gradio', 'transformers'} & set(sys.modules); assert not bad, bad"
+    )
+    subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True)
 
 
 def test_importing_the_engine_package_alone_loads_no_torch():
@@ -78,3 +88,10 @@ def test_text_enters_html_in_one_place(path):
     """Only visuals/markup.py escapes: every other module builds its HTML around what markup.escape returns."""
     if path != ROOT / "visuals" / "markup.py":
         assert "html" not in imported_modules(path), f"{path.name} escapes on its own: use visuals.markup.escape"
+
+
+@pytest.mark.parametrize("path", modules("scripts"), ids=lambda p: p.name)
+def test_no_script_imports_the_tests(path):
+    """The scripts share code with the tests through scripts/serving.py, never by reaching into tests/."""
+    offending = {name for name in imported_modules(path) if name.split(".")[0] == "tests"}
+    assert not offending, f"{path.name} imports {sorted(offending)}"

@@ -16,7 +16,7 @@ import pytest
 from gradio_client import Client
 from gradio_client.utils import QueueError, Status
 
-from tests.serving import running_app
+from scripts.serving import running_app
 from ui.page import MAX_WAITING
 from visuals import replay
 

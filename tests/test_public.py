@@ -17,7 +17,8 @@ import httpx
 import pytest
 
 from lookahead_core.records import SchemaError
-from tests import serving
+from scripts import serving
+from tests.chromium import needs_chromium
 from tests.test_markup import PAYLOAD, payload_elements
 from visuals import library, replay
 
@@ -266,7 +267,7 @@ EVIL = 'a[href*="evil.example"], img[src*="evil.example"], .pwned, [onmouseover]
 def test_links_that_carry_a_payload_show_it_as_text_and_ask_nothing_of_another_address(url):
     from urllib.parse import quote
 
-    serving.needs_chromium()
+    needs_chromium()
     from playwright.sync_api import sync_playwright
 
     address = url

@@ -1,8 +1,9 @@
 """Serving the app in-process on a free localhost port, and driving it in Debian's headless chromium.
 
-Shared by the end-to-end tests, the browser test and scripts/screenshot.py, so the page is opened,
-stepped and photographed one way only. Playwright is imported only when a page is opened: the
-end-to-end tests need the server alone.
+Shared by scripts/screenshot.py, scripts/bench_plot.py, the end-to-end tests and the browser tests, so
+the page is opened, stepped and photographed one way only. It lives here because the scripts must not
+import tests/, and not in lab/ because it imports app, the floor above the lab. Playwright is imported
+only when a page is opened: the end-to-end tests need the server alone.
 """
 
 from __future__ import annotations
@@ -26,17 +27,6 @@ CHROMIUM_ARGS = [
 VIEWPORT = {"width": 1440, "height": 1000}
 PHONE = {"width": 390, "height": 844}  # a common phone's CSS pixels
 ERROR_TOAST = '[data-testid="toast-body"].error'
-
-
-def needs_chromium() -> None:
-    """Skip the calling test module, saying why, where playwright or Debian's chromium is missing."""
-    import pytest
-
-    pytest.importorskip("playwright.sync_api", reason="playwright is not installed: make test installs it")
-    if not CHROMIUM.exists():
-        pytest.skip(
-            f"{CHROMIUM} is missing: `make browser` installs Debian's chromium (needs root)", allow_module_level=True
-        )
 
 
 def free_port() -> int:

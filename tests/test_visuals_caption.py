@@ -1,0 +1,130 @@
+"""The caption: what each step committed and why, on the examples, and word for word on hand-made steps."""
+
+from __future__ import annotations
+
+import dataclasses
+from html import escape
+
+from lookahead_core.records import (
+    CandidateRecord,
+    Method,
+    PlanReason,
+    PlanRecord,
+    PoolEntry,
+    PoolRecord,
+    Reason,
+    Settings,
+    Source,
+    StepKind,
+    StepRecord,
+    TokenSource,
+    Trace,
+    Verdict,
+    VerificationRecord,
+    WindowRecord,
+)
+from tests.visual_checks import check_caption, decode_steps, example, greedy_only
+from visuals import caption, pool, verification
+
+
+def test_caption_says_what_the_step_committed(run):
+    greedy_only(run)
+    trace = run.trace
+    assert "Prefill" in caption.caption_html(trace, 0)
+    for index, _ in decode_steps(run):
+        check_caption(trace, index)
+
+
+# A hand-made step: key ‘def’ with 3 n-grams; guesses [9 9], [2 3], [2 4] against the predictions [2 3].
+
+CAPTION_VOCAB = {"1": "def", "2": " f", "3": "(", "4": "x", "5": ")", "9": "?"}
+
+
+def candidate(tokens_: list[int], lane: int, verdict: Verdict, trajectory: bool = False) -> CandidateRecord:
+    expected = [2, 3][: len(tokens_)]
+    matched = next((k for k, (t, e) in enumerate(zip(tokens_, expected, strict=True)) if t != e), len(tokens_))
+    source, reason = (
+        (Source.TRAJECTORY, Reason.JACOBI_TRAJECTORY) if trajectory else (Source.PROMPT, Reason.ONE_TOKEN_KEY)
+    )
+    return CandidateRecord(source, reason, lane, tokens_, [], expected, matched, verdict)
+
+
+def caption_step(candidates: list[CandidateRecord], winner: int) -> StepRecord:
+    verification_ = VerificationRecord(2, candidates, winner, 2, 4, [2, 3, 4])
+    entries = [PoolEntry([2, 3], Source.PROMPT, lane) for lane in range(3)]
+    return StepRecord(
+        5,
+        Method.LOOKAHEAD,
+        StepKind.DECODE,
+        9,
+        7,
+        [2, 3, 4],
+        [TokenSource.GUARANTEED, TokenSource.ACCEPTED, TokenSource.BONUS],
+        None,
+        0.01,
+        0.01,
+        plan=PlanRecord(PlanReason.PAPER, True, 3, 3, 2),
+        window=WindowRecord(True, False, [[1, 5], [4, 5]], [3, 4], [5, 5], []),
+        pool=PoolRecord(1, 5, entries, [], [], 9, 9),
+        verification=verification_,
+    )
+
+
+def hand_trace(record: StepRecord, guesses: int = 3) -> Trace:
+    base = example("python").trace
+    meta = dataclasses.replace(base.meta, settings=Settings(2, 3, guesses))
+    return dataclasses.replace(base, meta=meta, steps=[*base.steps[:5], record], vocab=CAPTION_VOCAB)
+
+
+def test_caption_example_wording():
+    guess_won = caption_step(
+        [
+            candidate([9, 9], 0, Verdict.NO_MATCH),
+            candidate([2, 3], 1, Verdict.WON),
+            candidate([2, 4], 2, Verdict.SHORTER),
+        ],
+        winner=1,
+    )
+    assert caption.step_caption(hand_trace(guess_won), 5) == (
+        "The key ‘def’ had 3 n-grams in the pool; guess 2 matched 2 tokens, so this one forward pass committed "
+        "3 tokens: the guaranteed next token (the guess's first token matched it), 1 more accepted token and the "
+        "bonus token."
+    )
+    window_won = caption_step(
+        [
+            candidate([9, 9], 0, Verdict.NO_MATCH),
+            candidate([2, 4], 1, Verdict.SHORTER),
+            candidate([2, 5], 2, Verdict.SHORTER),
+            candidate([9, 3], 0, Verdict.NO_MATCH, trajectory=True),
+            candidate([2, 9], 1, Verdict.SHORTER, trajectory=True),
+            candidate([2, 4], 2, Verdict.SHORTER, trajectory=True),
+            candidate([2, 3], 3, Verdict.WON, trajectory=True),
+        ],
+        winner=6,
+    )
+    assert caption.step_caption(hand_trace(window_won), 5) == (
+        "The key ‘def’ had 3 n-grams in the pool; no guess beat the window: column 3's Jacobi trajectory matched "
+        "2 tokens, so this one forward pass committed 3 tokens: the guaranteed next token (the trajectory's first "
+        "token matched it), 1 more accepted token and the bonus token."
+    )
+
+
+def test_a_step_with_nothing_verified_says_so():
+    """G = 0 and no candidate at all (a window left out): the caption leads with the G = 0 wording."""
+    bare = caption_step([], winner=0)
+    bare = dataclasses.replace(
+        bare,
+        committed=[2],
+        sources=[TokenSource.GUARANTEED],
+        pool=dataclasses.replace(bare.pool, entries=[]),
+        window=dataclasses.replace(bare.window, fed=False, update=[]),
+        verification=VerificationRecord(2, [], None, 0, None, [2]),
+    )
+    trace = hand_trace(bare, guesses=0)
+    text = caption.step_caption(trace, 5)
+    assert text.startswith(escape(caption.NO_GUESSES))
+    assert "Nothing was verified, so this forward pass committed only the guaranteed next token ‘▁f’." in text
+    assert "No guesses to verify" in verification.verification_html(bare, trace.vocab)
+    pool_html = pool.pool_html(bare, trace.vocab, 0)
+    assert "G = 0: the pool keeps no n-grams" in pool_html
+    assert "this step can commit only the guaranteed token" in pool_html

@@ -1,0 +1,50 @@
+"""The pool panel: the n-grams under the current token's key, and which became which guess, as
+`PoolEntry.guess` records it."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+
+from tests.visual_checks import chips_in, decode_steps, guesses_of, shown
+from visuals import pool
+
+
+def test_pool_lists_the_key_entries_and_picked_guesses(lookahead_run):
+    run = lookahead_run
+    trace = run.trace
+    for _, record in decode_steps(run):
+        p = record.pool
+        html = pool.pool_html(record, trace.vocab, trace.meta.settings.guesses)
+        assert f'title="id {p.key} · the current token c"' in html
+        items = re.findall(r'<li class="ll-entry( ll-chosen)?">(.*?)</li>', html)
+        assert len(items) == len(p.entries)
+        reasons = {c.lane: c.reason for c in guesses_of(record)}
+        for (chosen, item), entry in zip(items, p.entries, strict=True):
+            assert bool(chosen) == (entry.guess is not None)
+            assert [text for _, _, text in chips_in(item)] == [shown(trace.vocab, t) for t in entry.continuation]
+            assert f">{entry.source.value}</span>" in item
+            if entry.guess is None:
+                assert "not picked" in item
+            else:
+                reason = reasons[entry.guess].value
+                assert f'title="picked for verification: {reason}">guess {entry.guess + 1}' in item
+        assert f"{p.size} n-grams in the pool, {p.size - p.size_before:+d} this step" in html
+        assert html.count('class="ll-ngram"') == len(p.added) + len(p.evicted)
+        if not p.entries:
+            assert "there is no guess to verify" in html
+
+
+def test_pool_marks_the_recorded_guess_of_each_entry(lookahead_run):
+    """Which entry became which guess is PoolEntry.guess: the panel shows it as recorded."""
+    run = lookahead_run
+    trace = run.trace
+    index, record = next((i, r) for i, r in decode_steps(run) if len(r.pool.entries) >= 2 and guesses_of(r))
+    lane = guesses_of(record)[0].lane
+    entries = [dataclasses.replace(e, guess=None) for e in record.pool.entries]
+    entries[-1] = dataclasses.replace(entries[-1], guess=lane)  # the newest entry, whatever was picked
+    moved = dataclasses.replace(record, pool=dataclasses.replace(record.pool, entries=entries))
+    html = pool.pool_html(moved, trace.vocab, trace.meta.settings.guesses)
+    items = re.findall(r'<li class="ll-entry( ll-chosen)?">(.*?)</li>', html)
+    assert [bool(chosen) for chosen, _ in items] == [False] * (len(entries) - 1) + [True]
+    assert f">guess {lane + 1}" in items[-1][1]

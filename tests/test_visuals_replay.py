@@ -1,0 +1,215 @@
+"""Every panel together, step by step: each shipped example, whole runs of the engine on a tiny random Llama
+(trajectory wins, G = 0), a run of one token, and the time to replay a step at the widest settings allowed.
+
+tests/test_replay.py holds the rest of the replay logic (step arithmetic, presets, refused input).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+import time
+from html import escape
+
+import pytest
+
+from lookahead_core.records import (
+    NGram,
+    PoolEntry,
+    PoolRecord,
+    Reason,
+    Run,
+    Settings,
+    Source,
+    StepKind,
+    StepRecord,
+    WindowRecord,
+)
+from tests.visual_checks import (
+    TINY_MOTIFS,
+    check_mask,
+    check_step,
+    check_verification,
+    check_window,
+    decode_steps,
+    example,
+    guesses_of,
+    tiny_lm,
+    trajectory_winner,
+)
+from visuals import caption, pool, replay, summary, verification
+
+
+def test_every_panel_renders_every_step(run):
+    for index in range(replay.last_step(run) + 1):
+        shown_panels = replay.panels(run, index)
+        assert list(shown_panels) == list(replay.PANELS)
+        assert all(isinstance(html, str) and html for html in shown_panels.values())
+
+
+# ----------------------------------------------------------------------------------------------
+# Runs of the engine on a tiny random Llama: trajectory wins and G = 0
+
+
+def tiny_run(guesses: int) -> Run:
+    from lookahead_core.config import LookaheadConfig
+    from lookahead_core.trace import record_run
+
+    prompt = (TINY_MOTIFS[guesses] * 4)[:13]
+    return record_run(tiny_lm(), prompt, LookaheadConfig(window=4, ngram=4, guesses=guesses), 24)
+
+
+@pytest.fixture(scope="module")
+def tiny_runs() -> dict[int, Run]:
+    """One recorded run per G in TINY_MOTIFS, keyed by G."""
+    return {guesses: tiny_run(guesses) for guesses in TINY_MOTIFS}
+
+
+@pytest.mark.parametrize("guesses", sorted(TINY_MOTIFS))
+def test_tiny_runs_show_what_each_trajectory_win_says(tiny_runs, guesses):
+    run = tiny_runs[guesses]
+    assert any(trajectory_winner(r) is not None for _, r in decode_steps(run)), "no step won by a trajectory"
+    assert run.trace.summary.new_token_ids == run.greedy.summary.new_token_ids
+    for index, _ in decode_steps(run):
+        check_step(run, index)
+
+
+def test_with_g_0_the_wording_leads_and_only_trajectories_are_verified(tiny_runs):
+    trace = tiny_runs[0].trace
+    for index, record in decode_steps(tiny_runs[0]):
+        assert guesses_of(record) == [] and record.pool.entries == []
+        text = caption.step_caption(trace, index)
+        assert text.startswith(escape(caption.NO_GUESSES) + " ")
+        winner = trajectory_winner(record)
+        if winner is None:
+            assert "No window trajectory began with the guaranteed next token" in text
+        else:
+            matched = caption.plural(winner.matched, "token")
+            assert f"Column {winner.lane}'s Jacobi trajectory matched {matched}, so this one forward pass" in text
+        assert "No guesses to verify" in verification.verification_html(record, trace.vocab)
+        html = pool.pool_html(record, trace.vocab, 0)
+        assert "G = 0: the pool keeps no n-grams" in html
+        assert "only the window's own Jacobi trajectories can add tokens this step" in html
+
+
+def test_a_run_of_one_token_is_only_the_prefill(run):
+    ours, theirs = run.trace, run.greedy
+    one = Run(
+        dataclasses.replace(ours, steps=ours.steps[:1], summary=dataclasses.replace(ours.summary, steps=1, tokens=1)),
+        dataclasses.replace(theirs, steps=theirs.steps[:1], summary=dataclasses.replace(theirs.summary, steps=1)),
+    )
+    assert replay.last_step(one) == 0
+    assert "prefill alone" in summary.summary_html(one)
+    values = replay.panel_values(one, 5)
+    assert all(values)
+    assert "Step 0 of 0" in values[replay.PANELS.index("caption")]
+
+
+# ----------------------------------------------------------------------------------------------
+# Speed: replaying a step must stay well under 50 ms, even for the widest settings the budget allows
+
+
+WIDEST = Settings(window=32, ngram=8, guesses=31)  # 1 + 31 + 6 * 32 + 31 * 7 = 441 tokens fed
+
+
+def with_record(run: Run, index: int, record: StepRecord, settings: Settings | None = None) -> Run:
+    """`run` with lookahead step `index` replaced by `record` (and its settings, if given)."""
+    trace = run.trace
+    steps = [*trace.steps[:index], record, *trace.steps[index + 1 :]]
+    meta = dataclasses.replace(trace.meta, settings=settings) if settings is not None else trace.meta
+    return dataclasses.replace(run, trace=dataclasses.replace(trace, steps=steps, meta=meta))
+
+
+def widest_step_run(run: Run) -> Run:
+    """`run` with its last step replaced by a full step of WIDEST, built by the engine's own parts."""
+    from lookahead_core.decoding import input_rows, lay_out
+    from lookahead_core.planning import FullPlanner
+    from lookahead_core.pool import Guess
+    from lookahead_core.proposers import Proposal, guess_branch, window_branch
+    from lookahead_core.verify import commit_sources, verify
+    from lookahead_core.window import JacobiWindow
+
+    width, ngram, count = WIDEST.window, WIDEST.ngram, WIDEST.guesses
+    ids = [int(k) for k in run.trace.vocab]
+    rng = random.Random(0)
+
+    def draw(n: int) -> list[int]:
+        return [rng.choice(ids) for _ in range(n)]
+
+    levels = [draw(width) for _ in range(ngram - 1)]
+    current = levels[0][0]
+    guesses = [draw(ngram - 1) for _ in range(count)]
+    proposal = Proposal(
+        window_branch(JacobiWindow([list(level) for level in levels], ngram)),
+        [guess_branch(Guess(g, Source.WINDOW, Reason.ONE_TOKEN_KEY), lane) for lane, g in enumerate(guesses)],
+    )
+    plan = FullPlanner().plan(proposal)
+    fed = lay_out(current, proposal, plan)
+    verified = verify(fed.candidates, draw(len(fed.tokens)))
+    update = draw(width)
+    harvested = [[level[j] for level in levels] + [update[j]] for j in range(width)]
+    last = run.trace.steps[-1]
+    record = StepRecord(
+        last.step,
+        last.method,
+        StepKind.DECODE,
+        last.position,
+        fed.layout.size,
+        verified.block,
+        commit_sources(len(verified.block), verified),
+        None,
+        0.01,
+        0.01,
+        input_rows(fed, last.position),
+        plan.record,
+        WindowRecord(True, False, levels, list(range(1, ngram)), update, harvested),
+        PoolRecord(
+            current,
+            draw(1)[0],
+            [PoolEntry(g, Source.WINDOW, lane) for lane, g in enumerate(guesses)],
+            [NGram(column[0], column[1:], Source.WINDOW) for column in harvested],
+            [],
+            500,
+            500 - width,
+        ),
+        verified,
+    )
+    return with_record(run, len(run.trace.steps) - 1, record, WIDEST)
+
+
+def test_every_step_renders_in_well_under_50_ms(run):
+    slowest = 0.0
+    for index in range(replay.last_step(run) + 1):
+        started = time.perf_counter()
+        replay.panel_values(run, index)
+        slowest = max(slowest, time.perf_counter() - started)
+    assert slowest < 0.05
+
+
+def test_the_widest_allowed_step_renders_in_under_50_ms(lookahead_run):
+    run = lookahead_run
+    wide = widest_step_run(run)
+    last = replay.last_step(wide)
+    record = wide.trace.steps[last]
+    assert record.tokens_fed == len(record.rows) == 441
+    best = min(timed(lambda: replay.panel_values(wide, last)) for _ in range(3))
+    html = replay.panels(wide, last)
+    assert html["mask"].count("<g fill=") == 441
+    assert html["window"].count("<td") == WIDEST.ngram * WIDEST.window
+    assert html["pool"].count('<li class="ll-entry ll-chosen">') == WIDEST.guesses
+    assert best < 0.05
+
+
+def test_the_widest_step_is_drawn_as_recorded():
+    """The synthetic widest step passes the same checks as a recorded one (so its timing is a fair one)."""
+    wide = widest_step_run(example("python"))
+    last = replay.last_step(wide)
+    check_window(wide.trace.steps[last], wide.trace.vocab, WIDEST.ngram)
+    check_verification(wide.trace.steps[last], wide.trace.vocab)
+    check_mask(wide.trace.steps[last], wide.trace.vocab)
+
+
+def timed(action) -> float:
+    started = time.perf_counter()
+    action()
+    return time.perf_counter() - started
