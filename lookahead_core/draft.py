@@ -20,9 +20,8 @@ import torch
 
 from .config import check_draft_tokens
 from .forward import extend, new_cache, output_device
-from .layout import CURRENT
 from .models import LoadedModel, ModelLoadError, load_model
-from .proposers import Candidate, Outcome, Proposal, ProposedBranch, ProposerReport, StepContext
+from .proposers import Candidate, Outcome, Proposal, ProposedBranch, ProposerReport, StepContext, chain_branch
 from .records import Branch, DraftRecord, DraftSettings, Reason, Source
 from .sampling import SamplingConfig, draw, probabilities
 
@@ -103,8 +102,7 @@ def draft_chain(tokens: list[int], probabilities_: list[float], distributions) -
     candidate = Candidate(
         tuple(tokens), rows, Source.DRAFT, Reason.DRAFT_MODEL, 0, tuple(probabilities_), distributions
     )
-    parents = (CURRENT, *range(len(tokens) - 1))
-    return ProposedBranch(Branch.DRAFT, tuple(tokens), parents, tuple((0, k) for k in rows), (candidate,))
+    return chain_branch(candidate, Branch.DRAFT)
 
 
 class DraftProposer:

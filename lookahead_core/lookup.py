@@ -12,9 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .config import LookupConfig
-from .layout import CURRENT
-from .proposers import Candidate, Outcome, Proposal, ProposedBranch, ProposerReport, StepContext
-from .records import Branch, Reason, Source
+from .proposers import Candidate, Outcome, Proposal, ProposedBranch, ProposerReport, StepContext, chain_branch
+from .records import Reason, Source
 
 
 @dataclass(frozen=True)
@@ -47,14 +46,12 @@ def find_matches(sequence: list[int], config: LookupConfig) -> list[Match]:
 
 def match_branch(match: Match, lane: int, prompt_length: int) -> ProposedBranch:
     """A match's continuation as a chain after c: one candidate, from the prompt or from the output."""
-    size = len(match.continuation)
-    rows = tuple(range(size))
+    rows = tuple(range(len(match.continuation)))
     source = Source.PROMPT if match.start < prompt_length else Source.OUTPUT
     candidate = Candidate(
         match.continuation, rows, source, Reason.SUFFIX_MATCH, lane, found_at=match.start, key_length=match.key_length
     )
-    parents = (CURRENT, *range(size - 1))
-    return ProposedBranch(Branch.GUESS, match.continuation, parents, tuple((lane, k) for k in rows), (candidate,))
+    return chain_branch(candidate)
 
 
 class PromptLookupProposer:

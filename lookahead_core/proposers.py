@@ -131,13 +131,20 @@ class Proposer(Protocol):
     def observe(self, outcome: Outcome) -> ProposerReport: ...
 
 
+def chain_branch(candidate: Candidate, branch: Branch = Branch.GUESS) -> ProposedBranch:
+    """`candidate` fed as one chain after c and verified as one candidate: its token k at row k of the branch
+    (`candidate.rows` must be 0, 1, ...), its parent the token before (c for the first), its place (lane, k).
+    The one builder of a chain: a pool guess's, a prompt-lookup match's, a draft's."""
+    size = len(candidate.tokens)
+    parents = (CURRENT, *range(size - 1)) if size else ()
+    places = tuple((candidate.lane, k) for k in range(size))
+    return ProposedBranch(branch, candidate.tokens, parents, places, (candidate,))
+
+
 def guess_branch(guess: Guess, lane: int) -> ProposedBranch:
     """A pool guess as a chain after c, verified as one candidate."""
-    size = len(guess.tokens)
-    rows = tuple(range(size))
-    candidate = Candidate(tuple(guess.tokens), rows, guess.source, guess.reason, lane)
-    parents = (CURRENT, *range(size - 1)) if size else ()
-    return ProposedBranch(Branch.GUESS, tuple(guess.tokens), parents, tuple((lane, k) for k in rows), (candidate,))
+    tokens = tuple(guess.tokens)
+    return chain_branch(Candidate(tokens, tuple(range(len(tokens))), guess.source, guess.reason, lane))
 
 
 def window_branch(window: JacobiWindow) -> ProposedBranch:

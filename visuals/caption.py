@@ -11,11 +11,10 @@ from __future__ import annotations
 from lookahead_core.records import Method, PlanReason, Source, StepKind, StepRecord, TokenSource, Trace
 
 from .markup import escape
-from .methods import candidate_kind, draft_words
+from .methods import STOP_WORDS, candidate_kind, draft_words
 from .plans import plan_words
 from .tokens import quoted
 
-STOPS = {"eos": "the model emitted an end-of-sequence token", "max_new_tokens": "max new tokens was reached"}
 NO_GUESSES = (
     "G = 0: no n-gram guesses are verified; only the window's own Jacobi trajectories can add tokens "
     "(plain Jacobi decoding), so the n-gram pool is idle."
@@ -196,7 +195,7 @@ def step_caption(trace: Trace, index: int) -> str:
     if len(record.committed) < len(record.verification.block):
         sentences.append("The stop rule cut the accepted block short.")
     if record.stop:
-        sentences.append(f"Decoding stops: {STOPS[record.stop]}.")
+        sentences.append(f"Decoding stops: {STOP_WORDS[record.stop]}.")
     return " ".join(sentences)
 
 

@@ -6,7 +6,7 @@ DraftSettings) and StepRecord (a draft's DraftRecord, a match's place).
 
 from __future__ import annotations
 
-from lookahead_core.records import CandidateRecord, Method, Reason, Source, StepRecord, TraceMeta
+from lookahead_core.records import CandidateRecord, Method, Reason, Source, StepRecord, StopReason, TraceMeta
 
 from .markup import escape
 from .plans import triple
@@ -22,6 +22,10 @@ SHORT_NAMES = {
     Method.PROMPT_LOOKUP: "prompt lookup",
     Method.SPECULATIVE: "speculative",
     Method.GREEDY: "greedy",
+}
+STOP_WORDS = {  # why decoding stopped after a step, as the caption and the verification panel say it
+    StopReason.EOS: "an end-of-sequence token was committed",
+    StopReason.MAX_NEW_TOKENS: "max new tokens was reached",
 }
 WHERE_GUESSES_COME_FROM = {
     Method.PROMPT_LOOKUP: (

@@ -13,11 +13,10 @@ from __future__ import annotations
 from lookahead_core.records import CandidateRecord, Draw, SampledPosition, Source, StepKind, StepRecord, Verdict
 
 from .markup import escape
-from .methods import candidate_kind, candidate_label, candidate_why
+from .methods import STOP_WORDS, candidate_kind, candidate_label, candidate_why
 from .tokens import chip, chips, named
 from .window import trajectory_route
 
-STOP_WORDS = {"eos": "an end-of-sequence token was committed", "max_new_tokens": "max new tokens was reached"}
 VERDICT_WORDS = {
     Verdict.WON: "won: the longest match (the first on ties), so its accepted tokens were committed",
     Verdict.SHORTER: "lost: it matched fewer tokens than the winner",
