@@ -1,4 +1,4 @@
-"""The benchmark: plain decoding, the guessing family and their transformers peers on the same prompts, in one process.
+"""The benchmark: plain decoding, the guessing methods and their transformers peers on the same prompts, in one process.
 
 Methods of this engine: `greedy`, `lookahead`, `prompt-lookup`, `speculative` (a draft model).
 Peers, what a user would otherwise run: `hf-greedy` (`model.generate(do_sample=False)`),
@@ -37,6 +37,7 @@ from lookahead_core.records import (
     LookupSettings,
     Method,
 )
+from lookahead_core.request import DecodeRequest
 from lookahead_core.sampling import GREEDY, SamplingConfig
 from lookahead_core.trace import WARM_UP_TOKENS, candidate_tokens, decode_steps, machine_facts, method_reach, summarize
 from lookahead_core.tuning import AutoSettings
@@ -121,8 +122,9 @@ def run_generate(
 
 
 @dataclass(frozen=True)
-class Family:
-    """What the guessing methods run with: lookahead's W, N, G (or auto settings), prompt lookup's, the draft."""
+class MethodSetup:
+    """What the guessing methods of a bench run take: lookahead's W, N, G (or auto settings), prompt lookup's
+    settings, and the draft."""
 
     config: LookaheadConfig
     auto: AutoSettings | None = None
@@ -131,30 +133,21 @@ class Family:
 
 
 def run_engine(
-    lm: LoadedModel, prompt_ids: list[int], method: Method, family: Family, max_new_tokens: int, sampling
+    lm: LoadedModel, prompt_ids: list[int], method: Method, setup: MethodSetup, max_new_tokens: int, sampling
 ) -> Timed:
     """One of this engine's methods, timed end to end (step bookkeeping included).
 
     With auto settings, lookahead gets a fresh planner of their kind. Guessing methods also count
     the candidate tokens they verified and the tokens accepted.
     """
-    auto = family.auto
+    auto = setup.auto
     planner = auto.make_planner() if auto is not None and method == Method.LOOKAHEAD else None
     synchronize(lm.device)
     start = time.perf_counter()
-    records = list(
-        decode_steps(
-            lm,
-            prompt_ids,
-            method,
-            family.config,
-            max_new_tokens,
-            planner,
-            sampling,
-            family.lookup,
-            family.draft,
-        )
+    request = DecodeRequest(
+        method=method, lookahead=setup.config, lookup=setup.lookup, sampling=sampling, max_new_tokens=max_new_tokens
     )
+    records = list(decode_steps(lm, prompt_ids, request, planner, setup.draft))
     synchronize(lm.device)
     seconds = time.perf_counter() - start
     summary = summarize(records)
@@ -165,15 +158,20 @@ def run_engine(
 
 
 def run_method(
-    lm: LoadedModel, method: BenchMethod, prompt_ids: list[int], family: Family, max_new_tokens: int, sampling=GREEDY
+    lm: LoadedModel,
+    method: BenchMethod,
+    prompt_ids: list[int],
+    setup: MethodSetup,
+    max_new_tokens: int,
+    sampling=GREEDY,
 ) -> Timed:
     if method == BenchMethod.HF_GREEDY:
         return run_generate(lm, prompt_ids, max_new_tokens, sampling)
     if method == BenchMethod.HF_PROMPT_LOOKUP:
         return run_generate(lm, prompt_ids, max_new_tokens, sampling, prompt_lookup_num_tokens=PROMPT_LOOKUP_TOKENS)
     if method == BenchMethod.HF_ASSISTED:
-        return run_generate(lm, prompt_ids, max_new_tokens, sampling, assistant_model=family.draft.model)
-    return run_engine(lm, prompt_ids, method.method, family, max_new_tokens, sampling)
+        return run_generate(lm, prompt_ids, max_new_tokens, sampling, assistant_model=setup.draft.model)
+    return run_engine(lm, prompt_ids, method.method, setup, max_new_tokens, sampling)
 
 
 def check_methods(names: list[str]) -> list[BenchMethod]:
@@ -227,7 +225,7 @@ def run_bench(
     lm: LoadedModel,
     prompts: list[dict],
     methods: list[str],
-    family: Family,
+    setup: MethodSetup,
     max_new_tokens: int,
     progress: Callable[[int, int, str], None] | None = None,
     dataset: str = "",
@@ -236,25 +234,25 @@ def run_bench(
     """Benchmark `methods` (BenchMethods or their names) on `prompts` ({id, prompt, chat}): a BenchReport
     of the figures documented in the module docstring.
 
-    With auto settings in `family`, lookahead runs them and their planner instead of W, N, G.
+    With auto settings in `setup`, lookahead runs them and their planner instead of W, N, G.
     Sampled (temperature > 0), every method samples prompt k with seed S + k, `generate` with the
     same warpers; outputs are not compared (`exact` is None).
     """
     methods = check_methods(methods)
-    if needs_draft(methods) and family.draft is None:
+    if needs_draft(methods) and setup.draft is None:
         raise ValueError(f"{', '.join(m for m in methods if m in NEEDS_DRAFT)} need a draft model")
-    if family.auto is not None:
-        family = replace(family, config=family.auto.config)
+    if setup.auto is not None:
+        setup = replace(setup, config=setup.auto.config)
     encoded = [encode_prompt(lm.tokenizer, p["prompt"], p["chat"]) for p in prompts]
     reach = max(
-        (method_reach(m.method, family.config, family.lookup, family.draft) for m in methods if m.method is not None),
+        (method_reach(m.method, setup.config, setup.lookup, setup.draft) for m in methods if m.method is not None),
         default=0,
     )
     for item, ids in zip(prompts, encoded, strict=True):
         if lm.context_length is not None and len(ids) + max_new_tokens + reach > lm.context_length:
             raise ValueError(f"prompt {item['id']} has {len(ids)} tokens: too long for the model's context")
     for method in methods:  # warm-up, as trace.warm_up does for this engine's methods, the peers included
-        run_method(lm, method, encoded[0], family, min(max_new_tokens, WARM_UP_TOKENS), sampling)
+        run_method(lm, method, encoded[0], setup, min(max_new_tokens, WARM_UP_TOKENS), sampling)
     baseline = baseline_of(methods)
     rows = []
     total = len(prompts) * len(methods)
@@ -269,7 +267,7 @@ def run_bench(
         for offset, method in enumerate(methods):
             if progress is not None:
                 progress(index * len(methods) + offset, total, f"{item['id']} {method}")
-            timed[method] = run_method(lm, method, ids, family, max_new_tokens, sampling.for_prompt(index))
+            timed[method] = run_method(lm, method, ids, setup, max_new_tokens, sampling.for_prompt(index))
         if greedy and reference is None:
             reference = timed[BenchMethod.HF_GREEDY].new_token_ids
         results = {method: t.result(timed[baseline], reference) for method, t in timed.items()}
@@ -278,7 +276,7 @@ def run_bench(
         progress(total, total, "done")
     base_tokens = sum(row.methods[baseline].tokens for row in rows)
     base_seconds = sum(row.methods[baseline].seconds for row in rows)
-    config, lookup = family.config, family.lookup
+    config, lookup = setup.config, setup.lookup
     return BenchReport(
         summary={m: totals(rows, m, base_seconds, base_tokens) for m in methods},
         prompts=rows,
@@ -289,10 +287,10 @@ def run_bench(
             baseline=baseline,
             max_new_tokens=max_new_tokens,
             lookahead=LookaheadSettings(window=config.window, ngram=config.ngram, guesses=config.guesses),
-            auto=family.auto.settings() if family.auto is not None else None,
+            auto=setup.auto.settings() if setup.auto is not None else None,
             sampling=sampling.record(),
             prompt_lookup=LookupSettings(ngram=lookup.ngram, tokens=lookup.tokens, candidates=lookup.candidates),
-            draft=family.draft.settings() if family.draft is not None else None,
+            draft=setup.draft.settings() if setup.draft is not None else None,
             prompt_lookup_num_tokens=PROMPT_LOOKUP_TOKENS,
             ran_at=time.strftime("%Y-%m-%dT%H:%M:%S"),
         ),

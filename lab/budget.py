@@ -14,11 +14,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from lookahead_core.config import PROMPT_LOOKUP, LookaheadConfig, LookupConfig
+from lookahead_core.config import LookaheadConfig, LookupConfig
 from lookahead_core.costs import StepCosts, step_costs
 from lookahead_core.draft import Draft
 from lookahead_core.models import LoadedModel, encode_prompt
 from lookahead_core.records import Method
+from lookahead_core.request import DecodeRequest
 from lookahead_core.trace import WARM_UP_TOKENS, decode_steps, warm_up
 
 RUN_SECONDS = 30.0  # a Run: the method and greedy decoding, each warmed up
@@ -64,8 +65,10 @@ def warmed_prices(lm: LoadedModel, draft: Draft) -> Prices:
     """
     prompt_ids = encode_prompt(lm.tokenizer, WARM_UP_PROMPT, chat=False)
     methods = (Method.GREEDY, Method.LOOKAHEAD, Method.PROMPT_LOOKUP, Method.SPECULATIVE)
-    warm_up(lm, prompt_ids, methods, config=LookaheadConfig(), lookup=PROMPT_LOOKUP, draft=draft)
-    steps = decode_steps(lm, prompt_ids, Method.SPECULATIVE, LookaheadConfig(), WARM_UP_TOKENS, draft=draft)
+    warm_up(lm, prompt_ids, DecodeRequest(max_new_tokens=WARM_UP_TOKENS), methods, draft=draft)
+    steps = decode_steps(
+        lm, prompt_ids, DecodeRequest(method=Method.SPECULATIVE, max_new_tokens=WARM_UP_TOKENS), draft=draft
+    )
     drafts = [record.draft for record in steps if record.draft is not None and record.draft.forward_passes]
     draft_pass = sum(d.seconds for d in drafts) / max(sum(d.forward_passes for d in drafts), 1)
     return Prices(step_costs(lm), draft_pass)

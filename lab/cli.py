@@ -25,12 +25,13 @@ from lookahead_core.decoding import DecodingError
 from lookahead_core.draft import DEFAULT_DRAFT, DEFAULT_DRAFT_TOKENS, SELF_DRAFTS, make_draft
 from lookahead_core.models import ModelLoadError, encode_prompt, load_model, unicode_problem
 from lookahead_core.records import BenchReport, Method
+from lookahead_core.request import DecodeRequest
 from lookahead_core.sampling import SamplingConfig
 from lookahead_core.trace import decode_steps, summarize
 from lookahead_core.tuning import AutoSettings, auto_settings
 from visuals.plans import settings_words
 
-from .bench import METHODS, Family, check_methods, needs_draft, run_bench
+from .bench import METHODS, MethodSetup, check_methods, needs_draft, run_bench
 from .datasets import load_prompts, read_prompts_file
 
 
@@ -67,7 +68,7 @@ def add_settings_options(command: argparse.ArgumentParser) -> None:
     )
 
 
-def add_family_options(command: argparse.ArgumentParser) -> None:
+def add_method_options(command: argparse.ArgumentParser) -> None:
     command.add_argument(
         "--draft-model",
         default=DEFAULT_DRAFT,
@@ -99,7 +100,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_model_options(gen)
     gen.add_argument("--method", default="lookahead", choices=[m.value for m in Method])
     add_settings_options(gen)
-    add_family_options(gen)
+    add_method_options(gen)
     gen.add_argument("--chat", action="store_true", help="wrap each prompt in the model's chat template")
     gen.add_argument("--json", action="store_true", help="one JSON object per prompt per line")
     bench = commands.add_parser("bench", help="time greedy, lookahead and their peers on a prompt set")
@@ -112,7 +113,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_model_options(bench)
     add_settings_options(bench)
-    add_family_options(bench)
+    add_method_options(bench)
     bench.add_argument("--json", metavar="OUT.json", help="write the full report as JSON")
     bench.add_argument("--html", metavar="OUT.html", help="write a self-contained Plotly report")
     return parser
@@ -169,7 +170,10 @@ def generate(args: argparse.Namespace) -> None:
         prompt_ids = encode_prompt(lm.tokenizer, item["prompt"], args.chat)
         planner = auto.make_planner() if auto is not None else None
         seeded = sampling.for_prompt(index)
-        records = decode_steps(lm, prompt_ids, method, config, args.max_new_tokens, planner, seeded, lookup, draft)
+        request = DecodeRequest(
+            method=method, lookahead=config, lookup=lookup, sampling=seeded, max_new_tokens=args.max_new_tokens
+        )
+        records = decode_steps(lm, prompt_ids, request, planner, draft)
         summary = summarize(list(records))
         text = lm.tokenizer.decode(summary.new_token_ids, skip_special_tokens=True)
         looking_up = method == Method.PROMPT_LOOKUP
@@ -232,14 +236,14 @@ def bench(args: argparse.Namespace) -> None:
     lm = load_model(args.model, device=args.device, dtype=args.dtype, trust_remote_code=args.trust_remote_code)
     config, auto = chosen_settings(asked, lm)
     draft = make_draft(lm, args.draft_model, args.draft_tokens) if needs_draft(methods) else None
-    family = Family(config, auto, lookup, draft)
+    setup = MethodSetup(config, auto, lookup, draft)
     with tqdm(total=len(prompts) * len(methods), unit="run", file=sys.stderr) as bar:
 
         def progress(done: int, total: int, label: str) -> None:
             bar.update(done - bar.n)
             bar.set_postfix_str(label)
 
-        report = run_bench(lm, prompts, methods, family, args.max_new_tokens, progress, args.dataset, sampling)
+        report = run_bench(lm, prompts, methods, setup, args.max_new_tokens, progress, args.dataset, sampling)
     print(summary_table(report))
     if args.json:
         Path(args.json).write_text(report.to_json(indent=1))

@@ -17,6 +17,7 @@ from lookahead_core.config import LookaheadConfig, LookupConfig
 from lookahead_core.draft import DEFAULT_DRAFT, make_draft
 from lookahead_core.models import encode_prompt, load_model
 from lookahead_core.records import Method
+from lookahead_core.request import DecodeRequest
 from lookahead_core.sampling import GREEDY, SamplingConfig
 from lookahead_core.trace import record_run
 from visuals.library import example_path, load_presets, save_run
@@ -25,7 +26,8 @@ from visuals.library import example_path, load_presets, save_run
 def warm_up(lm, item: dict) -> None:
     """One short run, thrown away, so one-off start-up costs do not land in the first example's seconds."""
     config = LookaheadConfig(window=item["window"], ngram=item["ngram"], guesses=item["guesses"])
-    record_run(lm, encode_prompt(lm.tokenizer, item["prompt"], item["chat"]), config, 16, item["prompt"])
+    prompt_ids = encode_prompt(lm.tokenizer, item["prompt"], item["chat"])
+    record_run(lm, prompt_ids, DecodeRequest(lookahead=config, max_new_tokens=16), prompt_text=item["prompt"])
 
 
 def main() -> None:
@@ -49,8 +51,10 @@ def main() -> None:
         method = Method(item.get("method", Method.LOOKAHEAD))
         lookup = LookupConfig(tokens=item.get("lookup_tokens", LookupConfig.tokens))
         draft = make_draft(lm, DEFAULT_DRAFT, item["draft_tokens"]) if method == Method.SPECULATIVE else None
-        tokens = item["max_new_tokens"]
-        run = record_run(lm, prompt_ids, config, tokens, item["prompt"], None, sampling, method, lookup, draft)
+        request = DecodeRequest(
+            method=method, lookahead=config, lookup=lookup, sampling=sampling, max_new_tokens=item["max_new_tokens"]
+        )
+        run = record_run(lm, prompt_ids, request, prompt_text=item["prompt"], draft=draft)
         path = example_path(item)
         path.parent.mkdir(parents=True, exist_ok=True)
         save_run(run, path)

@@ -23,8 +23,7 @@ from transformers import AutoConfig, AutoModelForCausalLM
 from lookahead_core.attention import FULL, SLIDING, UnsupportedModel, attention_plan
 from lookahead_core.config import LookaheadConfig
 from lookahead_core.models import LoadedModel
-from lookahead_core.records import Method
-from lookahead_core.sampling import GREEDY
+from lookahead_core.request import DecodeRequest
 from lookahead_core.trace import decode_steps, summarize
 
 VOCAB = 96
@@ -160,7 +159,7 @@ def greedy_reference(model, prompt_ids: list[int], max_new_tokens: int) -> list[
 
 
 def lookahead_output(lm: LoadedModel, prompt_ids: list[int], config: LookaheadConfig, max_new_tokens: int):
-    steps = list(decode_steps(lm, prompt_ids, Method.LOOKAHEAD, config, max_new_tokens, None, GREEDY))
+    steps = list(decode_steps(lm, prompt_ids, DecodeRequest(lookahead=config, max_new_tokens=max_new_tokens)))
     return summarize(steps).new_token_ids, steps
 
 

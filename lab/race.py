@@ -11,16 +11,16 @@ costs here.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Generator, Iterator
+from dataclasses import replace
 
-from lookahead_core.config import PROMPT_LOOKUP, LookaheadConfig, LookupConfig
 from lookahead_core.costs import StepCosts
 from lookahead_core.decoding import check_request
 from lookahead_core.draft import Draft
 from lookahead_core.forward import synchronize
 from lookahead_core.models import LoadedModel
-from lookahead_core.records import LookupSettings, Method, RaceLane, RaceRecord, Settings, StepRecord
-from lookahead_core.sampling import GREEDY, SamplingConfig
+from lookahead_core.records import LookaheadSettings, LookupSettings, Method, RaceLane, RaceRecord, StepRecord
+from lookahead_core.request import DecodeRequest
 from lookahead_core.trace import (
     Progress,
     candidate_tokens,
@@ -47,9 +47,8 @@ def acceptance(method: Method, records: list[StepRecord]) -> float | None:
 def timed_lane(
     lm: LoadedModel,
     prompt_ids,
-    method: Method,
-    setup: Callable[[Method], dict],
-    max_new_tokens: int,
+    request: DecodeRequest,
+    runtime: dict,
     part: int,
     parts: int,
 ) -> Generator[Progress, None, RaceLane]:
@@ -60,8 +59,9 @@ def timed_lane(
     a Progress is not charged to the method. The step figures leave out the prefill, which all
     methods share.
     """
+    method, max_new_tokens = request.method, request.max_new_tokens
     tokens, seconds, fed, records = [0], [0.0], [], []
-    steps = decode_steps(lm, prompt_ids, method, max_new_tokens=max_new_tokens, **setup(method))
+    steps = decode_steps(lm, prompt_ids, request, **runtime)
     synchronize(lm.device)
     while True:
         start = time.perf_counter()
@@ -73,74 +73,86 @@ def timed_lane(
         tokens.append(tokens[-1] + len(record.committed))
         fed.append(record.tokens_fed)
         records.append(record)
-        yield Progress(part, parts, method, False, len(records), tokens[-1], max_new_tokens)
+        yield Progress(
+            part=part,
+            parts=parts,
+            method=method,
+            warming_up=False,
+            steps=len(records),
+            tokens=tokens[-1],
+            max_new_tokens=max_new_tokens,
+        )
     steps = len(fed) - 1
     return RaceLane(
-        method,
-        tokens,
-        seconds,
-        fed,
-        text_pieces(lm.tokenizer, [r.committed for r in records]),
-        summarize(records).new_token_ids,
-        len(fed),
-        tokens[-1] / len(fed),
-        (seconds[-1] - seconds[1]) / steps if steps else 0.0,
-        sum(fed[1:]) / steps if steps else 0.0,
-        (tokens[-1] - tokens[1]) / steps if steps else 0.0,
-        sum(r.draft.seconds for r in records if r.draft is not None),
-        0.0,
-        None,
-        acceptance(method, records),
+        method=method,
+        tokens=tokens,
+        seconds=seconds,
+        tokens_fed=fed,
+        pieces=text_pieces(lm.tokenizer, [r.committed for r in records]),
+        new_token_ids=summarize(records).new_token_ids,
+        steps=len(fed),
+        tokens_per_step=tokens[-1] / len(fed),
+        decode_step_seconds=(seconds[-1] - seconds[1]) / steps if steps else 0.0,
+        mean_tokens_fed=sum(fed[1:]) / steps if steps else 0.0,
+        decode_tokens_per_step=(tokens[-1] - tokens[1]) / steps if steps else 0.0,
+        draft_seconds=sum(r.draft.seconds for r in records if r.draft is not None),
+        speedup=0.0,
+        exact=None,
+        acceptance=acceptance(method, records),
     )
 
 
 def racing(
     lm: LoadedModel,
     prompt_ids: list[int],
-    config: LookaheadConfig,
-    max_new_tokens: int,
+    request: DecodeRequest,
     costs: StepCosts,
     draft: Draft,
     auto: AutoSettings | None = None,
-    sampling: SamplingConfig = GREEDY,
-    lookup: LookupConfig = PROMPT_LOOKUP,
 ) -> Iterator[Progress | RaceRecord]:
-    """Every method of RACED on one prompt (lookahead with `auto`'s settings and planner if given): a
-    Progress after every forward pass (warm-ups included), the RaceRecord last.
+    """Every method of RACED on one prompt with the request's settings (its method is not read; lookahead
+    with `auto`'s settings and planner if given): a Progress after every forward pass (warm-ups included),
+    the RaceRecord last.
 
     Speedup is tokens per second over plain decoding's (sampled runs may stop at different
     lengths). Sampled, every method draws with the same settings and seed, so outputs are not
     compared (`exact` is None).
     """
-    config = auto.config if auto is not None else config
+    config = auto.config if auto is not None else request.lookahead
+    lookup, sampling, max_new_tokens = request.lookup, request.sampling, request.max_new_tokens
+    request = replace(request, lookahead=config)
 
-    def setup(method: Method) -> dict:
+    def runtime(method: Method) -> dict:
+        """A lane's planner (lookahead with auto settings: a fresh one of their kind) and the draft."""
         planner = auto.make_planner() if auto is not None and method == Method.LOOKAHEAD else None
-        return {"config": config, "planner": planner, "sampling": sampling, "lookup": lookup, "draft": draft}
+        return {"planner": planner, "draft": draft}
 
     reach = max(method_reach(m, config, lookup, draft) for m in RACED)
     check_request(prompt_ids, max_new_tokens, lm.context_length, reach)  # before any warm-up is spent
     parts = 2 * len(RACED)
     for part, method in enumerate(RACED, 1):
-        yield from warming_up(lm, prompt_ids, [method], part, parts, **setup(method))
+        yield from warming_up(lm, prompt_ids, request, [method], part, parts, **runtime(method))
     lanes = []
     for part, method in enumerate(RACED, len(RACED) + 1):
-        lanes.append((yield from timed_lane(lm, prompt_ids, method, setup, max_new_tokens, part, parts)))
+        lane = replace(request, method=method)
+        lanes.append((yield from timed_lane(lm, prompt_ids, lane, runtime(method), part, parts)))
     greedy = lanes[0]
     rate = greedy.tokens[-1] / greedy.seconds[-1]
     for lane in lanes:
         lane.speedup = (lane.tokens[-1] / lane.seconds[-1]) / rate
         lane.exact = lane.new_token_ids == greedy.new_token_ids if sampling.is_greedy else None
     yield RaceRecord(
-        lanes,
-        auto.settings() if auto is not None else Settings(config.window, config.ngram, config.guesses),
-        LookupSettings(lookup.ngram, lookup.tokens, lookup.candidates),
-        draft.settings(),
-        costs.curve(),
-        machine_facts(lm),
-        max_new_tokens,
-        time.strftime("%Y-%m-%dT%H:%M:%S"),
-        sampling.record(),
+        lanes=lanes,
+        settings=auto.settings()
+        if auto is not None
+        else LookaheadSettings(window=config.window, ngram=config.ngram, guesses=config.guesses),
+        lookup=LookupSettings(ngram=lookup.ngram, tokens=lookup.tokens, candidates=lookup.candidates),
+        draft=draft.settings(),
+        step_costs=costs.curve(),
+        machine=machine_facts(lm),
+        max_new_tokens=max_new_tokens,
+        ran_at=time.strftime("%Y-%m-%dT%H:%M:%S"),
+        sampling=sampling.record(),
     )
 
 

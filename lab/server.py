@@ -93,18 +93,7 @@ def record(request: ModelRequest) -> Iterator[Progress | tuple[Run, float]]:
     chosen = auto_choice.config if auto_choice is not None else d.lookahead
     within_budget(held.prices, prompt_ids, d, chosen, (d.method, Method.GREEDY), RUN_SECONDS)
     draft = held.draft(d.draft_tokens) if d.method == Method.SPECULATIVE else None
-    work = recording_run(
-        lm,
-        prompt_ids,
-        d.lookahead,
-        d.max_new_tokens,
-        request.prompt,
-        auto_choice,
-        d.sampling,
-        d.method,
-        d.lookup,
-        draft,
-    )
+    work = recording_run(lm, prompt_ids, d, request.prompt, auto_choice, draft)
     for item in work:
         yield item if isinstance(item, Progress) else (item, time.perf_counter() - started)
 
@@ -124,6 +113,6 @@ def timed_race(request: ModelRequest) -> Iterator[Progress | tuple[RaceRecord, f
     chosen = auto_choice.config if auto_choice is not None else d.lookahead
     within_budget(held.prices, prompt_ids, d, chosen, RACED, RACE_SECONDS)
     draft = held.draft(d.draft_tokens)
-    work = racing(lm, prompt_ids, d.lookahead, d.max_new_tokens, costs, draft, auto_choice, d.sampling, d.lookup)
+    work = racing(lm, prompt_ids, d, costs, draft, auto_choice)
     for item in work:
         yield item if isinstance(item, Progress) else (item, time.perf_counter() - started)

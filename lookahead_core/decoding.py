@@ -67,7 +67,18 @@ def prefill_record(
     method: Method, prompt_ids: list[int], committed: list[int], stop, seconds: float, source, wall: float
 ) -> StepRecord:
     """Step 0; `wall` adds what the method set up after the pass (a draft's own prefill)."""
-    return StepRecord(0, method, StepKind.PREFILL, 0, len(prompt_ids), committed, [source], stop, seconds, wall)
+    return StepRecord(
+        step=0,
+        method=method,
+        kind=StepKind.PREFILL,
+        position=0,
+        tokens_fed=len(prompt_ids),
+        committed=committed,
+        sources=[source],
+        stop=stop,
+        forward_seconds=seconds,
+        step_seconds=wall,
+    )
 
 
 # ----------------------------------------------------------------------------------------------
@@ -94,16 +105,16 @@ def greedy_steps(
         committed, stop = commit([token], max_new_tokens - produced, eos_ids)
         produced += 1
         yield StepRecord(
-            step,
-            Method.GREEDY,
-            StepKind.DECODE,
-            position,
-            1,
-            committed,
-            [plain_source(sampling)],
-            stop,
-            result.seconds,
-            time.perf_counter() - start,
+            step=step,
+            method=Method.GREEDY,
+            kind=StepKind.DECODE,
+            position=position,
+            tokens_fed=1,
+            committed=committed,
+            sources=[plain_source(sampling)],
+            stop=stop,
+            forward_seconds=result.seconds,
+            step_seconds=time.perf_counter() - start,
         )
 
 
@@ -146,7 +157,15 @@ def lay_out(current: int, proposal: Proposal, plan: Plan) -> StepInput:
 def input_rows(fed: StepInput, position: int) -> list[InputRow]:
     """The rows as the record holds them: token, position id, parent, place, and the rows each sees."""
     return [
-        InputRow(token, position + depth, parent, branch, lane, index, list(sees))
+        InputRow(
+            token=token,
+            position=position + depth,
+            parent=parent,
+            branch=branch,
+            lane=lane,
+            index=index,
+            sees=list(sees),
+        )
         for token, depth, parent, (branch, lane, index), sees in zip(
             fed.tokens, fed.layout.depths, fed.layout.parents, fed.places, fed.layout.seen, strict=True
         )
@@ -159,7 +178,7 @@ def sliding_record(plan: AttentionPlan, layout: StepLayout, position: int) -> Sl
     if view is None:
         return None
     prefix_from, sees = zip(*view, strict=True)
-    return SlidingRecord(plan.window, plan.sliding_layers, list(prefix_from), list(sees))
+    return SlidingRecord(window=plan.window, layers=plan.sliding_layers, prefix_from=list(prefix_from), sees=list(sees))
 
 
 class GuessingDecoder:
@@ -228,23 +247,23 @@ class GuessingDecoder:
         report = self.proposer.observe(outcome)
         self.planner.observe(outcome)
         return StepRecord(
-            self.step_index,
-            self.method,
-            StepKind.DECODE,
-            position,
-            fed.layout.size,
-            committed,
-            commit_sources(len(committed), verification),
-            self.stop,
-            result.seconds,
-            time.perf_counter() - start,
-            input_rows(fed, position),
-            plan.record,
-            report.window,
-            report.pool,
-            verification,
-            report.draft,
-            sliding_record(self.attention, fed.layout, position),
+            step=self.step_index,
+            method=self.method,
+            kind=StepKind.DECODE,
+            position=position,
+            tokens_fed=fed.layout.size,
+            committed=committed,
+            sources=commit_sources(len(committed), verification),
+            stop=self.stop,
+            forward_seconds=result.seconds,
+            step_seconds=time.perf_counter() - start,
+            rows=input_rows(fed, position),
+            plan=plan.record,
+            window=report.window,
+            pool=report.pool,
+            verification=verification,
+            draft=report.draft,
+            sliding=sliding_record(self.attention, fed.layout, position),
         )
 
     def verify(self, fed: StepInput, result: Pass):

@@ -22,7 +22,7 @@ from .config import check_draft_tokens
 from .forward import extend, new_cache, output_device
 from .models import LoadedModel, ModelLoadError, load_model
 from .proposers import Candidate, Outcome, Proposal, ProposedBranch, ProposerReport, StepContext, chain_branch
-from .records import Branch, DraftRecord, DraftSettings, Reason, Source
+from .records import Branch, DraftRecord, DraftSettings, GuessReason, GuessSource
 from .sampling import SamplingConfig, draw, probabilities
 
 SELF_DRAFTS = ("bf16-self",)
@@ -49,7 +49,7 @@ class Draft:
     confidence: float = DEFAULT_CONFIDENCE
 
     def settings(self) -> DraftSettings:
-        return DraftSettings(self.name, str(self.model.dtype).removeprefix("torch."), self.tokens)
+        return DraftSettings(model=self.name, dtype=str(self.model.dtype).removeprefix("torch."), tokens=self.tokens)
 
 
 def bf16_copy(model):
@@ -100,7 +100,7 @@ def draft_chain(tokens: list[int], probabilities_: list[float], distributions) -
     """The drafted tokens as one chain after c, verified as one candidate."""
     rows = tuple(range(len(tokens)))
     candidate = Candidate(
-        tuple(tokens), rows, Source.DRAFT, Reason.DRAFT_MODEL, 0, tuple(probabilities_), distributions
+        tuple(tokens), rows, GuessSource.DRAFT, GuessReason.DRAFT_MODEL, 0, tuple(probabilities_), distributions
     )
     return chain_branch(candidate, Branch.DRAFT)
 
@@ -137,7 +137,7 @@ class DraftProposer:
         self.before = len(context.sequence)
         self.cached = self.before + len(tokens) - 1  # the last draft was never fed
         distributions = None if self.sampling.is_greedy else torch.stack(rows)
-        self.record = DraftRecord(list(tokens), len(tokens), time.perf_counter() - start)
+        self.record = DraftRecord(tokens=list(tokens), forward_passes=len(tokens), seconds=time.perf_counter() - start)
         return Proposal(None, [draft_chain(tokens, chances, distributions)])
 
     def next_draft(self, logits: torch.Tensor) -> tuple[int, float, torch.Tensor | None]:
@@ -152,7 +152,7 @@ class DraftProposer:
 
     def observe(self, outcome: Outcome) -> ProposerReport:
         """Keep in the draft's cache the committed prefix and the drafted tokens that were committed."""
-        (chain,) = [c for c in outcome.verification.candidates if c.source == Source.DRAFT] or [None]
+        (chain,) = [c for c in outcome.verification.candidates if c.source == GuessSource.DRAFT] or [None]
         agreed = chain.matched if chain is not None else 0
         self.cached = min(self.cached, self.before + agreed, len(outcome.sequence) - 1)  # c is always fed again
         surplus = self.cache.get_seq_length() - self.cached

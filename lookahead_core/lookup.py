@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from .config import LookupConfig
 from .proposers import Candidate, Outcome, Proposal, ProposedBranch, ProposerReport, StepContext, chain_branch
-from .records import Reason, Source
+from .records import GuessReason, GuessSource
 
 
 @dataclass(frozen=True)
@@ -47,9 +47,15 @@ def find_matches(sequence: list[int], config: LookupConfig) -> list[Match]:
 def match_branch(match: Match, lane: int, prompt_length: int) -> ProposedBranch:
     """A match's continuation as a chain after c: one candidate, from the prompt or from the output."""
     rows = tuple(range(len(match.continuation)))
-    source = Source.PROMPT if match.start < prompt_length else Source.OUTPUT
+    source = GuessSource.PROMPT if match.start < prompt_length else GuessSource.OUTPUT
     candidate = Candidate(
-        match.continuation, rows, source, Reason.SUFFIX_MATCH, lane, found_at=match.start, key_length=match.key_length
+        match.continuation,
+        rows,
+        source,
+        GuessReason.SUFFIX_MATCH,
+        lane,
+        found_at=match.start,
+        key_length=match.key_length,
     )
     return chain_branch(candidate)
 

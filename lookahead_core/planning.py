@@ -14,7 +14,7 @@ from typing import Protocol
 
 from .costs import StepCosts
 from .proposers import Outcome, Proposal
-from .records import PlanReason, PlanRecord, Reason, Source
+from .records import GuessReason, GuessSource, PlanReason, PlanRecord
 
 PROBE_EVERY = 16  # a window left out this many steps in a row is fed once, to measure it again
 
@@ -46,7 +46,14 @@ class FullPlanner:
     def plan(self, proposal: Proposal) -> Plan:
         offered, length, window = len(proposal.guesses), guess_length(proposal), proposal.window is not None
         reason = PlanReason.PAPER if window else PlanReason.ALL_PROPOSED
-        return Plan(window, offered, length, PlanRecord(reason, window, offered, offered, length))
+        return Plan(
+            window,
+            offered,
+            length,
+            PlanRecord(
+                reason=reason, window_fed=window, guesses_offered=offered, guesses_verified=offered, guess_length=length
+            ),
+        )
 
     def observe(self, outcome: Outcome) -> None:
         """The full plan learns nothing."""
@@ -85,7 +92,7 @@ class CostAwarePlanner:
     window_gain: RunningMean = field(default_factory=RunningMean)
     idle_steps: int = 0
 
-    def gain(self, reason: Reason, k: int, length: int) -> RunningMean:
+    def gain(self, reason: GuessReason, k: int, length: int) -> RunningMean:
         """Untried guesses start as if fully accepted once: optimism is what gets each length tried."""
         return self.guess_gain.setdefault((reason, k, length), RunningMean(float(length)))
 
@@ -99,7 +106,7 @@ class CostAwarePlanner:
         guesses, longest = proposal.guesses, guess_length(proposal)
         windows = windows if proposal.window is not None else (False,)  # no window proposed: none to feed
         window_tokens = len(proposal.window.tokens) if proposal.window is not None else 0
-        first = guesses[0].candidates[0].reason if guesses else Reason.ONE_TOKEN_KEY
+        first = guesses[0].candidates[0].reason if guesses else GuessReason.ONE_TOKEN_KEY
         options = []
         for window in windows:
             for k in range(len(guesses) + 1):
@@ -109,13 +116,22 @@ class CostAwarePlanner:
                     cost = self.costs.relative(1 + window * window_tokens + k * length)
                     options.append((expected / cost, -k, -length, window, k, length, expected, cost))
         _, _, _, window, k, length, expected, cost = max(options)
-        record = PlanRecord(reason, window, len(guesses), k, length, expected, cost, self.idle_steps)
+        record = PlanRecord(
+            reason=reason,
+            window_fed=window,
+            guesses_offered=len(guesses),
+            guesses_verified=k,
+            guess_length=length,
+            expected_tokens=expected,
+            relative_cost=cost,
+            idle_steps=self.idle_steps,
+        )
         return Plan(window, k, length, record)
 
     def observe(self, outcome: Outcome) -> None:
         """Update the measured gains from what verification decided."""
         candidates = outcome.verification.candidates
-        guesses = [c for c in candidates if c.source != Source.TRAJECTORY]
+        guesses = [c for c in candidates if c.source != GuessSource.TRAJECTORY]
         matched = [c.matched for c in guesses]
         if guesses:
             fed = len(guesses[0].tokens)
@@ -128,7 +144,7 @@ class CostAwarePlanner:
             return
         self.idle_steps = 0
         best_guess = max(matched, default=0)
-        trajectories = [c.matched for c in candidates if c.source == Source.TRAJECTORY]
+        trajectories = [c.matched for c in candidates if c.source == GuessSource.TRAJECTORY]
         beyond = max(max(trajectories, default=0) - best_guess, 0)
-        harvested = max((c.matched for c in guesses if c.source == Source.WINDOW), default=0)
+        harvested = max((c.matched for c in guesses if c.source == GuessSource.WINDOW), default=0)
         self.window_gain.add(float(beyond + (harvested if harvested == best_guess else 0)))

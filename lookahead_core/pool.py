@@ -13,14 +13,14 @@ from __future__ import annotations
 from collections import OrderedDict
 from dataclasses import dataclass
 
-from .records import Reason, Source
+from .records import GuessReason, GuessSource
 
 
 @dataclass
 class PoolEntry:
     continuation: tuple[int, ...]
     previous: int | None
-    source: Source
+    source: GuessSource
 
 
 @dataclass
@@ -28,8 +28,8 @@ class Guess:
     """A candidate continuation chosen for verification, and why it was chosen."""
 
     tokens: list[int]
-    source: Source
-    reason: Reason
+    source: GuessSource
+    reason: GuessReason
 
 
 class NGramPool:
@@ -39,7 +39,7 @@ class NGramPool:
         self._entries: dict[int, OrderedDict[tuple[int, ...], PoolEntry]] = {}
         self.size = 0
 
-    def insert(self, key: int, continuation: list[int], previous: int | None, source: Source) -> PoolEntry | None:
+    def insert(self, key: int, continuation: list[int], previous: int | None, source: GuessSource) -> PoolEntry | None:
         """Add one n-gram (key + N-1 continuation tokens); return the entry it evicted, if any."""
         if self.capacity == 0:
             return None
@@ -50,7 +50,7 @@ class NGramPool:
             entry = bucket[cont]
             entry.previous = previous if previous is not None else entry.previous
             return None
-        bucket[cont] = PoolEntry(cont, previous, source)
+        bucket[cont] = PoolEntry(continuation=cont, source=previous, guess=source)
         self.size += 1
         if len(bucket) > self.capacity:
             _, evicted = bucket.popitem(last=False)
@@ -58,7 +58,7 @@ class NGramPool:
             return evicted
         return None
 
-    def insert_sequence(self, tokens: list[int], source: Source) -> int:
+    def insert_sequence(self, tokens: list[int], source: GuessSource) -> int:
         """Add every n-gram of a token sequence (for the prompt or committed output); return how many."""
         n = self.ngram
         count = 0
@@ -77,6 +77,6 @@ class NGramPool:
         newest_first = self.entries(key)[::-1]
         both = [e for e in newest_first if previous is not None and e.previous == previous]
         rest = [e for e in newest_first if not (previous is not None and e.previous == previous)]
-        chosen = [Guess(list(e.continuation), e.source, Reason.TWO_TOKEN_KEY) for e in both]
-        chosen += [Guess(list(e.continuation), e.source, Reason.ONE_TOKEN_KEY) for e in rest]
+        chosen = [Guess(list(e.continuation), e.source, GuessReason.TWO_TOKEN_KEY) for e in both]
+        chosen += [Guess(list(e.continuation), e.source, GuessReason.ONE_TOKEN_KEY) for e in rest]
         return chosen[:limit]

@@ -20,11 +20,11 @@ from .pool import Guess, NGramPool
 from .records import (
     Branch,
     DraftRecord,
+    GuessReason,
+    GuessSource,
     NGram,
     PoolEntry,
     PoolRecord,
-    Reason,
-    Source,
     VerificationRecord,
     WindowRecord,
 )
@@ -42,8 +42,8 @@ class Candidate:
 
     tokens: tuple[int, ...]
     rows: tuple[int, ...]
-    source: Source
-    reason: Reason
+    source: GuessSource
+    reason: GuessReason
     lane: int  # the guess number, or the window column whose trajectory it is
     draft_probabilities: tuple[float, ...] = ()
     distributions: object = field(default=None, compare=False)  # torch (tokens x vocab), sampled drafts only
@@ -152,7 +152,7 @@ def window_branch(window: JacobiWindow) -> ProposedBranch:
     geometry = window_geometry(len(window.levels), window.width)
     tokens = tuple(window.levels[level][column] for level, column in geometry.places)
     candidates = tuple(
-        Candidate(tuple(tokens[r] for r in rows), rows, Source.TRAJECTORY, Reason.JACOBI_TRAJECTORY, column)
+        Candidate(tuple(tokens[r] for r in rows), rows, GuessSource.TRAJECTORY, GuessReason.JACOBI_TRAJECTORY, column)
         for column, rows in enumerate(geometry.trajectories)
         if rows
     )
@@ -166,13 +166,13 @@ def fresh_ngrams(harvested, levels, previous, sequence, pooled_upto, ngram):
     before c), then every n-gram of the committed output that ends after `pooled_upto`.
     """
     for j, column in enumerate(harvested):
-        yield column[0], column[1:], levels[0][j - 1] if j else previous, Source.WINDOW
+        yield column[0], column[1:], levels[0][j - 1] if j else previous, GuessSource.WINDOW
     for start in range(max(pooled_upto - ngram + 1, 0), len(sequence) - ngram + 1):
         yield (
             sequence[start],
             sequence[start + 1 : start + ngram],
             sequence[start - 1] if start else None,
-            Source.OUTPUT,
+            GuessSource.OUTPUT,
         )
 
 
@@ -200,7 +200,7 @@ class JacobiProposer:
     def __init__(self, config: LookaheadConfig, sequence: list[int], prompt_ids: list[int], seed: int = 0) -> None:
         self.config = config
         self.pool = NGramPool(config.ngram, config.guesses)
-        self.pool.insert_sequence(sequence, Source.PROMPT)
+        self.pool.insert_sequence(sequence, GuessSource.PROMPT)
         self.pooled_upto = len(sequence)
         self.window = JacobiWindow.initial(sequence[-1], prompt_ids, config.window, config.ngram, seed)
 
@@ -230,17 +230,33 @@ class JacobiProposer:
             self.window.reanchor(outcome.sequence[-1])
         added, evicted = self.update_pool(harvested, before.levels, before.previous, outcome.sequence)
         window = WindowRecord(
-            outcome.window_fed, before.warming_up, before.levels, before.origins, new_level, harvested
+            fed=outcome.window_fed,
+            warming_up=before.warming_up,
+            levels=before.levels,
+            origins=before.origins,
+            update=new_level,
+            harvested=harvested,
         )
         return ProposerReport(window, self.pool_record(outcome, added, evicted))
 
     def pool_record(self, outcome: Outcome, added: list[NGram], evicted: list[NGram]) -> PoolRecord:
         """The entries under the key as they stood before this step, each marked with the guess it became."""
-        verified = {c.lane for c in outcome.verification.candidates if c.source != Source.TRAJECTORY}
+        verified = {c.lane for c in outcome.verification.candidates if c.source != GuessSource.TRAJECTORY}
         before = self.before
         lanes = {c: lane for c, lane in before.offered.items() if lane in verified}
-        entries = [PoolEntry(list(e.continuation), e.source, lanes.get(e.continuation)) for e in before.entries]
-        return PoolRecord(before.levels[0][0], before.previous, entries, added, evicted, self.pool.size, before.size)
+        entries = [
+            PoolEntry(continuation=list(e.continuation), source=e.source, guess=lanes.get(e.continuation))
+            for e in before.entries
+        ]
+        return PoolRecord(
+            key=before.levels[0][0],
+            previous=before.previous,
+            entries=entries,
+            added=added,
+            evicted=evicted,
+            size=self.pool.size,
+            size_before=before.size,
+        )
 
     def update_pool(self, harvested, levels, previous: int, sequence: list[int]) -> tuple[list[NGram], list[NGram]]:
         """Insert this step's fresh n-grams (`previous` precedes c); return what was added and evicted."""
@@ -248,7 +264,7 @@ class JacobiProposer:
         fresh = fresh_ngrams(harvested, levels, previous, sequence, self.pooled_upto, self.config.ngram)
         for key, continuation, before, source in fresh:
             gone = self.pool.insert(key, continuation, before, source)
-            added.append(NGram(key, list(continuation), source))
-            evicted += [NGram(key, list(gone.continuation), gone.source)] if gone else []
+            added.append(NGram(key=key, continuation=list(continuation), source=source))
+            evicted += [NGram(key=key, continuation=list(gone.continuation), source=gone.source)] if gone else []
         self.pooled_upto = len(sequence)
         return added, evicted

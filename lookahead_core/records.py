@@ -86,7 +86,7 @@ class Branch(enum.StrEnum):
     DRAFT = "draft"  # a draft model's chain
 
 
-class Source(enum.StrEnum):
+class GuessSource(enum.StrEnum):
     """Where a candidate's (or a pool n-gram's) tokens came from."""
 
     PROMPT = "prompt"  # an n-gram of the prompt
@@ -96,7 +96,7 @@ class Source(enum.StrEnum):
     DRAFT = "draft"  # proposed by a draft model, one token at a time
 
 
-class Reason(enum.StrEnum):
+class GuessReason(enum.StrEnum):
     """Why a candidate was verified."""
 
     TWO_TOKEN_KEY = "two-token key"  # a pool n-gram whose key and preceding token both match
@@ -124,7 +124,7 @@ class PlanReason(enum.StrEnum):
     PROBE_WINDOW = "probe-window"  # cost-aware: the window sat out too long and is fed to measure it again
 
 
-class Planner(enum.StrEnum):
+class PlannerKind(enum.StrEnum):
     FULL = "full"
     COST_AWARE = "cost-aware"
 
@@ -141,7 +141,7 @@ class Regime(enum.StrEnum):
 # A step
 
 
-@dataclass
+@dataclass(kw_only=True)
 class InputRow:
     """One token fed to the step's forward pass, where it sits, and what it may attend to.
 
@@ -159,7 +159,7 @@ class InputRow:
     sees: list[int]
 
 
-@dataclass
+@dataclass(kw_only=True)
 class SlidingRecord:
     """The mask the engine passed to the model's sliding-window layers, where it differs from the rows' `sees`.
 
@@ -174,7 +174,7 @@ class SlidingRecord:
     sees: list[list[int]]
 
 
-@dataclass
+@dataclass(kw_only=True)
 class PlanRecord:
     """What this step fed besides c, and why (figures only where a cost-aware planner weighed them)."""
 
@@ -188,23 +188,23 @@ class PlanRecord:
     idle_steps: int = 0  # steps the window had sat out before this one
 
 
-@dataclass
+@dataclass(kw_only=True)
 class NGram:
     key: int
     continuation: list[int]
-    source: Source
+    source: GuessSource
 
 
-@dataclass
+@dataclass(kw_only=True)
 class PoolEntry:
     """An entry under the current key before this step; `guess` is the guess it became, if picked."""
 
     continuation: list[int]
-    source: Source
+    source: GuessSource
     guess: int | None
 
 
-@dataclass
+@dataclass(kw_only=True)
 class PoolRecord:
     """The n-gram pool at this step: the entries under the key, what was added and evicted, its size after."""
 
@@ -217,7 +217,7 @@ class PoolRecord:
     size_before: int
 
 
-@dataclass
+@dataclass(kw_only=True)
 class WindowRecord:
     """The Jacobi window before this step, where each level came from, and what the step did to it.
 
@@ -234,7 +234,7 @@ class WindowRecord:
     harvested: list[list[int]]
 
 
-@dataclass
+@dataclass(kw_only=True)
 class CandidateRecord:
     """One candidate token path and how verification judged it.
 
@@ -245,8 +245,8 @@ class CandidateRecord:
     column its trajectory ends atop.
     """
 
-    source: Source
-    reason: Reason
+    source: GuessSource
+    reason: GuessReason
     lane: int
     tokens: list[int]
     rows: list[int]
@@ -258,7 +258,7 @@ class CandidateRecord:
     key_length: int = 0  # prompt lookup: how many trailing tokens matched there
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Draw:
     """Sampling: one candidate token tried at a position, accepted when `uniform` < `chance`.
 
@@ -276,7 +276,7 @@ class Draw:
     draft_probability: float | None = None
 
 
-@dataclass
+@dataclass(kw_only=True)
 class SampledPosition:
     """Sampling: one position of the verified block (offset 0 follows c), decided from row `row`'s P.
 
@@ -291,7 +291,7 @@ class SampledPosition:
     drawn: bool
 
 
-@dataclass
+@dataclass(kw_only=True)
 class VerificationRecord:
     """The outcome of verification: the candidates, the winner, the block it gives.
 
@@ -310,7 +310,7 @@ class VerificationRecord:
     positions: list[SampledPosition] = field(default_factory=list)
 
 
-@dataclass
+@dataclass(kw_only=True)
 class DraftRecord:
     """What a draft model did before this step's pass: the tokens it drafted, its passes and their time."""
 
@@ -319,7 +319,7 @@ class DraftRecord:
     seconds: float
 
 
-@dataclass
+@dataclass(kw_only=True)
 class StepRecord:
     """One forward pass: what it fed, what it verified, what it committed, and how long it took.
 
@@ -365,7 +365,7 @@ class StepRecord:
 # A trace and a run
 
 
-@dataclass
+@dataclass(kw_only=True)
 class StepCostCurve:
     """Median seconds of one forward pass for each number of tokens fed, after `context` cached tokens."""
 
@@ -378,8 +378,8 @@ class StepCostCurve:
     measured_at: str
 
 
-@dataclass
-class Settings:
+@dataclass(kw_only=True)
+class LookaheadSettings:
     """Lookahead's W, N, G, the planner that chose each step's input, and the auto choice if any.
 
     With auto settings, `regime` is how the measured `step_costs` sorted this hardware: a
@@ -390,14 +390,14 @@ class Settings:
     window: int
     ngram: int
     guesses: int
-    planner: Planner = Planner.FULL
+    planner: PlannerKind = PlannerKind.FULL
     regime: Regime | None = None
     probe_tokens: int | None = None
     probe_ratio: float | None = None
     step_costs: StepCostCurve | None = None
 
 
-@dataclass
+@dataclass(kw_only=True)
 class LookupSettings:
     """Prompt lookup: match the last `ngram` tokens (down to 1) earlier in the sequence, propose the
     `tokens` that followed, from up to `candidates` distinct matches (most recent first)."""
@@ -407,7 +407,7 @@ class LookupSettings:
     candidates: int
 
 
-@dataclass
+@dataclass(kw_only=True)
 class DraftSettings:
     """Speculative decoding: the draft model (a name such as "bf16-self", a hub id or a folder), its
     dtype, and how many tokens it drafts per step."""
@@ -417,7 +417,7 @@ class DraftSettings:
     tokens: int
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Machine:
     model: str
     architecture: str
@@ -435,7 +435,7 @@ class Machine:
     sliding_window: int | None = None
 
 
-@dataclass
+@dataclass(kw_only=True)
 class SamplingRecord:
     """Sampled decoding's settings: P is the logits warped by temperature, top-k (0 = off), top-p (1 = off)."""
 
@@ -445,10 +445,10 @@ class SamplingRecord:
     seed: int
 
 
-@dataclass
+@dataclass(kw_only=True)
 class TraceMeta:
     method: Method
-    settings: Settings | None  # lookahead's W, N, G (None for the other methods)
+    settings: LookaheadSettings | None  # lookahead's W, N, G (None for the other methods)
     max_new_tokens: int
     prompt_text: str | None
     prompt_token_ids: list[int]
@@ -461,7 +461,7 @@ class TraceMeta:
     prompt_shown: str = ""  # the prompt's ids decoded as one text (chat template included): every script whole
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Summary:
     """A run's totals: forward passes count the prefill as one."""
 
@@ -487,7 +487,7 @@ class Document:
         return from_json(cls, text)
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Trace(Document):
     """Every step record of one decoding run, plus what it takes to read it with no model."""
 
@@ -499,7 +499,7 @@ class Trace(Document):
     schema_version: int = SCHEMA_VERSION
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Run(Document):
     """A guessing method's trace (lookahead, prompt lookup, speculative) beside plain decoding's on
     the same prompt: what a replay of the comparison needs."""
@@ -513,7 +513,7 @@ class Run(Document):
 # Progress: where a recording is, while it runs
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Progress:
     """How far a recording has come, yielded after every forward pass: a live record, never stored in a trace.
 
@@ -535,7 +535,7 @@ class Progress:
 # The race: greedy, lookahead, prompt lookup and speculative decoding, timed with nothing drawn
 
 
-@dataclass
+@dataclass(kw_only=True)
 class RaceLane:
     """One method's race: cumulative tokens and seconds after each step, what each step fed and added.
 
@@ -561,12 +561,12 @@ class RaceLane:
     acceptance: float | None
 
 
-@dataclass
+@dataclass(kw_only=True)
 class RaceRecord(Document):
     """Every method on one prompt, one after the other, each after an untimed warm-up; greedy first."""
 
     lanes: list[RaceLane]
-    settings: Settings  # lookahead's
+    settings: LookaheadSettings  # lookahead's
     lookup: LookupSettings
     draft: DraftSettings
     step_costs: StepCostCurve
@@ -631,15 +631,6 @@ class BenchTotals:
 
 
 @dataclass(kw_only=True)
-class LookaheadSettings:
-    """W, N, G alone: what lookahead ran with in a bench (an auto choice's planner and figures: BenchSettings.auto)."""
-
-    window: int
-    ngram: int
-    guesses: int
-
-
-@dataclass(kw_only=True)
 class BenchSettings:
     """What a bench ran: the prompt set, the methods in run order, the baseline of every speedup, and each
     method's settings (`prompt_lookup` None: a report from before this engine had prompt lookup)."""
@@ -649,7 +640,7 @@ class BenchSettings:
     baseline: BenchMethod
     max_new_tokens: int
     lookahead: LookaheadSettings
-    auto: Settings | None  # lookahead's auto choice, with the measured curve behind it
+    auto: LookaheadSettings | None  # lookahead's auto choice, with the measured curve behind it
     sampling: SamplingRecord | None  # None: greedy decoding
     prompt_lookup: LookupSettings | None
     draft: DraftSettings | None  # the draft of speculative and hf-assisted, when either ran

@@ -25,4 +25,7 @@ class DecodeRequest:
     sampling: SamplingConfig = GREEDY
     lookup: LookupConfig = PROMPT_LOOKUP
     draft_tokens: int = DEFAULT_DRAFT_TOKENS
-    auto: bool = False
+    auto: bool = False  # the lab resolves it to this hardware's AutoSettings, which the engine is then given
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "method", Method(self.method))  # "lookahead" as well as Method.LOOKAHEAD

@@ -57,7 +57,9 @@ class SamplingConfig:
         """These settings as a trace records them (None for greedy)."""
         if self.is_greedy:
             return None
-        return SamplingRecord(float(self.temperature), self.top_k, float(self.top_p), self.seed)
+        return SamplingRecord(
+            temperature=float(self.temperature), top_k=self.top_k, top_p=float(self.top_p), seed=self.seed
+        )
 
     def for_prompt(self, index: int) -> SamplingConfig:
         """The settings for prompt `index` of a file: seed S + index, so identical prompts sample independently."""

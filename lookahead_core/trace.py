@@ -13,11 +13,12 @@ import platform
 import re
 import time
 from collections.abc import Generator, Iterator
+from dataclasses import replace
 
 import torch
 import transformers
 
-from .config import PROMPT_LOOKUP, LookaheadConfig, LookupConfig
+from .config import LookaheadConfig, LookupConfig
 from .decoding import (
     DecodingError,
     check_request,
@@ -29,8 +30,19 @@ from .decoding import (
 from .draft import Draft
 from .models import LoadedModel
 from .planning import StepPlanner
-from .records import LookupSettings, Machine, Method, Progress, Run, Settings, StepRecord, Summary, Trace, TraceMeta
-from .sampling import GREEDY, SamplingConfig
+from .records import (
+    LookaheadSettings,
+    LookupSettings,
+    Machine,
+    Method,
+    Progress,
+    Run,
+    StepRecord,
+    Summary,
+    Trace,
+    TraceMeta,
+)
+from .request import DecodeRequest
 from .tuning import AutoSettings
 
 
@@ -54,32 +66,29 @@ def method_reach(method: Method, config: LookaheadConfig, lookup: LookupConfig, 
 def decode_steps(
     lm: LoadedModel,
     prompt_ids: list[int],
-    method: Method,
-    config: LookaheadConfig,
-    max_new_tokens: int,
+    request: DecodeRequest,
     planner: StepPlanner | None = None,
-    sampling: SamplingConfig = GREEDY,
-    lookup: LookupConfig = PROMPT_LOOKUP,
     draft: Draft | None = None,
 ) -> Iterator[StepRecord]:
-    """Validate the request, then yield the records of `method` (greedy: plain autoregressive decoding).
+    """Validate the request, then yield the records of its method (greedy: plain autoregressive decoding).
 
-    `config` is lookahead's W, N, G; `planner` (lookahead only) picks what each step feeds, None
-    being the paper's full plan. `lookup` is prompt lookup's settings; `draft` the draft model
-    speculative decoding needs. `sampling` with a temperature above 0 makes every method sample.
+    The request carries the method, lookahead's W, N, G, prompt lookup's settings, the sampling settings
+    (a temperature above 0 makes every method sample) and the budget of new tokens. `planner` (lookahead
+    only) picks what each step feeds, None being the paper's full plan; `draft` is the draft model
+    speculative decoding needs.
     """
-    method = Method(method)
+    method, config, lookup, sampling = request.method, request.lookahead, request.lookup, request.sampling
     if method == Method.SPECULATIVE and draft is None:
         raise DecodingError("speculative decoding needs a draft model: give one (for instance bf16-self)")
-    check_request(prompt_ids, max_new_tokens, lm.context_length, method_reach(method, config, lookup, draft))
-    model, eos = lm.model, lm.eos_ids
+    check_request(prompt_ids, request.max_new_tokens, lm.context_length, method_reach(method, config, lookup, draft))
+    model, eos, tokens = lm.model, lm.eos_ids, request.max_new_tokens
     if method == Method.GREEDY:
-        return greedy_steps(model, prompt_ids, max_new_tokens, eos, sampling)
+        return greedy_steps(model, prompt_ids, tokens, eos, sampling)
     if method == Method.PROMPT_LOOKUP:
-        return prompt_lookup_steps(model, prompt_ids, lookup, max_new_tokens, eos, sampling)
+        return prompt_lookup_steps(model, prompt_ids, lookup, tokens, eos, sampling)
     if method == Method.SPECULATIVE:
-        return speculative_steps(model, prompt_ids, draft, max_new_tokens, eos, sampling)
-    return lookahead_steps(model, prompt_ids, config, max_new_tokens, eos, planner=planner, sampling=sampling)
+        return speculative_steps(model, prompt_ids, draft, tokens, eos, sampling)
+    return lookahead_steps(model, prompt_ids, config, tokens, eos, planner=planner, sampling=sampling)
 
 
 WARM_UP_TOKENS = 8
@@ -94,24 +103,35 @@ def reported(steps: Iterator[StepRecord], part: int, parts: int, method: Method,
         except StopIteration as done:
             return done.value
         count, tokens = count + 1, tokens + len(record.committed)
-        yield Progress(part, parts, method, warming_up, count, tokens, max_new_tokens)
+        yield Progress(
+            part=part,
+            parts=parts,
+            method=method,
+            warming_up=warming_up,
+            steps=count,
+            tokens=tokens,
+            max_new_tokens=max_new_tokens,
+        )
 
 
-def warming_up(lm: LoadedModel, prompt_ids: list[int], methods, first_part: int, parts: int, **settings):
+def warming_up(
+    lm: LoadedModel, prompt_ids: list[int], request: DecodeRequest, methods, first_part: int, parts: int, **runtime
+):
     """`warm_up`, one forward pass at a time: a Progress after each pass, the first numbered `first_part`."""
     for part, method in enumerate(methods, first_part):
-        steps = decode_steps(lm, prompt_ids, method, max_new_tokens=WARM_UP_TOKENS, **settings)
+        steps = decode_steps(lm, prompt_ids, replace(request, method=method, max_new_tokens=WARM_UP_TOKENS), **runtime)
         yield from reported(steps, part, parts, method, WARM_UP_TOKENS, warming_up=True)
 
 
-def warm_up(lm: LoadedModel, prompt_ids: list[int], methods, **settings) -> None:
-    """Decode a few tokens of each method, untimed, so that no timed run pays for another's cold start.
+def warm_up(lm: LoadedModel, prompt_ids: list[int], request: DecodeRequest, methods, **runtime) -> None:
+    """Decode a few tokens of each of `methods` with the request's settings, untimed, so that no timed run pays
+    for another's cold start.
 
     The first passes of a method allocate, load kernels and fill caches (a draft's too); a run
-    timed right after another would be charged for what the other left undone. `settings` are
-    `decode_steps`' keywords (config, planner, sampling, lookup, draft).
+    timed right after another would be charged for what the other left undone. `runtime` are
+    `decode_steps`' planner and draft.
     """
-    for _ in warming_up(lm, prompt_ids, methods, 1, len(methods), **settings):
+    for _ in warming_up(lm, prompt_ids, request, methods, 1, len(methods), **runtime):
         pass
 
 
@@ -120,14 +140,14 @@ def summarize(steps: list[StepRecord], text: str = "") -> Summary:
     new_ids = [t for record in steps for t in record.committed]
     seconds = sum(record.step_seconds for record in steps)
     return Summary(
-        new_ids,
-        len(new_ids),
-        len(steps),
-        len(new_ids) / len(steps) if steps else 0.0,
-        seconds,
-        len(new_ids) / seconds if seconds else 0.0,
-        steps[-1].stop if steps else None,
-        text,
+        new_token_ids=new_ids,
+        tokens=len(new_ids),
+        steps=len(steps),
+        tokens_per_step=len(new_ids) / len(steps) if steps else 0.0,
+        seconds=seconds,
+        tokens_per_second=len(new_ids) / seconds if seconds else 0.0,
+        stop=steps[-1].stop if steps else None,
+        text=text,
     )
 
 
@@ -214,57 +234,59 @@ def machine_facts(lm: LoadedModel) -> Machine:
     )
 
 
-def trace_settings(method: Method, config: LookaheadConfig, auto: AutoSettings | None) -> Settings | None:
+def trace_settings(method: Method, config: LookaheadConfig, auto: AutoSettings | None) -> LookaheadSettings | None:
     """Lookahead's settings as a trace records them: the auto choice with its figures, or W, N, G."""
     if method != Method.LOOKAHEAD:
         return None
-    return auto.settings() if auto is not None else Settings(config.window, config.ngram, config.guesses)
+    return (
+        auto.settings()
+        if auto is not None
+        else LookaheadSettings(window=config.window, ngram=config.ngram, guesses=config.guesses)
+    )
 
 
 def tracing(
     lm: LoadedModel,
     prompt_ids: list[int],
-    method: Method,
-    config: LookaheadConfig,
-    max_new_tokens: int,
+    request: DecodeRequest,
     prompt_text: str | None = None,
     auto: AutoSettings | None = None,
-    sampling: SamplingConfig = GREEDY,
-    lookup: LookupConfig = PROMPT_LOOKUP,
     draft: Draft | None = None,
 ) -> Generator[StepRecord, None, Trace]:
     """Decode once, yielding each step record as it is produced, and return the Trace that keeps them all.
 
-    With `auto`, lookahead runs its settings and a fresh planner of its kind, and the trace
-    keeps the measured step costs that planner weighed.
+    With `auto` (the lab's resolution of the request's auto flag), lookahead runs its settings and a fresh
+    planner of its kind, and the trace keeps the measured step costs that planner weighed.
     """
-    method = Method(method)
-    config = auto.config if auto is not None else config
+    method, sampling, lookup = request.method, request.sampling, request.lookup
+    config = auto.config if auto is not None else request.lookahead
     planner = auto.make_planner() if auto is not None else None
     steps = []
     started = time.time()
-    for record in decode_steps(lm, prompt_ids, method, config, max_new_tokens, planner, sampling, lookup, draft):
+    for record in decode_steps(lm, prompt_ids, replace(request, lookahead=config), planner, draft):
         steps.append(record)
         yield record
     ids = set(prompt_ids).union(*(record.token_ids() for record in steps))
     summary = summarize(steps)
     summary.text = lm.tokenizer.decode(summary.new_token_ids, skip_special_tokens=True)
     meta = TraceMeta(
-        method,
-        trace_settings(method, config, auto),
-        max_new_tokens,
-        prompt_text,
-        list(prompt_ids),
-        sorted(lm.eos_ids),
-        machine_facts(lm),
-        time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(started)),
-        sampling.record(),
-        LookupSettings(lookup.ngram, lookup.tokens, lookup.candidates) if method == Method.PROMPT_LOOKUP else None,
-        draft.settings() if method == Method.SPECULATIVE else None,
-        lm.tokenizer.decode(prompt_ids),
+        method=method,
+        settings=trace_settings(method, config, auto),
+        max_new_tokens=request.max_new_tokens,
+        prompt_text=prompt_text,
+        prompt_token_ids=list(prompt_ids),
+        eos_ids=sorted(lm.eos_ids),
+        machine=machine_facts(lm),
+        recorded_at=time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(started)),
+        sampling=sampling.record(),
+        lookup=LookupSettings(ngram=lookup.ngram, tokens=lookup.tokens, candidates=lookup.candidates)
+        if method == Method.PROMPT_LOOKUP
+        else None,
+        draft=draft.settings() if method == Method.SPECULATIVE else None,
+        prompt_shown=lm.tokenizer.decode(prompt_ids),
     )
     pieces = text_pieces(lm.tokenizer, [[token] for token in summary.new_token_ids])
-    return Trace(meta, steps, vocab_for(lm.tokenizer, ids), summary, pieces)
+    return Trace(meta=meta, steps=steps, vocab=vocab_for(lm.tokenizer, ids), summary=summary, pieces=pieces)
 
 
 def finished(work: Generator):
@@ -276,9 +298,9 @@ def finished(work: Generator):
             return done.value
 
 
-def record_trace(lm: LoadedModel, prompt_ids: list[int], method: Method, *args, **kwargs) -> Trace:
+def record_trace(lm: LoadedModel, prompt_ids: list[int], request: DecodeRequest, **kwargs) -> Trace:
     """`tracing` run to its end: the whole Trace at once (same arguments)."""
-    return finished(tracing(lm, prompt_ids, method, *args, **kwargs))
+    return finished(tracing(lm, prompt_ids, request, **kwargs))
 
 
 RUN_PARTS = 4  # a Run decodes four times: the two warm-ups, the method, plain decoding
@@ -287,32 +309,29 @@ RUN_PARTS = 4  # a Run decodes four times: the two warm-ups, the method, plain d
 def recording_run(
     lm: LoadedModel,
     prompt_ids: list[int],
-    config: LookaheadConfig,
-    max_new_tokens: int,
+    request: DecodeRequest,
     prompt_text: str | None = None,
     auto: AutoSettings | None = None,
-    sampling: SamplingConfig = GREEDY,
-    method: Method = Method.LOOKAHEAD,
-    lookup: LookupConfig = PROMPT_LOOKUP,
     draft: Draft | None = None,
 ) -> Iterator[Progress | Run]:
-    """Both traces for one prompt, `method` then plain decoding: a Progress after every forward pass, the Run last.
+    """Both traces for one prompt, the request's method then plain decoding: a Progress after every forward
+    pass, the Run last.
 
     Both methods are warmed up first, so neither is timed cold. A consumer that stops iterating
     stops the work between two forward passes. Sampled, both use the same settings and seed;
     their outputs differ draw by draw, not in distribution.
     """
-    method = Method(method)
-    settings = {"config": auto.config if auto else config, "sampling": sampling, "lookup": lookup, "draft": draft}
-    yield from warming_up(lm, prompt_ids, (method, Method.GREEDY), 1, RUN_PARTS, **settings)
-    traced = tracing(lm, prompt_ids, method, config, max_new_tokens, prompt_text, auto, sampling, lookup, draft)
-    trace = yield from reported(traced, 3, RUN_PARTS, method, max_new_tokens)
-    plain = tracing(lm, prompt_ids, Method.GREEDY, config, max_new_tokens, prompt_text, sampling=sampling)
-    greedy = yield from reported(plain, 4, RUN_PARTS, Method.GREEDY, max_new_tokens)
-    yield Run(trace, greedy)
+    method = request.method
+    warming = replace(request, lookahead=auto.config) if auto is not None else request
+    yield from warming_up(lm, prompt_ids, warming, (method, Method.GREEDY), 1, RUN_PARTS, draft=draft)
+    traced = tracing(lm, prompt_ids, request, prompt_text, auto, draft)
+    trace = yield from reported(traced, 3, RUN_PARTS, method, request.max_new_tokens)
+    plain = tracing(lm, prompt_ids, replace(request, method=Method.GREEDY), prompt_text)
+    greedy = yield from reported(plain, 4, RUN_PARTS, Method.GREEDY, request.max_new_tokens)
+    yield Run(trace=trace, greedy=greedy)
 
 
-def record_run(lm: LoadedModel, prompt_ids: list[int], *args, **kwargs) -> Run:
+def record_run(lm: LoadedModel, prompt_ids: list[int], request: DecodeRequest, **kwargs) -> Run:
     """`recording_run` run to its end: the Run alone (same arguments)."""
-    *_, run = recording_run(lm, prompt_ids, *args, **kwargs)
+    *_, run = recording_run(lm, prompt_ids, request, **kwargs)
     return run

@@ -16,16 +16,16 @@ from .config import LookaheadConfig
 from .costs import StepCosts, step_costs
 from .models import LoadedModel
 from .planning import CostAwarePlanner, FullPlanner, StepPlanner
-from .records import Planner, Regime, Settings
+from .records import LookaheadSettings, PlannerKind, Regime
 
 PROBE_TOKENS = 64  # the step width whose relative cost sorts hardware into the regimes below
 FLAT = 1.5  # a 64-token step at most this many 1-token steps: wide steps are almost free
 MODERATE = 2.5  # up to this: a middle window, planned step by step; beyond it, a small one
 
 CHOICES = {
-    Regime.FLAT: (LookaheadConfig(window=15, ngram=5, guesses=15), Planner.FULL),  # the paper's
-    Regime.MODERATE: (LookaheadConfig(window=8, ngram=6, guesses=8), Planner.COST_AWARE),
-    Regime.STEEP: (LookaheadConfig(window=4, ngram=8, guesses=4), Planner.COST_AWARE),
+    Regime.FLAT: (LookaheadConfig(window=15, ngram=5, guesses=15), PlannerKind.FULL),  # the paper's
+    Regime.MODERATE: (LookaheadConfig(window=8, ngram=6, guesses=8), PlannerKind.COST_AWARE),
+    Regime.STEEP: (LookaheadConfig(window=4, ngram=8, guesses=4), PlannerKind.COST_AWARE),
 }
 
 
@@ -34,7 +34,7 @@ class AutoSettings:
     """The chosen maxima (W, N, G), the planner that uses them, and the measured figures behind them."""
 
     config: LookaheadConfig
-    planner: Planner
+    planner: PlannerKind
     regime: Regime
     ratio: float  # a PROBE_TOKENS-token step's cost in 1-token steps, from a line fitted through the curve
     costs: StepCosts
@@ -43,16 +43,25 @@ class AutoSettings:
         """A fresh planner for one decoding run (the cost-aware one learns within a run)."""
         return make_planner(self.planner, self.costs)
 
-    def settings(self) -> Settings:
+    def settings(self) -> LookaheadSettings:
         """These settings as the records hold them (the curve as the plain record type, so a trace read
         back from JSON equals the one recorded)."""
         c = self.config
         curve = self.costs.curve()
-        return Settings(c.window, c.ngram, c.guesses, self.planner, self.regime, PROBE_TOKENS, self.ratio, curve)
+        return LookaheadSettings(
+            window=c.window,
+            ngram=c.ngram,
+            guesses=c.guesses,
+            planner=self.planner,
+            regime=self.regime,
+            probe_tokens=PROBE_TOKENS,
+            probe_ratio=self.ratio,
+            step_costs=curve,
+        )
 
 
-def make_planner(planner: Planner, costs: StepCosts | None) -> StepPlanner:
-    return CostAwarePlanner(costs) if planner == Planner.COST_AWARE else FullPlanner()
+def make_planner(planner: PlannerKind, costs: StepCosts | None) -> StepPlanner:
+    return CostAwarePlanner(costs) if planner == PlannerKind.COST_AWARE else FullPlanner()
 
 
 def choose_settings(costs: StepCosts) -> AutoSettings:
@@ -72,7 +81,7 @@ def auto_settings(lm: LoadedModel, refresh: bool = False) -> AutoSettings:
     return choose_settings(step_costs(lm, refresh))
 
 
-def replay_planner(settings: Settings) -> StepPlanner:
+def replay_planner(settings: LookaheadSettings) -> StepPlanner:
     """A fresh planner of a recorded run's settings: decoding again with it repeats the run's plans."""
     costs = StepCosts.of(settings.step_costs) if settings.step_costs is not None else None
     return make_planner(settings.planner, costs)

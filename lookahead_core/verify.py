@@ -20,9 +20,9 @@ import torch
 from .records import (
     CandidateRecord,
     Draw,
-    Reason,
+    GuessReason,
+    GuessSource,
     SampledPosition,
-    Source,
     StopReason,
     TokenSource,
     Verdict,
@@ -36,8 +36,8 @@ class Path(Protocol):
 
     tokens: Sequence[int]
     rows: Sequence[int]
-    source: Source
-    reason: Reason
+    source: GuessSource
+    reason: GuessReason
     lane: int
     draft_probabilities: Sequence[float]  # a draft's q(token) per token (empty for deterministic guesses)
     distributions: torch.Tensor | None  # a sampled draft's q over the vocabulary, one row per token
@@ -48,17 +48,17 @@ class Path(Protocol):
 def candidate_record(c: Path, expected: list[int], matched: int, judged: Verdict) -> CandidateRecord:
     """A candidate as the record keeps it: what it offered, what the model expected, and the verdict."""
     return CandidateRecord(
-        c.source,
-        c.reason,
-        c.lane,
-        list(c.tokens),
-        list(c.rows),
-        expected,
-        matched,
-        judged,
-        list(c.draft_probabilities),
-        c.found_at,
-        c.key_length,
+        source=c.source,
+        reason=c.reason,
+        lane=c.lane,
+        tokens=list(c.tokens),
+        rows=list(c.rows),
+        expected=expected,
+        matched=matched,
+        verdict=judged,
+        draft_probabilities=list(c.draft_probabilities),
+        found_at=c.found_at,
+        key_length=c.key_length,
     )
 
 
@@ -90,7 +90,14 @@ def verify(candidates: Sequence[Path], argmax: Sequence[int]) -> VerificationRec
         candidate_record(c, e, m, verdict(i, m, winner, best))
         for i, (c, e, m) in enumerate(zip(candidates, expected, matched, strict=True))
     ]
-    return VerificationRecord(guaranteed, outcomes, winner, best, block[-1] if best else None, block)
+    return VerificationRecord(
+        guaranteed=guaranteed,
+        candidates=outcomes,
+        winner=winner,
+        accepted=best,
+        bonus=block[-1] if best else None,
+        block=block,
+    )
 
 
 @dataclass(frozen=True)
@@ -134,7 +141,9 @@ def try_in_turn(probs: torch.Tensor, offered: list[Offer], generator: torch.Gene
         chance = p if q is None else min(1.0, p / q)
         u = uniform(generator, probs.device)
         accepted = u < chance  # chance is exactly 1 when s holds all that remains, and u < 1
-        draws.append(Draw(offer.token, p, chance, u, accepted, q))
+        draws.append(
+            Draw(token=offer.token, probability=p, chance=chance, uniform=u, accepted=accepted, draft_probability=q)
+        )
         if accepted:
             return draws, offer.token
         if offer.q is None:
@@ -170,7 +179,7 @@ def verify_sampled(
         draws, token = try_in_turn(probs, offered, generator)
         drawn = token is None
         token = draw(probs, generator) if drawn else token
-        positions.append(SampledPosition(offset, row, draws, token, drawn))
+        positions.append(SampledPosition(offset=offset, row=row, draws=draws, token=token, drawn=drawn))
         block.append(token)
         if drawn:
             break
@@ -191,7 +200,15 @@ def outcome_record(
         candidate_record(c, block[: min(m + 1, len(c.tokens))], m, verdict(i, m, winner, accepted))
         for i, (c, m) in enumerate(zip(candidates, matched, strict=True))
     ]
-    return VerificationRecord(block[0], outcomes, winner, accepted, bonus, block, positions)
+    return VerificationRecord(
+        guaranteed=block[0],
+        candidates=outcomes,
+        winner=winner,
+        accepted=accepted,
+        bonus=bonus,
+        block=block,
+        positions=positions,
+    )
 
 
 def commit(block: list[int], remaining: int, eos_ids: frozenset[int]) -> tuple[list[int], StopReason | None]:

@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from lab.datasets import load_prompts
 from lookahead_core.config import LookaheadConfig
 from lookahead_core.models import encode_prompt, load_model
-from lookahead_core.records import Method
+from lookahead_core.request import DecodeRequest
 from lookahead_core.trace import decode_steps, machine_facts, summarize
 
 
@@ -62,7 +62,8 @@ def main() -> None:
             tokens = steps = exact = 0
             seconds = 0.0
             for ids, reference in zip(encoded, references, strict=True):
-                summary = summarize(list(decode_steps(lm, ids, Method.LOOKAHEAD, config, args.max_new_tokens)))
+                request = DecodeRequest(lookahead=config, max_new_tokens=args.max_new_tokens)
+                summary = summarize(list(decode_steps(lm, ids, request)))
                 tokens += summary.tokens
                 steps += summary.steps
                 seconds += summary.seconds

@@ -21,7 +21,7 @@ from lookahead_core.records import (
     BenchReport,
     LookaheadSettings,
     Method,
-    Planner,
+    PlannerKind,
     Regime,
     SamplingRecord,
     StepCostCurve,
@@ -154,12 +154,12 @@ def test_sampled_generate_seeds_prompt_k_with_s_plus_k(tiny_folder, capsys):
 
 def test_auto_picks_a_smaller_window_when_wide_steps_are_expensive():
     flat, steep = choose_settings(cost_table(0.002)), choose_settings(cost_table(0.05))
-    assert (flat.regime, flat.planner) == (Regime.FLAT, Planner.FULL)
-    assert (steep.regime, steep.planner) == (Regime.STEEP, Planner.COST_AWARE)
+    assert (flat.regime, flat.planner) == (Regime.FLAT, PlannerKind.FULL)
+    assert (steep.regime, steep.planner) == (Regime.STEEP, PlannerKind.COST_AWARE)
     assert steep.config.window < flat.config.window
     assert flat.ratio == pytest.approx(1.126) and steep.ratio == pytest.approx(4.15)
     settings = steep.settings()  # what a trace records: the choice and the curve behind it
-    assert (settings.planner, settings.regime, settings.probe_tokens) == (Planner.COST_AWARE, Regime.STEEP, 64)
+    assert (settings.planner, settings.regime, settings.probe_tokens) == (PlannerKind.COST_AWARE, Regime.STEEP, 64)
     assert settings.probe_ratio == steep.ratio and settings.step_costs.seconds == cost_table(0.05).seconds
 
 
@@ -168,7 +168,7 @@ def test_bench_auto_reports_what_it_chose_and_why(tiny_folder, tmp_path, monkeyp
     monkeypatch.setattr(cost_module, "measure_step_costs", lambda lm: cost_table(0.05))
     report = bench(tiny_folder, tmp_path, "--auto", "--methods", "greedy,lookahead")
     auto = report.settings.auto
-    assert auto.planner == Planner.COST_AWARE and auto.window == report.settings.lookahead.window
+    assert auto.planner == PlannerKind.COST_AWARE and auto.window == report.settings.lookahead.window
     assert auto.regime == Regime.STEEP and auto.probe_ratio == pytest.approx(4.15)
     assert type(auto.step_costs) is StepCostCurve and auto.step_costs.seconds == cost_table(0.05).seconds
     assert report.summary[BenchMethod.LOOKAHEAD].exact == 2

@@ -17,6 +17,7 @@ from lab.budget import (
 )
 from lookahead_core.config import LookaheadConfig, LookupConfig
 from lookahead_core.records import Method
+from lookahead_core.request import DecodeRequest
 from lookahead_core.trace import Progress, recording_run
 
 from .conftest import cost_table
@@ -58,7 +59,9 @@ def test_a_draft_costs_its_passes():
 
 
 def test_a_recording_reports_every_forward_pass_and_ends_with_its_run(tiny_lm):
-    *progress, run = recording_run(tiny_lm, [1, 2, 3, 4], LookaheadConfig(4, 3, 4), 12)
+    *progress, run = recording_run(
+        tiny_lm, [1, 2, 3, 4], DecodeRequest(lookahead=LookaheadConfig(4, 3, 4), max_new_tokens=12)
+    )
     assert all(isinstance(p, Progress) for p in progress)
     timed = [p for p in progress if not p.warming_up]
     assert [p.part for p in progress if p.warming_up][0] == 1 and {p.part for p in timed} == {3, 4}

@@ -14,6 +14,7 @@ from lookahead_core.decoding import DecodingError
 from lookahead_core.draft import make_draft
 from lookahead_core.models import ModelLoadError, encode_prompt, load_model
 from lookahead_core.records import Method, StepRecord, StopReason
+from lookahead_core.request import DecodeRequest
 from lookahead_core.trace import decode_steps, summarize
 
 MAX_NEW_TOKENS = 40
@@ -69,7 +70,7 @@ def reference(lm, name: str, max_new_tokens: int = MAX_NEW_TOKENS) -> list[int]:
 
 
 def lookahead(lm, ids: list[int], config: LookaheadConfig, max_new_tokens: int) -> list[StepRecord]:
-    return list(decode_steps(lm, ids, Method.LOOKAHEAD, config, max_new_tokens))
+    return list(decode_steps(lm, ids, DecodeRequest(lookahead=config, max_new_tokens=max_new_tokens)))
 
 
 @pytest.mark.parametrize("config", SETTINGS, ids=lambda c: f"W{c.window}-N{c.ngram}-G{c.guesses}")
@@ -120,22 +121,39 @@ def self_draft(default_model):
 @pytest.mark.parametrize("method", [Method.PROMPT_LOOKUP, Method.SPECULATIVE])
 def test_prompt_lookup_and_speculative_equal_hf_greedy_in_float32(default_model, self_draft, name, method):
     ids = prompt_ids(default_model, name)
-    steps = list(decode_steps(default_model, ids, method, SETTINGS[0], MAX_NEW_TOKENS, draft=self_draft))
+    steps = list(
+        decode_steps(
+            default_model,
+            ids,
+            DecodeRequest(method=method, lookahead=SETTINGS[0], max_new_tokens=MAX_NEW_TOKENS),
+            draft=self_draft,
+        )
+    )
     assert summarize(steps).new_token_ids == reference(default_model, name)
     if method == Method.SPECULATIVE:  # the copy agrees with the model almost everywhere
         assert summarize(steps).tokens_per_step > 2.0
 
 
 def test_greedy_decoder_equals_hf_greedy(default_model):
-    steps = list(decode_steps(default_model, prompt_ids(default_model, "chat-haiku"), Method.GREEDY, SETTINGS[0], 40))
+    steps = list(
+        decode_steps(
+            default_model,
+            prompt_ids(default_model, "chat-haiku"),
+            DecodeRequest(method=Method.GREEDY, max_new_tokens=40),
+        )
+    )
     assert summarize(steps).new_token_ids == reference(default_model, "chat-haiku")
 
 
 def test_bad_input_gets_a_clear_error(default_model):
     with pytest.raises(DecodingError, match="the prompt is empty"):
-        decode_steps(default_model, encode_prompt(default_model.tokenizer, ""), Method.LOOKAHEAD, SETTINGS[0], 8)
+        decode_steps(
+            default_model,
+            encode_prompt(default_model.tokenizer, ""),
+            DecodeRequest(lookahead=SETTINGS[0], max_new_tokens=8),
+        )
     with pytest.raises(DecodingError, match="exceed the model's context of 8192 tokens"):
-        decode_steps(default_model, [1] * 8190, Method.LOOKAHEAD, SETTINGS[0], 8)
+        decode_steps(default_model, [1] * 8190, DecodeRequest(lookahead=SETTINGS[0], max_new_tokens=8))
 
 
 def test_an_unknown_model_gets_one_line_that_tells_no_folder_from_another(tmp_path):

@@ -15,7 +15,8 @@ from lookahead_core.config import LookaheadConfig
 from lookahead_core.decoding import DecodingError
 from lookahead_core.models import LoadedModel
 from lookahead_core.planning import CostAwarePlanner
-from lookahead_core.records import Branch, Method, Planner, PlanReason, Source, StepRecord, StopReason, Trace
+from lookahead_core.records import Branch, GuessSource, Method, PlannerKind, PlanReason, StepRecord, StopReason, Trace
+from lookahead_core.request import DecodeRequest
 from lookahead_core.trace import decode_steps, record_trace, summarize
 from lookahead_core.tuning import choose_settings, replay_planner
 
@@ -38,12 +39,12 @@ def greedy_reference(model, prompt_ids: list[int], max_new_tokens: int, eos: int
 
 def lookahead_output(lm: LoadedModel, prompt_ids, config, max_new_tokens, eos) -> tuple[list[int], list[StepRecord]]:
     lm.eos_ids = frozenset() if eos is None else frozenset({eos})
-    steps = list(decode_steps(lm, prompt_ids, Method.LOOKAHEAD, config, max_new_tokens))
+    steps = list(decode_steps(lm, prompt_ids, DecodeRequest(lookahead=config, max_new_tokens=max_new_tokens)))
     return summarize(steps).new_token_ids, steps
 
 
 def guess_candidates(record: StepRecord) -> list:
-    return [c for c in record.verification.candidates if c.source != Source.TRAJECTORY]
+    return [c for c in record.verification.candidates if c.source != GuessSource.TRAJECTORY]
 
 
 @pytest.mark.parametrize(
@@ -85,7 +86,7 @@ def test_cost_aware_plans_change_what_is_tried_never_the_output(per_token):
         max_new_tokens = rng.randint(1, 48)
         lm.eos_ids = frozenset()
         planner = CostAwarePlanner(cost_table(per_token))
-        steps = list(decode_steps(lm, prompt, Method.LOOKAHEAD, config, max_new_tokens, planner))
+        steps = list(decode_steps(lm, prompt, DecodeRequest(lookahead=config, max_new_tokens=max_new_tokens), planner))
         output = summarize(steps).new_token_ids
         assert output == greedy_reference(lm.model, prompt, max_new_tokens, None), f"case {case}: {prompt} {config}"
         for record in steps[1:]:
@@ -106,13 +107,15 @@ def test_a_recorded_auto_run_replays_step_for_step(tiny_lm):
     """The trace's settings carry the measured cost curve, so a fresh planner repeats every plan and so every step."""
     auto = choose_settings(cost_table(0.2))
     prompt = ([5, 6, 7, 8] * 8)[:30]
-    trace = record_trace(tiny_lm, prompt, Method.LOOKAHEAD, LookaheadConfig(), 48, auto=auto)
+    trace = record_trace(tiny_lm, prompt, DecodeRequest(max_new_tokens=48), auto=auto)
     settings = Trace.from_json(trace.to_json()).meta.settings  # as a saved trace holds them
-    assert settings.planner == Planner.COST_AWARE
+    assert settings.planner == PlannerKind.COST_AWARE
     plans = [step.plan for step in trace.steps[1:]]
     assert any(p.window_fed for p in plans) and any(not p.window_fed for p in plans), "the plans never varied"
     config = LookaheadConfig(settings.window, settings.ngram, settings.guesses)
-    replay = list(decode_steps(tiny_lm, prompt, Method.LOOKAHEAD, config, 48, replay_planner(settings)))
+    replay = list(
+        decode_steps(tiny_lm, prompt, DecodeRequest(lookahead=config, max_new_tokens=48), replay_planner(settings))
+    )
     assert len(replay) == len(trace.steps)
     for recorded, again in zip(trace.steps[1:], replay[1:], strict=True):
         assert again.plan == recorded.plan, f"step {recorded.step}"
@@ -125,14 +128,16 @@ def test_a_recorded_auto_run_replays_step_for_step(tiny_lm):
 def test_greedy_steps_equal_generate():
     lm = tiny_model("llama")
     prompt = [3, 4, 5, 3, 4]
-    steps = list(decode_steps(lm, prompt, Method.GREEDY, LookaheadConfig(), 20))
+    steps = list(decode_steps(lm, prompt, DecodeRequest(method=Method.GREEDY, max_new_tokens=20)))
     assert summarize(steps).new_token_ids == greedy_reference(lm.model, prompt, 20, None)
     assert all(s.tokens_fed == 1 and s.method == Method.GREEDY for s in steps[1:]) and len(steps) == 20
 
 
 def test_step_records_describe_the_forward_pass():
     lm = tiny_model("llama")
-    steps = list(decode_steps(lm, [5, 6, 7, 5, 6, 7, 5, 6], Method.LOOKAHEAD, LookaheadConfig(3, 4, 2), 20))
+    steps = list(
+        decode_steps(lm, [5, 6, 7, 5, 6, 7, 5, 6], DecodeRequest(lookahead=LookaheadConfig(3, 4, 2), max_new_tokens=20))
+    )
     for before, record in zip(steps, steps[1:], strict=False):
         rows, verification = record.rows, record.verification
         assert record.tokens_fed == len(rows)
@@ -152,17 +157,17 @@ def test_step_records_describe_the_forward_pass():
 
 def test_zero_guesses_is_legal_and_offers_none():
     lm = tiny_model("llama")
-    steps = list(decode_steps(lm, [1, 2, 3], Method.LOOKAHEAD, LookaheadConfig(4, 3, 0), 6))
+    steps = list(decode_steps(lm, [1, 2, 3], DecodeRequest(lookahead=LookaheadConfig(4, 3, 0), max_new_tokens=6)))
     assert all(s.plan.guesses_offered == 0 and not guess_candidates(s) and s.pool.size == 0 for s in steps[1:])
 
 
 def test_bad_requests_get_clear_errors():
     lm = tiny_model("gpt2")
     with pytest.raises(DecodingError, match="the prompt is empty"):
-        list(decode_steps(lm, [], Method.LOOKAHEAD, LookaheadConfig(), 8))
+        list(decode_steps(lm, [], DecodeRequest(max_new_tokens=8)))
     with pytest.raises(DecodingError, match="max_new_tokens must be an integer >= 1"):
-        list(decode_steps(lm, [1], Method.GREEDY, LookaheadConfig(), 0))
+        list(decode_steps(lm, [1], DecodeRequest(method=Method.GREEDY, max_new_tokens=0)))
     with pytest.raises(DecodingError, match="exceed the model's context of 256 tokens"):
-        list(decode_steps(lm, [1] * 250, Method.LOOKAHEAD, LookaheadConfig(), 8))
+        list(decode_steps(lm, [1] * 250, DecodeRequest(max_new_tokens=8)))
     with pytest.raises(ValueError, match="'beam' is not a valid Method"):
-        list(decode_steps(lm, [1], "beam", LookaheadConfig(), 8))
+        list(decode_steps(lm, [1], DecodeRequest(method="beam", max_new_tokens=8)))

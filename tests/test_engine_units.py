@@ -16,7 +16,7 @@ from lookahead_core.layout import CURRENT, chain_layout, tree_layout, visible_ro
 from lookahead_core.planning import Plan
 from lookahead_core.pool import Guess, NGramPool
 from lookahead_core.proposers import Proposal, guess_branch, window_branch
-from lookahead_core.records import Branch, PlanReason, PlanRecord, Reason, Source
+from lookahead_core.records import Branch, GuessReason, GuessSource, PlanReason, PlanRecord
 from lookahead_core.window import JacobiWindow
 
 # ------------------------------------------------------------------------------------------------
@@ -25,34 +25,34 @@ from lookahead_core.window import JacobiWindow
 
 def test_pool_keeps_most_recent_last_and_evicts_the_oldest():
     pool = NGramPool(ngram=3, capacity=2)
-    assert pool.insert(7, [1, 2], None, Source.WINDOW) is None
-    assert pool.insert(7, [3, 4], None, Source.OUTPUT) is None
+    assert pool.insert(7, [1, 2], None, GuessSource.WINDOW) is None
+    assert pool.insert(7, [3, 4], None, GuessSource.OUTPUT) is None
     assert [e.continuation for e in pool.entries(7)] == [(1, 2), (3, 4)]
-    evicted = pool.insert(7, [5, 6], None, Source.WINDOW)
-    assert (evicted.continuation, evicted.source) == ((1, 2), Source.WINDOW)
+    evicted = pool.insert(7, [5, 6], None, GuessSource.WINDOW)
+    assert (evicted.continuation, evicted.source) == ((1, 2), GuessSource.WINDOW)
     assert [e.continuation for e in pool.entries(7)] == [(3, 4), (5, 6)]
     assert pool.size == 2
 
 
 def test_pool_reinsertion_moves_to_the_end_without_growing():
     pool = NGramPool(ngram=3, capacity=2)
-    pool.insert(7, [1, 2], None, Source.PROMPT)
-    pool.insert(7, [3, 4], None, Source.WINDOW)
-    assert pool.insert(7, [1, 2], None, Source.WINDOW) is None
+    pool.insert(7, [1, 2], None, GuessSource.PROMPT)
+    pool.insert(7, [3, 4], None, GuessSource.WINDOW)
+    assert pool.insert(7, [1, 2], None, GuessSource.WINDOW) is None
     assert [e.continuation for e in pool.entries(7)] == [(3, 4), (1, 2)]
-    assert pool.insert(7, [5, 6], None, Source.WINDOW).continuation == (3, 4)
+    assert pool.insert(7, [5, 6], None, GuessSource.WINDOW).continuation == (3, 4)
     assert pool.size == 2
 
 
 def test_pool_with_zero_capacity_stays_empty():
     pool = NGramPool(ngram=3, capacity=0)
-    pool.insert_sequence([1, 2, 3, 4], Source.PROMPT)
+    pool.insert_sequence([1, 2, 3, 4], GuessSource.PROMPT)
     assert pool.size == 0 and pool.guesses(1, None, 5) == []
 
 
 def test_pool_seeds_every_ngram_of_a_sequence():
     pool = NGramPool(ngram=3, capacity=4)
-    assert pool.insert_sequence([5, 6, 7, 5, 8], Source.PROMPT) == 3
+    assert pool.insert_sequence([5, 6, 7, 5, 8], GuessSource.PROMPT) == 3
     assert [e.continuation for e in pool.entries(5)] == [(6, 7)]
     assert [e.continuation for e in pool.entries(7)] == [(5, 8)]
     assert pool.entries(6)[0].previous == 5
@@ -60,13 +60,13 @@ def test_pool_seeds_every_ngram_of_a_sequence():
 
 def test_pool_guesses_prefer_the_two_token_key_then_the_newest():
     pool = NGramPool(ngram=3, capacity=4)
-    pool.insert(9, [1, 1], previous=4, source=Source.PROMPT)
-    pool.insert(9, [2, 2], previous=5, source=Source.WINDOW)
-    pool.insert(9, [3, 3], previous=6, source=Source.OUTPUT)
+    pool.insert(9, [1, 1], previous=4, source=GuessSource.PROMPT)
+    pool.insert(9, [2, 2], previous=5, source=GuessSource.WINDOW)
+    pool.insert(9, [3, 3], previous=6, source=GuessSource.OUTPUT)
     guesses = pool.guesses(9, previous=4, limit=2)
     assert [g.tokens for g in guesses] == [[1, 1], [3, 3]]
-    assert [g.reason for g in guesses] == [Reason.TWO_TOKEN_KEY, Reason.ONE_TOKEN_KEY]
-    assert [g.source for g in guesses] == [Source.PROMPT, Source.OUTPUT]
+    assert [g.reason for g in guesses] == [GuessReason.TWO_TOKEN_KEY, GuessReason.ONE_TOKEN_KEY]
+    assert [g.source for g in guesses] == [GuessSource.PROMPT, GuessSource.OUTPUT]
 
 
 # ------------------------------------------------------------------------------------------------
@@ -128,8 +128,13 @@ HAND_DRAWN_POSITIONS = [0, 1, 2, 1, 2, 3, 1, 2]  # offsets from the current toke
 def hand_drawn_step():
     """The hand-drawn step laid out by the engine: c=10, levels [[10, 11, 12], [21, 22, 23]], guess [31, 32]."""
     window = JacobiWindow([[10, 11, 12], [21, 22, 23]], ngram=3)
-    guess = guess_branch(Guess([31, 32], Source.PROMPT, Reason.ONE_TOKEN_KEY), 0)
-    plan = Plan(True, 1, 2, PlanRecord(PlanReason.PAPER, True, 1, 1, 2))
+    guess = guess_branch(Guess([31, 32], GuessSource.PROMPT, GuessReason.ONE_TOKEN_KEY), 0)
+    plan = Plan(
+        True,
+        1,
+        2,
+        PlanRecord(reason=PlanReason.PAPER, window_fed=True, guesses_offered=1, guesses_verified=1, guess_length=2),
+    )
     return lay_out(10, Proposal(window_branch(window), [guess]), plan)
 
 
@@ -154,7 +159,7 @@ def test_candidates_are_the_guesses_first_then_each_columns_trajectory():
     fed = hand_drawn_step()
     assert [c.rows for c in fed.candidates] == [(6, 7), (3,), (1, 4), (1, 2, 5)]
     assert [c.tokens for c in fed.candidates] == [(31, 32), (21,), (11, 22), (11, 12, 23)]
-    assert [c.source for c in fed.candidates] == [Source.PROMPT] + [Source.TRAJECTORY] * 3
+    assert [c.source for c in fed.candidates] == [GuessSource.PROMPT] + [GuessSource.TRAJECTORY] * 3
     assert [c.lane for c in fed.candidates] == [0, 0, 1, 2]
 
 
@@ -168,8 +173,17 @@ def test_window_geometry_in_local_rows():
 
 def test_a_plan_without_the_window_and_with_cut_guesses_lays_out_only_that():
     window = JacobiWindow([[10, 11, 12], [21, 22, 23]], ngram=4)
-    guesses = [guess_branch(Guess([31, 32, 33], Source.OUTPUT, Reason.TWO_TOKEN_KEY), lane) for lane in range(2)]
-    plan = Plan(False, 1, 2, PlanRecord(PlanReason.BEST_RATIO, False, 2, 1, 2))
+    guesses = [
+        guess_branch(Guess([31, 32, 33], GuessSource.OUTPUT, GuessReason.TWO_TOKEN_KEY), lane) for lane in range(2)
+    ]
+    plan = Plan(
+        False,
+        1,
+        2,
+        PlanRecord(
+            reason=PlanReason.BEST_RATIO, window_fed=False, guesses_offered=2, guesses_verified=1, guess_length=2
+        ),
+    )
     fed = lay_out(10, Proposal(window_branch(window), guesses), plan)
     assert fed.tokens == [10, 31, 32] and fed.layout.parents == (-1, 0, 1)
     assert fed.window_rows == range(0)
@@ -192,8 +206,15 @@ def test_tree_mask_is_additive_with_zero_where_allowed():
 def test_layout_size_matches_the_configured_cost_once_warm():
     config = LookaheadConfig(window=15, ngram=5, guesses=15)
     window = JacobiWindow([list(range(15))] * 4, ngram=5)
-    guesses = [guess_branch(Guess([1, 2, 3, 4], Source.WINDOW, Reason.ONE_TOKEN_KEY), lane) for lane in range(15)]
-    plan = Plan(True, 15, 4, PlanRecord(PlanReason.PAPER, True, 15, 15, 4))
+    guesses = [
+        guess_branch(Guess([1, 2, 3, 4], GuessSource.WINDOW, GuessReason.ONE_TOKEN_KEY), lane) for lane in range(15)
+    ]
+    plan = Plan(
+        True,
+        15,
+        4,
+        PlanRecord(reason=PlanReason.PAPER, window_fed=True, guesses_offered=15, guesses_verified=15, guess_length=4),
+    )
     fed = lay_out(0, Proposal(window_branch(window), guesses), plan)
     assert fed.layout.size == config.tokens_per_step == 1 + 14 + 3 * 15 + 15 * 4
 
@@ -238,7 +259,7 @@ def test_keep_rows_with_contiguous_or_no_rows_only_crops():
 
 
 # ------------------------------------------------------------------------------------------------
-# Settings
+# Lookahead settings
 
 
 @pytest.mark.parametrize(

@@ -16,7 +16,7 @@ from transformers import AutoConfig
 from lab import families
 from lookahead_core import attention
 from lookahead_core.attention import SLIDING, UnsupportedModel, attention_plan
-from lookahead_core.records import Method
+from lookahead_core.request import DecodeRequest
 from lookahead_core.trace import decode_steps
 
 REFUSED = {"Falcon (ALiBi)", "BLOOM (ALiBi)", "MPT (ALiBi)"}
@@ -49,7 +49,7 @@ def test_the_sweep_catches_a_sliding_layer_that_sees_too_far(monkeypatch):
 def test_a_refused_family_is_refused_before_decoding_with_the_engines_error():
     lm = families.tiny_model(next(f for f in families.FAMILIES if f.model_type == "bloom"))
     with pytest.raises(UnsupportedModel, match="bloom cannot be run exactly by lookahead: its ALiBi"):
-        decode_steps(lm, [5, 6, 7], Method.LOOKAHEAD, families.SETTINGS[0], 4)
+        decode_steps(lm, [5, 6, 7], DecodeRequest(lookahead=families.SETTINGS[0], max_new_tokens=4))
 
 
 @pytest.mark.parametrize(
@@ -85,7 +85,9 @@ def test_sliding_layers_with_different_windows_are_refused():
 def test_steps_record_what_a_sliding_layer_saw():
     family = next(f for f in families.FAMILIES if f.model_type == "gemma3_text")
     lm = families.tiny_model(family)
-    steps = list(decode_steps(lm, families.sweep_prompt("x"), Method.LOOKAHEAD, families.SETTINGS[1], 40))
+    steps = list(
+        decode_steps(lm, families.sweep_prompt("x"), DecodeRequest(lookahead=families.SETTINGS[1], max_new_tokens=40))
+    )
     window = families.WINDOW
     assert lm.describe()["sliding_window"] == window and lm.describe()["sliding_layers"] == 2
     for step in steps[1:]:
@@ -96,7 +98,10 @@ def test_steps_record_what_a_sliding_layer_saw():
             assert sliding.sees[i] == [r for r in row.sees if row.position - step.rows[r].position < window]
     assert steps[1].sliding.prefix_from[0] > 0, "the prompt is longer than the window: its start is hidden"
     plain = families.tiny_model(families.FAMILIES[0])
-    assert all(s.sliding is None for s in decode_steps(plain, [5, 6, 7], Method.LOOKAHEAD, families.SETTINGS[0], 6))
+    assert all(
+        s.sliding is None
+        for s in decode_steps(plain, [5, 6, 7], DecodeRequest(lookahead=families.SETTINGS[0], max_new_tokens=6))
+    )
 
 
 def test_the_mask_panel_shows_the_sliding_layers_mask_from_the_record():
@@ -104,14 +109,16 @@ def test_the_mask_panel_shows_the_sliding_layers_mask_from_the_record():
 
     family = next(f for f in families.FAMILIES if f.model_type == "gemma3_text")
     lm = families.tiny_model(family)
-    steps = list(decode_steps(lm, families.sweep_prompt("x"), Method.LOOKAHEAD, families.SETTINGS[1], 6))
+    steps = list(
+        decode_steps(lm, families.sweep_prompt("x"), DecodeRequest(lookahead=families.SETTINGS[1], max_new_tokens=6))
+    )
     vocab = {str(i): chr(65 + i % 26) for i in range(families.VOCAB)}
     html = mask_html(steps[1], vocab)
     assert html.count("<svg") == 2 and "Sliding-window layers (2 of them, window 16)" in html
     first = steps[1].sliding.prefix_from[0]
     assert f"row 0 sees prefix positions {first} to {steps[1].position - 1}" in html
     plain = families.tiny_model(families.FAMILIES[0])
-    record = list(decode_steps(plain, [5, 6, 7], Method.LOOKAHEAD, families.SETTINGS[0], 4))[1]
+    record = list(decode_steps(plain, [5, 6, 7], DecodeRequest(lookahead=families.SETTINGS[0], max_new_tokens=4)))[1]
     assert mask_html(record, vocab).count("<svg") == 1
 
 

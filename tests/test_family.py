@@ -13,12 +13,13 @@ from types import SimpleNamespace
 
 import pytest
 
-from lookahead_core.config import PROMPT_LOOKUP, LookaheadConfig, LookupConfig, SettingsError
+from lookahead_core.config import PROMPT_LOOKUP, LookupConfig, SettingsError
 from lookahead_core.decoding import DecodingError
 from lookahead_core.draft import Draft, DraftError, DraftProposer, check_tokenizers, make_draft
 from lookahead_core.lookup import PromptLookupProposer, find_matches
 from lookahead_core.proposers import StepContext
-from lookahead_core.records import Branch, Method, Reason, Source, Verdict
+from lookahead_core.records import Branch, GuessReason, GuessSource, Method, Verdict
+from lookahead_core.request import DecodeRequest
 from lookahead_core.sampling import GREEDY
 from lookahead_core.trace import decode_steps, summarize
 
@@ -30,7 +31,11 @@ CASES = 24
 
 def family_output(lm, method, prompt, max_new_tokens, eos, lookup=PROMPT_LOOKUP, draft=None):
     lm.eos_ids = frozenset() if eos is None else frozenset({eos})
-    steps = list(decode_steps(lm, prompt, method, LookaheadConfig(), max_new_tokens, None, GREEDY, lookup, draft))
+    steps = list(
+        decode_steps(
+            lm, prompt, DecodeRequest(method=method, max_new_tokens=max_new_tokens, lookup=lookup), draft=draft
+        )
+    )
     return summarize(steps).new_token_ids, steps
 
 
@@ -65,7 +70,7 @@ def test_speculative_steps_record_the_draft_chain():
     _, steps = family_output(lm, Method.SPECULATIVE, [3, 4, 5, 3, 4], 30, None, draft=draft)
     for record in steps[1:]:
         (chain,) = record.verification.candidates
-        assert chain.source == Source.DRAFT and chain.reason == Reason.DRAFT_MODEL
+        assert chain.source == GuessSource.DRAFT and chain.reason == GuessReason.DRAFT_MODEL
         assert len(chain.tokens) == len(chain.draft_probabilities) == record.draft.forward_passes == 4
         assert all(0 < q <= 1 for q in chain.draft_probabilities)
         assert [row.branch for row in record.rows] == [Branch.CURRENT] + [Branch.DRAFT] * 4
@@ -113,9 +118,9 @@ def test_prompt_lookup_says_where_a_guess_was_copied_from():
     proposal = proposer.propose(StepContext([1, 2, 3, 4, 9, 1, 2, 6, 6, 1, 2], 1))
     assert proposal.window is None
     first, second = (g.candidates[0] for g in proposal.guesses)
-    assert (first.tokens, first.source, first.found_at, first.key_length) == ((6, 6, 1), Source.OUTPUT, 7, 2)
-    assert (second.tokens, second.source, second.found_at) == ((3, 4, 9), Source.PROMPT, 2)
-    assert first.reason == Reason.SUFFIX_MATCH
+    assert (first.tokens, first.source, first.found_at, first.key_length) == ((6, 6, 1), GuessSource.OUTPUT, 7, 2)
+    assert (second.tokens, second.source, second.found_at) == ((3, 4, 9), GuessSource.PROMPT, 2)
+    assert first.reason == GuessReason.SUFFIX_MATCH
 
 
 def test_no_match_means_a_plain_step():
@@ -137,10 +142,12 @@ def test_a_draft_with_another_tokenizer_is_refused():
 def test_bad_draft_requests_get_clear_errors():
     lm = tiny_model("llama")
     with pytest.raises(DecodingError, match="needs a draft model"):
-        decode_steps(lm, [1, 2], Method.SPECULATIVE, LookaheadConfig(), 4)
+        decode_steps(lm, [1, 2], DecodeRequest(method=Method.SPECULATIVE, max_new_tokens=4))
     with pytest.raises(SettingsError, match="draft tokens k must be an integer >= 1"):
         make_draft(lm, "bf16-self", 0)
     with pytest.raises(SettingsError, match="lookup tokens"):
         LookupConfig(tokens=0)
     with pytest.raises(DecodingError, match="context"):
-        decode_steps(lm, [1] * 250, Method.SPECULATIVE, LookaheadConfig(), 4, draft=Draft(lm.model, "x", 5))
+        decode_steps(
+            lm, [1] * 250, DecodeRequest(method=Method.SPECULATIVE, max_new_tokens=4), draft=Draft(lm.model, "x", 5)
+        )

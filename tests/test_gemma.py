@@ -15,7 +15,7 @@ import torch
 from lab.datasets import load_prompts
 from lookahead_core.config import LookaheadConfig
 from lookahead_core.models import GEMMA, MISSING_GEMMA, encode_prompt, gemma_gguf, load_model
-from lookahead_core.records import Method
+from lookahead_core.request import DecodeRequest
 from lookahead_core.trace import decode_steps, summarize
 
 if not gemma_gguf().exists():
@@ -68,13 +68,13 @@ def test_the_model_is_what_the_engine_says(gemma):
 @pytest.mark.parametrize("name", SHORT)
 def test_lookahead_equals_generate_on_short_prompts(gemma, name, config):
     ids = encode_prompt(gemma.tokenizer, SHORT[name])
-    steps = list(decode_steps(gemma, ids, Method.LOOKAHEAD, config, MAX_NEW_TOKENS))
+    steps = list(decode_steps(gemma, ids, DecodeRequest(lookahead=config, max_new_tokens=MAX_NEW_TOKENS)))
     assert summarize(steps).new_token_ids == generate(gemma, ids)
 
 
 @pytest.mark.parametrize("config", SETTINGS, ids=lambda c: f"W{c.window}-N{c.ngram}-G{c.guesses}")
 def test_lookahead_equals_generate_past_the_sliding_window(gemma, long_prompt, config):
     assert len(long_prompt) > WINDOW
-    steps = list(decode_steps(gemma, long_prompt, Method.LOOKAHEAD, config, MAX_NEW_TOKENS))
+    steps = list(decode_steps(gemma, long_prompt, DecodeRequest(lookahead=config, max_new_tokens=MAX_NEW_TOKENS)))
     assert summarize(steps).new_token_ids == generate(gemma, long_prompt)
     assert all(s.sliding.window == WINDOW and s.sliding.prefix_from[0] > 0 for s in steps[1:])

@@ -16,12 +16,12 @@ from lookahead_core.planning import FullPlanner, Plan
 from lookahead_core.proposers import JacobiProposer, Outcome, ProposerReport, StepContext
 from lookahead_core.records import (
     Branch,
+    GuessReason,
+    GuessSource,
     NGram,
     PlanReason,
     PlanRecord,
     PoolEntry,
-    Reason,
-    Source,
     VerificationRecord,
 )
 from lookahead_core.verify import commit, verify
@@ -75,15 +75,17 @@ def test_propose_offers_the_window_and_its_trajectories(proposer):
     assert window.kind == Branch.WINDOW and window.tokens == (50, 51) and window.parents == (-1, 0)
     # One level: column 0 is c itself, so only columns 1 and 2 have a trajectory to verify.
     assert [(c.tokens, c.rows, c.lane) for c in window.candidates] == [((50,), (0,), 1), ((50, 51), (0, 1), 2)]
-    assert {(c.source, c.reason) for c in window.candidates} == {(Source.TRAJECTORY, Reason.JACOBI_TRAJECTORY)}
+    assert {(c.source, c.reason) for c in window.candidates} == {
+        (GuessSource.TRAJECTORY, GuessReason.JACOBI_TRAJECTORY)
+    }
 
 
 def test_propose_offers_the_pool_guesses_two_token_key_first(proposer):
     """(4, 5) followed 9, as c does now, so it comes first though (6, 6) is newer; then newest first."""
     guesses = proposer.propose(StepContext(SEQUENCE, 1)).guesses
     assert [g.tokens for g in guesses] == [(4, 5), (6, 6), (2, 3)]
-    assert [g.candidates[0].reason for g in guesses] == [Reason.TWO_TOKEN_KEY] + [Reason.ONE_TOKEN_KEY] * 2
-    assert [g.candidates[0].source for g in guesses] == [Source.PROMPT] * 3
+    assert [g.candidates[0].reason for g in guesses] == [GuessReason.TWO_TOKEN_KEY] + [GuessReason.ONE_TOKEN_KEY] * 2
+    assert [g.candidates[0].source for g in guesses] == [GuessSource.PROMPT] * 3
     assert [g.places for g in guesses] == [((lane, 0), (lane, 1)) for lane in range(3)]
     assert {g.kind for g in guesses} == {Branch.GUESS}
 
@@ -105,13 +107,16 @@ def test_observe_records_the_pool_entries_with_their_guess_and_what_changed(prop
     pool = report.pool
     assert (pool.key, pool.previous) == (1, 9)
     assert pool.entries == [  # oldest first, as they stood before the step
-        PoolEntry([2, 3], Source.PROMPT, 2),
-        PoolEntry([4, 5], Source.PROMPT, 0),
-        PoolEntry([6, 6], Source.PROMPT, 1),
+        PoolEntry(continuation=[2, 3], source=GuessSource.PROMPT, guess=2),
+        PoolEntry(continuation=[4, 5], source=GuessSource.PROMPT, guess=0),
+        PoolEntry(continuation=[6, 6], source=GuessSource.PROMPT, guess=1),
     ]
     # The committed 6, 8 complete two output n-grams: 9 1 6 and 1 6 8, which evicts key 1's oldest.
-    assert pool.added == [NGram(9, [1, 6], Source.OUTPUT), NGram(1, [6, 8], Source.OUTPUT)]
-    assert pool.evicted == [NGram(1, [2, 3], Source.PROMPT)]
+    assert pool.added == [
+        NGram(key=9, continuation=[1, 6], source=GuessSource.OUTPUT),
+        NGram(key=1, continuation=[6, 8], source=GuessSource.OUTPUT),
+    ]
+    assert pool.evicted == [NGram(key=1, continuation=[2, 3], source=GuessSource.PROMPT)]
     assert (pool.size_before, pool.size) == (11, 12) == (pool.size_before, proposer.pool.size)
 
 
@@ -126,9 +131,9 @@ def test_a_full_window_harvests_its_columns_into_the_pool(proposer):
     assert window.harvested == [[8, 60, 72], [51, 61, 73]]  # each column bottom to top, then its update
     assert report.pool.entries == [] and (report.pool.key, report.pool.previous) == (8, 6)
     assert report.pool.added == [
-        NGram(8, [60, 72], Source.WINDOW),
-        NGram(51, [61, 73], Source.WINDOW),
-        NGram(6, [8, 70], Source.OUTPUT),
+        NGram(key=8, continuation=[60, 72], source=GuessSource.WINDOW),
+        NGram(key=51, continuation=[61, 73], source=GuessSource.WINDOW),
+        NGram(key=6, continuation=[8, 70], source=GuessSource.OUTPUT),
     ]
     assert report.pool.evicted == [] and report.pool.size == 15
     # Full: level 0 drops out, the others move down, the update (from step 2) goes on top.
@@ -136,7 +141,14 @@ def test_a_full_window_harvests_its_columns_into_the_pool(proposer):
 
 
 def test_a_step_that_leaves_the_window_out_keeps_it_and_marks_only_verified_guesses(proposer):
-    plan = Plan(False, 1, 2, PlanRecord(PlanReason.BEST_RATIO, False, 3, 1, 2))
+    plan = Plan(
+        False,
+        1,
+        2,
+        PlanRecord(
+            reason=PlanReason.BEST_RATIO, window_fed=False, guesses_offered=3, guesses_verified=1, guess_length=2
+        ),
+    )
     # Rows: 0 c=1 | 1-2 guess 0 (4, 5): both accepted, bonus 9.
     sequence, verification, report = decide(proposer, SEQUENCE, 1, [4, 5, 9], plan)
     assert verification.block == [4, 5, 9] and sequence[-1] == 9

@@ -13,8 +13,7 @@ import pytest
 from lookahead_core.config import LookaheadConfig
 from lookahead_core.records import (
     SCHEMA_VERSION,
-    Method,
-    Planner,
+    PlannerKind,
     Run,
     SchemaError,
     StepCostCurve,
@@ -23,6 +22,7 @@ from lookahead_core.records import (
     Verdict,
     to_data,
 )
+from lookahead_core.request import DecodeRequest
 from lookahead_core.trace import record_run, record_trace
 from lookahead_core.tuning import choose_settings
 
@@ -34,7 +34,12 @@ PROMPT = ([5, 6, 7, 8] * 8)[:30]  # repetitive: guesses win, the pool fills and 
 @pytest.fixture(scope="module")
 def run() -> Run:
     lm = dataclasses.replace(tiny_model("llama"), tokenizer=CharTokenizer(), eos_ids=frozenset({95}))
-    return record_run(lm, PROMPT, LookaheadConfig(window=5, ngram=3, guesses=5), 40, "a prompt")
+    return record_run(
+        lm,
+        PROMPT,
+        DecodeRequest(lookahead=LookaheadConfig(window=5, ngram=3, guesses=5), max_new_tokens=40),
+        prompt_text="a prompt",
+    )
 
 
 def test_the_recorded_run_fills_every_part_of_the_schema(run):
@@ -55,11 +60,11 @@ def test_a_recorded_run_reads_back_equal_field_for_field(run):
 
 def test_an_auto_trace_reads_back_with_its_settings_and_cost_curve(tiny_lm):
     auto = choose_settings(cost_table(0.2))
-    trace = record_trace(tiny_lm, PROMPT, Method.LOOKAHEAD, LookaheadConfig(), 24, auto=auto)
+    trace = record_trace(tiny_lm, PROMPT, DecodeRequest(max_new_tokens=24), auto=auto)
     read = Trace.from_json(trace.to_json())
     assert read == trace
     assert_same_types(trace, read, "trace")
-    assert read.meta.settings.planner == Planner.COST_AWARE
+    assert read.meta.settings.planner == PlannerKind.COST_AWARE
     assert type(read.meta.settings.step_costs) is StepCostCurve
     assert read.meta.settings.step_costs.seconds == cost_table(0.2).seconds
 

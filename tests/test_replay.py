@@ -11,7 +11,7 @@ import pytest
 
 from lab.requests import MAX_NEW_TOKENS
 from lookahead_core.config import LookaheadConfig
-from lookahead_core.records import SCHEMA_VERSION, Method, Run, SchemaError, Settings, to_data
+from lookahead_core.records import SCHEMA_VERSION, LookaheadSettings, Method, Run, SchemaError, to_data
 from visuals import library, replay
 
 PRESETS = library.load_presets()
@@ -78,8 +78,8 @@ def test_an_expired_or_broken_session_is_not_taken_for_a_run(value):
 
 def test_a_run_without_steps_is_not_taken_for_a_run(run):
     empty = dataclasses.replace(run.trace, steps=[])
-    assert not replay.is_run(Run(empty, run.greedy))
-    assert not replay.is_run(Run(run.trace, dataclasses.replace(run.greedy, steps=[])))
+    assert not replay.is_run(Run(trace=empty, greedy=run.greedy))
+    assert not replay.is_run(Run(trace=run.trace, greedy=dataclasses.replace(run.greedy, steps=[])))
     assert not replay.is_run(to_data(run))  # the plain data of a run is not a run
 
 
@@ -113,7 +113,7 @@ def test_each_preset_is_valid_and_its_example_matches_it(item):
     method = Method(item.get("method", Method.LOOKAHEAD))
     assert meta.method == method and example.greedy.meta.method == Method.GREEDY
     if method == Method.LOOKAHEAD:
-        assert meta.settings == Settings(window=item["window"], ngram=item["ngram"], guesses=item["guesses"])
+        assert meta.settings == LookaheadSettings(window=item["window"], ngram=item["ngram"], guesses=item["guesses"])
     if method == Method.PROMPT_LOOKUP:
         assert meta.lookup.tokens == item["lookup_tokens"] and meta.settings is None
     if method == Method.SPECULATIVE:

@@ -19,7 +19,8 @@ from lookahead_core import verify as verify_module
 from lookahead_core.config import LookaheadConfig, LookupConfig, SettingsError
 from lookahead_core.draft import Draft
 from lookahead_core.models import LoadedModel
-from lookahead_core.records import Draw, Method, Reason, Source, TokenSource
+from lookahead_core.records import Draw, GuessReason, GuessSource, Method, TokenSource
+from lookahead_core.request import DecodeRequest
 from lookahead_core.sampling import SamplingConfig, probabilities
 from lookahead_core.trace import decode_steps, summarize
 from lookahead_core.verify import verify_sampled
@@ -59,7 +60,7 @@ def accept_the_argmax(probs, offered, generator):
     for token in (offer.token for offer in offered):
         accepted = token == int(probs.argmax())
         p = float(probs[token] / probs.sum())
-        draws.append(Draw(token, p, p, 0.0, accepted))
+        draws.append(Draw(token=token, probability=p, chance=p, uniform=0.0, accepted=accepted))
         if accepted:
             return draws, token
         probs[token] = 0.0
@@ -80,7 +81,7 @@ def keep_p(probs, q, total):
 class Path:
     def __init__(self, tokens, rows, lane=0, distributions=None):
         self.tokens, self.rows, self.lane = tokens, rows, lane
-        self.source, self.reason = Source.WINDOW, Reason.ONE_TOKEN_KEY
+        self.source, self.reason = GuessSource.WINDOW, GuessReason.ONE_TOKEN_KEY
         self.distributions, self.found_at, self.key_length = distributions, None, 0
         pairs = zip(distributions if distributions is not None else [], tokens, strict=False)
         self.draft_probabilities = [float(q[t]) for q, t in pairs]
@@ -253,7 +254,12 @@ def method_samples(lm: LoadedModel, method: Method, sampling: SamplingConfig, ru
     counts = Counter()
     for seed in range(runs):
         seeded = sampling.for_prompt(seed)
-        steps = decode_steps(lm, PROMPT, method, config, TOKENS, None, seeded, lookup, draft)
+        steps = decode_steps(
+            lm,
+            PROMPT,
+            DecodeRequest(method=method, lookahead=config, max_new_tokens=TOKENS, sampling=seeded, lookup=lookup),
+            draft=draft,
+        )
         counts[tuple(summarize(list(steps)).new_token_ids)] += 1
     return counts
 
@@ -295,7 +301,16 @@ def test_the_same_seed_gives_the_same_output(method):
     prompt = [5, 6, 7, 5, 6, 8, 5, 6]
 
     def output(s):
-        return summarize(list(decode_steps(lm, prompt, method, config, 24, None, s, draft=draft))).new_token_ids
+        return summarize(
+            list(
+                decode_steps(
+                    lm,
+                    prompt,
+                    DecodeRequest(method=method, lookahead=config, max_new_tokens=24, sampling=s),
+                    draft=draft,
+                )
+            )
+        ).new_token_ids
 
     assert output(sampling) == output(sampling)
     assert output(sampling) != output(SamplingConfig(temperature=0.8, top_p=0.9, seed=8))
@@ -307,20 +322,35 @@ def test_temperature_0_and_top_k_1_are_greedy(family):
     config = LookaheadConfig(5, 4, 5)
     for seed in range(4):
         prompt = [(seed * 7 + j * 3) % 40 + 10 for j in range(6)] * 2
-        greedy = summarize(list(decode_steps(lm, prompt, Method.GREEDY, config, 30))).new_token_ids
+        greedy = summarize(
+            list(decode_steps(lm, prompt, DecodeRequest(method=Method.GREEDY, lookahead=config, max_new_tokens=30)))
+        ).new_token_ids
         top_1 = SamplingConfig(temperature=0.9, top_k=1, seed=seed)
         for method in Method:
-            steps = decode_steps(lm, prompt, method, config, 30, None, top_1, draft=tiny_draft(family))
+            steps = decode_steps(
+                lm,
+                prompt,
+                DecodeRequest(method=method, lookahead=config, max_new_tokens=30, sampling=top_1),
+                draft=tiny_draft(family),
+            )
             sampled = summarize(list(steps))
             assert sampled.new_token_ids == greedy
-        zero = list(decode_steps(lm, prompt, Method.LOOKAHEAD, config, 30, sampling=SamplingConfig(seed=seed)))
+        zero = list(
+            decode_steps(
+                lm, prompt, DecodeRequest(lookahead=config, max_new_tokens=30, sampling=SamplingConfig(seed=seed))
+            )
+        )
         assert summarize(zero).new_token_ids == greedy
         assert all(not r.verification.positions for r in zero[1:])  # temperature 0 takes the greedy path
 
 
 def test_sampled_records_say_how_each_token_was_made(small_lm):
     sampling = SamplingConfig(temperature=1.0, seed=4)
-    steps = list(decode_steps(small_lm, PROMPT, Method.LOOKAHEAD, LookaheadConfig(3, 3, 3), 20, sampling=sampling))
+    steps = list(
+        decode_steps(
+            small_lm, PROMPT, DecodeRequest(lookahead=LookaheadConfig(3, 3, 3), max_new_tokens=20, sampling=sampling)
+        )
+    )
     assert steps[0].sources == [TokenSource.SAMPLED]
     for record in steps[1:]:
         positions = record.verification.positions

@@ -15,11 +15,11 @@ from lookahead_core.pool import Guess
 from lookahead_core.proposers import Candidate, Proposal, guess_branch, window_branch
 from lookahead_core.records import (
     Draw,
+    GuessReason,
+    GuessSource,
     PlanReason,
     PlanRecord,
-    Reason,
     SampledPosition,
-    Source,
     StopReason,
     TokenSource,
     Verdict,
@@ -32,7 +32,7 @@ from lookahead_core.window import JacobiWindow
 def guess(tokens: list[int], first_row: int, lane: int) -> Candidate:
     """A guess laid out as a chain from `first_row`."""
     rows = tuple(range(first_row, first_row + len(tokens)))
-    return Candidate(tuple(tokens), rows, Source.PROMPT, Reason.ONE_TOKEN_KEY, lane)
+    return Candidate(tuple(tokens), rows, GuessSource.PROMPT, GuessReason.ONE_TOKEN_KEY, lane)
 
 
 # rows: 0 c | 1-3 guess 0 | 4-6 guess 1 | 7-9 guess 2 | 10-12 guess 3 | 13-14 guess 4
@@ -66,7 +66,7 @@ def test_each_candidate_records_what_the_model_expected_and_how_much_matched():
         Verdict.NO_MATCH,
     ]
     first = candidates[0]  # the candidate itself is kept as verified: its tokens, rows, origin
-    assert (first.tokens, first.rows, first.lane, first.source) == ([5, 9, 9], [1, 2, 3], 0, Source.PROMPT)
+    assert (first.tokens, first.rows, first.lane, first.source) == ([5, 9, 9], [1, 2, 3], 0, GuessSource.PROMPT)
 
 
 def test_no_match_commits_the_guaranteed_token_alone():
@@ -86,21 +86,33 @@ def test_a_tie_goes_to_the_first_candidate():
 def test_a_window_trajectory_is_verified_like_a_guess():
     # rows: 0 c | 1 L0C1 | 2 L0C2 | 3 L1C0 | 4 L1C1 | 5 L1C2 | 6 g0 | 7 g1
     window = JacobiWindow([[10, 11, 12], [21, 22, 0]], ngram=3)
-    offered = guess_branch(Guess([11, 41], Source.OUTPUT, Reason.TWO_TOKEN_KEY), 0)
-    plan = Plan(True, 1, 2, PlanRecord(PlanReason.PAPER, True, 1, 1, 2))
+    offered = guess_branch(Guess([11, 41], GuessSource.OUTPUT, GuessReason.TWO_TOKEN_KEY), 0)
+    plan = Plan(
+        True,
+        1,
+        2,
+        PlanRecord(reason=PlanReason.PAPER, window_fed=True, guesses_offered=1, guesses_verified=1, guess_length=2),
+    )
     fed = lay_out(10, Proposal(window_branch(window), [offered]), plan)
     result = verify(fed.candidates, [11, 12, 0, 0, 0, 30, 40, 0])
     # guess [11, 41]: 11 is the guaranteed token, 41 is not what row 6 predicts (40).
     # trajectory of column 2 [11, 12, 0]: each is what the row before it predicts.
     assert [c.matched for c in result.candidates] == [1, 0, 1, 3]
-    assert [c.source for c in result.candidates] == [Source.OUTPUT] + [Source.TRAJECTORY] * 3
-    assert result.candidates[3].reason == Reason.JACOBI_TRAJECTORY and result.candidates[3].lane == 2
+    assert [c.source for c in result.candidates] == [GuessSource.OUTPUT] + [GuessSource.TRAJECTORY] * 3
+    assert result.candidates[3].reason == GuessReason.JACOBI_TRAJECTORY and result.candidates[3].lane == 2
     assert result.winner == 3 and result.block == [11, 12, 0, 30] and result.bonus == 30
 
 
 def greedy_outcome(accepted: int) -> VerificationRecord:
     block = list(range(accepted + 1))
-    return VerificationRecord(0, [], 0 if accepted else None, accepted, block[-1] if accepted else None, block)
+    return VerificationRecord(
+        guaranteed=0,
+        candidates=[],
+        winner=0 if accepted else None,
+        accepted=accepted,
+        bonus=block[-1] if accepted else None,
+        block=block,
+    )
 
 
 def test_commit_sources_name_the_guaranteed_accepted_and_bonus_tokens():
@@ -116,10 +128,32 @@ def test_commit_sources_name_the_guaranteed_accepted_and_bonus_tokens():
 
 
 def test_sampled_commit_sources_name_accepted_then_bonus_or_drawn_tokens():
-    drawn = SampledPosition(1, 3, [Draw(9, 0.4, 0.4, 0.7, False)], 5, True)
-    sampled = VerificationRecord(4, [], 0, 1, None, [4, 5], [SampledPosition(0, 0, [], 4, False), drawn])
+    drawn = SampledPosition(
+        offset=1,
+        row=3,
+        draws=[Draw(token=9, probability=0.4, chance=0.4, uniform=0.7, accepted=False)],
+        token=5,
+        drawn=True,
+    )
+    sampled = VerificationRecord(
+        guaranteed=4,
+        candidates=[],
+        winner=0,
+        accepted=1,
+        bonus=None,
+        block=[4, 5],
+        positions=[SampledPosition(offset=0, row=0, draws=[], token=4, drawn=False), drawn],
+    )
     assert commit_sources(2, sampled) == [TokenSource.ACCEPTED, TokenSource.SAMPLED]
-    bonus = VerificationRecord(4, [], 0, 1, 5, [4, 5], [SampledPosition(0, 0, [], 4, False)] * 2)
+    bonus = VerificationRecord(
+        guaranteed=4,
+        candidates=[],
+        winner=0,
+        accepted=1,
+        bonus=5,
+        block=[4, 5],
+        positions=[SampledPosition(offset=0, row=0, draws=[], token=4, drawn=False)] * 2,
+    )
     assert commit_sources(2, bonus) == [TokenSource.ACCEPTED, TokenSource.BONUS]
 
 

@@ -7,14 +7,14 @@ from html import escape
 
 from lookahead_core.records import (
     CandidateRecord,
+    GuessReason,
+    GuessSource,
+    LookaheadSettings,
     Method,
     PlanReason,
     PlanRecord,
     PoolEntry,
     PoolRecord,
-    Reason,
-    Settings,
-    Source,
     StepKind,
     StepRecord,
     TokenSource,
@@ -44,35 +44,52 @@ def candidate(tokens_: list[int], lane: int, verdict: Verdict, trajectory: bool 
     expected = [2, 3][: len(tokens_)]
     matched = next((k for k, (t, e) in enumerate(zip(tokens_, expected, strict=True)) if t != e), len(tokens_))
     source, reason = (
-        (Source.TRAJECTORY, Reason.JACOBI_TRAJECTORY) if trajectory else (Source.PROMPT, Reason.ONE_TOKEN_KEY)
+        (GuessSource.TRAJECTORY, GuessReason.JACOBI_TRAJECTORY)
+        if trajectory
+        else (GuessSource.PROMPT, GuessReason.ONE_TOKEN_KEY)
     )
-    return CandidateRecord(source, reason, lane, tokens_, [], expected, matched, verdict)
+    return CandidateRecord(
+        source=source,
+        reason=reason,
+        lane=lane,
+        tokens=tokens_,
+        rows=[],
+        expected=expected,
+        matched=matched,
+        verdict=verdict,
+    )
 
 
 def caption_step(candidates: list[CandidateRecord], winner: int) -> StepRecord:
-    verification_ = VerificationRecord(2, candidates, winner, 2, 4, [2, 3, 4])
-    entries = [PoolEntry([2, 3], Source.PROMPT, lane) for lane in range(3)]
+    verification_ = VerificationRecord(
+        guaranteed=2, candidates=candidates, winner=winner, accepted=2, bonus=4, block=[2, 3, 4]
+    )
+    entries = [PoolEntry(continuation=[2, 3], source=GuessSource.PROMPT, guess=lane) for lane in range(3)]
     return StepRecord(
-        5,
-        Method.LOOKAHEAD,
-        StepKind.DECODE,
-        9,
-        7,
-        [2, 3, 4],
-        [TokenSource.GUARANTEED, TokenSource.ACCEPTED, TokenSource.BONUS],
-        None,
-        0.01,
-        0.01,
-        plan=PlanRecord(PlanReason.PAPER, True, 3, 3, 2),
-        window=WindowRecord(True, False, [[1, 5], [4, 5]], [3, 4], [5, 5], []),
-        pool=PoolRecord(1, 5, entries, [], [], 9, 9),
+        step=5,
+        method=Method.LOOKAHEAD,
+        kind=StepKind.DECODE,
+        position=9,
+        tokens_fed=7,
+        committed=[2, 3, 4],
+        sources=[TokenSource.GUARANTEED, TokenSource.ACCEPTED, TokenSource.BONUS],
+        stop=None,
+        forward_seconds=0.01,
+        step_seconds=0.01,
+        plan=PlanRecord(
+            reason=PlanReason.PAPER, window_fed=True, guesses_offered=3, guesses_verified=3, guess_length=2
+        ),
+        window=WindowRecord(
+            fed=True, warming_up=False, levels=[[1, 5], [4, 5]], origins=[3, 4], update=[5, 5], harvested=[]
+        ),
+        pool=PoolRecord(key=1, previous=5, entries=entries, added=[], evicted=[], size=9, size_before=9),
         verification=verification_,
     )
 
 
 def hand_trace(record: StepRecord, guesses: int = 3) -> Trace:
     base = example("python").trace
-    meta = dataclasses.replace(base.meta, settings=Settings(2, 3, guesses))
+    meta = dataclasses.replace(base.meta, settings=LookaheadSettings(window=2, ngram=3, guesses=guesses))
     return dataclasses.replace(base, meta=meta, steps=[*base.steps[:5], record], vocab=CAPTION_VOCAB)
 
 
@@ -118,7 +135,7 @@ def test_a_step_with_nothing_verified_says_so():
         sources=[TokenSource.GUARANTEED],
         pool=dataclasses.replace(bare.pool, entries=[]),
         window=dataclasses.replace(bare.window, fed=False, update=[]),
-        verification=VerificationRecord(2, [], None, 0, None, [2]),
+        verification=VerificationRecord(guaranteed=2, candidates=[], winner=None, accepted=0, bonus=None, block=[2]),
     )
     trace = hand_trace(bare, guesses=0)
     text = caption.step_caption(trace, 5)

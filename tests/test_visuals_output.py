@@ -6,7 +6,8 @@ from __future__ import annotations
 import re
 from html import escape
 
-from lookahead_core.records import Method, Run
+from lookahead_core.records import Run
+from lookahead_core.request import DecodeRequest
 from visuals import output, replay
 
 
@@ -32,7 +33,12 @@ def test_text_in_every_script_is_drawn_whole(default_model):
     from lookahead_core.trace import record_trace
 
     ids = encode_prompt(default_model.tokenizer, MANY_SCRIPTS)
-    trace = record_trace(default_model, ids, Method.LOOKAHEAD, LookaheadConfig(3, 3, 3), 24, MANY_SCRIPTS)
+    trace = record_trace(
+        default_model,
+        ids,
+        DecodeRequest(lookahead=LookaheadConfig(3, 3, 3), max_new_tokens=24),
+        prompt_text=MANY_SCRIPTS,
+    )
     split = [trace.vocab[str(t)] for t in ids if "‹" in trace.vocab[str(t)]]
     assert split, "no token of the prompt is a split character: nothing was tested"
     assert all(re.search(r"‹[0-9a-f]{2}( [0-9a-f]{2})*›", text) for text in split)  # its bytes, marked
@@ -40,6 +46,8 @@ def test_text_in_every_script_is_drawn_whole(default_model):
     html = output.output_html(trace, last)
     assert escape(MANY_SCRIPTS) in html and "\ufffd" not in html
     for index in range(last + 1):  # the window, pool and verification chips show bytes, never U+FFFD
-        assert not [name for name, panel in replay.panels(Run(trace, trace), index).items() if "\ufffd" in panel]
+        assert not [
+            name for name, panel in replay.panels(Run(trace=trace, greedy=trace), index).items() if "\ufffd" in panel
+        ]
     whole = default_model.tokenizer.decode(trace.summary.new_token_ids, skip_special_tokens=True)
     assert "".join(trace.pieces) == whole.rstrip("\ufffd")

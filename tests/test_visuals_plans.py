@@ -8,6 +8,7 @@ from html import escape
 import pytest
 
 from lookahead_core.records import PlanReason, Run
+from lookahead_core.request import DecodeRequest
 from tests.visual_checks import TINY_MOTIFS, check_step, decode_steps, tiny_lm
 from visuals import caption, plans, replay, summary, window
 
@@ -15,14 +16,13 @@ from visuals import caption, plans, replay, summary, window
 @pytest.fixture(scope="module")
 def auto_run() -> Run:
     """A tiny run with auto settings on a steep cost table: the cost-aware planner leaves the window out."""
-    from lookahead_core.config import LookaheadConfig
     from lookahead_core.trace import record_run
     from lookahead_core.tuning import choose_settings
 
     from .conftest import cost_table
 
     prompt = (TINY_MOTIFS[3] * 4)[:13]
-    return record_run(tiny_lm(), prompt, LookaheadConfig(), 40, auto=choose_settings(cost_table(0.2)))
+    return record_run(tiny_lm(), prompt, DecodeRequest(max_new_tokens=40), auto=choose_settings(cost_table(0.2)))
 
 
 def test_an_auto_run_renders_its_plans_and_the_window_left_out(auto_run):

@@ -14,17 +14,18 @@ from html import escape
 import pytest
 
 from lookahead_core.records import (
+    GuessReason,
+    GuessSource,
+    LookaheadSettings,
     NGram,
     PoolEntry,
     PoolRecord,
-    Reason,
     Run,
-    Settings,
-    Source,
     StepKind,
     StepRecord,
     WindowRecord,
 )
+from lookahead_core.request import DecodeRequest
 from tests.visual_checks import (
     TINY_MOTIFS,
     check_mask,
@@ -56,7 +57,11 @@ def tiny_run(guesses: int) -> Run:
     from lookahead_core.trace import record_run
 
     prompt = (TINY_MOTIFS[guesses] * 4)[:13]
-    return record_run(tiny_lm(), prompt, LookaheadConfig(window=4, ngram=4, guesses=guesses), 24)
+    return record_run(
+        tiny_lm(),
+        prompt,
+        DecodeRequest(lookahead=LookaheadConfig(window=4, ngram=4, guesses=guesses), max_new_tokens=24),
+    )
 
 
 @pytest.fixture(scope="module")
@@ -95,8 +100,12 @@ def test_with_g_0_the_wording_leads_and_only_trajectories_are_verified(tiny_runs
 def test_a_run_of_one_token_is_only_the_prefill(run):
     ours, theirs = run.trace, run.greedy
     one = Run(
-        dataclasses.replace(ours, steps=ours.steps[:1], summary=dataclasses.replace(ours.summary, steps=1, tokens=1)),
-        dataclasses.replace(theirs, steps=theirs.steps[:1], summary=dataclasses.replace(theirs.summary, steps=1)),
+        trace=dataclasses.replace(
+            ours, steps=ours.steps[:1], summary=dataclasses.replace(ours.summary, steps=1, tokens=1)
+        ),
+        greedy=dataclasses.replace(
+            theirs, steps=theirs.steps[:1], summary=dataclasses.replace(theirs.summary, steps=1)
+        ),
     )
     assert replay.last_step(one) == 0
     assert "prefill alone" in summary.summary_html(one)
@@ -109,10 +118,10 @@ def test_a_run_of_one_token_is_only_the_prefill(run):
 # Speed: replaying a step must stay well under 50 ms, even for the widest settings the budget allows
 
 
-WIDEST = Settings(window=32, ngram=8, guesses=31)  # 1 + 31 + 6 * 32 + 31 * 7 = 441 tokens fed
+WIDEST = LookaheadSettings(window=32, ngram=8, guesses=31)  # 1 + 31 + 6 * 32 + 31 * 7 = 441 tokens fed
 
 
-def with_record(run: Run, index: int, record: StepRecord, settings: Settings | None = None) -> Run:
+def with_record(run: Run, index: int, record: StepRecord, settings: LookaheadSettings | None = None) -> Run:
     """`run` with lookahead step `index` replaced by `record` (and its settings, if given)."""
     trace = run.trace
     steps = [*trace.steps[:index], record, *trace.steps[index + 1 :]]
@@ -141,7 +150,7 @@ def widest_step_run(run: Run) -> Run:
     guesses = [draw(ngram - 1) for _ in range(count)]
     proposal = Proposal(
         window_branch(JacobiWindow([list(level) for level in levels], ngram)),
-        [guess_branch(Guess(g, Source.WINDOW, Reason.ONE_TOKEN_KEY), lane) for lane, g in enumerate(guesses)],
+        [guess_branch(Guess(g, GuessSource.WINDOW, GuessReason.ONE_TOKEN_KEY), lane) for lane, g in enumerate(guesses)],
     )
     plan = FullPlanner().plan(proposal)
     fed = lay_out(current, proposal, plan)
@@ -150,29 +159,33 @@ def widest_step_run(run: Run) -> Run:
     harvested = [[level[j] for level in levels] + [update[j]] for j in range(width)]
     last = run.trace.steps[-1]
     record = StepRecord(
-        last.step,
-        last.method,
-        StepKind.DECODE,
-        last.position,
-        fed.layout.size,
-        verified.block,
-        commit_sources(len(verified.block), verified),
-        None,
-        0.01,
-        0.01,
-        input_rows(fed, last.position),
-        plan.record,
-        WindowRecord(True, False, levels, list(range(1, ngram)), update, harvested),
-        PoolRecord(
-            current,
-            draw(1)[0],
-            [PoolEntry(g, Source.WINDOW, lane) for lane, g in enumerate(guesses)],
-            [NGram(column[0], column[1:], Source.WINDOW) for column in harvested],
-            [],
-            500,
-            500 - width,
+        step=last.step,
+        method=last.method,
+        kind=StepKind.DECODE,
+        position=last.position,
+        tokens_fed=fed.layout.size,
+        committed=verified.block,
+        sources=commit_sources(len(verified.block), verified),
+        stop=None,
+        forward_seconds=0.01,
+        step_seconds=0.01,
+        rows=input_rows(fed, last.position),
+        plan=plan.record,
+        window=WindowRecord(
+            fed=True, warming_up=False, levels=levels, origins=list(range(1, ngram)), update=update, harvested=harvested
         ),
-        verified,
+        pool=PoolRecord(
+            key=current,
+            previous=draw(1)[0],
+            entries=[
+                PoolEntry(continuation=g, source=GuessSource.WINDOW, guess=lane) for lane, g in enumerate(guesses)
+            ],
+            added=[NGram(key=column[0], continuation=column[1:], source=GuessSource.WINDOW) for column in harvested],
+            evicted=[],
+            size=500,
+            size_before=500 - width,
+        ),
+        verification=verified,
     )
     return with_record(run, len(run.trace.steps) - 1, record, WIDEST)
 

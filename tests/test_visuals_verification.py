@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 from html import unescape
 
-from lookahead_core.records import Source, Verdict
+from lookahead_core.records import GuessSource, Verdict
 from tests.visual_checks import (
     PRESETS,
     check_verification,
@@ -30,7 +30,7 @@ def test_verification_shows_each_recorded_verdict():
     """The verdict tooltip is CandidateRecord.verdict, not a re-judgement: change it and the panel follows."""
     trace = example("study-tips").trace
     record = next(r for r in trace.steps[1:] if r.verification.winner is not None and len(guesses_of(r)) >= 2)
-    losers = [i for i, c in enumerate(record.verification.candidates) if c.source != Source.TRAJECTORY]
+    losers = [i for i, c in enumerate(record.verification.candidates) if c.source != GuessSource.TRAJECTORY]
     losers = [i for i in losers if i != record.verification.winner]
     candidates = list(record.verification.candidates)
     for i in losers:

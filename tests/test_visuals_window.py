@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 import re
 
-from lookahead_core.records import Source
+from lookahead_core.records import GuessSource
 from tests.visual_checks import check_window, check_window_path, chips_in, decode_steps, example
 from visuals import window
 
@@ -16,7 +16,7 @@ def test_window_shows_every_level_and_outlines_harvested_columns(lookahead_run):
     trace = run.trace
     for _, record in decode_steps(run):
         check_window(record, trace.vocab, trace.meta.settings.ngram)
-        harvested = [a for a in record.pool.added if a.source == Source.WINDOW]
+        harvested = [a for a in record.pool.added if a.source == GuessSource.WINDOW]
         assert [[g.key, *g.continuation] for g in harvested] == record.window.harvested
 
 

@@ -17,11 +17,11 @@ import pytest
 
 from lookahead_core.records import (
     CandidateRecord,
+    GuessReason,
+    GuessSource,
     Method,
     PlanReason,
-    Reason,
     Run,
-    Source,
     StepKind,
     StepRecord,
     TokenSource,
@@ -72,15 +72,15 @@ def winner_of(record: StepRecord) -> CandidateRecord | None:
 
 def trajectory_winner(record: StepRecord) -> CandidateRecord | None:
     winner = winner_of(record)
-    return winner if winner is not None and winner.source == Source.TRAJECTORY else None
+    return winner if winner is not None and winner.source == GuessSource.TRAJECTORY else None
 
 
 def guesses_of(record: StepRecord) -> list[CandidateRecord]:
-    return [c for c in record.verification.candidates if c.source != Source.TRAJECTORY]
+    return [c for c in record.verification.candidates if c.source != GuessSource.TRAJECTORY]
 
 
 def trajectories_of(record: StepRecord) -> list[CandidateRecord]:
-    return [c for c in record.verification.candidates if c.source == Source.TRAJECTORY]
+    return [c for c in record.verification.candidates if c.source == GuessSource.TRAJECTORY]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -146,14 +146,14 @@ VERIFY_ROW = re.compile(
 
 def expected_row(record: StepRecord, candidate: CandidateRecord) -> tuple[str, list[str]]:
     """The label of a candidate's row and the place each of its tokens is named by in its tooltip."""
-    if candidate.source == Source.TRAJECTORY:
+    if candidate.source == GuessSource.TRAJECTORY:
         cells = [(record.rows[r].lane, record.rows[r].index) for r in candidate.rows]
         places = [f"trajectory token {k}: level {level}, column {j}" for k, (level, j) in enumerate(cells)]
         return f"window column {candidate.lane} trajectory", places
-    if candidate.reason == Reason.DRAFT_MODEL:
+    if candidate.reason == GuessReason.DRAFT_MODEL:
         odds = [f" · q = {q:.2f} under the draft" for q in candidate.draft_probabilities]
         return "draft chain", [f"draft chain token {k}{odds[k]}" for k in range(len(candidate.tokens))]
-    kind = "match" if candidate.reason == Reason.SUFFIX_MATCH else "guess"
+    kind = "match" if candidate.reason == GuessReason.SUFFIX_MATCH else "guess"
     return f"{kind} {candidate.lane + 1}", [f"{kind} token {k}" for k in range(len(candidate.tokens))]
 
 
@@ -182,7 +182,7 @@ def check_path_row(record: StepRecord, vocab: dict, candidate: CandidateRecord, 
             assert kind == "unchecked" and "not checked" in tip
     if bonus is not None:
         assert marks[-1][0] == "bonus" and marks[-1][2] == shown(vocab, bonus)
-        corrected = candidate.source == Source.DRAFT and candidate.matched < len(candidate.tokens)
+        corrected = candidate.source == GuessSource.DRAFT and candidate.matched < len(candidate.tokens)
         assert f'<span class="ll-plus">+ {"correction" if corrected else "bonus"}</span>' in cells
 
 
@@ -261,7 +261,7 @@ def check_caption(trace: Trace, index: int) -> None:
         said = f"match {winner.lane + 1} agreed for {caption.plural(winner.matched, 'token')}" if winner else "occur"
         assert said in html
         return
-    if winner is not None and winner.source != Source.TRAJECTORY:
+    if winner is not None and winner.source != GuessSource.TRAJECTORY:
         assert f"guess {winner.lane + 1} matched {caption.plural(winner.matched, 'token')}" in html
     if trajectory_winner(record) is not None:
         matched = caption.plural(winner.matched, "token")

@@ -8,7 +8,7 @@ lookup and speculative decoding say what their matches or their draft chain did.
 
 from __future__ import annotations
 
-from lookahead_core.records import Method, PlanReason, Source, StepKind, StepRecord, TokenSource, Trace
+from lookahead_core.records import GuessSource, Method, PlanReason, StepKind, StepRecord, TokenSource, Trace
 
 from .markup import escape
 from .methods import STOP_WORDS, candidate_kind, draft_words
@@ -70,14 +70,14 @@ def trajectory_clause(record: StepRecord) -> str:
 
 def trajectory_won(record: StepRecord) -> bool:
     winner = winner_of(record)
-    return winner is not None and winner.source == Source.TRAJECTORY
+    return winner is not None and winner.source == GuessSource.TRAJECTORY
 
 
 def pool_clause(record: StepRecord, vocab: dict) -> str:
     """What the key's n-grams and, when they lost, the window's trajectories gave verification."""
     key = quoted(vocab, record.pool.key)
     entries = len(record.pool.entries)
-    guesses = sum(c.source != Source.TRAJECTORY for c in record.verification.candidates)
+    guesses = sum(c.source != GuessSource.TRAJECTORY for c in record.verification.candidates)
     if entries == 0:
         clause = f"The key {key} had no n-gram in the pool to verify"
         return clause + (f", but the window had a match: {trajectory_clause(record)}" if trajectory_won(record) else "")

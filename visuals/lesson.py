@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from lookahead_core.records import Method, Run, Source
+from lookahead_core.records import GuessSource, Method, Run
 
 from .summary import mean_decode_seconds
 
@@ -63,7 +63,7 @@ def accepted(run: Run, index: int, at_least: int = 1) -> bool:
     return verification is not None and verification.accepted >= at_least
 
 
-def winner_from(run: Run, index: int, source: Source) -> bool:
+def winner_from(run: Run, index: int, source: GuessSource) -> bool:
     verification = run.trace.steps[index].verification
     return accepted(run, index) and verification.candidates[verification.winner].source == source
 
@@ -117,7 +117,7 @@ LESSON: tuple[LessonStep, ...] = (
         "python",
         17,
         "pool",
-        lambda run, index: winner_from(run, index, Source.WINDOW),
+        lambda run, index: winner_from(run, index, GuessSource.WINDOW),
     ),
     LessonStep(
         "Verification and the bonus token",
@@ -157,7 +157,7 @@ LESSON: tuple[LessonStep, ...] = (
         "spelling",
         3,
         "verification",
-        lambda run, index: winner_from(run, index, Source.PROMPT) and not slower(run, index),
+        lambda run, index: winner_from(run, index, GuessSource.PROMPT) and not slower(run, index),
     ),
     LessonStep(
         "When it does not",

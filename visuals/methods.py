@@ -1,12 +1,12 @@
 """The guessing methods in words: their names, their settings, and what a method without a window or pool has instead.
 
-Pure functions of the records' TraceMeta (method, lookahead's Settings, LookupSettings,
+Pure functions of the records' TraceMeta (method, lookahead's LookaheadSettings, LookupSettings,
 DraftSettings) and StepRecord (a draft's DraftRecord, a match's place).
 """
 
 from __future__ import annotations
 
-from lookahead_core.records import CandidateRecord, Method, Reason, Source, StepRecord, StopReason, TraceMeta
+from lookahead_core.records import CandidateRecord, GuessReason, GuessSource, Method, StepRecord, StopReason, TraceMeta
 
 from .markup import escape
 from .plans import triple
@@ -66,22 +66,22 @@ def no_pool_html(method: Method) -> str:
 
 def candidate_kind(candidate: CandidateRecord) -> str:
     """What kind of path it is: a pool guess, a prompt match, the draft chain, a window trajectory."""
-    if candidate.source == Source.TRAJECTORY:
+    if candidate.source == GuessSource.TRAJECTORY:
         return "trajectory"
-    return {Reason.DRAFT_MODEL: "draft chain", Reason.SUFFIX_MATCH: "match"}.get(candidate.reason, "guess")
+    return {GuessReason.DRAFT_MODEL: "draft chain", GuessReason.SUFFIX_MATCH: "match"}.get(candidate.reason, "guess")
 
 
 def candidate_label(candidate: CandidateRecord) -> str:
     """A verified path's name in the verification panel, e.g. "guess 2", "match 1", "draft chain"."""
     kind = candidate_kind(candidate)
-    return kind if candidate.reason == Reason.DRAFT_MODEL else f"{kind} {candidate.lane + 1}"
+    return kind if candidate.reason == GuessReason.DRAFT_MODEL else f"{kind} {candidate.lane + 1}"
 
 
 def candidate_why(candidate: CandidateRecord) -> str:
     """Why the path was verified, in a sentence fragment."""
-    if candidate.reason == Reason.DRAFT_MODEL:
+    if candidate.reason == GuessReason.DRAFT_MODEL:
         return "the draft model's own continuation, one draft pass per token"
-    if candidate.reason == Reason.SUFFIX_MATCH:
+    if candidate.reason == GuessReason.SUFFIX_MATCH:
         start = candidate.found_at - candidate.key_length
         return (
             f"the last {candidate.key_length} token{'s' if candidate.key_length != 1 else ''} also occur at "

@@ -1,12 +1,12 @@
-"""Settings and plans in words: the auto choice and the figures behind it, and what each step fed and why.
+"""Lookahead's settings and plans in words: the auto choice and the figures behind it, and what each step fed and why.
 
-Pure functions of the records' Settings and PlanRecord: every figure they name was measured
+Pure functions of the records' LookaheadSettings and PlanRecord: every figure they name was measured
 (the step-cost curve, with its hardware and date) or counted in the run at hand.
 """
 
 from __future__ import annotations
 
-from lookahead_core.records import Planner, PlanReason, PlanRecord, Regime, Settings
+from lookahead_core.records import LookaheadSettings, PlannerKind, PlanReason, PlanRecord, Regime
 
 REGIME_WORDS = {
     Regime.FLAT: "wide steps are almost free, so every step feeds the paper's whole window and all its guesses",
@@ -14,19 +14,19 @@ REGIME_WORDS = {
     Regime.STEEP: "each token fed must earn its cost, so a small window is planned step by step",
 }
 PLANNER_WORDS = {
-    Planner.FULL: "full plan: every step feeds the whole window and up to G guesses",
-    Planner.COST_AWARE: (
+    PlannerKind.FULL: "full plan: every step feeds the whole window and up to G guesses",
+    PlannerKind.COST_AWARE: (
         "cost-aware plan: each step feeds the window and the guesses only when the tokens they were measured "
         "to add in this run outweigh the wider step's measured cost"
     ),
 }
 
 
-def triple(settings: Settings) -> str:
+def triple(settings: LookaheadSettings) -> str:
     return f"W={settings.window} N={settings.ngram} G={settings.guesses}"
 
 
-def settings_words(settings: Settings) -> str:
+def settings_words(settings: LookaheadSettings) -> str:
     """The settings, the planner, and (for an auto choice) the measured figure that chose them."""
     words = f"{triple(settings)}, {PLANNER_WORDS[settings.planner]}"
     if settings.regime is None or settings.step_costs is None:

@@ -7,21 +7,21 @@ columns and the committed output), what was evicted, and the pool's size before 
 
 from __future__ import annotations
 
-from lookahead_core.records import Reason, Source, StepKind, StepRecord
+from lookahead_core.records import GuessReason, GuessSource, StepKind, StepRecord
 
 from .markup import escape
 from .palette import KINDS
 from .tokens import chip, chips
 
 
-def source_badge(source: Source) -> str:
+def source_badge(source: GuessSource) -> str:
     hue, _, meaning = KINDS[source.value]
     return f'<span class="ll-badge" style="--k:{hue}" title="{escape(meaning)}">{escape(source.value)}</span>'
 
 
-def pick_mark(guess: int, reason: Reason) -> str:
+def pick_mark(guess: int, reason: GuessReason) -> str:
     """'guess 2' on a picked entry; the reason shows on hover, and inline for the stronger two-token key."""
-    inline = " · 2-token key" if reason == Reason.TWO_TOKEN_KEY else ""
+    inline = " · 2-token key" if reason == GuessReason.TWO_TOKEN_KEY else ""
     title = f"picked for verification: {reason.value}"
     return f'<span class="ll-pick" title="{escape(title)}">guess {guess + 1}{inline}</span>'
 
@@ -54,7 +54,7 @@ def entries_html(record: StepRecord, vocab: dict) -> str:
             '<p class="ll-empty">No n-gram in the pool starts with this key yet: there is no guess to verify, '
             f"so {rest}.</p>"
         )
-    reasons = {c.lane: c.reason for c in record.verification.candidates if c.source != Source.TRAJECTORY}
+    reasons = {c.lane: c.reason for c in record.verification.candidates if c.source != GuessSource.TRAJECTORY}
     rows = []
     for number, entry in enumerate(record.pool.entries, start=1):
         picked = entry.guess is not None
@@ -88,8 +88,8 @@ def pool_html(record: StepRecord, vocab: dict[str, str], guesses: int) -> str:
             "own Jacobi trajectories can add tokens.</p>"
         )
     for source, title in (
-        (Source.WINDOW, "Added from the window's columns"),
-        (Source.OUTPUT, "Added from the committed output"),
+        (GuessSource.WINDOW, "Added from the window's columns"),
+        (GuessSource.OUTPUT, "Added from the committed output"),
     ):
         added = [ngram for ngram in pool.added if ngram.source == source]
         if added:

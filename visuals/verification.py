@@ -10,7 +10,7 @@ so the panel shows the few that matched most, not all W.
 
 from __future__ import annotations
 
-from lookahead_core.records import CandidateRecord, Draw, SampledPosition, Source, StepKind, StepRecord, Verdict
+from lookahead_core.records import CandidateRecord, Draw, GuessSource, SampledPosition, StepKind, StepRecord, Verdict
 
 from .markup import escape
 from .methods import STOP_WORDS, candidate_kind, candidate_label, candidate_why
@@ -61,7 +61,7 @@ def path_row(
     won = candidate.verdict == Verdict.WON
     extra = ""
     if won and record.verification.bonus is not None:
-        corrected = candidate.source == Source.DRAFT and candidate.matched < len(candidate.tokens)
+        corrected = candidate.source == GuessSource.DRAFT and candidate.matched < len(candidate.tokens)
         name = "correction" if corrected else "bonus"
         words = "where the draft went wrong" if corrected else "after the last accepted token"
         extra = (
@@ -86,11 +86,11 @@ def path_row(
 
 
 def guesses(record: StepRecord) -> list[CandidateRecord]:
-    return [c for c in record.verification.candidates if c.source != Source.TRAJECTORY]
+    return [c for c in record.verification.candidates if c.source != GuessSource.TRAJECTORY]
 
 
 def trajectories(record: StepRecord) -> list[CandidateRecord]:
-    return [c for c in record.verification.candidates if c.source == Source.TRAJECTORY]
+    return [c for c in record.verification.candidates if c.source == GuessSource.TRAJECTORY]
 
 
 def guess_row(record: StepRecord, vocab: dict, guess: CandidateRecord) -> str:

@@ -8,7 +8,7 @@ level came from and which trajectory's cells verification accepted are read from
 
 from __future__ import annotations
 
-from lookahead_core.records import Source, StepKind, StepRecord, WindowRecord
+from lookahead_core.records import GuessSource, StepKind, StepRecord, WindowRecord
 
 from .tokens import chip
 
@@ -31,7 +31,7 @@ def winning_trajectory(record: StepRecord):
     if verification is None or verification.winner is None:
         return None
     winner = verification.candidates[verification.winner]
-    return winner if winner.source == Source.TRAJECTORY else None
+    return winner if winner.source == GuessSource.TRAJECTORY else None
 
 
 def accepted_cells(record: StepRecord) -> dict[tuple[int, int], int]:
