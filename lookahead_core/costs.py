@@ -88,13 +88,13 @@ def measure_step_costs(lm: LoadedModel, sizes=SIZES, context: int = CONTEXT, rep
         medians.append(statistics.median(timings))
     facts = lm.describe()
     return StepCosts(
-        list(sizes),
-        medians,
-        context,
-        facts["device_name"],
-        lm.name,
-        facts["dtype"],
-        time.strftime("%Y-%m-%dT%H:%M:%S"),
+        sizes=list(sizes),
+        seconds=medians,
+        context=context,
+        hardware=facts["device_name"],
+        model=lm.name,
+        dtype=facts["dtype"],
+        measured_at=time.strftime("%Y-%m-%dT%H:%M:%S"),
     )
 
 

@@ -50,7 +50,7 @@ class NGramPool:
             entry = bucket[cont]
             entry.previous = previous if previous is not None else entry.previous
             return None
-        bucket[cont] = PoolEntry(continuation=cont, source=previous, guess=source)
+        bucket[cont] = PoolEntry(continuation=cont, previous=previous, source=source)
         self.size += 1
         if len(bucket) > self.capacity:
             _, evicted = bucket.popitem(last=False)

@@ -91,7 +91,15 @@ def default_model() -> LoadedModel:
 def cost_table(per_token: float) -> StepCosts:
     """A cost curve where each token fed adds `per_token` of a one-token step."""
     seconds = [0.01 * (1 + per_token * (size - 1)) for size in COST_SIZES]
-    return StepCosts(COST_SIZES, seconds, 256, "test hardware", "tiny", "float32", "2026-01-01T00:00:00")
+    return StepCosts(
+        sizes=COST_SIZES,
+        seconds=seconds,
+        context=256,
+        hardware="test hardware",
+        model="tiny",
+        dtype="float32",
+        measured_at="2026-01-01T00:00:00",
+    )
 
 
 def assert_same_types(recorded, read, where: str = "run") -> None:

@@ -111,7 +111,13 @@ def test_the_bench_json_keeps_the_keys_other_tools_read(tiny_folder, tmp_path):
     assert list(written["summary"]) == ["greedy", "lookahead", "hf-greedy"]
     assert all(set(row) == SUMMARY_KEYS for row in written["summary"].values())
     assert all(set(result) == RESULT_KEYS for row in written["prompts"] for result in row["methods"].values())
-    assert written["settings"]["lookahead"] == {"window": 3, "ngram": 5, "guesses": 7}
+    lookahead = written["settings"]["lookahead"]  # the trace's LookaheadSettings: W, N, G and the planner
+    assert {key: lookahead[key] for key in ("window", "ngram", "guesses", "planner")} == {
+        "window": 3,
+        "ngram": 5,
+        "guesses": 7,
+        "planner": "full",
+    }
     assert written["settings"]["methods"] == ["greedy", "lookahead", "hf-greedy"]
 
 

@@ -18,7 +18,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 REPLAY = (
-    "import app; from visuals import replay; run = app.example_run(app.DEFAULT['id']); "
+    "import app; from visuals import library, replay; run = library.example_run(library.load_presets()[0]['id']); "
     "last = replay.last_step(run); assert 'Step' in replay.panels(run, last)['caption']; print('replayed', last)"
 )
 
