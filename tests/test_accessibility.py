@@ -32,6 +32,9 @@ REPORTS = Path(__file__).resolve().parent.parent / "out" / "axe"
 def audited(page, state: str) -> dict[str, int]:
     """The serious and critical violations axe finds on `page`, as {rule id: elements that break it}, printed
     under the name of the state; axe's full report of them is written to out/axe/STATE.json (git-ignored)."""
+    # While the page loads, Gradio draws a not-yet-filled chart as a div named "Empty value" (an aria-label
+    # axe refuses on a plain div): the audit is of the page once drawn.
+    page.wait_for_function("() => !document.querySelector('.empty[aria-label]')")
     found = [v for v in AXE.run(page).response["violations"] if v["impact"] in BLOCKING]
     REPORTS.mkdir(parents=True, exist_ok=True)
     (REPORTS / f"{re.sub(r'[^a-z0-9]+', '-', state.lower()).strip('-')}.json").write_text(json.dumps(found, indent=1))

@@ -25,9 +25,10 @@ KEYBOARD = """
 """
 
 # For a screen reader: the step's caption is announced when it changes (an aria-live region on the caption's
-# block, which Gradio keeps while it swaps the caption inside), and each of the lesson's step buttons, which
-# Gradio draws as a bare number or tick, is named by its step. The high-contrast view's CSS is added to the
-# page unscoped (Gradio scopes the app's own CSS to its container; this one is rooted at <html>).
+# block, which Gradio keeps while it swaps the caption inside), each of the lesson's step buttons, which
+# Gradio draws as a bare number or tick, is named by its step, and the footer's icons are not read twice.
+# The high-contrast view's CSS is added to the page unscoped (Gradio scopes the app's own CSS to its
+# container; this one is rooted at <html>).
 ACCESSIBLE = f"""
 () => {{
   const titles = {json.dumps([item.title for item in LESSON])};
@@ -41,6 +42,10 @@ ACCESSIBLE = f"""
       caption.setAttribute("aria-live", "polite");
       caption.setAttribute("aria-atomic", "true");
     }}
+    // Gradio's footer repeats a button's text in its icon's alt text: the icon is decoration there
+    document.querySelectorAll("footer button img[alt]").forEach((image) => {{
+      if (image.alt && image.closest("button").innerText.includes(image.alt)) image.alt = "";
+    }});
     document.querySelectorAll("#ll-lesson button[role=tab]").forEach((button) => {{
       const index = Number(button.dataset.tabId);
       const name = `Lesson step ${{index + 1}}: ${{titles[index]}}`;
