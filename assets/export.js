@@ -45,10 +45,17 @@
   slider.addEventListener("input", () => show(slider.value));
   play.addEventListener("click", toggle);
   $("ll-speed").addEventListener("change", () => { if (timer !== null) { pause(); toggle(); } });
+  const contrast = $("ll-contrast");
+  function highContrast(on) {
+    document.documentElement.classList.toggle("ll-contrast-high", on);
+    contrast.setAttribute("aria-pressed", String(on));
+  }
+  contrast.addEventListener("click", () => highContrast(contrast.getAttribute("aria-pressed") !== "true"));
+  highContrast(new URLSearchParams(location.search).get("contrast") === "high");
   $("ll-png").addEventListener("click", () =>
     slidePng($("ll-slide").outerHTML, $("ll-css").textContent, `lookahead-step-${step}.png`));
   document.addEventListener("keydown", (event) => {
-    if (event.target.closest("input, select, textarea, button")) return;
+    if (event.target.closest("input, select, textarea, button, [role=region]")) return;
     const moves = { ArrowLeft: () => show(step - 1), ArrowRight: () => show(step + 1), " ": toggle };
     if (moves[event.key]) { event.preventDefault(); moves[event.key](); }
   });

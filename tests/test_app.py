@@ -223,7 +223,7 @@ def test_a_race_times_every_method_plays_them_back_and_says_why(client, steep_co
     assert "CPU" in summary and "float32" in summary
     assert (" won on " in summary) or ("No method beat greedy" in summary)
     assert "At the measured speed" in playback["value"] and "animation-delay" in playback["value"]
-    lanes = re.findall(r'<div class="ll-lane-text">(.*?)</div>', playback["value"], re.DOTALL)
+    lanes = re.findall(r'<div class="ll-lane-text"[^>]*>(.*?)</div>', playback["value"], re.DOTALL)
     texts = [unescape(re.sub(r"<[^>]+>", "", lane)) for lane in lanes]
     assert len(texts) == 4 and texts[0] and all(text == texts[0] for text in texts)  # greedy: the same output
     assert "Tokens against wall-clock time" in str(race_plot) and "speculative: " in str(race_plot)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from html import escape
 
 from tests.visual_checks import greedy_only
@@ -28,3 +29,16 @@ def test_tokens_per_step_chart_is_small_and_plain(run):
     assert figure.layout.template.to_plotly_json() == {"data": {"scatter": [{"type": "scatter"}]}}
     stacked = [sum(values) for values in zip(*(bar.y for bar in figure.data), strict=True)]
     assert stacked == [len(r.committed) for r in run.trace.steps]
+
+
+def test_the_chart_says_in_words_what_it_draws(run):
+    """Its text alternative: passes by tokens committed, and tokens by source, the chart's own numbers."""
+    words = progress.chart_words(run)
+    figure = progress.tokens_per_step_figure(run)
+    committed = [len(r.committed) for r in run.trace.steps if r.committed]
+    passes = sum(int(n) for n in re.findall(r"(\d+) committed \d+", words))
+    assert passes == len(committed) and f"over the {len(committed)} passes" in words
+    by_source = words.split("by source: ")[1]
+    assert sum(int(n) for n in re.findall(r"(\d+) ", by_source)) == sum(committed)
+    assert all(bar.marker.pattern.fgcolor == "#000000" for bar in figure.data)
+    assert escape(words) in progress.progress_html(run, 0)

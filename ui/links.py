@@ -1,5 +1,5 @@
 """What a link opens: a lesson step (?lesson=4), a run kept here (?run=ID&step=4), or a preset at a step
-(?preset=python&step=17); else the default example at step 0.
+(?preset=python&step=17); else the default example at step 0. `&contrast=high` opens the high-contrast view.
 
 A run's link works while the shelf keeps the run; after that the page says so and opens the preset.
 Everything a link carries is a visitor's text: it is quoted back only through the escaped preset note.
@@ -29,7 +29,7 @@ def opened(page, request: gr.Request) -> dict:
     """A new page: what its link names, the model in use now (another visitor may have loaded it), and the
     lesson's panel to outline, if a lesson step was named."""
     query = request.query_params if request is not None else {}
-    shown = {page.model_box.info: model_in_use(), page.lesson.lit: ""}
+    shown = {page.model_box.info: model_in_use(), page.lesson.lit: "", page.contrast: query.get("contrast") == "high"}
     step = query.get("step", "0")
     if "lesson" in query:
         return shown | lesson_at(page, lesson_number(query["lesson"]) - 1) | {page.lesson.bar: gr.Sidebar(open=True)}

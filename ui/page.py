@@ -15,6 +15,7 @@ import gradio as gr
 
 from lab.server import SESSION_SECONDS
 from visuals import library
+from visuals.palette import marks_css
 
 from . import controls as controls_events
 from . import exports as export_events
@@ -32,18 +33,28 @@ from .race import RaceCard, build_race
 # Requests waiting for the model slot, past the one that runs: at most RUN_SECONDS each, so the last
 # in line waits five minutes at worst; the next one is told the lab is busy.
 MAX_WAITING = 10
+# Soft's light greys and mid blues fall below WCAG AA (4.5:1) for small text: a projector washes them out first.
+# Its subdued text is darkened to slate 600 (7.2:1 on the page) and its blues to blue 700 (6.7:1 under white).
 THEME = gr.themes.Soft(
     primary_hue="blue",
     neutral_hue="slate",
     font=["ui-sans-serif", "system-ui", "Segoe UI", "Helvetica", "Arial", "sans-serif"],
     font_mono=["ui-monospace", "SFMono-Regular", "Menlo", "Consolas", "monospace"],
+).set(
+    body_text_color_subdued="*neutral_600",
+    block_label_text_color="*primary_700",
+    block_title_text_color="*primary_700",
+    button_primary_background_fill="*primary_700",
+    button_primary_background_fill_hover="*primary_800",
+    checkbox_label_background_fill_selected="*primary_700",
 )
 # The only file the app takes is a run to open (library.read_run refuses more than MAX_RUN_BYTES with its own
 # message); Gradio's upload route refuses anything larger still.
 LAUNCH_OPTIONS = {
     "theme": THEME,
+    "css": marks_css(),
     "css_paths": [library.ASSETS / "style.css"],
-    "js": scripts.KEYBOARD,
+    "js": scripts.ON_LOAD,
     "max_file_size": 2 * library.MAX_RUN_BYTES,
 }
 TITLE = (
@@ -72,6 +83,7 @@ class Page:
     """Every part of the page, by name: what handlers address their updates to."""
 
     lesson: LessonBar
+    contrast: gr.Checkbox
     controls: Controls
     model_box: ModelBox
     replay: Replay
@@ -111,6 +123,7 @@ def build_page() -> Page:
     first = library.example_run(DEFAULT["id"])
     lesson = build_lesson()
     gr.Markdown(TITLE, elem_id="ll-title")
+    contrast = gr.Checkbox(False, label="◐ High contrast (for a projector)", elem_id="ll-contrast", container=False)
     with gr.Accordion("How lookahead decoding works, in six lines", open=False):
         gr.Markdown(HOW_IT_WORKS)
     with gr.Row(equal_height=False, elem_id="ll-main"):
@@ -122,7 +135,7 @@ def build_page() -> Page:
             exports = build_exports()
             panels = build_panels(first)
             race_card = build_race(SESSION_SECONDS)
-    return Page(lesson, controls, model_box, replay, exports, panels, race_card)
+    return Page(lesson, contrast, controls, model_box, replay, exports, panels, race_card)
 
 
 def build_demo() -> tuple[gr.Blocks, Page]:
@@ -148,7 +161,7 @@ def wire_replay(demo: gr.Blocks, page: Page) -> None:
     """Opening a link, the lesson, presets, the prompt, the step controls and playback."""
     r, c, lesson = page.replay, page.controls, page.lesson
     shown, filled = page.shown_run(), page.preset_outputs()
-    opening = [lesson.walkthrough, c.preset, *filled, page.model_box.info, lesson.lit, lesson.bar]
+    opening = [lesson.walkthrough, c.preset, *filled, page.model_box.info, lesson.lit, lesson.bar, page.contrast]
     demo.load(bound(opened, page), None, opening, **PRIVATE, **REPLAYING).then(
         None, lesson.lit, None, js=scripts.HIGHLIGHT
     )
@@ -160,6 +173,7 @@ def wire_replay(demo: gr.Blocks, page: Page) -> None:
             **PRIVATE,
             **REPLAYING,
         ).then(None, lesson.lit, None, js=scripts.HIGHLIGHT)
+    page.contrast.change(None, page.contrast, None, js=scripts.CONTRAST, **PRIVATE)
     c.prompt.input(bound(controls_events.own_prompt, page), None, [c.preset, c.preset_note], **PRIVATE, **REPLAYING)
     c.preset.input(bound(choose_preset, page), c.preset, filled, api_name="preset", **REPLAYING)
     gr.on(

@@ -51,8 +51,8 @@ class RaceCard:
 def build_race(session_seconds: int) -> RaceCard:
     with gr.Column(elem_classes="ll-card", elem_id="ll-race"):
         gr.HTML(
-            "<h3>7 · The race: greedy, lookahead, prompt lookup and a draft model, timed<small>same prompt, "
-            "same model, one after the other, played back side by side</small></h3>",
+            "<h2>7 · The race: greedy, lookahead, prompt lookup and a draft model, timed<small>same prompt, "
+            "same model, one after the other, played back side by side</small></h2>",
             elem_classes="ll-card-head",
         )
         result = gr.State(None, time_to_live=session_seconds)

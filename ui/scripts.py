@@ -1,23 +1,73 @@
 """The page's own JavaScript, run in the visitor's browser: keys, links, the lesson's outline, downloads, PNGs.
 
-Each is a string Gradio runs as an event's `js` (or the page's, for KEYBOARD); none reaches the server.
+Each is a string Gradio runs as an event's `js` (or the page's, for ON_LOAD); none reaches the server.
 """
 
 from __future__ import annotations
 
 import json
 
-from visuals.export import page_css, png_js
+from visuals.export import contrast_css, page_css, png_js
+from visuals.lesson import LESSON
 
 KEYBOARD = """
 () => {
   const keys = {ArrowLeft: "ll-back", ArrowRight: "ll-forward", " ": "ll-play"};
   document.addEventListener("keydown", (event) => {
     if (event.altKey || event.ctrlKey || event.metaKey || !(event.key in keys)) return;
-    if (event.target.closest && event.target.closest("input, textarea, select, [contenteditable]")) return;
+    // a focused control or scroll region keeps its own keys (space presses a button, arrows scroll)
+    const own = "input, textarea, select, button, a, [contenteditable], [role=region], [role=tab], [role=slider]";
+    if (event.target.closest && event.target.closest(own)) return;
     const button = document.getElementById(keys[event.key]);
     if (button) { event.preventDefault(); button.click(); }
   });
+}
+"""
+
+# For a screen reader: the step's caption is announced when it changes (an aria-live region on the caption's
+# block, which Gradio keeps while it swaps the caption inside), each of the lesson's step buttons, which
+# Gradio draws as a bare number or tick, is named by its step, and the footer's icons are not read twice.
+# The high-contrast view's CSS is added to the page unscoped (Gradio scopes the app's own CSS to its
+# container; this one is rooted at <html>).
+ACCESSIBLE = f"""
+() => {{
+  const titles = {json.dumps([item.title for item in LESSON])};
+  const style = document.createElement("style");
+  style.id = "ll-contrast-css";
+  style.textContent = {json.dumps(contrast_css())};
+  document.head.append(style);
+  const label = () => {{
+    const caption = document.getElementById("ll-caption");
+    if (caption && !caption.hasAttribute("aria-live")) {{
+      caption.setAttribute("aria-live", "polite");
+      caption.setAttribute("aria-atomic", "true");
+    }}
+    // Gradio's footer repeats a button's text in its icon's alt text: the icon is decoration there
+    document.querySelectorAll("footer button img[alt]").forEach((image) => {{
+      if (image.alt && image.closest("button").innerText.includes(image.alt)) image.alt = "";
+    }});
+    document.querySelectorAll("#ll-lesson button[role=tab]").forEach((button) => {{
+      const index = Number(button.dataset.tabId);
+      const name = `Lesson step ${{index + 1}}: ${{titles[index]}}`;
+      if (titles[index] === undefined || button.getAttribute("aria-label") === name) return;
+      button.setAttribute("aria-label", name);
+    }});
+  }};
+  new MutationObserver(label).observe(document.body, {{ childList: true, subtree: true }});
+  label();
+}}
+"""
+# What the page runs once loaded: the keys, then the names and the live caption
+ON_LOAD = f"() => {{ ({KEYBOARD.strip()})(); ({ACCESSIBLE.strip()})(); }}"
+
+# The high-contrast view on or off (the toggle, or ?contrast=high through the page's opening), kept in its address
+CONTRAST = """
+(on) => {
+  document.documentElement.classList.toggle("ll-contrast-high", on === true);
+  const link = new URL(location.href);
+  if (on === true) link.searchParams.set("contrast", "high");
+  else link.searchParams.delete("contrast");
+  history.replaceState(null, "", link.href);
 }
 """
 
@@ -31,12 +81,13 @@ COPY_LINK = """
   const link = new URL(location.pathname, location.origin);
   link.searchParams.set(run ? "run" : "preset", run || preset);
   link.searchParams.set("step", String(step));
+  if (document.documentElement.classList.contains("ll-contrast-high")) link.searchParams.set("contrast", "high");
   history.replaceState(null, "", link.href);
   if (navigator.clipboard && window.isSecureContext) navigator.clipboard.writeText(link.href).catch(() => {});
 }
 """
 
-# The lesson's panel: outlined, and scrolled to the middle of the screen
+# The lesson's panel: outlined and scrolled to the middle of the screen; a lost focus goes to the step's Next
 HIGHLIGHT = """
 (name) => {
   document.querySelectorAll(".ll-lit").forEach((element) => element.classList.remove("ll-lit"));
@@ -45,6 +96,19 @@ HIGHLIGHT = """
   const card = target.closest(".ll-card") || target;
   card.classList.add("ll-lit");
   card.scrollIntoView({ behavior: "smooth", block: "center" });
+  // Next or Back hides the step that held the focus: it goes to the new step's Next (Back on the last step) once
+  // drawn, so a keyboard user walks the lesson with Enter alone. A focus elsewhere on the page stays there.
+  const held = document.activeElement;
+  if (held && held !== document.body && !held.closest("#ll-lesson")) return;
+  let tries = 40;
+  const settle = () => {
+    const moves = "#ll-lesson button[id^=ll-next-], #ll-lesson button[id^=ll-back-]";
+    const shown = [...document.querySelectorAll(moves)].filter((button) => button.offsetParent);
+    const target = shown.find((button) => button.id.startsWith("ll-next-")) || shown[0];
+    if (target && target !== held) target.focus({ preventScroll: true });
+    else if (tries-- > 0) setTimeout(settle, 50);
+  };
+  settle();
 }
 """
 # A download button, hidden, clicked once the server has written its file (Gradio's download needs a file first)

@@ -25,4 +25,4 @@ def card_head_html(name: str) -> str:
     """A card's title with its hint, and the legend of the colours its panel uses."""
     title, hint = PANEL_TITLES[name]
     legend = legend_html(name) if name in LEGENDS else ""
-    return f"<h3>{escape(title)}<small>{escape(hint)}</small></h3>{legend}"
+    return f"<h2>{escape(title)}<small>{escape(hint)}</small></h2>{legend}"

@@ -2,7 +2,8 @@
 
 The HTML file carries the panels of every step, rendered here by the same functions the app uses
 (replay.panels), gzipped and base64-encoded; a few lines of inline JavaScript swap them in (step,
-play, slider, keyboard, `#step=K` in the address) and draw a PNG of the step. All CSS and JS are
+play, slider, keyboard, `#step=K` in the address), draw a PNG of the step, and switch the high-contrast
+view (its button, or `?contrast=high` in the address). All CSS and JS are
 inline and nothing is fetched, so the file replays the run offline, exactly as the app showed it.
 The tokens-per-step chart (Plotly, several MB of JS) is left out; the progress panel tells the same.
 """
@@ -20,14 +21,22 @@ from .cards import CARD_ROWS, card_head_html
 from .library import ASSETS
 from .markup import escape
 from .methods import NAMES
+from .palette import marks_css
 from .summary import plain_name, summary_html
 
 SPEEDS = (0.5, 1, 2, 4, 8)  # steps per second offered by the player; 2 is chosen, as in the app
 
 
 def page_css() -> str:
-    """The export's CSS: the theme colours the app takes from Gradio, the page, then the app's own style.css."""
-    return (ASSETS / "export.css").read_text() + (ASSETS / "style.css").read_text()
+    """The export's CSS: the theme colours the app takes from Gradio, the page, the app's own style.css, then
+    the marks and borders of each token kind and the high-contrast view (as the app's page has them)."""
+    return (ASSETS / "export.css").read_text() + (ASSETS / "style.css").read_text() + marks_css() + contrast_css()
+
+
+def contrast_css() -> str:
+    """The high-contrast view's CSS, rooted at `html.ll-contrast-high`: the app adds it to its page, the export
+    inlines it."""
+    return (ASSETS / "contrast.css").read_text()
 
 
 def png_js() -> str:
@@ -61,7 +70,8 @@ def slide_html(run: Run, index: int) -> str:
     return (
         f'<main id="ll-slide" data-step="{index}">'
         f'<div class="ll-slide-title">Lookahead Lab · {escape(run_title(run))}</div>'
-        f'<div id="ll-caption">{shown["caption"]}</div><div class="ll-cards">{cards}</div></main>'
+        f'<div id="ll-caption" aria-live="polite" aria-atomic="true">{shown["caption"]}</div>'
+        f'<div class="ll-cards">{cards}</div></main>'
     )
 
 
@@ -86,7 +96,8 @@ def controls_html(run: Run, index: int) -> str:
         f'<input type="range" id="ll-step" min="0" max="{last}" value="{index}" aria-label="Step">'
         f'<span id="ll-step-number">step {index} of {last}</span>'
         f'<label>Speed (steps/s) <select id="ll-speed">{speeds}</select></label>'
-        '<button id="ll-png" title="Download this step as a PNG for slides">📷 PNG</button></div>'
+        '<button id="ll-png" title="Download this step as a PNG for slides">📷 PNG</button>'
+        '<button id="ll-contrast" aria-pressed="false">◐ High contrast</button></div>'
         '<p id="ll-problem" class="ll-note"></p>'
     )
 

@@ -13,3 +13,9 @@ import html
 def escape(text: object) -> str:
     """`text` (anything, as str) with &, <, >, " and ' escaped: safe in element content and in quoted attributes."""
     return html.escape(str(text), quote=True)
+
+
+def scroll_region(inner_html: str, label: str, css: str = "ll-scroll") -> str:
+    """`inner_html` in a scrolling block (class `css`) that a keyboard can focus and scroll, named `label` for a
+    screen reader (WCAG 2.1.1: a region that scrolls must be reachable without a mouse)."""
+    return f'<div class="{css}" tabindex="0" role="region" aria-label="{escape(label)}">{inner_html}</div>'

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from lookahead_core.records import Branch, StepKind, StepRecord
 
-from .markup import escape
+from .markup import escape, scroll_region
 from .palette import colour
 from .tokens import token_text, visible
 
@@ -190,9 +190,15 @@ def mask_svg(record: StepRecord, vocab: dict[str, str], rows: int, sliding: bool
     parts += rows_svg(record, vocab, roles, grid_x, font, detailed, sliding)
     parts += separators_svg(roles, grid_x)
     layers = f" on the sliding-window layers (window {record.sliding.window})" if sliding else ""
+    branches = [kind for kind, _, _ in roles]
+    words = (
+        f"attention mask of step {record.step}{layers}: {n} rows: {branches.count('current')} current token, "
+        f"{branches.count('lookahead')} lookahead-branch rows, "
+        f"{branches.count('verification')} verification-branch rows"
+    )
     return (
         f'<svg class="ll-mask" viewBox="0 0 {width} {height}" style="max-width:{width}px" role="img" '
-        f'aria-label="attention mask of step {record.step}{layers}: {n} rows">{"".join(parts)}</svg>'
+        f'aria-label="{escape(words)}">{"".join(parts)}</svg>'
     )
 
 
@@ -213,7 +219,7 @@ def mask_html(record: StepRecord, vocab: dict[str, str]) -> str:
     shown = drawn_rows(record)
     if shown < len(record.rows):
         note += f" Only the first {shown} of the {len(record.rows)} rows and columns are drawn (too many to draw)."
-    full = f'<div class="ll-scroll">{mask_svg(record, vocab, shown)}</div><p class="ll-note">{escape(note)}</p>'
+    full = f'{scroll_region(mask_svg(record, vocab, shown), "attention mask")}<p class="ll-note">{escape(note)}</p>'
     if record.sliding is None:
         return full
     s = record.sliding
@@ -228,6 +234,6 @@ def mask_html(record: StepRecord, vocab: dict[str, str]) -> str:
     return (
         f'<p class="ll-mask-title">Full-attention layers</p>{full}'
         f'<p class="ll-mask-title">Sliding-window layers ({s.layers} of them, window {s.window})</p>'
-        f'<div class="ll-scroll">{mask_svg(record, vocab, shown, sliding=True)}</div>'
+        f"{scroll_region(mask_svg(record, vocab, shown, sliding=True), 'sliding-window attention mask')}"
         f'<p class="ll-note">{escape(sliding_note)}</p>'
     )

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from lookahead_core.records import Trace
 
-from .markup import escape
+from .markup import escape, scroll_region
 from .tokens import chip
 
 PROMPT_CHARS = 400
@@ -47,4 +47,4 @@ def output_html(trace: Trace, index: int) -> str:
                 pieces.append("<br>")
             produced += 1
     body = f'{prompt_html(trace)}<span class="ll-generated">{"".join(pieces)}</span>'
-    return f'<div class="ll-output"><div>{body}</div></div>'
+    return scroll_region(f"<div>{body}</div>", "the output so far", "ll-output")

@@ -1,7 +1,8 @@
 """The colours of Lookahead Lab, and the legends that explain them.
 
 One colour-blind-safe palette (Okabe and Ito, 2008) with one meaning per colour across panels;
-shapes (✓ ✗ ★) repeat what colour says, so no panel depends on telling two hues apart.
+marks and borders (✓ ✗ + ~, dashed, dotted, double) repeat what colour says on every chip and legend
+swatch, so no panel depends on telling two hues apart (MARKS, drawn by the CSS of `marks_css`).
 """
 
 from __future__ import annotations
@@ -41,6 +42,28 @@ KINDS: dict[str, tuple[str, str, str]] = {
     "verification": (GREEN, "verification branch", "rows of the guesses from the n-gram pool"),
 }
 
+# kind -> (the mark drawn before its chip, its border style): what tells the kinds of one legend apart
+# without their colour (tests/test_visuals_palette.py checks them under three colour-blindness simulations).
+MARKS: dict[str, tuple[str, str]] = {
+    "guaranteed": ("", "solid"),
+    "accepted": ("✓", "solid"),
+    "bonus": ("+", "double"),
+    "sampled": ("~", "solid"),
+    "rejected": ("✗", "solid"),
+    "mismatch": ("✗", "solid"),
+    "unchecked": ("", "dashed"),
+    "current": ("", "double"),
+    "fill": ("", "dotted"),
+    "earlier": ("", "solid"),
+    "new": ("", "dashed"),
+    "prompt": ("", "dotted"),
+    "window": ("", "dashed"),
+    "output": ("", "solid"),
+}
+
+# kind -> the fill pattern of its bars in a Plotly chart (the chart's mark; Plotly's pattern shapes)
+PATTERNS: dict[str, str] = {"guaranteed": "", "accepted": "/", "bonus": "x", "sampled": "."}
+
 LEGENDS: dict[str, tuple[str, ...]] = {
     "window": ("current", "fill", "earlier", "new"),
     "pool": ("prompt", "window", "output"),
@@ -66,8 +89,69 @@ def colour(kind: str) -> str:
     return KINDS[kind][0]
 
 
+def marked_label(kind: str) -> str:
+    """A kind's label with its mark, as a chart's legend names it: '✓ accepted'."""
+    return f"{MARKS[kind][0]} {KINDS[kind][1]}".strip()
+
+
+# What a chip is drawn on (the theme's card background) and how much of its hue fills it (style.css: 22%)
+CARD = "#F8FAFC"
+CHIP_FILL = 0.22
+BORDER_CONTRAST = 3.0  # WCAG 2.1 AA for a graphical object: a chip's border against its own fill
+
+
+def rgb(hue: str) -> tuple[float, float, float]:
+    return tuple(int(hue[i : i + 2], 16) / 255 for i in (1, 3, 5))
+
+
+def hex_colour(channels) -> str:
+    return "#" + "".join(f"{round(min(max(c, 0.0), 1.0) * 255):02X}" for c in channels)
+
+
+def mixed(hue: str, other: str, share: float) -> str:
+    """`share` of `hue` over `other`, as CSS's color-mix in sRGB draws it."""
+    return hex_colour(share * a + (1 - share) * b for a, b in zip(rgb(hue), rgb(other), strict=True))
+
+
+def luminance(hue: str) -> float:
+    linear = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in rgb(hue)]
+    return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
+
+
+def contrast(a: str, b: str) -> float:
+    """The WCAG contrast ratio of two colours, from 1 to 21."""
+    light, dark = sorted((luminance(a), luminance(b)), reverse=True)
+    return (light + 0.05) / (dark + 0.05)
+
+
+def chip_fill(hue: str) -> str:
+    return mixed(hue, CARD, CHIP_FILL)
+
+
+def border(hue: str) -> str:
+    """`hue` darkened (mixed with black, 5% at a time) until it stands 3:1 against its own chip fill."""
+    for black in range(0, 101, 5):
+        shade = mixed(hue, "#000000", 1 - black / 100)
+        if contrast(shade, chip_fill(hue)) >= BORDER_CONTRAST:
+            return shade
+    return "#000000"
+
+
+def marks_css() -> str:
+    """The CSS that draws each kind's MARKS and 3:1 border on its chips (`.ll-tok.ll-KIND`) and legend swatch."""
+    rules = []
+    for kind, (mark, style) in MARKS.items():
+        both = f".ll-tok.ll-{kind}, .ll-swatch.ll-{kind}"
+        width = " border-width: 3px;" if style == "double" else ""
+        rules.append(f"{both} {{ border-color: {border(colour(kind))}; border-style: {style};{width} }}")
+        if mark:
+            rules.append(f'.ll-tok.ll-{kind}::before, .ll-swatch.ll-{kind}::before {{ content: "{mark}"; }}')
+    return "\n".join(rules) + "\n"
+
+
 def legend_item(label: str, meaning: str, hue: str | None = None, css: str = "") -> str:
-    """One legend entry: a swatch filled with `hue`, or drawn by the swatch class `css`."""
+    """One legend entry: a swatch filled with `hue` (marked as its chips are by the kind class in `css`), or
+    drawn by the swatch class `css` alone."""
     style = f' style="--k:{hue}"' if hue else ""
     return (
         f'<span class="ll-legend-item" title="{escape(meaning)}">'
@@ -77,6 +161,6 @@ def legend_item(label: str, meaning: str, hue: str | None = None, css: str = "")
 
 def legend_html(panel: str) -> str:
     """A one-line legend of the colours and outlines `panel` uses, each with its meaning as a tooltip."""
-    items = [legend_item(label, meaning, hue) for hue, label, meaning in (KINDS[kind] for kind in LEGENDS[panel])]
+    items = [legend_item(KINDS[kind][1], KINDS[kind][2], KINDS[kind][0], f"ll-{kind}") for kind in LEGENDS[panel]]
     items += [legend_item(label, meaning, css=css) for css, label, meaning in OUTLINES.get(panel, ())]
     return f'<div class="ll-legend">{"".join(items)}</div>'

@@ -79,7 +79,7 @@ def pool_html(record: StepRecord, vocab: dict[str, str], guesses: int) -> str:
     parts = [
         f'<div class="ll-poolhead">key {chip(vocab, pool.key, "current", "the current token c")}'
         f'<span class="ll-dim">the current token · {escape(size_words(record))}</span></div>',
-        '<h4>Under this key, before this step <span class="ll-dim">(oldest first)</span></h4>',
+        '<h3>Under this key, before this step <span class="ll-dim">(oldest first)</span></h3>',
         entries_html(record, vocab),
     ]
     if guesses == 0:
@@ -95,12 +95,12 @@ def pool_html(record: StepRecord, vocab: dict[str, str], guesses: int) -> str:
         if added:
             shown = "".join(ngram_html(vocab, g.key, g.continuation, source.value) for g in added)
             parts.append(
-                f'<h4>{title} <span class="ll-dim">({len(added)})</span></h4><div class="ll-ngrams">{shown}</div>'
+                f'<h3>{title} <span class="ll-dim">({len(added)})</span></h3><div class="ll-ngrams">{shown}</div>'
             )
     if pool.evicted:
         gone = "".join(ngram_html(vocab, g.key, g.continuation) for g in pool.evicted)
         parts.append(
-            f'<h4>Evicted <span class="ll-dim">(the oldest under a full key)</span></h4>'
+            f'<h3>Evicted <span class="ll-dim">(the oldest under a full key)</span></h3>'
             f'<div class="ll-ngrams ll-evicted">{gone}</div>'
         )
     return "".join(parts)

@@ -13,7 +13,7 @@ from lookahead_core.records import Run, TokenSource
 
 from .markup import escape
 from .methods import SHORT_NAMES
-from .palette import KINDS
+from .palette import KINDS, PATTERNS, marked_label
 
 
 def progress_at(run: Run, index: int) -> dict:
@@ -43,6 +43,19 @@ def bar(label: str, value: float, scale: float, text: str, kind: str) -> str:
     )
 
 
+def chart_words(run: Run) -> str:
+    """The tokens-per-step chart in one sentence: how many forward passes committed each number of tokens, and
+    how the run's tokens split by source (its text alternative, for a screen reader and for the export)."""
+    steps = [r for r in run.trace.steps if r.committed]
+    counts: dict[int, int] = {}
+    for record in steps:
+        counts[len(record.committed)] = counts.get(len(record.committed), 0) + 1
+    spread = ", ".join(f"{counts[k]} committed {k}" for k in sorted(counts))
+    sources = [source for r in steps for source in r.sources]
+    split = ", ".join(f"{sources.count(s)} {KINDS[s.value][1]}" for s in TokenSource if sources.count(s))
+    return f"Tokens committed per forward pass, over the {len(steps)} passes of this run: {spread}; by source: {split}."
+
+
 def progress_html(run: Run, index: int) -> str:
     p = progress_at(run, index)
     device = run.trace.meta.machine.device_name
@@ -57,14 +70,14 @@ def progress_html(run: Run, index: int) -> str:
     else:
         same = "output differs from greedy (half precision can flip near-ties)"
     return (
-        f'<div class="ll-progress"><h4>Forward passes for the same {p["tokens"]} tokens</h4>'
+        f'<div class="ll-progress"><h3>Forward passes for the same {p["tokens"]} tokens</h3>'
         + bar(ours, p["passes"], passes, str(p["passes"]), "lookahead")
         + bar(plain, p["greedy_passes"], passes, str(p["greedy_passes"]), "guaranteed")
-        + f'<h4>Measured time <span class="ll-dim">on {escape(device)}</span></h4>'
+        + f'<h3>Measured time <span class="ll-dim">on {escape(device)}</span></h3>'
         + bar(ours, p["seconds"], seconds, f"{p['seconds']:.2f} s", "lookahead")
         + bar(plain, p["greedy_seconds"], seconds, f"{p['greedy_seconds']:.2f} s", "guaranteed")
         + f'<p class="ll-ratio"><b>{p["compression"]:.2f}</b> tokens per step (compression ratio) · '
-        f"{escape(same)}</p></div>"
+        f'{escape(same)}</p><p class="ll-note">{escape(chart_words(run))}</p></div>'
     )
 
 
@@ -75,8 +88,13 @@ def tokens_per_step_figure(run: Run) -> go.Figure:
     figure = go.Figure()
     present = {source for r in steps for source in r.sources}
     for source in (s for s in TokenSource if s in present or s != TokenSource.SAMPLED):
-        hue, label, _ = KINDS[source.value]
-        figure.add_bar(x=x, y=[r.sources.count(source) for r in steps], name=label, marker_color=hue)
+        kind = source.value
+        figure.add_bar(
+            x=x,
+            y=[r.sources.count(source) for r in steps],
+            name=marked_label(kind),
+            marker={"color": KINDS[kind][0], "pattern": {"shape": PATTERNS[kind], "fgcolor": "#000000"}},
+        )
     figure.add_hline(
         y=1,
         line_dash="dot",

@@ -14,7 +14,7 @@ import plotly.graph_objects as go
 from lookahead_core.records import Method, RaceLane, RaceRecord
 
 from .caption import plural
-from .markup import escape
+from .markup import escape, scroll_region
 from .methods import NAMES, SHORT_NAMES
 from .palette import BLUE, GREEN, GREY, PURPLE, SKY
 from .plans import settings_words
@@ -90,6 +90,25 @@ def cost_figure(result: RaceRecord) -> go.Figure:
     return figure
 
 
+def charts_words(result: RaceRecord) -> str:
+    """The two charts in words (their text alternative): where each method's tokens stood in time, and what
+    one step cost each method against the measured cost curve."""
+    reached = "; ".join(
+        f"{SHORT_NAMES[lane.method]} {lane.tokens[-1]} tokens at {lane.seconds[-1]:.2f} s" for lane in result.lanes
+    )
+    costs = result.step_costs
+    curve = f"{costs.seconds[-1] / costs.seconds[0]:.2f}× for {costs.sizes[-1]} tokens fed"
+    steps = "; ".join(
+        f"{SHORT_NAMES[lane.method]} fed {lane.mean_tokens_fed:.1f} tokens a step on average, at "
+        f"{step_cost_ratio(result, lane):.2f}× a greedy step, for {lane.decode_tokens_per_step:.2f} tokens a step"
+        for lane in result.lanes[1:]
+    )
+    return (
+        f"The charts in words. Tokens against time: {reached}. One forward pass, measured here, costs "
+        f"{curve} against a 1-token pass; {steps}."
+    )
+
+
 # ----------------------------------------------------------------------------------------------
 # The verdict
 
@@ -158,6 +177,7 @@ def race_html(result: RaceRecord, used: float | None = None, gpu: bool = False) 
     return (
         f'<div class="ll-summary"><div class="ll-stats">{"".join(stats)}</div>'
         f"<p>{escape(race_story(result))}</p>{table}<p class='ll-dim'>{escape(settings)}</p>"
+        f"<p class='ll-dim'>{escape(charts_words(result))}</p>"
         f"<div class='ll-dim'><i>{escape(facts)}</i></div>"
         + (f"<div class='ll-dim'>{escape(used_words(used, gpu))}</div>" if used is not None else "")
         + "</div>"
@@ -208,7 +228,7 @@ def playback_html(result: RaceRecord, slow: bool = False, take: int = 0) -> str:
     lanes = "".join(
         f'<div class="ll-lane" style="--k:{HUES[lane.method]}"><div class="ll-lane-head">'
         f'<b>{escape(NAMES[lane.method])}</b><span class="ll-counts">{counter_spans(lane, slow)}</span></div>'
-        f'<div class="ll-lane-text">{text_spans(lane, slow)}</div></div>'
+        f"{scroll_region(text_spans(lane, slow), f'{NAMES[lane.method]}: its text', 'll-lane-text')}</div>"
         for lane in result.lanes
     )
     return (

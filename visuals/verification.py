@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from lookahead_core.records import CandidateRecord, Draw, GuessSource, SampledPosition, StepKind, StepRecord, Verdict
 
-from .markup import escape
+from .markup import escape, scroll_region
 from .methods import STOP_WORDS, candidate_kind, candidate_label, candidate_why
 from .tokens import chip, chips, named
 from .window import trajectory_route
@@ -110,7 +110,7 @@ def guesses_html(record: StepRecord, vocab: dict) -> str:
     if not verified:
         return '<p class="ll-empty">No guesses to verify this step.</p>'
     rows = "".join(guess_row(record, vocab, guess) for guess in verified)
-    return f'<div class="ll-scroll"><table class="ll-verify"><tbody>{rows}</tbody></table></div>'
+    return scroll_region(f'<table class="ll-verify"><tbody>{rows}</tbody></table>', "guesses verified")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -148,10 +148,10 @@ def trajectories_html(record: StepRecord, vocab: dict) -> str:
     matching = sum(c.matched > 0 for c in verified)
     more = f"; the {len(shown)} longest shown" if matching > len(shown) else ""
     rows = "".join(trajectory_row(record, vocab, c) for c in shown)
+    table = f'<table class="ll-verify ll-trajectories"><tbody>{rows}</tbody></table>'
     return (
-        f'<h4>Window trajectories <span class="ll-dim">(no extra input; {matching} of {len(verified)} matched '
-        f"at least one token{more})</span></h4>"
-        f'<div class="ll-scroll"><table class="ll-verify ll-trajectories"><tbody>{rows}</tbody></table></div>'
+        f'<h3>Window trajectories <span class="ll-dim">(no extra input; {matching} of {len(verified)} matched '
+        f"at least one token{more})</span></h3>{scroll_region(table, 'window trajectories')}"
     )
 
 
@@ -202,8 +202,8 @@ def positions_html(record: StepRecord, vocab: dict) -> str:
             f'<span class="ll-dim">P from row {position.row}</span>{draws}{ending}</div>'
         )
     return (
-        '<h4>Sampling, position by position <span class="ll-dim">(each candidate is accepted with its '
-        "probability under P; a rejection removes it from P)</span></h4>" + "".join(rows)
+        '<h3>Sampling, position by position <span class="ll-dim">(each candidate is accepted with its '
+        "probability under P; a rejection removes it from P)</span></h3>" + "".join(rows)
     )
 
 

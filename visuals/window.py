@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from lookahead_core.records import GuessSource, StepKind, StepRecord, WindowRecord
 
+from .markup import scroll_region
 from .tokens import chip
 
 
@@ -114,7 +115,7 @@ def window_html(record: StepRecord, vocab: dict[str, str], ngram: int) -> str:
         f'<table class="ll-window"><thead><tr><th class="ll-corner">column</th>{header}</tr></thead>'
         f"<tbody>{''.join(rows)}</tbody></table>"
     )
-    return f'<div class="ll-scroll">{table}</div>{window_note(window, ngram)}{path_note(record)}'
+    return f"{scroll_region(table, 'the 2D Jacobi window')}{window_note(window, ngram)}{path_note(record)}"
 
 
 def path_note(record: StepRecord) -> str:

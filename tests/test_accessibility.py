@@ -1,0 +1,157 @@
+"""axe-core on every state a class sees, in a real headless Chromium: no serious or critical violation.
+
+The states: the first view at 1280 and 390 px, each lesson step, a Run's result (the real default model),
+the race's playback and table, and the offline HTML replay. axe-core comes pinned inside
+axe-playwright-python (requirements-dev.txt). A negative control checks that axe does catch a
+deliberately low-contrast element on the same page, so a silent axe cannot pass the audit.
+`pytest -s` prints the counts, state by state.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from scripts.serving import PHONE, chromium_page, open_page, running_app, wait_for_step
+from tests.chromium import needs_chromium
+from visuals.lesson import LESSON
+
+needs_chromium()
+axe_playwright = pytest.importorskip("axe_playwright_python.sync_playwright", reason="make test installs it")
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore:.*(copy keyword|no_silent_downcasting)")
+
+DESKTOP = {"width": 1280, "height": 900}
+BLOCKING = ("serious", "critical")
+AXE = axe_playwright.Axe()
+REPORTS = Path(__file__).resolve().parent.parent / "out" / "axe"
+
+
+def audited(page, state: str) -> dict[str, int]:
+    """The serious and critical violations axe finds on `page`, as {rule id: elements that break it}, printed
+    under the name of the state; axe's full report of them is written to out/axe/STATE.json (git-ignored)."""
+    # While the page loads, Gradio draws a not-yet-filled chart as a div named "Empty value" (an aria-label
+    # axe refuses on a plain div): the audit is of the page once drawn.
+    page.wait_for_function("() => !document.querySelector('.empty[aria-label]')")
+    found = [v for v in AXE.run(page).response["violations"] if v["impact"] in BLOCKING]
+    REPORTS.mkdir(parents=True, exist_ok=True)
+    (REPORTS / f"{re.sub(r'[^a-z0-9]+', '-', state.lower()).strip('-')}.json").write_text(json.dumps(found, indent=1))
+    counts = {v["id"]: len(v["nodes"]) for v in found}
+    print(f"\naxe {state}: {sum(counts.values())} serious or critical {counts or ''}")
+    return counts
+
+
+@pytest.fixture(scope="module")
+def served(default_model):
+    with running_app(default_model) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def desktop(served):
+    """The first view at 1280 px, and the list of its JavaScript errors."""
+    with chromium_page(served) as (page, errors):
+        page.set_viewport_size(DESKTOP)
+        yield page, errors
+
+
+def axe_version(page) -> str:
+    page.evaluate(AXE.axe_script)
+    return page.evaluate("() => axe.version")
+
+
+def test_the_negative_control_a_low_contrast_element_is_caught(desktop):
+    page, _ = desktop
+    page.evaluate(
+        "() => { const p = document.createElement('p'); p.id = 'll-too-pale'; p.textContent = 'too pale to read';"
+        " p.style.cssText = 'color:#c8c8c8;background:#ffffff'; document.body.prepend(p); }"
+    )
+    try:
+        found = AXE.run(page, context="#ll-too-pale").response["violations"]
+    finally:
+        page.evaluate("() => document.getElementById('ll-too-pale').remove()")
+    print(f"\naxe-core {axe_version(page)}")
+    assert [v["id"] for v in found] == ["color-contrast"]
+
+
+def test_the_first_view_at_1280_px(desktop):
+    page, errors = desktop
+    assert audited(page, "first view 1280 px") == {}
+    assert errors == []
+
+
+def test_the_first_view_at_390_px(desktop, served):
+    page, errors = open_page(desktop[0].context.browser, served, PHONE)
+    try:
+        assert audited(page, "first view 390 px") == {}
+        assert errors == []
+    finally:
+        page.close()
+
+
+def test_every_lesson_step(desktop, served):
+    page, errors = open_page(desktop[0].context.browser, f"{served}?lesson=1", DESKTOP)
+    try:
+        found = {}
+        for number in range(len(LESSON)):
+            if number:
+                page.click(f"#ll-next-{number - 1}")
+            page.wait_for_function(
+                f"() => document.querySelector('#ll-next-{number}, #ll-back-{number}')?.offsetParent"
+            )
+            page.wait_for_timeout(700)  # the smooth scroll, and the panels of the step
+            found[number + 1] = audited(page, f"lesson step {number + 1}")
+        assert found == {number + 1: {} for number in range(len(LESSON))}
+        assert errors == []
+    finally:
+        page.close()
+
+
+def test_a_runs_result(desktop):
+    page, errors = desktop
+    tokens = page.locator("#ll-max input[type=number]")
+    tokens.fill("12")
+    tokens.press("Enter")
+    page.click("#ll-run")
+    page.wait_for_function(
+        "() => document.querySelector('#ll-summary').innerText.includes('12\\nnew tokens')", timeout=120_000
+    )
+    page.click("#ll-forward")
+    wait_for_step(page, 1)
+    assert audited(page, "a Run's result") == {}
+    assert errors == []
+
+
+def test_the_races_playback_and_table(desktop):
+    page, errors = desktop
+    tokens = page.locator("#ll-max input[type=number]")
+    tokens.fill("6")
+    tokens.press("Enter")
+    page.fill("#ll-controls textarea", "Count from one to ten:")  # short enough to fit the race's time budget
+    page.type("#ll-controls textarea", " ")
+    page.click("#ll-race-run")
+    page.wait_for_selector("#ll-race-summary table, #ll-race-summary .ll-over", timeout=400_000)
+    assert page.locator("#ll-race-summary table").count(), page.inner_text("#ll-race-summary")
+    assert "The charts in words" in page.inner_text("#ll-race-summary")
+    page.wait_for_selector("#ll-race-playback .ll-lane")
+    page.locator("#ll-race-playback").scroll_into_view_if_needed()
+    assert audited(page, "the race's playback and table") == {}
+    assert errors == []
+
+
+def test_the_offline_html_replay(desktop, tmp_path):
+    page, _ = desktop
+    with page.expect_download() as download:
+        page.click("#ll-html")
+    exported = tmp_path / "replay.html"
+    download.value.save_as(exported)
+    context = page.context.browser.new_context(viewport=DESKTOP)
+    try:
+        offline = context.new_page()
+        offline.goto(exported.as_uri())
+        offline.wait_for_selector("body[data-ready]")
+        assert audited(offline, "the offline HTML replay") == {}
+    finally:
+        context.close()

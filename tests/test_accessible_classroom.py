@@ -1,0 +1,204 @@
+"""The classroom by keyboard, by screen reader and on a projector, in a real headless Chromium with no model.
+
+The lesson walked from its first step to its last with the keyboard alone (Tab to Next, Enter), each step's
+control showing a focus ring; the caption announced when the step changes (an aria-live region) in the
+app and in the offline export; the high-contrast view from its toggle, from `?contrast=high` and in the
+export. Writes out/contrast-high.png and out/verification-deuteranopia.png (git-ignored); the copies in
+assets/ that docs/classroom.md shows were taken from them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from scripts.colour_vision import filter_css
+from scripts.serving import CHROMIUM, CHROMIUM_ARGS, caption, open_page, running_app, wait_for_step
+from tests.chromium import needs_chromium
+from visuals import library
+from visuals.lesson import LESSON, step_index
+
+OUT = Path(__file__).resolve().parent.parent / "out"
+DESKTOP = {"width": 1280, "height": 900}
+MOST_TABS = 150  # presses of Tab allowed to reach the next control
+
+needs_chromium()
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore:.*(copy keyword|no_silent_downcasting)")
+
+
+@pytest.fixture(scope="module")
+def served():
+    """The app, whose every reach for the model fails the test (none of this needs one)."""
+    from lab import server
+
+    def no_model(*args, **kwargs):
+        raise AssertionError("the classroom must not need the model")
+
+    saved = server.MODEL.get
+    server.MODEL.get = no_model
+    try:
+        with running_app() as url:
+            yield url
+    finally:
+        server.MODEL.get = saved
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+def focused_id(page) -> str:
+    return page.evaluate("() => document.activeElement ? document.activeElement.id : ''")
+
+
+def tab_to(page, element_id: str) -> int:
+    """Press Tab until `element_id` has the focus; how many presses it took."""
+    for presses in range(1, MOST_TABS + 1):
+        page.keyboard.press("Tab")
+        if focused_id(page) == element_id:
+            return presses
+    raise AssertionError(f"{MOST_TABS} presses of Tab never reached #{element_id}")
+
+
+def focus_ring(page) -> str:
+    """The focused element's outline, as drawn: style and width."""
+    return page.evaluate(
+        "() => { const s = getComputedStyle(document.activeElement); return s.outlineStyle + ' ' + s.outlineWidth; }"
+    )
+
+
+def test_the_whole_lesson_walks_by_keyboard_alone(served, browser):
+    """A lesson link opens with the focus on Next; Enter alone walks every step (the focus moves to each new
+    step's Next), with a focus ring on each; Back goes back the same way; Tab comes back to Next."""
+    page, errors = open_page(browser, f"{served}?lesson=1", DESKTOP)
+    try:
+        page.wait_for_function("() => document.querySelector('.ll-lit')")
+        page.wait_for_function("() => document.activeElement?.id === 'll-next-0'")  # ?lesson=1 starts on it
+        for number in range(1, len(LESSON)):
+            assert focus_ring(page).startswith("solid 3px"), f"lesson step {number}: no focus ring"
+            page.keyboard.press("Enter")
+            item = LESSON[number]
+            wait_for_step(page, step_index(library.example_run(item.preset), item))
+            following = f"ll-next-{number}" if number + 1 < len(LESSON) else f"ll-back-{number}"
+            page.wait_for_function(f"() => document.activeElement?.id === '{following}'")
+        page.keyboard.press("Enter")
+        item = LESSON[-2]
+        wait_for_step(page, step_index(library.example_run(item.preset), item))
+        page.wait_for_function(f"() => document.activeElement?.id === 'll-next-{len(LESSON) - 2}'")
+        print(f"\nfrom Next, Tab comes back to it in {tab_to(page, f'll-next-{len(LESSON) - 2}')} presses")
+        named = page.evaluate(
+            "() => [...document.querySelectorAll('#ll-lesson button[role=tab]')].map(b => b.getAttribute('aria-label'))"
+        )
+        assert named == [f"Lesson step {i + 1}: {item.title}" for i, item in enumerate(LESSON)]
+        assert errors == []
+    finally:
+        page.close()
+
+
+def test_the_replay_steps_and_plays_by_keyboard_and_its_caption_is_announced(served, browser):
+    page, errors = open_page(browser, f"{served}?preset=python&step=0", DESKTOP)
+    try:
+        wait_for_step(page, 0)
+        live = page.locator("#ll-caption")
+        assert live.get_attribute("aria-live") == "polite" and live.get_attribute("aria-atomic") == "true"
+        page.evaluate("() => { window.llCaption = document.getElementById('ll-caption'); }")
+        before = caption(page)
+        tab_to(page, "ll-forward")
+        page.keyboard.press("Enter")
+        wait_for_step(page, 1)
+        assert caption(page) != before
+        assert page.evaluate("() => document.getElementById('ll-caption') === window.llCaption"), "the live region"
+        tab_to(page, "ll-back")
+        page.keyboard.press("Space")  # a focused button keeps its own key: Space presses it, it does not play
+        wait_for_step(page, 0)
+        assert errors == []
+    finally:
+        page.close()
+
+
+def exported(page, tmp_path: Path) -> Path:
+    with page.expect_download() as download:
+        page.click("#ll-html")
+    path = tmp_path / "replay.html"
+    download.value.save_as(path)
+    return path
+
+
+def test_the_offline_replay_announces_its_caption_and_keeps_the_high_contrast_view(served, browser, tmp_path):
+    page, _ = open_page(browser, f"{served}?preset=python&step=0", DESKTOP)
+    try:
+        wait_for_step(page, 0)
+        path = exported(page, tmp_path)
+    finally:
+        page.close()
+    context = browser.new_context(viewport=DESKTOP)
+    try:
+        offline = context.new_page()
+        offline.goto(f"{path.as_uri()}?contrast=high")
+        offline.wait_for_selector("body[data-ready]")
+        assert offline.evaluate("() => document.documentElement.classList.contains('ll-contrast-high')")
+        assert offline.get_attribute("#ll-contrast", "aria-pressed") == "true"
+        live = offline.locator("#ll-caption")
+        assert live.get_attribute("aria-live") == "polite"
+        before = live.inner_text()
+        offline.focus("#ll-forward")
+        offline.keyboard.press("Enter")
+        offline.wait_for_function("() => document.getElementById('ll-step-number').innerText.startsWith('step 1 of')")
+        assert live.inner_text() != before and live.inner_text().startswith("Step 1 of")
+        offline.focus("#ll-contrast")
+        offline.keyboard.press("Enter")
+        assert not offline.evaluate("() => document.documentElement.classList.contains('ll-contrast-high')")
+    finally:
+        context.close()
+
+
+def black(page, selector: str) -> bool:
+    return page.evaluate(f"() => getComputedStyle(document.querySelector('{selector}')).color") == "rgb(0, 0, 0)"
+
+
+def test_the_high_contrast_view_from_its_link_and_its_toggle(served, browser):
+    page, errors = open_page(browser, f"{served}?preset=pencils&step=16&contrast=high", DESKTOP)
+    try:
+        wait_for_step(page, 16)
+        page.wait_for_function("() => document.documentElement.classList.contains('ll-contrast-high')")
+        assert page.is_checked("#ll-contrast input") and black(page, ".ll-stephead")
+        page.locator("#ll-verification").scroll_into_view_if_needed()
+        OUT.mkdir(exist_ok=True)
+        page.mouse.move(0, 0)
+        page.screenshot(path=str(OUT / "contrast-high.png"))
+        page.click("#ll-contrast input")
+        page.wait_for_function("() => !document.documentElement.classList.contains('ll-contrast-high')")
+        assert "contrast=high" not in page.url and not black(page, ".ll-stephead")
+        assert errors == []
+    finally:
+        page.close()
+
+
+def test_a_verification_panel_as_a_deuteranope_sees_it(served, browser):
+    page, _ = open_page(browser, f"{served}?preset=pencils&step=16", DESKTOP)
+    try:
+        wait_for_step(page, 16)
+        card = page.locator(".ll-card", has=page.locator("#ll-verification"))
+        page.add_style_tag(content=filter_css("deuteranopia", ".ll-card:has(#ll-verification)"))
+        assert "url(" in page.evaluate(
+            "() => getComputedStyle(document.querySelector('.ll-card:has(#ll-verification)')).filter"
+        )
+        marks = page.evaluate(
+            "() => [...document.querySelectorAll('#ll-verification .ll-tok')].map("
+            "t => [t.classList[1].slice(3), getComputedStyle(t, '::before').content,"
+            " getComputedStyle(t).borderTopStyle])"
+        )
+        shown = {kind: (mark, border) for kind, mark, border in marks}
+        assert shown["accepted"][0] == '"✓"' and shown["mismatch"][0] == '"✗"' and shown["unchecked"][1] == "dashed"
+        card.scroll_into_view_if_needed()
+        page.mouse.move(0, 0)
+        card.screenshot(path=str(OUT / "verification-deuteranopia.png"))
+    finally:
+        page.close()
