@@ -1,13 +1,15 @@
-"""Skipping the browser tests, saying why, on a machine without playwright or Debian's chromium.
-
-The page-driving helpers themselves are in scripts/serving.py, which the scripts share.
+"""What the browser tests share beyond scripts/serving.py (which the scripts share too): skipping, saying why,
+where playwright or Debian's chromium is missing; the app served with no model; one launched chromium.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 import pytest
 
-from scripts.serving import CHROMIUM
+from scripts.serving import CHROMIUM, CHROMIUM_ARGS, running_app
 
 
 def needs_chromium() -> None:
@@ -17,3 +19,32 @@ def needs_chromium() -> None:
         pytest.skip(
             f"{CHROMIUM} is missing: `make browser` installs Debian's chromium (needs root)", allow_module_level=True
         )
+
+
+@contextmanager
+def app_without_model() -> Iterator[str]:
+    """The app served (its URL), every reach for the model failing the test: the lesson, replays and exports
+    need none."""
+    from lab import server
+
+    def no_model(*args, **kwargs):
+        raise AssertionError("the classroom must not need the model")
+
+    saved = server.MODEL.get
+    server.MODEL.get = no_model
+    try:
+        with running_app() as url:
+            yield url
+    finally:
+        server.MODEL.get = saved
+
+
+@contextmanager
+def launched_chromium() -> Iterator[object]:
+    """Debian's chromium, launched headless by Playwright, for several pages."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()

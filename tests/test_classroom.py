@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from scripts.serving import CHROMIUM, CHROMIUM_ARGS, open_page, running_app, wait_for_step
-from tests.chromium import needs_chromium
+from scripts.serving import open_page, wait_for_step
+from tests.chromium import app_without_model, launched_chromium, needs_chromium
 from visuals import library, replay
 from visuals.lesson import LESSON, step_index
 
@@ -26,29 +26,14 @@ pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore:.*
 
 @pytest.fixture(scope="module")
 def served():
-    """The app, whose every reach for the model fails the test (the lesson and replays need none)."""
-    from lab import server
-
-    def no_model(*args, **kwargs):
-        raise AssertionError("the classroom must not need the model")
-
-    saved = server.MODEL.get
-    server.MODEL.get = no_model
-    try:
-        with running_app() as url:
-            yield url
-    finally:
-        server.MODEL.get = saved
+    with app_without_model() as url:
+        yield url
 
 
 @pytest.fixture(scope="module")
 def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+    with launched_chromium() as chromium:
         yield chromium
-        chromium.close()
 
 
 def example(preset_id: str):
