@@ -1,4 +1,4 @@
-"""Plain decoding and the guess-and-verify family, greedy or sampled, as step generators: one
+"""Plain decoding and the guess-and-verify methods, greedy or sampled, as step generators: one
 StepRecord per forward pass of the target.
 
 All share the prefill (step 0) and the commit rules (verify.commit). A guessing step reads:

@@ -43,7 +43,7 @@ def prefill_caption(trace: Trace, record: StepRecord) -> str:
     )
 
 
-def family_clause(record: StepRecord, vocab: dict) -> str:
+def guesses_clause(record: StepRecord, vocab: dict) -> str:
     """Prompt lookup's matches or the draft's chain, and how far the winner matched."""
     candidates = record.verification.candidates
     winner = winner_of(record)
@@ -183,7 +183,7 @@ def step_caption(trace: Trace, index: int) -> str:
     if record.verification.positions:
         sentences += sampled_sentences(record, vocab)
     elif trace.meta.method != Method.LOOKAHEAD:
-        sentences.append(f"{family_clause(record, vocab)}, so {commit_clause(record, vocab)}.")
+        sentences.append(f"{guesses_clause(record, vocab)}, so {commit_clause(record, vocab)}.")
     elif trace.meta.settings.guesses == 0:
         sentences.append(escape(NO_GUESSES))
         sentences.append(f"{window_clause(record, vocab)}, so {commit_clause(record, vocab)}.")
