@@ -57,6 +57,7 @@ def page_width(page) -> int:
 
 def test_the_page_opens_with_the_example_ready(browser_page):
     page, _ = browser_page
+    wait_for_step(page, 0)  # the page's load event may still show its timer over the caption for a moment
     assert caption(page).startswith("Step 0 of")
     assert "Prefill" in caption(page)
     assert "forward passes vs greedy" in page.inner_text("#ll-summary")
