@@ -1,24 +1,32 @@
-"""How long one request may hold the model, and which prompts and new tokens fit in that time here.
+"""How long one request may hold the model, which requests are worth starting, and the deadline that holds.
 
-One model serves every visitor in turn, so no request may hold it for long. Before any
-decoding, a Run or a race is estimated from this hardware's measured step costs (costs.py) at
-its worst: every decoding commits one token per step, so a step of its full width (and a draft's
-passes, at their measured cost too) is paid once per new token, and each decoding prefills the
-prompt twice (warm-up and timed run). A request whose estimate exceeds its time (RUN_SECONDS, or
-RACE_SECONDS for the four methods of a race) is refused, saying what would fit. On a ZeroGPU
-Space the platform's quota rules (space.py) decide instead.
+One model serves every visitor in turn, so no request may hold it for long. A request's time
+(RUN_SECONDS, or RACE_SECONDS for the four methods of a race) is enforced while it works: a
+Deadline shares the time left among the decodings still to come, and a decoding that reaches
+its share stops at its next step, partial and labelled so. Before any decoding, a request is
+priced from this hardware's step costs at its worst (every decoding commits one token per step,
+so a step of its full width and a draft's passes are paid once per new token, and each decoding
+prefills the prompt twice): it is refused only when not even MIN_TOKENS new tokens would fit,
+saying what would. The prices learn from every step the server runs (Prices.learn), so a curve
+measured on a busy machine, or a machine that became busy, is corrected within a request. On a
+ZeroGPU Space the platform's quota rules (space.py) decide instead.
 """
 
 from __future__ import annotations
 
 import math
+import statistics
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from lookahead_core.config import LookaheadConfig, LookupConfig
 from lookahead_core.costs import StepCosts, step_costs
 from lookahead_core.draft import Draft
 from lookahead_core.models import LoadedModel, encode_prompt
-from lookahead_core.records import Method
+from lookahead_core.records import Method, StepKind, StepRecord
 from lookahead_core.request import DecodeRequest
 from lookahead_core.trace import WARM_UP_TOKENS, decode_steps, warm_up
 
@@ -28,21 +36,87 @@ PREFILL_SHARE = 0.5  # the prompt's prefills may take at most this share of a re
 # A prefill of a long prompt costs more than the curve's straight line (measured at a 256-token
 # context) says: attention grows with the square of its length.
 PREFILL_MARGIN = 2.0
+# A request is worth starting when this many new tokens (or all it asks for, if fewer) fit at worst;
+# past what fits, the deadline stops it with what it did.
+MIN_TOKENS = 16
+LEARNED_STEPS = 128  # the prices follow the median of the last this many steps' measured/priced ratios
 
 
 class BudgetError(ValueError):
     """A request that would hold the model longer than a request may; the message says what fits."""
 
 
-@dataclass(frozen=True)
 class Prices:
-    """What model work costs on this hardware, measured: a step of any width, one pass of the draft."""
+    """What model work costs on this hardware: a step of any width (the measured curve, scaled by what the
+    latest steps really took), and one pass of the draft."""
 
-    costs: StepCosts
-    draft_pass: float
+    def __init__(self, costs: StepCosts, draft_pass: float) -> None:
+        self.costs = costs
+        self.draft_pass = draft_pass
+        self._ratios: deque[float] = deque(maxlen=LEARNED_STEPS)
+        self._draft_passes: deque[float] = deque(maxlen=LEARNED_STEPS)
+        self._lock = threading.Lock()
+
+    @property
+    def scale(self) -> float:
+        """The latest steps' median of measured over priced seconds (1.0 before any step was seen)."""
+        with self._lock:
+            return statistics.median(self._ratios) if self._ratios else 1.0
 
     def step(self, width: int) -> float:
-        return self.costs.seconds_for(width)
+        return self.costs.seconds_for(width) * self.scale
+
+    def draft(self) -> float:
+        """One pass of the draft: the latest passes' median, or the one measured at load."""
+        with self._lock:
+            return statistics.median(self._draft_passes) if self._draft_passes else self.draft_pass
+
+    def learn(self, records: list[StepRecord]) -> None:
+        """Take in what these decoding steps took (a draft's passes apart): the prices follow this machine's load."""
+        with self._lock:
+            for record in records:
+                if record.kind != StepKind.DECODE:
+                    continue  # a prefill's width is the prompt's: the curve is priced after it
+                drafting = record.draft.seconds if record.draft is not None else 0.0
+                if record.draft is not None and record.draft.forward_passes:
+                    self._draft_passes.append(record.draft.seconds / record.draft.forward_passes)
+                self._ratios.append((record.step_seconds - drafting) / self.costs.seconds_for(record.tokens_fed))
+
+
+class Deadline:
+    """The time one request may hold the model, counted from its start and shared out among its decodings."""
+
+    def __init__(self, seconds: float, clock: Callable[[], float] = time.perf_counter) -> None:
+        self.seconds = seconds
+        self._clock = clock
+        self._started = clock()
+
+    def elapsed(self) -> float:
+        return self._clock() - self._started
+
+    def left(self) -> float:
+        return self.seconds - self.elapsed()
+
+    def passed(self) -> bool:
+        return self.left() <= 0
+
+    def share(self, decodings_left: int) -> Callable[[], bool]:
+        """A deadline for the decoding that starts now: an equal share of the time left among `decodings_left`
+        (a fast decoding leaves its unused time to those after it)."""
+        end = self._clock() + max(self.left(), 0.0) / max(decodings_left, 1)
+        return lambda: self._clock() >= end
+
+    def shares(self, methods) -> Callable[[Method], bool]:
+        """`until(method)` for decodings of `methods`, one after another: each method's share is fixed the
+        first time it is asked."""
+        ends: dict[Method, Callable[[], bool]] = {}
+
+        def until(method: Method) -> bool:
+            if method not in ends:
+                ends[method] = self.share(len(methods) - len(ends))
+            return ends[method]()
+
+        return until
 
 
 @dataclass(frozen=True)
@@ -62,6 +136,8 @@ def warmed_prices(lm: LoadedModel, draft: Draft) -> Prices:
 
     The step-cost curve is measured once per model, device and dtype, then read from the cache;
     the draft's pass is timed on a second speculative warm-up, after the first has paid its cold start.
+    The curve, measured once, may have been measured on a busy machine: the prices learn from every step
+    after it (Prices.learn).
     """
     prompt_ids = encode_prompt(lm.tokenizer, WARM_UP_PROMPT, chat=False)
     methods = (Method.GREEDY, Method.LOOKAHEAD, Method.PROMPT_LOOKUP, Method.SPECULATIVE)
@@ -92,7 +168,7 @@ def prefill_seconds(prices: Prices, prompt_tokens: int, work: list[Decoding]) ->
 
 def token_seconds(prices: Prices, work: list[Decoding]) -> float:
     """What one more new token costs at worst: one full step of every decoding, and a draft's passes."""
-    return sum(prices.step(d.width) + d.draft_passes * prices.draft_pass for d in work)
+    return sum(prices.step(d.width) + d.draft_passes * prices.draft() for d in work)
 
 
 def request_seconds(prices: Prices, prompt_tokens: int, new_tokens: int, work: list[Decoding]) -> float:
@@ -119,8 +195,11 @@ def most_new_tokens(prices: Prices, prompt_tokens: int, work: list[Decoding], se
     return max(math.floor(left / token_seconds(prices, work)) - WARM_UP_TOKENS, 0)
 
 
-def check_budget(prices: Prices, prompt_tokens: int, new_tokens: int, work: list[Decoding], seconds: float) -> None:
-    """Refuse (BudgetError) a request whose worst case on this hardware exceeds `seconds`."""
+def check_budget(
+    prices: Prices, prompt_tokens: int, new_tokens: int, work: list[Decoding], seconds: float, auto: bool = False
+) -> None:
+    """Refuse (BudgetError) a request whose prompt's prefills exceed their share of `seconds`, or whose first
+    MIN_TOKENS new tokens (all it asks for, if fewer) could not fit at worst. Past that, the deadline stops it."""
     longest = longest_prompt(prices, work, seconds)
     if prompt_tokens > longest:
         raise BudgetError(
@@ -128,12 +207,25 @@ def check_budget(prices: Prices, prompt_tokens: int, new_tokens: int, work: list
             f"which leaves room for at most {longest:,} prompt tokens. Shorten the prompt."
         )
     fitting = most_new_tokens(prices, prompt_tokens, work, seconds)
-    if new_tokens > fitting:
+    needed = min(new_tokens, MIN_TOKENS)
+    if needed > fitting:
         widest = max(work, key=lambda d: d.width)
-        worst = request_seconds(prices, prompt_tokens, new_tokens, work)
+        worst = request_seconds(prices, prompt_tokens, needed, work)
         raise BudgetError(
-            f"{new_tokens} new tokens could hold the model for up to {worst:.0f} s here, over the {seconds:.0f} s "
-            f"a request may take while others wait: at most {fitting} fit with this prompt and these settings "
-            f"({widest.method.value} steps of {widest.width} tokens cost {prices.step(widest.width) * 1000:.0f} ms "
-            "each on this hardware, measured). Lower Max new tokens, or W, N, G."
+            f"Even {needed} new tokens could hold the model for up to {worst:.0f} s here, over the {seconds:.0f} s "
+            f"a request may take while others wait ({widest.method.value} steps of {widest.width} tokens cost "
+            f"{prices.step(widest.width) * 1000:.0f} ms each on this hardware, measured on its latest steps). "
+            + advice(prompt_tokens, widest, auto)
         )
+
+
+def advice(prompt_tokens: int, widest: Decoding, auto: bool) -> str:
+    """What would help a request that does not fit: a shorter prompt, or narrower steps where they are wide
+    (lookahead's W, N, G only when the request set them: auto chooses its own)."""
+    if widest.method == Method.LOOKAHEAD and not auto:
+        return "Lower W, N or G (or choose auto settings), or shorten the prompt."
+    if widest.method == Method.PROMPT_LOOKUP:
+        return "Lower Prompt lookup tokens, or shorten the prompt."
+    if widest.method == Method.SPECULATIVE:
+        return "Lower Draft tokens k, or shorten the prompt."
+    return f"Shorten the prompt ({prompt_tokens:,} tokens now)."

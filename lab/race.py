@@ -1,17 +1,20 @@
-"""The race: greedy, lookahead, prompt lookup and speculative decoding on one prompt, timed with nothing drawn.
+"""The race: greedy, lookahead, prompt lookup and speculative decoding on one prompt, timed in interleaved rounds.
 
 Every method first runs once on a few tokens, untimed, so none pays for another's cold start
-(kernels, allocations, the draft's first pass). Then each runs in turn, timed end to end with
-the device synchronised. A lane keeps what its curve and its playback need: the tokens and the
-wall time after every step, and the text each step added. The record (records.RaceRecord) also
-carries the step costs of this hardware, so a slow method can be explained by what a wide step
-costs here.
+(kernels, allocations, the draft's first pass). Then the methods run in rounds, each once per
+round in the same order, timed end to end with the device synchronised, for as many rounds as
+the request's time allows (ROUNDS at most): a burst of load elsewhere hits every method
+alike, and the spread over rounds says how steady the figures are (timing.py). A lane keeps
+what its curve and its playback need: the tokens and the wall time after every step, and the
+text each step added; the record keeps the lanes of one round (the lookahead lap of median
+speed) and every round's figures. It also carries the step costs of this hardware, so a slow
+method can be explained by what a wide step costs here, and what other programs used meanwhile.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Generator, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import replace
 
 from lookahead_core.costs import StepCosts
@@ -19,7 +22,15 @@ from lookahead_core.decoding import check_request
 from lookahead_core.draft import Draft
 from lookahead_core.forward import synchronize
 from lookahead_core.models import LoadedModel
-from lookahead_core.records import LookaheadSettings, LookupSettings, Method, RaceLane, RaceRecord, StepRecord
+from lookahead_core.records import (
+    LookaheadSettings,
+    LookupSettings,
+    Method,
+    RaceLane,
+    RaceRecord,
+    StepRecord,
+    Timing,
+)
 from lookahead_core.request import DecodeRequest
 from lookahead_core.trace import (
     Progress,
@@ -33,6 +44,10 @@ from lookahead_core.trace import (
 )
 from lookahead_core.tuning import AutoSettings
 
+from .budget import Deadline
+from .busy import CpuWatch
+from .timing import Lap, leaders, method_timings, shown_round
+
 RACED = (Method.GREEDY, Method.LOOKAHEAD, Method.PROMPT_LOOKUP, Method.SPECULATIVE)
 
 
@@ -44,6 +59,10 @@ def acceptance(method: Method, records: list[StepRecord]) -> float | None:
     return accepted / offered if offered else 0.0
 
 
+ROUNDS = 3  # rounds a race runs: fewer only when they do not fit its time
+ROUND_MARGIN = 1.1  # another round starts only if the longest so far, times this, fits in the time left
+
+
 def timed_lane(
     lm: LoadedModel,
     prompt_ids,
@@ -51,19 +70,26 @@ def timed_lane(
     runtime: dict,
     part: int,
     parts: int,
-) -> Generator[Progress, None, RaceLane]:
+    until: Callable[[], bool] | None = None,
+    learn: Callable[[list[StepRecord]], None] | None = None,
+) -> Generator[Progress, None, tuple[RaceLane, Lap]]:
     """Decode once, timed with nothing drawn, a Progress after every step; return the lane's figures
-    (speedup and exact filled in later).
+    (speedup and exact filled in later) and its lap.
 
     The clock runs only while a step runs, up to the device's sync: whatever the consumer does with
     a Progress is not charged to the method. The step figures leave out the prefill, which all
-    methods share.
+    methods share. `until` (a deadline) is asked before every step after the prefill: True stops the
+    lane there, its lap partial. `learn` takes the step records at the end (the budget's prices).
     """
     method, max_new_tokens = request.method, request.max_new_tokens
     tokens, seconds, fed, records = [0], [0.0], [], []
     steps = decode_steps(lm, prompt_ids, request, **runtime)
     synchronize(lm.device)
+    partial = False
     while True:
+        if records and records[-1].stop is None and until is not None and until():
+            partial = True
+            break
         start = time.perf_counter()
         record = next(steps, None)
         if record is None:
@@ -82,8 +108,10 @@ def timed_lane(
             tokens=tokens[-1],
             max_new_tokens=max_new_tokens,
         )
+    if learn is not None:
+        learn(records)
     steps = len(fed) - 1
-    return RaceLane(
+    lane = RaceLane(
         method=method,
         tokens=tokens,
         seconds=seconds,
@@ -100,6 +128,19 @@ def timed_lane(
         exact=None,
         acceptance=acceptance(method, records),
     )
+    return lane, Lap(method=method, tokens=tokens, seconds=seconds, partial=partial)
+
+
+def lane_runtime(method: Method, auto: AutoSettings | None, draft: Draft | None) -> dict:
+    """A lane's planner (lookahead with auto settings: a fresh one of their kind) and the draft."""
+    planner = auto.make_planner() if auto is not None and method == Method.LOOKAHEAD else None
+    return {"planner": planner, "draft": draft}
+
+
+def another_round(deadline: Deadline | None, done: int, longest: float) -> bool:
+    """Whether a race runs one more round: up to ROUNDS, each only while the longest round so far fits (with
+    ROUND_MARGIN) in the time left, if there is a deadline."""
+    return done < ROUNDS and (deadline is None or deadline.left() >= ROUND_MARGIN * longest)
 
 
 def racing(
@@ -109,39 +150,87 @@ def racing(
     costs: StepCosts,
     draft: Draft,
     auto: AutoSettings | None = None,
+    deadline: Deadline | None = None,
+    learn: Callable[[list[StepRecord]], None] | None = None,
+    planned_rounds: int = ROUNDS,
 ) -> Iterator[Progress | RaceRecord]:
     """Every method of RACED on one prompt with the request's settings (its method is not read; lookahead
-    with `auto`'s settings and planner if given): a Progress after every forward pass (warm-ups included),
-    the RaceRecord last.
+    with `auto`'s settings and planner if given), in interleaved rounds: a Progress after every forward pass
+    (warm-ups included, numbered as if `planned_rounds` rounds ran), the RaceRecord last.
 
-    Speedup is tokens per second over plain decoding's (sampled runs may stop at different
-    lengths). Sampled, every method draws with the same settings and seed, so outputs are not
-    compared (`exact` is None).
+    With a `deadline`, the first round shares the time left equally among the methods still to run (so each
+    is measured, partial if its share runs out), and further rounds (ROUNDS in all) run while they fit.
+    A round that the deadline stops is not counted. Speeds are compared over the same number of tokens in
+    each round (sampled runs stop at different lengths: cut to the shortest). Sampled, every method draws
+    with the same settings and seed, so outputs are not compared (`exact` is None).
     """
     config = auto.config if auto is not None else request.lookahead
-    lookup, sampling, max_new_tokens = request.lookup, request.sampling, request.max_new_tokens
+    lookup, max_new_tokens = request.lookup, request.max_new_tokens
     request = replace(request, lookahead=config)
+    watch = CpuWatch()
 
     def runtime(method: Method) -> dict:
-        """A lane's planner (lookahead with auto settings: a fresh one of their kind) and the draft."""
-        planner = auto.make_planner() if auto is not None and method == Method.LOOKAHEAD else None
-        return {"planner": planner, "draft": draft}
+        return lane_runtime(method, auto, draft)
 
     reach = max(method_reach(m, config, lookup, draft) for m in RACED)
     check_request(prompt_ids, max_new_tokens, lm.context_length, reach)  # before any warm-up is spent
-    parts = 2 * len(RACED)
+    parts = len(RACED) * (1 + planned_rounds)
     for part, method in enumerate(RACED, 1):
         yield from warming_up(lm, prompt_ids, request, [method], part, parts, **runtime(method))
-    lanes = []
-    for part, method in enumerate(RACED, len(RACED) + 1):
-        lane = replace(request, method=method)
-        lanes.append((yield from timed_lane(lm, prompt_ids, lane, runtime(method), part, parts)))
+    rounds: list[list[tuple[RaceLane, Lap]]] = []
+    longest, cut = 0.0, False
+    while not cut and (not rounds or another_round(deadline, len(rounds), longest)):
+        started = time.perf_counter()
+        parts = max(parts, len(RACED) * (2 + len(rounds)))
+        laps = []
+        for i, method in enumerate(RACED):
+            until = None
+            if deadline is not None:
+                until = deadline.share(len(RACED) - i) if not rounds else deadline.passed
+            part = len(RACED) * (1 + len(rounds)) + i + 1
+            lane = replace(request, method=method)
+            laps.append((yield from timed_lane(lm, prompt_ids, lane, runtime(method), part, parts, until, learn)))
+        cut = bool(rounds) and any(lap.partial for _, lap in laps)  # a later round cut short is not counted
+        if not cut:
+            rounds.append(laps)
+        longest = max(longest, time.perf_counter() - started)
+    yield race_record(lm, request, rounds, watch, deadline, auto, costs, draft)
+
+
+def race_record(
+    lm: LoadedModel,
+    request: DecodeRequest,
+    rounds: list[list[tuple[RaceLane, Lap]]],
+    watch: CpuWatch,
+    deadline: Deadline | None,
+    auto: AutoSettings | None,
+    costs: StepCosts,
+    draft: Draft,
+) -> RaceRecord:
+    """The race's record: the lanes of the round shown, and every round's figures in its Timing."""
+    laps = [[lap for _, lap in r] for r in rounds]
+    timings = method_timings(laps)
+    shown = shown_round(laps, Method.LOOKAHEAD)
+    lanes = [lane for lane, _ in rounds[shown]]
     greedy = lanes[0]
-    rate = greedy.tokens[-1] / greedy.seconds[-1]
-    for lane in lanes:
-        lane.speedup = (lane.tokens[-1] / lane.seconds[-1]) / rate
-        lane.exact = lane.new_token_ids == greedy.new_token_ids if sampling.is_greedy else None
-    yield RaceRecord(
+    for lane, timing in zip(lanes, timings, strict=True):
+        lane.speedup = timing.speedup.median
+        lane.exact = lane.new_token_ids == greedy.new_token_ids if request.sampling.is_greedy else None
+    lengths = {lap.tokens[-1] for lap in laps[shown]}
+    timing = Timing(
+        rounds=len(rounds),
+        order=list(RACED),
+        methods=timings,
+        leaders=leaders(timings),
+        shown_round=shown,
+        compared_tokens=min(lengths),
+        lengths_differ=len(lengths) > 1,
+        busy=watch.reading(),
+        budget_seconds=deadline.seconds if deadline is not None else 0.0,
+        partial=any(t.partial for t in timings),
+    )
+    config, lookup = request.lookahead, request.lookup
+    return RaceRecord(
         lanes=lanes,
         settings=auto.settings()
         if auto is not None
@@ -150,9 +239,10 @@ def racing(
         draft=draft.settings(),
         step_costs=costs.curve(),
         machine=machine_facts(lm),
-        max_new_tokens=max_new_tokens,
+        max_new_tokens=request.max_new_tokens,
         ran_at=time.strftime("%Y-%m-%dT%H:%M:%S"),
-        sampling=sampling.record(),
+        sampling=request.sampling.record(),
+        timing=timing,
     )
 
 

@@ -23,16 +23,16 @@ from lookahead_core.costs import step_costs
 from lookahead_core.models import encode_prompt, load_model
 from lookahead_core.records import Method, Progress, RaceRecord, Run
 from lookahead_core.request import DecodeRequest
-from lookahead_core.trace import recording_run
 from lookahead_core.tuning import auto_settings, choose_settings
 
 from . import space
 from .access import access_from_environment
-from .budget import RACE_SECONDS, RUN_SECONDS, Prices, check_budget, decodings
+from .budget import RACE_SECONDS, RUN_SECONDS, Deadline, Prices, check_budget, decodings
 from .holding import ModelHolder
-from .race import RACED, racing
+from .race import RACED, ROUNDS, racing
 from .requests import MAX_NEW_TOKENS, ModelRequest
 from .shelf import Shelf
+from .timed_run import timed_run
 
 ZERO_GPU = space.on_zero_gpu(spaces)
 SERVER_NAME = os.environ.get("GRADIO_SERVER_NAME", "0.0.0.0")
@@ -71,29 +71,41 @@ def race_slot(request: ModelRequest) -> int:
 def within_budget(
     prices: Prices | None, prompt_ids: list[int], decode: DecodeRequest, lookahead: LookaheadConfig, methods, seconds
 ) -> None:
-    """Refuse (BudgetError) model work that could hold the model past `seconds` at `prices` (None: unpriced),
+    """Refuse (BudgetError) model work not worth starting within `seconds` at `prices` (None: unpriced),
     lookahead running at `lookahead` (the request's own settings, or the auto choice)."""
     if prices is not None:
         work = decodings(methods, lookahead, decode.lookup, decode.draft_tokens)
-        check_budget(prices, len(prompt_ids), decode.max_new_tokens, work, seconds)
+        check_budget(prices, len(prompt_ids), decode.max_new_tokens, work, seconds, auto=decode.auto)
+
+
+def expected_rounds(prices: Prices | None, decode: DecodeRequest, seconds: float) -> int:
+    """How many race rounds the progress bar announces first: rounds of four greedy-priced decodings that fit
+    in `seconds` (the race itself decides from the rounds it measures)."""
+    if prices is None:
+        return 1
+    round_seconds = len(RACED) * decode.max_new_tokens * prices.step(1)
+    return max(1, min(ROUNDS, int(seconds // max(round_seconds, 1e-9))))
 
 
 @on_gpu(slot)
 def record(request: ModelRequest) -> Iterator[Progress | tuple[Run, float]]:
     """A Run's model work: the method's trace and the plain trace for one prompt on the model the request
-    names (loaded first if another is held), a Progress after every forward pass, and last the Run with the
-    seconds it all took. With auto, lookahead runs this hardware's auto settings and records each step's plan.
+    names (loaded first if another is held), then more interleaved rounds of the two while they fit in
+    RUN_SECONDS (lab.timed_run), a Progress after every forward pass, and last the Run with the seconds it
+    all took. With auto, lookahead runs this hardware's auto settings and records each step's plan.
     """
-    started = time.perf_counter()
-    d = request.decode
     held = MODEL.get(request.model, request.dtype)
+    started = time.perf_counter()  # a model's first load is not the request's: the deadline starts here
+    deadline = Deadline(RUN_SECONDS)
+    d = request.decode
     lm = held.lm
     prompt_ids = encode_prompt(lm.tokenizer, request.prompt, request.chat)
     auto_choice = auto_settings(lm) if d.auto and d.method == Method.LOOKAHEAD else None
     chosen = auto_choice.config if auto_choice is not None else d.lookahead
     within_budget(held.prices, prompt_ids, d, chosen, (d.method, Method.GREEDY), RUN_SECONDS)
     draft = held.draft(d.draft_tokens) if d.method == Method.SPECULATIVE else None
-    work = recording_run(lm, prompt_ids, d, request.prompt, auto_choice, draft)
+    learn = held.prices.learn if held.prices is not None else None
+    work = timed_run(lm, prompt_ids, d, deadline, request.prompt, auto_choice, draft, learn)
     for item in work:
         yield item if isinstance(item, Progress) else (item, time.perf_counter() - started)
 
@@ -102,10 +114,11 @@ def record(request: ModelRequest) -> Iterator[Progress | tuple[Run, float]]:
 def timed_race(request: ModelRequest) -> Iterator[Progress | tuple[RaceRecord, float]]:
     """A race's model work on the model the request names: every method on the prompt, timed with nothing
     drawn (auto: W, N, G from measured costs), a Progress after every forward pass, and last the race with
-    its seconds."""
-    started = time.perf_counter()
-    d = request.decode
+    its seconds. The race runs interleaved rounds while they fit in RACE_SECONDS (lab.race)."""
     held = MODEL.get(request.model, request.dtype)
+    started = time.perf_counter()  # a model's first load is not the request's: the deadline starts here
+    deadline = Deadline(RACE_SECONDS)
+    d = request.decode
     lm = held.lm
     prompt_ids = encode_prompt(lm.tokenizer, request.prompt, request.chat)
     costs = step_costs(lm)
@@ -113,6 +126,8 @@ def timed_race(request: ModelRequest) -> Iterator[Progress | tuple[RaceRecord, f
     chosen = auto_choice.config if auto_choice is not None else d.lookahead
     within_budget(held.prices, prompt_ids, d, chosen, RACED, RACE_SECONDS)
     draft = held.draft(d.draft_tokens)
-    work = racing(lm, prompt_ids, d, costs, draft, auto_choice)
+    learn = held.prices.learn if held.prices is not None else None
+    rounds = expected_rounds(held.prices, d, RACE_SECONDS)
+    work = racing(lm, prompt_ids, d, costs, draft, auto_choice, deadline, learn, rounds)
     for item in work:
         yield item if isinstance(item, Progress) else (item, time.perf_counter() - started)

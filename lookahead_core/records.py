@@ -17,10 +17,11 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any
 
-SCHEMA_VERSION = 4
-# Older versions whose records read as this one: version 4 only added facts with defaults (the
-# sliding-window masks), so a version 3 record is a version 4 record of a model with no sliding layer.
-UPGRADABLE = {3}
+SCHEMA_VERSION = 5
+# Older versions whose records read as this one: each only added facts with defaults. Version 4 added
+# the sliding-window masks (a version 3 record is one of a model with no sliding layer); version 5 the
+# repeated timings of a Run and a race (a version 4 record timed each method once, and says so).
+UPGRADABLE = {3, 4}
 
 
 class SchemaError(ValueError):
@@ -75,6 +76,7 @@ class TokenSource(enum.StrEnum):
 class StopReason(enum.StrEnum):
     EOS = "eos"  # an end-of-sequence token was committed
     MAX_NEW_TOKENS = "max_new_tokens"
+    DEADLINE = "deadline"  # the request's time ran out first: a partial run (a run's summary only)
 
 
 class Branch(enum.StrEnum):
@@ -506,6 +508,7 @@ class Run(Document):
 
     trace: Trace
     greedy: Trace
+    timing: Timing | None = None  # None: a run from before repeated timings (each trace timed once)
     schema_version: int = SCHEMA_VERSION
 
 
@@ -529,6 +532,74 @@ class Progress:
     steps: int
     tokens: int
     max_new_tokens: int
+
+
+# ----------------------------------------------------------------------------------------------
+# Timing: repeated, interleaved rounds, medians with their spread, and what else ran meanwhile
+
+
+@dataclass(kw_only=True)
+class Spread:
+    """A median and the interval around it: the min and max of the rounds for a rate, a bootstrap interval
+    for a ratio of medians."""
+
+    median: float
+    low: float
+    high: float
+
+    def includes(self, value: float) -> bool:
+        return self.low <= value <= self.high
+
+    def overlaps(self, other: Spread) -> bool:
+        return self.low <= other.high and other.low <= self.high
+
+
+@dataclass(kw_only=True)
+class MethodTiming:
+    """One method over the rounds: in each round, the tokens compared and the seconds they took (runs of
+    different lengths are cut to the shortest of their round); its rate over the rounds (tokens per second:
+    median, min and max) and its speedup, the ratio of its median rate to greedy's with a bootstrap interval
+    over the rounds (greedy's own is exactly 1)."""
+
+    method: Method
+    tokens: list[int]
+    seconds: list[float]
+    rate: Spread
+    speedup: Spread
+    partial: bool  # a round of it was stopped by the deadline before its end
+
+
+@dataclass(kw_only=True)
+class Busy:
+    """What other programs used while a request measured: CPU time in cores (1.4: 140% of one core) out
+    of `cores`, from the operating system's counters (None where they cannot be read)."""
+
+    other_cores: float | None
+    cores: int
+    seconds: float  # the wall time the reading covers
+    heavy: bool  # enough that the timings are less reliable (the lab's threshold, lab.busy.BUSY_CORES)
+
+
+@dataclass(kw_only=True)
+class Timing:
+    """How a Run or a race was timed: `rounds` interleaved rounds (every method once per round, in `order`),
+    each method's figures, the methods the intervals cannot tell apart from the fastest (`leaders`: one
+    method is a clear winner, several are within noise), the round the playback shows, what the rest of the
+    machine did meanwhile, and the time the request was given and whether it ran out."""
+
+    rounds: int
+    order: list[Method]
+    methods: list[MethodTiming]
+    leaders: list[Method]
+    shown_round: int  # 0-based
+    compared_tokens: int  # the tokens each rate counts in the round shown (all: equal lengths)
+    lengths_differ: bool  # sampled runs stopped at different lengths and were cut to the shorter
+    busy: Busy
+    budget_seconds: float
+    partial: bool  # the deadline stopped some decoding before its end: the figures cover what was done
+
+    def of(self, method: Method) -> MethodTiming:
+        return next(timing for timing in self.methods if timing.method == method)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -574,6 +645,7 @@ class RaceRecord(Document):
     max_new_tokens: int
     ran_at: str
     sampling: SamplingRecord | None = None
+    timing: Timing | None = None  # None: a race from before repeated timings (each lane timed once)
     schema_version: int = SCHEMA_VERSION
 
     def lane(self, method: Method) -> RaceLane:

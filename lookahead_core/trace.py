@@ -12,7 +12,7 @@ import os
 import platform
 import re
 import time
-from collections.abc import Generator, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import replace
 
 import torch
@@ -38,6 +38,7 @@ from .records import (
     Progress,
     Run,
     StepRecord,
+    StopReason,
     Summary,
     Trace,
     TraceMeta,
@@ -252,22 +253,30 @@ def tracing(
     prompt_text: str | None = None,
     auto: AutoSettings | None = None,
     draft: Draft | None = None,
+    until: Callable[[], bool] | None = None,
 ) -> Generator[StepRecord, None, Trace]:
     """Decode once, yielding each step record as it is produced, and return the Trace that keeps them all.
 
     With `auto` (the lab's resolution of the request's auto flag), lookahead runs its settings and a fresh
-    planner of its kind, and the trace keeps the measured step costs that planner weighed.
+    planner of its kind, and the trace keeps the measured step costs that planner weighed. `until` (a
+    deadline) is asked before every step after the prefill: once it says True, decoding stops there and
+    the trace is partial, its stop reason DEADLINE.
     """
     method, sampling, lookup = request.method, request.sampling, request.lookup
     config = auto.config if auto is not None else request.lookahead
     planner = auto.make_planner() if auto is not None else None
-    steps = []
+    steps, cut = [], False
     started = time.time()
     for record in decode_steps(lm, prompt_ids, replace(request, lookahead=config), planner, draft):
         steps.append(record)
         yield record
+        if record.stop is None and until is not None and until():
+            cut = True
+            break
     ids = set(prompt_ids).union(*(record.token_ids() for record in steps))
     summary = summarize(steps)
+    if cut:
+        summary.stop = StopReason.DEADLINE
     summary.text = lm.tokenizer.decode(summary.new_token_ids, skip_special_tokens=True)
     meta = TraceMeta(
         method=method,
@@ -313,21 +322,28 @@ def recording_run(
     prompt_text: str | None = None,
     auto: AutoSettings | None = None,
     draft: Draft | None = None,
+    until: Callable[[Method], bool] | None = None,
+    parts: int = RUN_PARTS,
 ) -> Iterator[Progress | Run]:
     """Both traces for one prompt, the request's method then plain decoding: a Progress after every forward
-    pass, the Run last.
+    pass (numbered out of `parts`, for a caller that decodes more afterwards), the Run last.
 
     Both methods are warmed up first, so neither is timed cold. A consumer that stops iterating
-    stops the work between two forward passes. Sampled, both use the same settings and seed;
-    their outputs differ draw by draw, not in distribution.
+    stops the work between two forward passes. `until(method)` (a deadline) is asked before every
+    step after a prefill: True stops that method's trace there, partial (see `tracing`). Sampled,
+    both use the same settings and seed; their outputs differ draw by draw, not in distribution.
     """
     method = request.method
     warming = replace(request, lookahead=auto.config) if auto is not None else request
-    yield from warming_up(lm, prompt_ids, warming, (method, Method.GREEDY), 1, RUN_PARTS, draft=draft)
-    traced = tracing(lm, prompt_ids, request, prompt_text, auto, draft)
-    trace = yield from reported(traced, 3, RUN_PARTS, method, request.max_new_tokens)
-    plain = tracing(lm, prompt_ids, replace(request, method=Method.GREEDY), prompt_text)
-    greedy = yield from reported(plain, 4, RUN_PARTS, Method.GREEDY, request.max_new_tokens)
+    yield from warming_up(lm, prompt_ids, warming, (method, Method.GREEDY), 1, parts, draft=draft)
+
+    def deadline(of: Method) -> Callable[[], bool] | None:
+        return None if until is None else lambda: until(of)
+
+    traced = tracing(lm, prompt_ids, request, prompt_text, auto, draft, deadline(method))
+    trace = yield from reported(traced, 3, parts, method, request.max_new_tokens)
+    plain = tracing(lm, prompt_ids, replace(request, method=Method.GREEDY), prompt_text, until=deadline(Method.GREEDY))
+    greedy = yield from reported(plain, 4, parts, Method.GREEDY, request.max_new_tokens)
     yield Run(trace=trace, greedy=greedy)
 
 

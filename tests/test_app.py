@@ -113,7 +113,6 @@ def test_an_expired_session_gets_the_example_back_instead_of_an_error(client):
         ("Hello", (5, 4, 5, 0), "Max new tokens must be between 1 and 256, got 0"),
         ("Hello", (5, 4, 5, 300), "Max new tokens must be between 1 and 256, got 300"),
         ("a " * 9000, (5, 4, 5, 16), "which leaves room for at most"),
-        ("Hello", (7, 5, 7, 256), "over the 30 s a request may take while others wait"),
         ("word " * 10_000, (5, 4, 5, 16), "the limit is 40,000"),
     ],
     ids=[
@@ -124,7 +123,6 @@ def test_an_expired_session_gets_the_example_back_instead_of_an_error(client):
         "no-tokens",
         "too-many-tokens",
         "too-long",
-        "over-time",
         "huge",
     ],
 )
@@ -221,7 +219,8 @@ def test_a_race_times_every_method_plays_them_back_and_says_why(client, steep_co
     assert summary.count("✓ same as greedy") == 4 and "best: " in summary
     assert "costs 4.15x a 1-token step" in summary and "draft bf16-self (bfloat16), k = 4" in summary
     assert "CPU" in summary and "float32" in summary
-    assert (" won on " in summary) or ("No method beat greedy" in summary)
+    assert (" won on " in summary) or ("Within noise on " in summary) or ("decoding was fastest on" in summary)
+    assert "interleaved rounds" in summary and "during this race" in summary
     assert "At the measured speed" in playback["value"] and "animation-delay" in playback["value"]
     lanes = re.findall(r'<div class="ll-lane-text"[^>]*>(.*?)</div>', playback["value"], re.DOTALL)
     texts = [unescape(re.sub(r"<[^>]+>", "", lane)) for lane in lanes]

@@ -132,9 +132,16 @@ def test_a_version_3_run_reads_as_a_run_of_a_model_without_sliding_layers(run):
         for key in ("layers", "sliding_layers", "sliding_window"):
             trace["meta"]["machine"].pop(key)
     read = Run.from_json(json.dumps(old))
-    assert read.schema_version == read.trace.schema_version == SCHEMA_VERSION == 4
+    assert read.schema_version == read.trace.schema_version == SCHEMA_VERSION == 5
     assert read.trace.meta.machine.layers == 0 and all(s.sliding is None for s in read.trace.steps)
     assert read.trace.steps == run.trace.steps
+
+
+def test_a_version_4_run_reads_as_a_run_timed_once(run):
+    data = to_data(run)
+    old = {k: v for k, v in data.items() if k != "timing"} | {"schema_version": 4}
+    read = Run.from_json(json.dumps(old))
+    assert read.schema_version == SCHEMA_VERSION and read.timing is None and read.trace == run.trace
 
 
 def test_an_old_trace_without_a_schema_version_is_refused_as_such(run):

@@ -26,6 +26,7 @@ SHORT_NAMES = {
 STOP_WORDS = {  # why decoding stopped after a step, as the caption and the verification panel say it
     StopReason.EOS: "an end-of-sequence token was committed",
     StopReason.MAX_NEW_TOKENS: "max new tokens was reached",
+    StopReason.DEADLINE: "the request's time ran out, so this run is partial",
 }
 WHERE_GUESSES_COME_FROM = {
     Method.PROMPT_LOOKUP: (

@@ -19,6 +19,7 @@ from .methods import NAMES, SHORT_NAMES
 from .palette import BLUE, GREEN, GREY, PURPLE, SKY
 from .plans import settings_words
 from .summary import stat, used_words
+from .timing import rate_words, times, timing_notes, verdict
 
 HUES = {Method.GREEDY: BLUE, Method.LOOKAHEAD: SKY, Method.PROMPT_LOOKUP: GREEN, Method.SPECULATIVE: PURPLE}
 LAYOUT = {
@@ -125,9 +126,18 @@ def lane_reason(result: RaceRecord, lane: RaceLane) -> str:
 
 
 def race_story(result: RaceRecord) -> str:
-    """Which method won on this prompt and this hardware, and the measured figures that decided it."""
+    """Which method won on this prompt and this hardware, and the measured figures that decided it: with
+    repeated rounds, the verdict of their intervals; a race timed once (an older record) says so."""
     machine = result.machine
     where = f"{machine.device_name} ({machine.dtype})"
+    if result.timing is not None:
+        leader = result.timing.leaders[0]
+        why = (
+            f" {SHORT_NAMES[leader].capitalize()}: {lane_reason(result, result.lane(leader))}."
+            if (leader != Method.GREEDY)
+            else ""
+        )
+        return verdict(result.timing, where) + why
     best = max(result.lanes[1:], key=lambda lane: lane.speedup)
     if best.speedup < 1:
         return (
@@ -144,13 +154,28 @@ def exact_words(lane: RaceLane) -> str:
     return "✓ same as greedy" if lane.exact else "✗ differs from greedy"
 
 
+def lane_speed(result: RaceRecord, lane: RaceLane) -> str:
+    """A lane's speedup (with its interval over the rounds) and its rate, or the one timing of an older race."""
+    if result.timing is None:
+        return f"{lane.speedup:.2f}×"
+    timing = result.timing.of(lane.method)
+    return f"{times(timing.speedup)} · {rate_words(timing)}"
+
+
 def lane_row(result: RaceRecord, lane: RaceLane) -> str:
     reason = lane_reason(result, lane) if lane.method != Method.GREEDY else "one token per forward pass"
     return (
         f'<tr><th style="--k:{HUES[lane.method]}">{escape(NAMES[lane.method])}</th>'
-        f"<td>{lane.speedup:.2f}×</td><td>{lane.seconds[-1]:.2f} s</td><td>{lane.tokens[-1]}</td>"
+        f"<td>{escape(lane_speed(result, lane))}</td><td>{lane.seconds[-1]:.2f} s</td><td>{lane.tokens[-1]}</td>"
         f"<td>{lane.steps}</td><td class='ll-dim'>{escape(reason)} · {escape(exact_words(lane))}</td></tr>"
     )
+
+
+def how_timed(result: RaceRecord) -> list[str]:
+    """How the race's figures were taken: its rounds, cuts and the machine's load; an older race was timed once."""
+    if result.timing is None:
+        return ["Each method was timed once (a race recorded before repeated rounds): no spread is known."]
+    return timing_notes(result.timing, "this race", "the playback and the table's time, tokens and passes")
 
 
 def race_html(result: RaceRecord, used: float | None = None, gpu: bool = False) -> str:
@@ -159,9 +184,12 @@ def race_html(result: RaceRecord, used: float | None = None, gpu: bool = False) 
     `used`: the seconds the whole request held the model (on ZeroGPU, the visitor's GPU quota).
     """
     machine, best = result.machine, max(result.lanes[1:], key=lambda lane: lane.speedup)
+    speed = times(result.timing.of(best.method).speedup) if result.timing is not None else f"{best.speedup:.2f}×"
+    rounds = result.timing.rounds if result.timing is not None else 1
     stats = [
-        stat(f"{best.speedup:.2f}×", f"best: {SHORT_NAMES[best.method]}", "tokens per second / greedy's, this run"),
+        stat(speed, f"best: {SHORT_NAMES[best.method]}", "median tokens per second / greedy's, over the rounds"),
         stat(f"{result.max_new_tokens}", "max new tokens", "every method decoded the same prompt"),
+        stat(str(rounds), "interleaved rounds" if rounds > 1 else "round", "every method once per round"),
     ]
     rows = "".join(lane_row(result, lane) for lane in result.lanes)
     table = (
@@ -176,7 +204,9 @@ def race_html(result: RaceRecord, used: float | None = None, gpu: bool = False) 
     facts = f"{machine.model} · {machine.device_name} · {machine.dtype} · measured {result.ran_at}"
     return (
         f'<div class="ll-summary"><div class="ll-stats">{"".join(stats)}</div>'
-        f"<p>{escape(race_story(result))}</p>{table}<p class='ll-dim'>{escape(settings)}</p>"
+        f"<p>{escape(race_story(result))}</p>{table}"
+        + "".join(f"<p class='ll-dim ll-timing'>{escape(note)}</p>" for note in how_timed(result))
+        + f"<p class='ll-dim'>{escape(settings)}</p>"
         f"<p class='ll-dim'>{escape(charts_words(result))}</p>"
         f"<div class='ll-dim'><i>{escape(facts)}</i></div>"
         + (f"<div class='ll-dim'>{escape(used_words(used, gpu))}</div>" if used is not None else "")

@@ -11,6 +11,7 @@ from lookahead_core.records import Machine, Method, Progress, Run, Trace
 from .markup import escape
 from .methods import NAMES, SHORT_NAMES, method_settings
 from .plans import settings_words
+from .timing import times, timing_notes, verdict
 
 
 def plain_name(run: Run) -> str:
@@ -31,23 +32,39 @@ def mean_decode_seconds(trace: Trace) -> float:
     return sum(decode) / len(decode) if decode else 0.0
 
 
+def measured_speedup(run: Run) -> str:
+    """The method's speedup: the ratio of median rates over the rounds with its interval, or the one timing
+    of a run recorded before repeated rounds."""
+    if run.timing is not None:
+        return times(run.timing.of(run.trace.meta.method).speedup)
+    rate = run.greedy.summary.tokens_per_second
+    return f"{run.trace.summary.tokens_per_second / rate if rate else 0.0:.2f}×"
+
+
 def speed_story(run: Run) -> str:
-    """One or two sentences on whether the method was faster here, and why."""
+    """Whether the method was faster here, with the verdict of the rounds' intervals, and why."""
     ours, theirs = run.trace, run.greedy
     decode = ours.steps[1:]
     if not decode:
         return "The prefill alone produced the only new token: there was no decoding step to speed up."
     compression = ours.summary.tokens_per_step
-    rate = theirs.summary.tokens_per_second
-    speedup = ours.summary.tokens_per_second / rate if rate else 0.0  # runs may differ in length when sampled
     greedy_step = mean_decode_seconds(theirs)
     cost = mean_decode_seconds(ours) / greedy_step if greedy_step else 0.0
     device = ours.meta.machine.device_name
     plain = plain_name(run)
     story = (
-        f"{NAMES[ours.meta.method]} ran {speedup:.2f}× as fast as {plain} on {device}: it committed "
-        f"{compression:.2f} tokens per step, and one of its steps took {cost:.2f}× as long as a {plain} step."
+        f"{NAMES[ours.meta.method]} ran {measured_speedup(run)} as fast as {plain} on {device}: it committed "
+        f"{compression:.2f} tokens per step, and one of its steps took {cost:.2f}× as long as a {plain} step"
     )
+    mean_fed = sum(r.tokens_fed for r in decode) / len(decode)
+    if cost < 1 and mean_fed > 1:
+        story += (
+            f" (a step of {mean_fed:.1f} tokens cannot cost less than a 1-token step: that difference is timing "
+            "noise, not a finding)"
+        )
+    story += "."
+    if run.timing is not None:
+        story += " " + verdict(run.timing, device, plain)
     if ours.meta.method == Method.SPECULATIVE:
         drafting = sum(r.draft.seconds for r in decode if r.draft is not None) / len(decode)
         story += f" Of each step, {drafting:.3f} s on average went to the draft model's passes."
@@ -55,9 +72,16 @@ def speed_story(run: Run) -> str:
         story += " The run ended while the window was still warming up, before any n-gram was harvested."
     elif compression < 1.15:
         story += " Few guesses were accepted here: the text was hard to predict."
-    elif speedup < 1:
+    elif run.timing is not None and run.timing.leaders == [Method.GREEDY]:
         story += " Guesses were accepted, but each step fed so many tokens that this device paid more than it saved."
     return story
+
+
+def how_timed(run: Run) -> str:
+    """How the Run's figures were taken, or that an older run was timed once."""
+    if run.timing is None:
+        return "Each method was timed once (a run recorded before repeated rounds): no spread is known."
+    return " ".join(timing_notes(run.timing, "this Run", "the replay", plain_name(run)))
 
 
 def stat(value: str, label: str, tooltip: str) -> str:
@@ -78,6 +102,7 @@ def summary_html(run: Run) -> str:
         stat(str(s.tokens), "new tokens", f"stop: {s.stop.value if s.stop else 'none'}; {sampling_words(run)}"),
         stat(f"{s.steps} vs {g.steps}", f"forward passes vs {plain_name(run)}", "the prefill counts as one pass"),
         stat(f"{s.tokens_per_step:.2f}", "tokens per step", "the compression ratio: tokens / forward passes"),
+        stat(measured_speedup(run), f"speed vs {plain_name(run)}", "ratio of median tokens per second over the rounds"),
         stat(
             f"{s.seconds:.1f} s vs {g.seconds:.1f} s",
             f"time vs {plain_name(run)}",
@@ -90,7 +115,8 @@ def summary_html(run: Run) -> str:
     )
     return (
         f'<div class="ll-summary"><div class="ll-stats">{"".join(stats)}</div>'
-        f'<div class="ll-dim">{escape(speed_story(run))} <i>{escape(facts)}</i></div></div>'
+        f'<div class="ll-dim">{escape(speed_story(run))} <i>{escape(facts)}</i></div>'
+        f'<div class="ll-dim ll-timing">{escape(how_timed(run))}</div></div>'
     )
 
 

@@ -1,0 +1,100 @@
+"""A Run timed as a benchmark engineer would: the recorded traces, then more interleaved rounds while they fit.
+
+Round 1 records both traces (the method's, then plain decoding's), each warmed up first and each
+given an equal share of the request's time, partial if its share runs out. Further rounds time
+the same two decodings again, with nothing recorded, while the longest round so far fits in the
+time left (RUN_ROUNDS at most); a round the deadline stops is not counted. The Run keeps the
+round 1 traces (what the replay shows) and every round's figures (records.Timing).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterator
+from dataclasses import replace
+
+from lookahead_core.draft import Draft
+from lookahead_core.models import LoadedModel
+from lookahead_core.records import Method, Progress, Run, StepRecord, StopReason, Timing, Trace
+from lookahead_core.request import DecodeRequest
+from lookahead_core.trace import RUN_PARTS, recording_run
+from lookahead_core.tuning import AutoSettings
+
+from .budget import Deadline
+from .busy import CpuWatch
+from .race import ROUND_MARGIN, lane_runtime, timed_lane
+from .timing import Lap, leaders, method_timings
+
+RUN_ROUNDS = 3  # rounds a Run times at most, when they fit its time
+
+
+def trace_lap(trace: Trace) -> Lap:
+    """A recorded trace as a lap: cumulative tokens and step seconds after each step."""
+    tokens = [0, *itertools.accumulate(len(record.committed) for record in trace.steps)]
+    seconds = [0.0, *itertools.accumulate(record.step_seconds for record in trace.steps)]
+    return Lap(
+        method=trace.meta.method, tokens=tokens, seconds=seconds, partial=trace.summary.stop == StopReason.DEADLINE
+    )
+
+
+def timed_run(
+    lm: LoadedModel,
+    prompt_ids: list[int],
+    request: DecodeRequest,
+    deadline: Deadline,
+    prompt_text: str | None = None,
+    auto: AutoSettings | None = None,
+    draft: Draft | None = None,
+    learn: Callable[[list[StepRecord]], None] | None = None,
+) -> Iterator[Progress | Run]:
+    """The Run of `request` within `deadline` (see the module's docstring): a Progress after every forward
+    pass, the Run with its Timing last. `learn` takes every step record (the budget's prices)."""
+    methods = (request.method, Method.GREEDY)
+    watch = CpuWatch()
+    parts = RUN_PARTS + len(methods) * (RUN_ROUNDS - 1)
+    recording = recording_run(
+        lm, prompt_ids, request, prompt_text, auto, draft, until=deadline.shares(methods), parts=parts
+    )
+    run = None
+    for item in recording:
+        if isinstance(item, Progress):
+            yield item
+        else:
+            run = item
+    if learn is not None:
+        learn(run.trace.steps + run.greedy.steps)
+    rounds = [[trace_lap(run.trace), trace_lap(run.greedy)]]
+    longest = sum(lap.seconds[-1] for lap in rounds[0])
+    timed = replace(request, lookahead=auto.config) if auto is not None else request
+    while len(rounds) < RUN_ROUNDS and deadline.left() >= ROUND_MARGIN * longest:
+        part = RUN_PARTS + len(methods) * (len(rounds) - 1)
+        laps = []
+        for i, method in enumerate(methods, 1):
+            lane = replace(timed, method=method)
+            runtime = lane_runtime(method, auto, draft)
+            _, lap = yield from timed_lane(lm, prompt_ids, lane, runtime, part + i, parts, deadline.passed, learn)
+            laps.append(lap)
+        if any(lap.partial for lap in laps):
+            break  # a round the deadline stopped is not counted
+        rounds.append(laps)
+        longest = max(longest, sum(lap.seconds[-1] for lap in laps))
+    run.timing = run_timing(rounds, methods, watch, deadline)
+    yield run
+
+
+def run_timing(rounds: list[list[Lap]], methods, watch: CpuWatch, deadline: Deadline) -> Timing:
+    """The Run's Timing: every round's figures; the playback shows round 1's traces."""
+    timings = method_timings(rounds)
+    lengths = {lap.tokens[-1] for lap in rounds[0]}
+    return Timing(
+        rounds=len(rounds),
+        order=list(methods),
+        methods=timings,
+        leaders=leaders(timings),
+        shown_round=0,
+        compared_tokens=min(lengths),
+        lengths_differ=len(lengths) > 1,
+        busy=watch.reading(),
+        budget_seconds=deadline.seconds,
+        partial=any(t.partial for t in timings),
+    )

@@ -1,0 +1,115 @@
+"""Speed figures a benchmark engineer would sign: interleaved rounds, medians, spreads and an honest verdict.
+
+A method's speed is timed in rounds (every method once per round, in the same order), so a burst of
+load elsewhere on the machine hits every method alike. Each method's rate is the median over the
+rounds with its min and max; a speedup is the ratio of two medians, with a bootstrap interval that
+resamples whole rounds (pairs stay paired). The verdict names a winner only when its interval clears
+everyone else's: otherwise the leaders are "within noise". Runs of different lengths (sampled ones
+stop at their own end-of-sequence) are compared over the same number of tokens, cut to the shortest.
+"""
+
+from __future__ import annotations
+
+import random
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from lookahead_core.records import Method, MethodTiming, Spread
+
+RESAMPLES = 2000
+CONFIDENCE = 0.95
+ONE = Spread(median=1.0, low=1.0, high=1.0)  # greedy's speedup over itself
+
+
+@dataclass(frozen=True, kw_only=True)
+class Lap:
+    """One method's decoding in one round: cumulative tokens and seconds after each step (0 and 0.0 first),
+    and whether the deadline stopped it before its end."""
+
+    method: Method
+    tokens: Sequence[int]
+    seconds: Sequence[float]
+    partial: bool = False
+
+
+def seconds_to(lap: Lap, tokens: int) -> tuple[int, float]:
+    """The first step at which `lap` had `tokens` tokens or more: the tokens it had then and their seconds."""
+    for count, seconds in zip(lap.tokens, lap.seconds, strict=True):
+        if count >= tokens:
+            return count, seconds
+    return lap.tokens[-1], lap.seconds[-1]
+
+
+def compared_length(laps: Sequence[Lap]) -> int:
+    """The tokens every lap of a round reached: the shortest lap's total."""
+    return min(lap.tokens[-1] for lap in laps)
+
+
+def round_rates(laps: Sequence[Lap]) -> dict[Method, tuple[int, float]]:
+    """Each lap's (tokens, seconds) over the round's compared length, so every rate counts the same text."""
+    length = compared_length(laps)
+    return {lap.method: seconds_to(lap, length) for lap in laps}
+
+
+def rate(tokens: int, seconds: float) -> float:
+    return tokens / seconds if seconds else 0.0
+
+
+def spread_of(values: Sequence[float]) -> Spread:
+    return Spread(median=statistics.median(values), low=min(values), high=max(values))
+
+
+def ratio_of_medians(rates: Sequence[float], base: Sequence[float], seed: int = 0) -> Spread:
+    """median(rates) / median(base), with a bootstrap interval: whole rounds resampled, pairs kept together."""
+    median = statistics.median(rates) / statistics.median(base)
+    if len(rates) < 2:
+        return Spread(median=median, low=median, high=median)
+    draw = random.Random(seed)
+    rounds = range(len(rates))
+    ratios = []
+    for _ in range(RESAMPLES):
+        picked = [draw.choice(rounds) for _ in rounds]
+        ratios.append(statistics.median(rates[i] for i in picked) / statistics.median(base[i] for i in picked))
+    ratios.sort()
+    tail = (1 - CONFIDENCE) / 2
+    low = ratios[int(tail * (RESAMPLES - 1))]
+    high = ratios[int((1 - tail) * (RESAMPLES - 1))]
+    return Spread(median=median, low=min(low, median), high=max(high, median))
+
+
+def method_timings(rounds: Sequence[Sequence[Lap]]) -> list[MethodTiming]:
+    """Every method's figures over complete rounds (greedy's lap in each): rates and speedups over greedy."""
+    per_round = [round_rates(laps) for laps in rounds]
+    methods = [lap.method for lap in rounds[0]]
+    rates = {
+        m: [tokens / seconds if seconds else 0.0 for tokens, seconds in (r[m] for r in per_round)] for m in methods
+    }
+    timings = []
+    for method in methods:
+        figures = [r[method] for r in per_round]
+        timings.append(
+            MethodTiming(
+                method=method,
+                tokens=[tokens for tokens, _ in figures],
+                seconds=[seconds for _, seconds in figures],
+                rate=spread_of(rates[method]),
+                speedup=ONE if method == Method.GREEDY else ratio_of_medians(rates[method], rates[Method.GREEDY]),
+                partial=any(lap.partial for laps in rounds for lap in laps if lap.method == method),
+            )
+        )
+    return timings
+
+
+def leaders(timings: Sequence[MethodTiming]) -> list[Method]:
+    """The fastest method by median and every method whose interval overlaps its interval (greedy's is 1.0
+    exactly): one method is a clear winner; several are within noise of each other."""
+    best = max(timings, key=lambda t: t.speedup.median)
+    return [t.method for t in timings if t is best or t.speedup.overlaps(best.speedup)]
+
+
+def shown_round(rounds: Sequence[Sequence[Lap]], method: Method) -> int:
+    """The round whose `method` lap is its median-rate lap: the round a playback shows as typical."""
+    rates = [rate(*round_rates(r)[method]) for r in rounds]
+    ranked = sorted(range(len(rates)), key=rates.__getitem__)
+    return ranked[(len(ranked) - 1) // 2]

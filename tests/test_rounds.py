@@ -1,0 +1,85 @@
+"""A Run and a race timed in interleaved rounds within a deadline, on tiny models.
+
+A slow model (every forward pass sleeps) shows the deadline at work: the decodings stop at their
+next step, the result is partial and says so; a quick one gets its full rounds, exact.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from lab.budget import Deadline
+from lab.race import ROUNDS, race
+from lab.timed_run import RUN_ROUNDS, timed_run
+from lookahead_core.config import LookaheadConfig
+from lookahead_core.costs import StepCosts
+from lookahead_core.records import Method, Progress, StopReason
+from lookahead_core.request import DecodeRequest
+from visuals.race import race_html
+from visuals.summary import summary_html
+
+from .conftest import cost_table, tiny_draft
+
+PROMPT = [5, 6, 7, 8, 5, 6, 7, 8, 5, 6]
+REQUEST = DecodeRequest(lookahead=LookaheadConfig(4, 3, 4), max_new_tokens=48)
+PAUSE = 0.01  # seconds every forward pass of the slow model sleeps
+
+
+@pytest.fixture
+def slow_lm(tiny_lm):
+    hook = tiny_lm.model.register_forward_pre_hook(lambda *_: time.sleep(PAUSE))
+    yield tiny_lm
+    hook.remove()
+
+
+def finished_run(*args, **kwargs):
+    *progress, run = timed_run(*args, **kwargs)
+    assert all(isinstance(p, Progress) for p in progress)
+    return run
+
+
+def test_a_run_that_reaches_its_deadline_stops_partial_and_says_so(slow_lm):
+    deadline = Deadline(0.6)
+    started = time.perf_counter()
+    run = finished_run(slow_lm, PROMPT, DecodeRequest(lookahead=LookaheadConfig(4, 3, 4), max_new_tokens=200), deadline)
+    held = time.perf_counter() - started
+    assert held < 0.6 + 0.25  # one step past the deadline, and the records' assembly
+    assert run.trace.summary.stop == run.greedy.summary.stop == StopReason.DEADLINE
+    assert run.timing.partial and run.timing.rounds == 1 and run.timing.budget_seconds == 0.6
+    assert 0 < run.greedy.summary.tokens < 200
+    html = summary_html(run)
+    assert "Partial: the request&#x27;s 1 s ran out before lookahead, greedy finished" in html
+
+
+def test_a_quick_run_gets_its_rounds_and_stays_exact(tiny_lm):
+    learned = []
+    run = finished_run(tiny_lm, PROMPT, REQUEST, Deadline(60.0), learn=learned.extend)
+    timing = run.timing
+    assert timing.rounds == RUN_ROUNDS and not timing.partial and timing.order == [Method.LOOKAHEAD, Method.GREEDY]
+    assert run.trace.summary.new_token_ids == run.greedy.summary.new_token_ids
+    assert all(t.tokens == [48] * RUN_ROUNDS for t in timing.methods)
+    assert len(learned) >= RUN_ROUNDS * 2 * 10  # every step of every round priced
+    assert "ran 3 interleaved rounds (lookahead, greedy, then again)" in summary_html(run)
+
+
+def test_a_race_runs_interleaved_rounds_and_shows_one(tiny_lm):
+    draft = tiny_draft("llama")
+    result = race(tiny_lm, PROMPT, REQUEST, StepCosts.of(cost_table(0.1)), draft)
+    timing = result.timing
+    assert timing.rounds == ROUNDS and timing.order == [lane.method for lane in result.lanes]
+    assert all(lane.exact for lane in result.lanes) and not timing.partial
+    assert [lane.speedup for lane in result.lanes] == [t.speedup.median for t in timing.methods]
+    html = race_html(result)
+    assert f"ran {ROUNDS} interleaved rounds" in html and f"shows round {timing.shown_round + 1}" in html
+
+
+def test_a_race_out_of_time_measures_every_method_in_its_share(slow_lm):
+    draft = tiny_draft("llama")
+    request = DecodeRequest(lookahead=LookaheadConfig(4, 3, 4), max_new_tokens=200)
+    result = race(slow_lm, PROMPT, request, StepCosts.of(cost_table(0.1)), draft, deadline=Deadline(1.0))
+    timing = result.timing
+    assert timing.rounds == 1 and timing.partial
+    assert all(lane.tokens[-1] > 0 for lane in result.lanes)  # every method was measured
+    assert all(t.tokens[0] == timing.compared_tokens for t in timing.methods)  # over the same tokens

@@ -1,0 +1,93 @@
+"""Repeated, interleaved timings: rates at equal lengths, ratios of medians with intervals, and the verdict.
+
+Laps are built from injected step times, so every figure is known in advance; each verdict test has
+its counterpart that must come out the other way (a verdict that could not say "within noise", or
+could not name a winner, would pass one of them and fail the other).
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from lab.timing import Lap, compared_length, leaders, method_timings, ratio_of_medians, round_rates, shown_round
+from lookahead_core.records import Method, Spread
+
+G, L, P, S = Method.GREEDY, Method.LOOKAHEAD, Method.PROMPT_LOOKUP, Method.SPECULATIVE
+
+
+def lap(method: Method, step_seconds: float, tokens_per_step: int = 1, steps: int = 32, partial=False) -> Lap:
+    """A lap of `steps` equal steps, each committing `tokens_per_step` tokens in `step_seconds`."""
+    return Lap(
+        method=method,
+        tokens=[i * tokens_per_step for i in range(steps + 1)],
+        seconds=[i * step_seconds for i in range(steps + 1)],
+        partial=partial,
+    )
+
+
+def rounds_of(step_seconds: dict[Method, list[float]], tokens_per_step: dict[Method, int] | None = None):
+    """Rounds of laps: `step_seconds[m][r]` is method m's step time in round r."""
+    tokens_per_step = tokens_per_step or {}
+    count = len(next(iter(step_seconds.values())))
+    return [[lap(m, times[r], tokens_per_step.get(m, 1)) for m, times in step_seconds.items()] for r in range(count)]
+
+
+def test_a_rate_counts_the_same_tokens_as_the_shortest_lap_of_its_round():
+    short = Lap(method=G, tokens=[0, 1, 2, 3], seconds=[0.0, 1.0, 2.0, 3.0])  # 3 tokens: a sampled EOS
+    long = Lap(method=L, tokens=[0, 2, 4, 6, 8], seconds=[0.0, 1.0, 2.0, 3.0, 4.0])
+    assert compared_length([short, long]) == 3
+    assert round_rates([short, long]) == {G: (3, 3.0), L: (4, 2.0)}  # lookahead's first step past 3 tokens
+
+
+def test_the_speedup_is_the_ratio_of_medians_with_an_interval_around_it():
+    rounds = rounds_of({G: [0.10, 0.11, 0.09], L: [0.05, 0.05, 0.06]})
+    greedy, lookahead = method_timings(rounds)
+    assert greedy.speedup == Spread(median=1.0, low=1.0, high=1.0)
+    assert lookahead.rate.median == pytest.approx(1 / 0.05) and lookahead.rate.low == pytest.approx(1 / 0.06)
+    assert lookahead.speedup.median == pytest.approx((1 / 0.05) / (1 / 0.10))
+    assert lookahead.speedup.low <= lookahead.speedup.median <= lookahead.speedup.high
+    assert lookahead.tokens == [32, 32, 32] and lookahead.seconds == pytest.approx([1.6, 1.6, 1.92])
+
+
+def test_the_bootstrap_keeps_rounds_paired():
+    # Round 2 was slow for everyone (a burst of load): paired, the ratio is the same in every round.
+    rates = [10.0, 5.0, 10.0]
+    base = [5.0, 2.5, 5.0]
+    assert ratio_of_medians(rates, base) == Spread(median=2.0, low=2.0, high=2.0)
+
+
+def test_a_clear_winner_is_named_and_a_close_race_is_within_noise():
+    clear = method_timings(rounds_of({G: [0.10, 0.10, 0.10], L: [0.05, 0.051, 0.049], P: [0.08, 0.081, 0.079]}))
+    assert leaders(clear) == [L]
+    close = method_timings(rounds_of({G: [0.10, 0.10, 0.10], L: [0.05, 0.07, 0.06], P: [0.055, 0.065, 0.06]}))
+    assert leaders(close) == [L, P]
+
+
+def test_an_interval_that_includes_one_is_within_noise_of_greedy():
+    noisy = method_timings(rounds_of({G: [0.10, 0.10, 0.10], L: [0.08, 0.12, 0.095]}))
+    assert noisy[1].speedup.includes(1.0) and set(leaders(noisy)) == {G, L}
+    slower = method_timings(rounds_of({G: [0.10, 0.10, 0.10], L: [0.20, 0.21, 0.19]}))
+    assert leaders(slower) == [G]
+
+
+def test_the_playback_shows_the_round_of_median_speed():
+    rounds = rounds_of({G: [0.1, 0.1, 0.1], L: [0.04, 0.06, 0.05]})
+    assert shown_round(rounds, L) == 2
+
+
+def test_a_cut_lap_marks_its_method_partial():
+    rounds = [[lap(G, 0.1), lap(L, 0.05, steps=10, partial=True)]]
+    greedy, lookahead = method_timings(rounds)
+    assert lookahead.partial and not greedy.partial
+    assert lookahead.tokens == [10] and greedy.tokens == [10]  # compared over what both reached
+
+
+@pytest.mark.parametrize("order", list(itertools.permutations([G, L, P])))
+def test_the_figures_do_not_depend_on_the_lane_order(order):
+    times = {G: [0.1, 0.12, 0.11], L: [0.05, 0.06, 0.055], P: [0.07, 0.075, 0.08]}
+    rounds = rounds_of({m: times[m] for m in order})
+    figures = {t.method: t.speedup for t in method_timings(rounds)}
+    assert figures[L].median == pytest.approx(0.11 / 0.055) and figures[G].median == 1.0
+    assert leaders(method_timings(rounds)) == [L]

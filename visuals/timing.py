@@ -1,0 +1,94 @@
+"""How a Run or a race was timed, in words: rounds, medians with their spread, the verdict, and the machine's load.
+
+Pure functions of a `records.Timing`. A speedup reads as its median with its interval ("1.93×,
+1.85–2.01×"); the verdict names a winner only when the record's leaders are one method, and says
+"within noise" otherwise; what other programs used of the CPU is said beside the figures.
+"""
+
+from __future__ import annotations
+
+from lookahead_core.records import Busy, Method, MethodTiming, Spread, Timing
+
+from .methods import SHORT_NAMES
+
+
+def times(spread: Spread) -> str:
+    """A speedup: its median, and its interval when the rounds give one."""
+    if spread.low == spread.high:
+        return f"{spread.median:.2f}×"
+    return f"{spread.median:.2f}× ({spread.low:.2f}–{spread.high:.2f}×)"
+
+
+def rate_words(timing: MethodTiming) -> str:
+    """Tokens per second: the median over the rounds, and their min–max."""
+    rate = timing.rate
+    if rate.low == rate.high:
+        return f"{rate.median:.1f} tok/s"
+    return f"{rate.median:.1f} tok/s ({rate.low:.1f}–{rate.high:.1f})"
+
+
+def busy_words(busy: Busy, what: str) -> str:
+    """What other programs used of the CPU while `what` (a Run, this race) was measured."""
+    if busy.other_cores is None:
+        return f"What other programs used of the machine during {what} could not be read here."
+    share = f"about {busy.other_cores * 100:.0f}% of one core (this machine has {busy.cores})"
+    if busy.heavy:
+        return f"Other programs used {share} during {what}: these timings are less reliable."
+    return f"The machine was otherwise quiet during {what}: other programs used {share}."
+
+
+def rounds_words(timing: Timing, what: str, shown: str) -> str:
+    """How many interleaved rounds ran, in what order, and which one `shown` (the playback, the replay) shows."""
+    order = ", ".join(SHORT_NAMES[m] for m in timing.order)
+    if timing.rounds == 1:
+        return f"{what} ran its methods once ({order}): only one round fitted its time, so there is no spread."
+    return (
+        f"{what} ran {timing.rounds} interleaved rounds ({order}, then again); each figure is the median over "
+        f"the rounds, with its range; {shown} shows round {timing.shown_round + 1}."
+    )
+
+
+def verdict(timing: Timing, where: str, plain: str = "greedy") -> str:
+    """The winner when the intervals say so, or which methods are within noise of each other."""
+    if len(timing.leaders) == 1:
+        (winner,) = timing.leaders
+        if winner == Method.GREEDY:
+            return f"{plain.capitalize()} decoding was fastest on {where}: every other method's interval lies below 1×."
+        return (
+            f"{SHORT_NAMES[winner].capitalize()} won on {where}, {times(timing.of(winner).speedup)} as fast as "
+            f"{plain}: its interval clears every other method's."
+        )
+    names = " and ".join(SHORT_NAMES[m] if m != Method.GREEDY else plain for m in timing.leaders)
+    return f"Within noise on {where}: {names} cannot be told apart (their intervals overlap)."
+
+
+def partial_words(timing: Timing) -> str:
+    """What a deadline cut, if anything."""
+    if not timing.partial:
+        return ""
+    cut = ", ".join(SHORT_NAMES[t.method] for t in timing.methods if t.partial)
+    return (
+        f"Partial: the request's {timing.budget_seconds:.0f} s ran out before {cut} finished, so it stopped at its "
+        "next step; the speeds compare the tokens every method reached."
+    )
+
+
+def lengths_words(timing: Timing, plain: str) -> str:
+    """Sampled runs stop at their own end of sequence: say that the rates compare equal lengths."""
+    if not timing.lengths_differ:
+        return ""
+    return (
+        f"The runs ended at different lengths (sampled text stops at its own end of sequence): each rate counts "
+        f"the first {timing.compared_tokens} tokens, as {plain} did, so like is compared with like."
+    )
+
+
+def timing_notes(timing: Timing, what: str, shown: str, plain: str = "greedy") -> list[str]:
+    """Every sentence about how the figures were taken, in reading order (empty ones left out)."""
+    notes = [
+        rounds_words(timing, what.capitalize(), shown),
+        partial_words(timing),
+        lengths_words(timing, plain),
+        busy_words(timing.busy, what),
+    ]
+    return [note for note in notes if note]
