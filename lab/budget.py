@@ -26,7 +26,7 @@ from lookahead_core.config import LookaheadConfig, LookupConfig
 from lookahead_core.costs import StepCosts, step_costs
 from lookahead_core.draft import Draft
 from lookahead_core.models import LoadedModel, encode_prompt
-from lookahead_core.records import Method, StepKind, StepRecord
+from lookahead_core.records import Fit, Method, StepKind, StepRecord
 from lookahead_core.request import DecodeRequest
 from lookahead_core.trace import WARM_UP_TOKENS, decode_steps, warm_up
 
@@ -229,3 +229,21 @@ def advice(prompt_tokens: int, widest: Decoding, auto: bool) -> str:
     if widest.method == Method.SPECULATIVE:
         return "Lower Draft tokens k, or shorten the prompt."
     return f"Shorten the prompt ({prompt_tokens:,} tokens now)."
+
+
+def fit(prices: Prices, rounds: int) -> Fit:
+    """The new tokens for which `rounds` rounds of a Run and of a race fit their time, at plain decoding's
+    latest pace here (what the page suggests; a guessing method that pays leaves room for more)."""
+    step = prices.step(1)
+
+    def tokens(decodings: int, seconds: float) -> int:
+        return max(int(seconds / (rounds * decodings * step)) - WARM_UP_TOKENS, 0)
+
+    return Fit(
+        step_seconds=step,
+        rounds=rounds,
+        run_seconds=RUN_SECONDS,
+        run_tokens=tokens(2, RUN_SECONDS),
+        race_seconds=RACE_SECONDS,
+        race_tokens=tokens(4, RACE_SECONDS),
+    )

@@ -11,10 +11,10 @@ from dataclasses import dataclass
 
 from lookahead_core.draft import DEFAULT_DRAFT, DEFAULT_DRAFT_TOKENS, Draft, make_draft
 from lookahead_core.models import DEFAULT_MODEL, DTYPES, LoadedModel, load_model
-from lookahead_core.records import Machine
+from lookahead_core.records import Fit, Machine
 from lookahead_core.trace import machine_facts
 
-from .budget import Prices, warmed_prices
+from .budget import Prices, fit, warmed_prices
 
 
 @dataclass
@@ -67,6 +67,11 @@ class ModelHolder:
     def facts(self) -> Machine | None:
         held = self._held
         return machine_facts(held.lm) if held is not None else None
+
+    def fit(self, rounds: int) -> Fit | None:
+        """What fits in a request's time at the held model's latest prices (None: none held, or unpriced)."""
+        held = self._held
+        return fit(held.prices, rounds) if held is not None and held.prices is not None else None
 
     def loading(self, choice: str, dtype: str) -> bool:
         """Whether a request for `choice` would load it first (it is not the held model)."""

@@ -95,12 +95,12 @@ def record(request: ModelRequest) -> Iterator[Progress | tuple[Run, float]]:
     all took. With auto, lookahead runs this hardware's auto settings and records each step's plan.
     """
     held = MODEL.get(request.model, request.dtype)
-    started = time.perf_counter()  # a model's first load is not the request's: the deadline starts here
-    deadline = Deadline(RUN_SECONDS)
     d = request.decode
     lm = held.lm
-    prompt_ids = encode_prompt(lm.tokenizer, request.prompt, request.chat)
     auto_choice = auto_settings(lm) if d.auto and d.method == Method.LOOKAHEAD else None
+    started = time.perf_counter()  # a model's first load and cost curve are not the request's: its time starts here
+    deadline = Deadline(RUN_SECONDS)
+    prompt_ids = encode_prompt(lm.tokenizer, request.prompt, request.chat)
     chosen = auto_choice.config if auto_choice is not None else d.lookahead
     within_budget(held.prices, prompt_ids, d, chosen, (d.method, Method.GREEDY), RUN_SECONDS)
     draft = held.draft(d.draft_tokens) if d.method == Method.SPECULATIVE else None
@@ -116,12 +116,12 @@ def timed_race(request: ModelRequest) -> Iterator[Progress | tuple[RaceRecord, f
     drawn (auto: W, N, G from measured costs), a Progress after every forward pass, and last the race with
     its seconds. The race runs interleaved rounds while they fit in RACE_SECONDS (lab.race)."""
     held = MODEL.get(request.model, request.dtype)
-    started = time.perf_counter()  # a model's first load is not the request's: the deadline starts here
-    deadline = Deadline(RACE_SECONDS)
     d = request.decode
     lm = held.lm
-    prompt_ids = encode_prompt(lm.tokenizer, request.prompt, request.chat)
     costs = step_costs(lm)
+    started = time.perf_counter()  # a model's first load and cost curve are not the request's: its time starts here
+    deadline = Deadline(RACE_SECONDS)
+    prompt_ids = encode_prompt(lm.tokenizer, request.prompt, request.chat)
     auto_choice = choose_settings(costs) if d.auto else None
     chosen = auto_choice.config if auto_choice is not None else d.lookahead
     within_budget(held.prices, prompt_ids, d, chosen, RACED, RACE_SECONDS)

@@ -67,29 +67,28 @@ class StepCosts(StepCostCurve):
 def measure_step_costs(lm: LoadedModel, sizes=SIZES, context: int = CONTEXT, repeats: int | None = None) -> StepCosts:
     """Time one forward pass of each size (a causal chain after a `context`-token prefix); median of `repeats`.
 
-    A GPU step of a small model lasts milliseconds and jitters with the host, so it is timed 20
-    times (default); a CPU step 5 times.
+    The sizes are interleaved (every size once per round, `repeats` rounds after one untimed round that
+    warms allocators and kernels), so a burst of load elsewhere lands on every size alike instead of
+    bending the curve at one width. A GPU step of a small model lasts milliseconds and jitters with the
+    host, so it is timed 20 times (default); a CPU step 5 times.
     """
     repeats = repeats or (20 if lm.device.type == "cuda" else 5)
     generator = torch.Generator().manual_seed(0)
     prefix = torch.randint(0, lm.model.config.vocab_size, (context,), generator=generator).tolist()
     cache, _ = prefill(lm.model, prefix)
     plan = attention_plan(lm.model.config)
-    medians = []
-    for size in sizes:
-        layout = chain_layout(size)
-        tokens = prefix[:size]
-        timings = []
-        for attempt in range(repeats + 1):  # the first run of each shape warms allocators and kernels
-            seconds = forward_tree(lm.model, cache, tokens, layout, plan).seconds
+    layouts = [chain_layout(size) for size in sizes]
+    timings: list[list[float]] = [[] for _ in sizes]
+    for attempt in range(repeats + 1):
+        for i, (size, layout) in enumerate(zip(sizes, layouts, strict=True)):
+            seconds = forward_tree(lm.model, cache, prefix[:size], layout, plan).seconds
             keep_rows(cache, context, [])
             if attempt:
-                timings.append(seconds)
-        medians.append(statistics.median(timings))
+                timings[i].append(seconds)
     facts = lm.describe()
     return StepCosts(
         sizes=list(sizes),
-        seconds=medians,
+        seconds=[statistics.median(t) for t in timings],
         context=context,
         hardware=facts["device_name"],
         model=lm.name,

@@ -602,6 +602,20 @@ class Timing:
         return next(timing for timing in self.methods if timing.method == method)
 
 
+@dataclass(kw_only=True)
+class Fit:
+    """What fits in a request's time on this machine at its latest prices: the most new tokens for which
+    `rounds` rounds of a Run (two decodings) and of a race (four) fit, every decoding priced at one
+    `step_seconds` step per token (plain decoding's pace, learned from the latest steps)."""
+
+    step_seconds: float
+    rounds: int
+    run_seconds: float
+    run_tokens: int
+    race_seconds: float
+    race_tokens: int
+
+
 # ----------------------------------------------------------------------------------------------
 # The race: greedy, lookahead, prompt lookup and speculative decoding, timed with nothing drawn
 

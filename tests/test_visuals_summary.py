@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 from html import escape
 
+from lab import budget
+from lab.budget import Prices
 from lookahead_core.records import Method
+from tests.conftest import cost_table
+from tests.test_budget import decode_step
 from tests.visual_checks import example
 from visuals import summary
 
@@ -37,7 +42,35 @@ def test_model_html_names_the_machine_or_the_model_to_load():
     assert "none yet" in waiting and "<b>SmolLM2-135M-Instruct</b> loads on the first Run" in waiting
 
 
+def test_model_html_says_what_fits_at_the_latest_prices():
+    machine = example("python").trace.meta.machine
+    prices = Prices(cost_table(0.05), draft_pass=0.008)
+    prices.learn([decode_step(1, 0.037)] * 3)  # plain decoding's pace here: 37 ms a token
+    fit = budget.fit(prices, rounds=3)
+    assert fit.run_tokens == int(30 / (3 * 2 * 0.037)) - 8 and fit.race_tokens == int(60 / (3 * 4 * 0.037)) - 8
+    html = summary.model_html(machine, "some-default", fit)
+    assert "(37 ms for a 1-token step), 3 rounds of a Run fit in its 30 s with up to about 127 new tokens" in html
+    assert "3 rounds of the race in its 60 s with up to about 127" in html
+
+
 def test_notice_says_why_a_run_was_refused():
     assert "ll-over" not in summary.notice_html(None)
     refused = summary.notice_html("too <long>", "Refused")
     assert "<b>Refused:</b> too &lt;long&gt;" in refused and "ll-over" in refused
+
+
+def test_passes_of_outputs_of_different_lengths_say_so():
+    run = example("story-sampled")
+    assert summary.passes_label(run) == (
+        "forward passes vs plain sampling"
+        if run.trace.summary.tokens == run.greedy.summary.tokens
+        else f"forward passes vs plain sampling, for {run.trace.summary.tokens} vs {run.greedy.summary.tokens} "
+        "tokens: different lengths"
+    )
+    shorter = dataclasses.replace(
+        run,
+        greedy=dataclasses.replace(
+            run.greedy, summary=dataclasses.replace(run.greedy.summary, tokens=run.trace.summary.tokens - 5)
+        ),
+    )
+    assert f"vs {run.trace.summary.tokens - 5} tokens: different lengths" in summary.summary_html(shorter)

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import gradio as gr
 
 from lab import server
+from lab.race import ROUNDS
 from lab.requests import DTYPE_CHOICES
 from lookahead_core.models import DEFAULT_MODEL, GEMMA, resolve_device
 from visuals.summary import model_html
@@ -64,4 +65,4 @@ def build_model_box() -> ModelBox:
 
 def model_in_use() -> str:
     """The line naming the model held now (another visitor may have loaded it), or the one the first Run loads."""
-    return model_html(server.MODEL.facts(), DEFAULT_MODEL)
+    return model_html(server.MODEL.facts(), DEFAULT_MODEL, server.MODEL.fit(ROUNDS))

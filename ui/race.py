@@ -13,6 +13,7 @@ import gradio as gr
 
 from lab import server
 from lab.budget import RACE_SECONDS
+from lab.race import ROUNDS
 from lab.requests import model_request
 from lookahead_core.models import DEFAULT_MODEL
 from lookahead_core.records import RaceRecord
@@ -24,9 +25,11 @@ from .events import PROGRESS, REFUSALS, announced_load, reporting, warned
 RACE_AUTO, RACE_SLIDERS = "auto: measured for this hardware", "the sliders' W, N, G"
 RACE_INTRO = (
     '<div class="ll-budget">The race decodes your prompt with greedy decoding, lookahead, prompt lookup and '
-    "speculative decoding (a bfloat16 copy of the model as the draft), one after the other on the model loaded "
-    "here, each warmed up first and timed with the device synchronised and nothing drawn. Then it plays them back "
-    "side by side at the measured speed: what this hardware really gains, and why. "
+    "speculative decoding (a bfloat16 copy of the model as the draft) on the model loaded here, each warmed up "
+    f"first, then in interleaved rounds (all four, then all four again: up to {ROUNDS}, as many as fit its time), "
+    "timed with the device synchronised and nothing drawn. Each speed is the median over the rounds, with its "
+    "range; it names a winner only when the ranges say so, and says what else used the machine meanwhile. Then "
+    "it plays one round back side by side at the measured speed: what this hardware really gains, and why. "
     f"{'' if server.ZERO_GPU else f'It may hold the model for {RACE_SECONDS:.0f} s at most (see the note under Run).'}"
     "</div>"
 )

@@ -59,25 +59,48 @@ def step_cost_ratio(result: RaceRecord, lane: RaceLane) -> float:
     return lane.decode_step_seconds / greedy if greedy else 0.0
 
 
+def below_one_step(fed: float, ratio: float) -> bool:
+    """A step of more than one token timed cheaper than a 1-token step: impossible, so timing noise."""
+    return fed > 1 and ratio < 1
+
+
+NOISE = "noise: a step of more tokens cannot cost less than a 1-token step"
+
+
 def cost_figure(result: RaceRecord) -> go.Figure:
-    """The measured cost of one forward pass against tokens fed, with where each method's steps sat."""
+    """The measured cost of one forward pass against tokens fed, with where each method's steps sat. A point
+    timed below a 1-token step is drawn hollow and labelled as noise, not as a finding."""
     costs = result.step_costs
     base = costs.seconds[0]
+    ratios = [s / base for s in costs.seconds]
+    steady = [not below_one_step(size, r) for size, r in zip(costs.sizes, ratios, strict=True)]
     figure = go.Figure()
     figure.add_scatter(
-        x=costs.sizes,
-        y=[s / base for s in costs.seconds],
+        x=[size for size, ok in zip(costs.sizes, steady, strict=True) if ok],
+        y=[r for r, ok in zip(ratios, steady, strict=True) if ok],
         mode="lines+markers",
         line={"color": GREY},
         name=f"one pass (measured here, {costs.measured_at})",
     )
+    noisy = [(size, r) for size, r, ok in zip(costs.sizes, ratios, steady, strict=True) if not ok]
+    if noisy:
+        figure.add_scatter(
+            x=[size for size, _ in noisy],
+            y=[r for _, r in noisy],
+            mode="markers",
+            marker={"color": GREY, "size": 10, "symbol": "x-open"},
+            name=NOISE,
+        )
     for lane in result.lanes[1:]:
+        ratio = step_cost_ratio(result, lane)
+        noise = below_one_step(lane.mean_tokens_fed, ratio)
         figure.add_scatter(
             x=[lane.mean_tokens_fed],
-            y=[step_cost_ratio(result, lane)],
+            y=[ratio],
             mode="markers",
-            marker={"color": HUES[lane.method], "size": 12, "symbol": "diamond"},
-            name=f"{SHORT_NAMES[lane.method]}: {lane.decode_tokens_per_step:.2f} tokens/step",
+            marker={"color": HUES[lane.method], "size": 12, "symbol": "diamond-open" if noise else "diamond"},
+            name=f"{SHORT_NAMES[lane.method]}: {lane.decode_tokens_per_step:.2f} tokens/step"
+            + (" (its step time: noise)" if noise else ""),
             cliponaxis=False,
         )
     figure.add_hline(y=1, line_dash="dot", line_color="#555")
@@ -118,6 +141,8 @@ def lane_reason(result: RaceRecord, lane: RaceLane) -> str:
     """Why a lane ran as fast as it did: tokens per step against the cost of a step (and the draft's share)."""
     ratio = step_cost_ratio(result, lane)
     words = f"{lane.decode_tokens_per_step:.2f} tokens per step, each step {ratio:.2f}× a greedy step"
+    if below_one_step(lane.mean_tokens_fed, ratio):
+        words += f" ({NOISE}: this difference is timing noise)"
     if lane.acceptance is not None:
         words += f", {lane.acceptance:.0%} of the candidate tokens accepted"
     if lane.draft_seconds:

@@ -6,7 +6,7 @@ step on this device), since on a CPU a wide window can cost more than it saves.
 
 from __future__ import annotations
 
-from lookahead_core.records import Machine, Method, Progress, Run, Trace
+from lookahead_core.records import Fit, Machine, Method, Progress, Run, Trace
 
 from .markup import escape
 from .methods import NAMES, SHORT_NAMES, method_settings
@@ -77,6 +77,14 @@ def speed_story(run: Run) -> str:
     return story
 
 
+def passes_label(run: Run) -> str:
+    """What the forward passes compare; sampled runs of different lengths say so, since their passes are not
+    like for like."""
+    ours, theirs = run.trace.summary.tokens, run.greedy.summary.tokens
+    label = f"forward passes vs {plain_name(run)}"
+    return label if ours == theirs else f"{label}, for {ours} vs {theirs} tokens: different lengths"
+
+
 def how_timed(run: Run) -> str:
     """How the Run's figures were taken, or that an older run was timed once."""
     if run.timing is None:
@@ -100,7 +108,7 @@ def summary_html(run: Run) -> str:
             settings_words(settings) if settings else NAMES[meta.method],
         ),
         stat(str(s.tokens), "new tokens", f"stop: {s.stop.value if s.stop else 'none'}; {sampling_words(run)}"),
-        stat(f"{s.steps} vs {g.steps}", f"forward passes vs {plain_name(run)}", "the prefill counts as one pass"),
+        stat(f"{s.steps} vs {g.steps}", passes_label(run), "the prefill counts as one pass"),
         stat(f"{s.tokens_per_step:.2f}", "tokens per step", "the compression ratio: tokens / forward passes"),
         stat(measured_speedup(run), f"speed vs {plain_name(run)}", "ratio of median tokens per second over the rounds"),
         stat(
@@ -120,8 +128,19 @@ def summary_html(run: Run) -> str:
     )
 
 
-def model_html(machine: Machine | None, default_model: str) -> str:
-    """The model and device in use, or the one that will be loaded on the first Run."""
+def fit_words(fit: Fit) -> str:
+    """What fits in a request's time at this machine's latest prices: the lab's suggested lengths, and why."""
+    return (
+        f" At the pace measured here on the latest steps ({fit.step_seconds * 1000:.0f} ms for a 1-token step), "
+        f"{fit.rounds} rounds of a Run fit in its {fit.run_seconds:.0f} s with up to about {fit.run_tokens} new "
+        f"tokens, and {fit.rounds} rounds of the race in its {fit.race_seconds:.0f} s with up to about "
+        f"{fit.race_tokens}; longer requests get fewer rounds, and one that reaches its time stops, partial."
+    )
+
+
+def model_html(machine: Machine | None, default_model: str, fit: Fit | None = None) -> str:
+    """The model and device in use, or the one that will be loaded on the first Run; with `fit`, what fits in a
+    request's time at its latest prices."""
     if machine is None:
         return (
             f'<div class="ll-budget">Model in use: none yet. <b>{escape(default_model)}</b> loads on '
@@ -137,7 +156,7 @@ def model_html(machine: Machine | None, default_model: str) -> str:
     return (
         f'<div class="ll-budget">Model in use: <b>{escape(machine.model)}</b> ({escape(machine.architecture)}, '
         f"{millions:.0f} M parameters) on <b>{escape(machine.device_name)}</b>, {escape(machine.dtype)}, "
-        f"{escape(machine.attention)} attention{sliding}</div>"
+        f"{escape(machine.attention)} attention{sliding}.{escape(fit_words(fit)) if fit else ''}</div>"
     )
 
 
@@ -197,11 +216,13 @@ def notice_html(
     elif budget:
         limit = (
             f" One model serves every visitor in turn: a Run may hold it for {budget[0]:.0f} s, a race for "
-            f"{budget[1]:.0f} s. A request that could take longer on this machine (judged from its measured step "
-            "costs, as if no guess were ever accepted) is refused before it starts, with what would fit."
+            f"{budget[1]:.0f} s. A request that reaches its time stops at its next step and says it is partial; "
+            "only one where not even a few new tokens could fit (priced from this machine's measured step costs, "
+            "as if no guess were ever accepted) is refused before it starts, with what would help."
         )
     return (
         '<div class="ll-budget">Run records the chosen method and then greedy decoding of your prompt on the model '
-        "(each warmed up first, so neither is timed cold), then replays it from step 0; the summary above says how "
-        f"long each took here.{escape(limit)}</div>"
+        "(each warmed up first, so neither is timed cold), then times both again in interleaved rounds while they "
+        "fit, and replays the first from step 0; the summary above gives each speed as a median over the rounds, "
+        f"with its range.{escape(limit)}</div>"
     )
