@@ -1,0 +1,118 @@
+"""The default race, repeated on a quiet machine and beside CPU burners: do its verdicts hold, and its time?
+
+Usage: python scripts/race_noise.py [--races 5] [--burners 2] [--json OUT.json]
+Loads the default model as the server does, then runs the race the page opens with (the first
+preset's prompt, chat flag and new tokens; lookahead on auto settings) `--races` times on the
+machine as it is, then `--races` times beside `--burners` processes that spin on a core each
+(bounded: they stop when the script does). For every race it prints the verdict, each method's
+median speedup with its interval, the rounds, what other programs used of the CPU, and the
+seconds the race held the model against its budget (lab.budget.RACE_SECONDS).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from lab import server  # noqa: E402
+from lab.budget import RACE_SECONDS  # noqa: E402
+from lab.requests import model_request  # noqa: E402
+from lookahead_core.models import DEFAULT_MODEL  # noqa: E402
+from lookahead_core.records import Method, RaceRecord  # noqa: E402
+from visuals import library  # noqa: E402
+from visuals.methods import SHORT_NAMES  # noqa: E402
+from visuals.race import race_story  # noqa: E402
+
+
+def spin(seconds: float) -> None:
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        pass
+
+
+def default_race():
+    """The race request the page sends at its defaults."""
+    preset = library.load_presets()[0]
+    return model_request(
+        prompt=preset["prompt"],
+        chat=preset["chat"],
+        window=preset["window"],
+        ngram=preset["ngram"],
+        guesses=preset["guesses"],
+        max_new_tokens=preset["max_new_tokens"],
+        sampling=(False, 0.8, 0, 0.95, 0),
+        auto=True,
+        lookup_tokens=10,
+        draft_tokens=4,
+        model=(DEFAULT_MODEL, "auto"),
+        access=server.ACCESS,
+        cap=server.CAP,
+    )
+
+
+def one_race(request) -> tuple[RaceRecord, float]:
+    *_, (result, seconds) = server.timed_race(request)
+    return result, seconds
+
+
+def row(condition: str, result: RaceRecord, seconds: float) -> dict:
+    timing = result.timing
+    return {
+        "condition": condition,
+        "verdict": race_story(result),
+        "leaders": [m.value for m in timing.leaders],
+        "rounds": timing.rounds,
+        "speedups": {t.method.value: [t.speedup.median, t.speedup.low, t.speedup.high] for t in timing.methods[1:]},
+        "greedy_tok_s": [timing.methods[0].rate.median, timing.methods[0].rate.low, timing.methods[0].rate.high],
+        "other_cores": timing.busy.other_cores,
+        "partial": timing.partial,
+        "held_seconds": seconds,
+        "budget_seconds": RACE_SECONDS,
+    }
+
+
+def printed(entry: dict) -> str:
+    speeds = ", ".join(
+        f"{SHORT_NAMES[Method(m)]} {v[0]:.2f}× ({v[1]:.2f}–{v[2]:.2f})" for m, v in entry["speedups"].items()
+    )
+    others = entry["other_cores"]
+    return (
+        f"{entry['condition']:>8}: {entry['rounds']} rounds, {speeds}; leaders {'/'.join(entry['leaders'])}; "
+        f"others {'?' if others is None else f'{others * 100:.0f}%'} of a core; held {entry['held_seconds']:.1f} s "
+        f"of {entry['budget_seconds']:.0f} s{' (partial)' if entry['partial'] else ''}"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--races", type=int, default=5)
+    parser.add_argument("--burners", type=int, default=2)
+    parser.add_argument("--json", type=Path, help="write every race's figures here")
+    args = parser.parse_args()
+    request = default_race()
+    server.MODEL.get(request.model, request.dtype)  # loaded, warmed and priced, as the server does at start
+    entries = []
+    for condition, burners in (("quiet", 0), ("burners", args.burners)):
+        spinners = [multiprocessing.Process(target=spin, args=(3600,), daemon=True) for _ in range(burners)]
+        for spinner in spinners:
+            spinner.start()
+        try:
+            for _ in range(args.races):
+                entries.append(row(condition, *one_race(request)))
+                print(printed(entries[-1]), flush=True)
+        finally:
+            for spinner in spinners:
+                spinner.terminate()
+    if args.json:
+        args.json.write_text(json.dumps(entries, indent=1, ensure_ascii=False))
+
+
+if __name__ == "__main__":
+    main()
