@@ -29,7 +29,6 @@ from lookahead_core.records import (
     RaceLane,
     RaceRecord,
     StepRecord,
-    Timing,
 )
 from lookahead_core.request import DecodeRequest
 from lookahead_core.trace import (
@@ -46,7 +45,7 @@ from lookahead_core.tuning import AutoSettings
 
 from .budget import Deadline
 from .busy import CpuWatch
-from .timing import Lap, leaders, method_timings, shown_round
+from .timing import Lap, shown_round, timing_of
 
 RACED = (Method.GREEDY, Method.LOOKAHEAD, Method.PROMPT_LOOKUP, Method.SPECULATIVE)
 
@@ -209,26 +208,13 @@ def race_record(
 ) -> RaceRecord:
     """The race's record: the lanes of the round shown, and every round's figures in its Timing."""
     laps = [[lap for _, lap in r] for r in rounds]
-    timings = method_timings(laps)
     shown = shown_round(laps, Method.LOOKAHEAD)
+    timing = timing_of(laps, shown, watch.reading(), deadline.seconds if deadline is not None else 0.0)
     lanes = [lane for lane, _ in rounds[shown]]
     greedy = lanes[0]
-    for lane, timing in zip(lanes, timings, strict=True):
-        lane.speedup = timing.speedup.median
+    for lane, figures in zip(lanes, timing.methods, strict=True):
+        lane.speedup = figures.speedup.median
         lane.exact = lane.new_token_ids == greedy.new_token_ids if request.sampling.is_greedy else None
-    lengths = {lap.tokens[-1] for lap in laps[shown]}
-    timing = Timing(
-        rounds=len(rounds),
-        order=list(RACED),
-        methods=timings,
-        leaders=leaders(timings),
-        shown_round=shown,
-        compared_tokens=min(lengths),
-        lengths_differ=len(lengths) > 1,
-        busy=watch.reading(),
-        budget_seconds=deadline.seconds if deadline is not None else 0.0,
-        partial=any(t.partial for t in timings),
-    )
     config, lookup = request.lookahead, request.lookup
     return RaceRecord(
         lanes=lanes,

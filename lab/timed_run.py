@@ -15,7 +15,7 @@ from dataclasses import replace
 
 from lookahead_core.draft import Draft
 from lookahead_core.models import LoadedModel
-from lookahead_core.records import Method, Progress, Run, StepRecord, StopReason, Timing, Trace
+from lookahead_core.records import Method, Progress, Run, StepRecord, StopReason, Trace
 from lookahead_core.request import DecodeRequest
 from lookahead_core.trace import RUN_PARTS, recording_run
 from lookahead_core.tuning import AutoSettings
@@ -23,7 +23,7 @@ from lookahead_core.tuning import AutoSettings
 from .budget import Deadline
 from .busy import CpuWatch
 from .race import ROUND_MARGIN, lane_runtime, timed_lane
-from .timing import Lap, leaders, method_timings
+from .timing import Lap, timing_of
 
 RUN_ROUNDS = 3  # rounds a Run times at most, when they fit its time
 
@@ -78,23 +78,5 @@ def timed_run(
             break  # a round the deadline stopped is not counted
         rounds.append(laps)
         longest = max(longest, sum(lap.seconds[-1] for lap in laps))
-    run.timing = run_timing(rounds, methods, watch, deadline)
+    run.timing = timing_of(rounds, 0, watch.reading(), deadline.seconds)  # the replay shows round 1's traces
     yield run
-
-
-def run_timing(rounds: list[list[Lap]], methods, watch: CpuWatch, deadline: Deadline) -> Timing:
-    """The Run's Timing: every round's figures; the playback shows round 1's traces."""
-    timings = method_timings(rounds)
-    lengths = {lap.tokens[-1] for lap in rounds[0]}
-    return Timing(
-        rounds=len(rounds),
-        order=list(methods),
-        methods=timings,
-        leaders=leaders(timings),
-        shown_round=0,
-        compared_tokens=min(lengths),
-        lengths_differ=len(lengths) > 1,
-        busy=watch.reading(),
-        budget_seconds=deadline.seconds,
-        partial=any(t.partial for t in timings),
-    )

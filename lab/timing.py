@@ -15,7 +15,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from lookahead_core.records import Method, MethodTiming, Spread
+from lookahead_core.records import Busy, Method, MethodTiming, Spread, Timing
 
 RESAMPLES = 2000
 CONFIDENCE = 0.95
@@ -113,3 +113,22 @@ def shown_round(rounds: Sequence[Sequence[Lap]], method: Method) -> int:
     rates = [rate(*round_rates(r)[method]) for r in rounds]
     ranked = sorted(range(len(rates)), key=rates.__getitem__)
     return ranked[(len(ranked) - 1) // 2]
+
+
+def timing_of(rounds: Sequence[Sequence[Lap]], shown: int, busy: Busy, budget_seconds: float) -> Timing:
+    """The record of complete `rounds` (every method's lap in each, in the order they ran): every method's
+    figures, the leaders, the round `shown`, what other programs used meanwhile, and the time given (0: none)."""
+    timings = method_timings(rounds)
+    lengths = {lap.tokens[-1] for lap in rounds[shown]}
+    return Timing(
+        rounds=len(rounds),
+        order=[lap.method for lap in rounds[0]],
+        methods=timings,
+        leaders=leaders(timings),
+        shown_round=shown,
+        compared_tokens=min(lengths),
+        lengths_differ=len(lengths) > 1,
+        busy=busy,
+        budget_seconds=budget_seconds,
+        partial=any(t.partial for t in timings),
+    )
