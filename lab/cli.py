@@ -25,17 +25,16 @@ from lookahead_core.config import LookaheadConfig, LookupConfig, SettingsError, 
 from lookahead_core.decoding import DecodingError
 from lookahead_core.draft import DEFAULT_DRAFT, DEFAULT_DRAFT_TOKENS, SELF_DRAFTS, make_draft
 from lookahead_core.models import ModelLoadError, encode_prompt, load_model, unicode_problem
-from lookahead_core.records import BenchReport, BenchTotals, Method
+from lookahead_core.records import BenchReport, Method
 from lookahead_core.request import DecodeRequest
 from lookahead_core.sampling import SamplingConfig
 from lookahead_core.trace import decode_steps, summarize
 from lookahead_core.tuning import AutoSettings, auto_settings
 from visuals.plans import settings_words
-from visuals.timing import busy_words
+from visuals.timing import bench_rate, bench_rounds_words, bench_speedup, busy_words
 
 from .bench import METHODS, REPEATS, MethodSetup, check_methods, check_repeats, needs_draft, run_bench
 from .datasets import load_prompts, read_prompts_file
-from .timing import CONFIDENCE
 
 
 def add_model_options(command: argparse.ArgumentParser) -> None:
@@ -288,39 +287,12 @@ def summary_table(report: BenchReport) -> str:
         exact = f"{row.exact:>5}/{row.prompts}" if sampling is None else ""
         lines.append(
             f"{method:<18}{row.tokens:>8}{row.steps:>8}{row.tokens_per_step:>10.2f}{row.seconds:>10.2f}"
-            f"{rate_cell(row):>22}{speedup_cell(row):>22}{accepted}{exact}"
+            f"{bench_rate(row):>22}{bench_speedup(row):>22}{accepted}{exact}"
         )
-    lines.append(timed_words(report))
+    lines.append(bench_rounds_words(settings))
     if report.busy is not None:
         lines.append(busy_words(report.busy, "this bench"))
     return "\n".join(lines)
-
-
-def rate_cell(row: BenchTotals) -> str:
-    """Tokens per second: the median over the rounds with their min–max, or the one timing of an older report."""
-    if row.rate is None:
-        return f"{row.tokens_per_second:.2f}"
-    return f"{row.rate.median:.2f} ({row.rate.low:.2f}–{row.rate.high:.2f})"
-
-
-def speedup_cell(row: BenchTotals) -> str:
-    """The speedup: the ratio of medians with its interval, or the one ratio of an older report."""
-    if row.speedup_interval is None:
-        return f"{row.speedup:.2f}x"
-    interval = row.speedup_interval
-    return f"{interval.median:.2f}x ({interval.low:.2f}–{interval.high:.2f})"
-
-
-def timed_words(report: BenchReport) -> str:
-    """How the figures were taken: rounds and medians, or once (a report from before rounds)."""
-    repeats = report.settings.repeats
-    if repeats is None:
-        return "each method timed once per prompt (a report from before repeated rounds): no spread is known"
-    return (
-        f"{repeats} interleaved round{'s' if repeats > 1 else ''} per prompt (every method once per round): "
-        "tok/s is the median of the rounds' rates (min–max), speedup the ratio of medians "
-        f"({CONFIDENCE:.0%} bootstrap interval over the rounds); seconds the median round's"
-    )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -16,7 +16,7 @@ from transformers import PreTrainedTokenizerFast
 
 from lab import bench as bench_module
 from lab.bench import METHODS, Timed, check_methods
-from lab.cli import main
+from lab.cli import main, summary_table
 from lookahead_core import costs as cost_module
 from lookahead_core.records import (
     BenchMethod,
@@ -197,8 +197,16 @@ def test_the_speedup_is_the_ratio_of_the_rounds_median_rates(tiny_folder, tmp_pa
     assert shown[BenchMethod.LOOKAHEAD].speedup == pytest.approx(2.4)
     assert report.busy == Busy(other_cores=1.4, cores=2, seconds=9.0, heavy=True)
     out = capsys.readouterr().out
-    assert "20.00 (10.00–25.00)" in out and "2.40x (" in out and "3 interleaved rounds per prompt" in out
+    assert "20.00 (10.00–25.00)" in out and "2.40× (" in out and "3 interleaved rounds per prompt" in out
     assert "about 140% of one core" in out and "less reliable" in out
+
+
+def test_the_summary_of_a_report_from_before_rounds_says_it_was_timed_once():
+    path = Path(__file__).resolve().parent.parent / "docs" / "bench" / "cpu-humaneval-float32.json"
+    table = summary_table(BenchReport.from_json(path.read_text()))
+    assert "timed once per prompt" in table and "–" not in table and "this bench" not in table
+    lookahead = next(line for line in table.splitlines() if line.startswith("lookahead "))
+    assert "32.80" in lookahead and "1.95x" in lookahead  # docs/bench.md's figures, as they were
 
 
 def test_bench_methods_are_the_engine_methods_and_the_peers():
