@@ -201,11 +201,10 @@ def baseline_of(methods: list[BenchMethod]) -> BenchMethod:
     return next((m for m in (BenchMethod.HF_GREEDY, BenchMethod.GREEDY) if m in methods), methods[0])
 
 
-def check_repeats(repeats: int) -> int:
-    """The rounds asked for; ValueError unless at least one."""
+def check_repeats(repeats: int) -> None:
+    """ValueError unless at least one round is asked for."""
     if repeats < 1:
         raise ValueError(f"--repeats must be >= 1, got {repeats}")
-    return repeats
 
 
 Rounds = list[dict[BenchMethod, Timed]]  # one prompt's rounds: rounds[r][method]
