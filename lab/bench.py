@@ -5,19 +5,23 @@ Peers, what a user would otherwise run: `hf-greedy` (`model.generate(do_sample=F
 `hf-prompt-lookup` (`generate(prompt_lookup_num_tokens=10)`) and `hf-assisted`
 (`generate(assistant_model=...)` with the same draft as `speculative`, at transformers' own
 assisted-generation defaults). Every method runs once untimed to warm up; then, prompt by
-prompt, the methods run one after the other, each timed with the device synchronised. A
-method's `exact` is the number of prompts whose output equals greedy `generate`; its `speedup`
-is its tokens per second over the baseline's (hf-greedy when it runs, else greedy), measured in
-the same run; its `acceptance` (this engine's guessing methods) is the share of candidate tokens
-verified that were accepted. With sampling, `greedy` is plain sampling, the peers run `generate`
-with `do_sample=True` and the same temperature, top-k and top-p, and nothing is compared token
-by token.
+prompt, R interleaved rounds: in each, every method runs once in order, timed with the device
+synchronised, so a burst of load elsewhere hits every method alike. A round's rate for a method is
+its tokens over its seconds, both summed over the prompts; a method's tokens per second is the
+median of its rounds' rates (with their min and max), its `speedup` the ratio of that median to the
+baseline's (hf-greedy when it runs, else greedy) with a bootstrap interval over the rounds
+(lab.timing). Its `exact` is the number of prompts whose output equals greedy `generate`; its
+`acceptance` (this engine's guessing methods) is the share of candidate tokens verified that were
+accepted. With sampling, `greedy` is plain sampling, the peers run `generate` with `do_sample=True`
+and the same temperature, top-k and top-p, and nothing is compared token by token. What other
+programs used of the CPU meanwhile is read (lab.busy) and kept in the report.
 """
 
 from __future__ import annotations
 
+import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 import torch
@@ -36,13 +40,18 @@ from lookahead_core.records import (
     LookaheadSettings,
     LookupSettings,
     Method,
+    Spread,
 )
 from lookahead_core.request import DecodeRequest
 from lookahead_core.sampling import GREEDY, SamplingConfig
 from lookahead_core.trace import WARM_UP_TOKENS, candidate_tokens, decode_steps, machine_facts, method_reach, summarize
 from lookahead_core.tuning import AutoSettings
 
+from .busy import CpuWatch
+from .timing import rate, ratio_of_medians, spread_of
+
 METHODS = tuple(BenchMethod)
+REPEATS = 3  # interleaved rounds per prompt by default: the fewest with a median between a min and a max
 NEEDS_DRAFT = (BenchMethod.SPECULATIVE, BenchMethod.HF_ASSISTED)
 PROMPT_LOOKUP_TOKENS = 10  # transformers' documented default for prompt_lookup_num_tokens
 
@@ -192,24 +201,68 @@ def baseline_of(methods: list[BenchMethod]) -> BenchMethod:
     return next((m for m in (BenchMethod.HF_GREEDY, BenchMethod.GREEDY) if m in methods), methods[0])
 
 
-def totals(rows: list[BenchPrompt], method: BenchMethod, baseline_seconds: float, baseline_tokens: int) -> BenchTotals:
-    """One method's totals over the prompts; speedup is tokens per second over the baseline's."""
+def check_repeats(repeats: int) -> None:
+    """ValueError unless at least one round is asked for."""
+    if repeats < 1:
+        raise ValueError(f"--repeats must be >= 1, got {repeats}")
+
+
+Rounds = list[dict[BenchMethod, Timed]]  # one prompt's rounds: rounds[r][method]
+
+
+def timed_rounds(run: Callable[[BenchMethod, int], Timed], methods: Sequence[BenchMethod], repeats: int) -> Rounds:
+    """`repeats` interleaved rounds of one prompt: round r calls `run(method, r)` for every method, in the
+    order given, before round r + 1 starts."""
+    return [{method: run(method, r) for method in methods} for r in range(repeats)]
+
+
+def median_round(rounds: Rounds, method: BenchMethod) -> Timed:
+    """`method`'s run of median seconds over the rounds (the lower middle of an even count): what a prompt's
+    result shows."""
+    runs = sorted((r[method] for r in rounds), key=lambda timed: timed.seconds)
+    return runs[(len(runs) - 1) // 2]
+
+
+def round_sums(prompts: list[Rounds], method: BenchMethod) -> tuple[list[int], list[float]]:
+    """`method`'s tokens and seconds in each round, each summed over the prompts."""
+    by_round = list(zip(*prompts, strict=True))
+    tokens = [sum(len(runs[method].new_token_ids) for runs in one) for one in by_round]
+    seconds = [sum(runs[method].seconds for runs in one) for one in by_round]
+    return tokens, seconds
+
+
+def speedup_over(rates: list[float], baseline_rates: list[float]) -> Spread:
+    """The ratio of median rates with its interval over the rounds (0 when the baseline made no tokens)."""
+    if not statistics.median(baseline_rates):
+        return Spread(median=0.0, low=0.0, high=0.0)
+    return ratio_of_medians(rates, baseline_rates)
+
+
+def totals(
+    rows: list[BenchPrompt], method: BenchMethod, sums: tuple[list[int], list[float]], baseline_rates: list[float]
+) -> BenchTotals:
+    """One method's totals over the prompts (see BenchTotals): `sums` are its tokens and seconds per round,
+    `baseline_rates` the baseline's rate per round."""
     results = [row.methods[method] for row in rows]
     tokens = sum(r.tokens for r in results)
     steps = sum(r.steps for r in results)
-    seconds = sum(r.seconds for r in results)
-    rate = tokens / seconds if seconds else 0.0
-    baseline_rate = baseline_tokens / baseline_seconds if baseline_seconds else 0.0
+    round_tokens, round_seconds = sums
+    rates = [rate(t, s) for t, s in zip(round_tokens, round_seconds, strict=True)]
+    speedup = speedup_over(rates, baseline_rates)
     return BenchTotals(
         prompts=len(rows),
         tokens=tokens,
         steps=steps,
         tokens_per_step=tokens / steps if steps else 0.0,
-        seconds=seconds,
-        tokens_per_second=rate,
-        speedup=rate / baseline_rate if baseline_rate else 0.0,
+        seconds=statistics.median(round_seconds),
+        tokens_per_second=statistics.median(rates),
+        speedup=speedup.median,
         exact=None if results[0].exact is None else sum(r.exact for r in results),
         acceptance=acceptance(results),
+        round_tokens=round_tokens,
+        round_seconds=round_seconds,
+        rate=spread_of(rates),
+        speedup_interval=speedup,
     )
 
 
@@ -221,6 +274,21 @@ def acceptance(results: list[BenchResult]) -> float | None:
     return sum(r.accepted for r in results) / offered if offered else 0.0
 
 
+def encoded_prompts(
+    lm: LoadedModel, prompts: list[dict], methods: list[BenchMethod], setup: MethodSetup, max_new_tokens: int
+) -> list[list[int]]:
+    """Each prompt's token ids; ValueError naming a prompt too long for the model's context with the methods' reach."""
+    encoded = [encode_prompt(lm.tokenizer, p["prompt"], p["chat"]) for p in prompts]
+    reach = max(
+        (method_reach(m.method, setup.config, setup.lookup, setup.draft) for m in methods if m.method is not None),
+        default=0,
+    )
+    for item, ids in zip(prompts, encoded, strict=True):
+        if lm.context_length is not None and len(ids) + max_new_tokens + reach > lm.context_length:
+            raise ValueError(f"prompt {item['id']} has {len(ids)} tokens: too long for the model's context")
+    return encoded
+
+
 def run_bench(
     lm: LoadedModel,
     prompts: list[dict],
@@ -230,32 +298,30 @@ def run_bench(
     progress: Callable[[int, int, str], None] | None = None,
     dataset: str = "",
     sampling: SamplingConfig = GREEDY,
+    *,
+    repeats: int = REPEATS,
 ) -> BenchReport:
-    """Benchmark `methods` (BenchMethods or their names) on `prompts` ({id, prompt, chat}): a BenchReport
-    of the figures documented in the module docstring.
+    """Benchmark `methods` (BenchMethods or their names) on `prompts` ({id, prompt, chat}) in `repeats`
+    interleaved rounds per prompt: a BenchReport of the figures documented in the module docstring.
 
     With auto settings in `setup`, lookahead runs them and their planner instead of W, N, G.
-    Sampled (temperature > 0), every method samples prompt k with seed S + k, `generate` with the
-    same warpers; outputs are not compared (`exact` is None).
+    Sampled (temperature > 0), every method samples prompt k with seed S + k in every round, `generate`
+    with the same warpers; outputs are not compared (`exact` is None). `progress` hears of every timed run.
     """
     methods = check_methods(methods)
+    check_repeats(repeats)
     if needs_draft(methods) and setup.draft is None:
         raise ValueError(f"{', '.join(m for m in methods if m in NEEDS_DRAFT)} need a draft model")
     if setup.auto is not None:
         setup = replace(setup, config=setup.auto.config)
-    encoded = [encode_prompt(lm.tokenizer, p["prompt"], p["chat"]) for p in prompts]
-    reach = max(
-        (method_reach(m.method, setup.config, setup.lookup, setup.draft) for m in methods if m.method is not None),
-        default=0,
-    )
-    for item, ids in zip(prompts, encoded, strict=True):
-        if lm.context_length is not None and len(ids) + max_new_tokens + reach > lm.context_length:
-            raise ValueError(f"prompt {item['id']} has {len(ids)} tokens: too long for the model's context")
+    encoded = encoded_prompts(lm, prompts, methods, setup, max_new_tokens)
     for method in methods:  # warm-up, as trace.warm_up does for this engine's methods, the peers included
         run_method(lm, method, encoded[0], setup, min(max_new_tokens, WARM_UP_TOKENS), sampling)
     baseline = baseline_of(methods)
-    rows = []
-    total = len(prompts) * len(methods)
+    watch = CpuWatch()
+    rows, timed = [], []
+    per_prompt = len(methods) * repeats
+    total = len(prompts) * per_prompt
     for index, (item, ids) in enumerate(zip(prompts, encoded, strict=True)):
         greedy = sampling.is_greedy
         reference = (
@@ -263,22 +329,28 @@ def run_bench(
             if greedy and BenchMethod.HF_GREEDY not in methods
             else None
         )
-        timed = {}
-        for offset, method in enumerate(methods):
+
+        def run(method: BenchMethod, r: int, index=index, label=item["id"], ids=ids) -> Timed:  # this prompt's
             if progress is not None:
-                progress(index * len(methods) + offset, total, f"{item['id']} {method}")
-            timed[method] = run_method(lm, method, ids, setup, max_new_tokens, sampling.for_prompt(index))
+                done = index * per_prompt + r * len(methods) + methods.index(method)
+                progress(done, total, f"{label} {method} round {r + 1}/{repeats}")
+            return run_method(lm, method, ids, setup, max_new_tokens, sampling.for_prompt(index))
+
+        rounds = timed_rounds(run, methods, repeats)
         if greedy and reference is None:
-            reference = timed[BenchMethod.HF_GREEDY].new_token_ids
-        results = {method: t.result(timed[baseline], reference) for method, t in timed.items()}
+            reference = rounds[0][BenchMethod.HF_GREEDY].new_token_ids
+        shown = {method: median_round(rounds, method) for method in methods}
+        results = {method: t.result(shown[baseline], reference) for method, t in shown.items()}
         rows.append(BenchPrompt(id=item["id"], prompt_tokens=len(ids), methods=results))
+        timed.append(rounds)
+    busy = watch.reading()
     if progress is not None:
         progress(total, total, "done")
-    base_tokens = sum(row.methods[baseline].tokens for row in rows)
-    base_seconds = sum(row.methods[baseline].seconds for row in rows)
+    sums = {m: round_sums(timed, m) for m in methods}
+    baseline_rates = [rate(t, s) for t, s in zip(*sums[baseline], strict=True)]
     config, lookup = setup.config, setup.lookup
     return BenchReport(
-        summary={m: totals(rows, m, base_seconds, base_tokens) for m in methods},
+        summary={m: totals(rows, m, sums[m], baseline_rates) for m in methods},
         prompts=rows,
         machine=machine_facts(lm),
         settings=BenchSettings(
@@ -293,5 +365,7 @@ def run_bench(
             draft=setup.draft.settings() if setup.draft is not None else None,
             prompt_lookup_num_tokens=PROMPT_LOOKUP_TOKENS,
             ran_at=time.strftime("%Y-%m-%dT%H:%M:%S"),
+            repeats=repeats,
         ),
+        busy=busy,
     )

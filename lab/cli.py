@@ -5,8 +5,9 @@ guesses (lookahead's, else null), lookup_ngram, lookup_tokens (prompt lookup's),
 draft_tokens (speculative's), prompt_token_ids, new_token_ids, text, steps (forward passes of the
 target, the prefill counted as one), seconds, temperature, top_k, top_p, seed. Without it, the
 text and a one-line summary.
-bench: a table of every method's totals on stdout, a progress bar on stderr, and the BenchReport
-of `bench.run_bench` as JSON with --json and as a self-contained Plotly page with --html.
+bench: a table of every method's totals on stdout (medians over --repeats interleaved rounds, with
+their spread), what other programs used of the CPU meanwhile, a progress bar on stderr, and the
+BenchReport of `bench.run_bench` as JSON with --json and as a self-contained Plotly page with --html.
 Errors go to stderr as one line, exit 2.
 """
 
@@ -30,8 +31,9 @@ from lookahead_core.sampling import SamplingConfig
 from lookahead_core.trace import decode_steps, summarize
 from lookahead_core.tuning import AutoSettings, auto_settings
 from visuals.plans import settings_words
+from visuals.timing import bench_rate, bench_rounds_words, bench_speedup, busy_words
 
-from .bench import METHODS, MethodSetup, check_methods, needs_draft, run_bench
+from .bench import METHODS, REPEATS, MethodSetup, check_methods, check_repeats, needs_draft, run_bench
 from .datasets import load_prompts, read_prompts_file
 
 
@@ -108,6 +110,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--dataset", required=True, metavar="humaneval|mtbench|FILE.jsonl", help="a prompt set or a JSONL file"
     )
     bench.add_argument("--limit", type=int, default=None, metavar="K", help="the first K prompts only")
+    bench.add_argument(
+        "--repeats",
+        type=int,
+        default=REPEATS,
+        metavar="R",
+        help=f"interleaved rounds per prompt: every method once per round (default {REPEATS})",
+    )
     bench.add_argument(
         "--methods", default=",".join(METHODS), help=f"comma-separated, from {', '.join(METHODS)} (default: all)"
     )
@@ -226,6 +235,7 @@ def bench(args: argparse.Namespace) -> None:
     methods = check_methods([m.strip() for m in args.methods.split(",") if m.strip()])
     asked, sampling, lookup = asked_settings(args), asked_sampling(args), asked_lookup(args)
     check_draft_tokens(args.draft_tokens)
+    check_repeats(args.repeats)
     writable(args.json)
     writable(args.html)
     if args.limit is not None and args.limit < 1:
@@ -237,13 +247,15 @@ def bench(args: argparse.Namespace) -> None:
     config, auto = chosen_settings(asked, lm)
     draft = make_draft(lm, args.draft_model, args.draft_tokens) if needs_draft(methods) else None
     setup = MethodSetup(config, auto, lookup, draft)
-    with tqdm(total=len(prompts) * len(methods), unit="run", file=sys.stderr) as bar:
+    with tqdm(total=len(prompts) * len(methods) * args.repeats, unit="run", file=sys.stderr) as bar:
 
         def progress(done: int, total: int, label: str) -> None:
             bar.update(done - bar.n)
             bar.set_postfix_str(label)
 
-        report = run_bench(lm, prompts, methods, setup, args.max_new_tokens, progress, args.dataset, sampling)
+        report = run_bench(
+            lm, prompts, methods, setup, args.max_new_tokens, progress, args.dataset, sampling, repeats=args.repeats
+        )
     print(summary_table(report))
     if args.json:
         Path(args.json).write_text(report.to_json(indent=1))
@@ -254,7 +266,7 @@ def bench(args: argparse.Namespace) -> None:
 
 
 def summary_table(report: BenchReport) -> str:
-    """The totals as a plain-text table, with what ran where."""
+    """The totals as a plain-text table, with what ran where, how it was timed and how busy the machine was."""
     machine, settings, sampling = report.machine, report.settings, report.settings.sampling
     decoding = (
         "greedy, exact = output equal to greedy generate"
@@ -267,7 +279,7 @@ def summary_table(report: BenchReport) -> str:
         f"{settings.dataset}: {len(report.prompts)} prompts, "
         f"{settings.max_new_tokens} new tokens, {machine.model} on {machine.device_name} "
         f"({machine.dtype}); {decoding}; speedup over {settings.baseline}",
-        f"{'method':<18}{'tokens':>8}{'steps':>8}{'tok/step':>10}{'seconds':>10}{'tok/s':>9}{'speedup':>9}"
+        f"{'method':<18}{'tokens':>8}{'steps':>8}{'tok/step':>10}{'seconds':>10}{'tok/s':>22}{'speedup':>22}"
         f"{'accepted':>10}" + (f"{'exact':>8}" if sampling is None else ""),
     ]
     for method, row in report.summary.items():
@@ -275,8 +287,11 @@ def summary_table(report: BenchReport) -> str:
         exact = f"{row.exact:>5}/{row.prompts}" if sampling is None else ""
         lines.append(
             f"{method:<18}{row.tokens:>8}{row.steps:>8}{row.tokens_per_step:>10.2f}{row.seconds:>10.2f}"
-            f"{row.tokens_per_second:>9.2f}{row.speedup:>8.2f}x{accepted}{exact}"
+            f"{bench_rate(row):>22}{bench_speedup(row):>22}{accepted}{exact}"
         )
+    lines.append(bench_rounds_words(settings))
+    if report.busy is not None:
+        lines.append(busy_words(report.busy, "this bench"))
     return "\n".join(lines)
 
 

@@ -674,7 +674,9 @@ class RaceRecord(Document):
 class BenchResult:
     """One method on one prompt. `speedup` is its tokens per second over the baseline's on this prompt,
     `exact` whether its output equals greedy `generate` (None when sampled), `offered` and `accepted`
-    the candidate tokens it verified and those accepted (None for plain decoding and the peers)."""
+    the candidate tokens it verified and those accepted (None for plain decoding and the peers). Timed in
+    rounds, these are the figures of its median round on this prompt (by seconds; the lower middle of an
+    even count), the baseline's likewise."""
 
     tokens: int
     steps: int  # forward passes of the target, the prefill counted as one
@@ -703,7 +705,14 @@ class BenchPrompt:
 class BenchTotals:
     """One method's totals over the prompts. `speedup` is its tokens per second over the baseline's,
     `exact` the prompts whose output equals greedy `generate` (None when sampled), `acceptance` the
-    share of verified candidate tokens accepted (None for plain decoding and the peers)."""
+    share of verified candidate tokens accepted (None for plain decoding and the peers).
+
+    Timed in rounds (`round_tokens` and `round_seconds` set, one entry per round, summed over the prompts):
+    a round's rate is its tokens over its seconds; `rate` is the median, min and max of the rounds' rates,
+    `tokens_per_second` its median; `seconds` is the median of the rounds' seconds; `speedup_interval` the
+    ratio of this method's median rate to the baseline's with a bootstrap interval over the rounds, and
+    `speedup` its median. `tokens`, `steps`, `exact` and `acceptance` are those of the prompts' results.
+    A report from before rounds (these four None) timed each method once per prompt."""
 
     prompts: int
     tokens: int
@@ -714,6 +723,10 @@ class BenchTotals:
     speedup: float
     exact: int | None
     acceptance: float | None
+    round_tokens: list[int] | None = None
+    round_seconds: list[float] | None = None
+    rate: Spread | None = None
+    speedup_interval: Spread | None = None
 
 
 @dataclass(kw_only=True)
@@ -734,17 +747,20 @@ class BenchSettings:
     ran_at: str
     # An auto choice from before its regime was recorded said why in words (its `why`). None since.
     auto_why: str | None = None
+    repeats: int | None = None  # interleaved rounds per prompt; None: a report from before rounds (timed once)
 
 
 @dataclass(kw_only=True)
 class BenchReport(Document):
-    """A bench: each method's totals (`summary`, in run order), each prompt's results, the machine and
-    the settings. Reports from before bench reports were versioned read through `unversioned_bench_report`."""
+    """A bench: each method's totals (`summary`, in run order), each prompt's results, the machine, the
+    settings and what other programs used of the CPU while it was timed (`busy`, None: a report from before
+    that reading). Reports from before bench reports were versioned read through `unversioned_bench_report`."""
 
     summary: dict[BenchMethod, BenchTotals]
     prompts: list[BenchPrompt]
     machine: Machine
     settings: BenchSettings
+    busy: Busy | None = None
     schema_version: int = SCHEMA_VERSION
 
     @classmethod

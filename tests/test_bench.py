@@ -1,5 +1,6 @@
 """The lab's command line on a tiny random model: bench end to end with its report (a BenchReport record,
-written as JSON with the keys other tools read), generate, the auto settings' choice, and `python -m lab` itself."""
+written as JSON with the keys other tools read), its interleaved rounds and their medians, generate, the auto
+settings' choice, and `python -m lab` itself."""
 
 from __future__ import annotations
 
@@ -13,17 +14,20 @@ import pytest
 from tokenizers import Tokenizer, models
 from transformers import PreTrainedTokenizerFast
 
-from lab.bench import METHODS, check_methods
-from lab.cli import main
+from lab import bench as bench_module
+from lab.bench import METHODS, Timed, check_methods
+from lab.cli import main, summary_table
 from lookahead_core import costs as cost_module
 from lookahead_core.records import (
     BenchMethod,
     BenchReport,
+    Busy,
     LookaheadSettings,
     Method,
     PlannerKind,
     Regime,
     SamplingRecord,
+    Spread,
     StepCostCurve,
 )
 from lookahead_core.tuning import choose_settings
@@ -40,6 +44,10 @@ SUMMARY_KEYS = {
     "speedup",
     "exact",
     "acceptance",
+    "round_tokens",
+    "round_seconds",
+    "rate",
+    "speedup_interval",
 }
 RESULT_KEYS = {
     "tokens",
@@ -79,10 +87,10 @@ def tiny_folder(tmp_path_factory):
 
 
 def bench(folder, tmp_path, *extra) -> BenchReport:
-    """`bench --json` on the tiny model: the report it wrote, read back as the record."""
+    """`bench --json` on the tiny model, one round unless `extra` asks for more: the report it wrote, read back."""
     out = tmp_path / "report.json"
     args = ["bench", "--dataset", str(folder / "prompts.jsonl"), "--limit", "2", "--model", str(folder)]
-    args += ["--device", "cpu", "--max-new-tokens", "24", "--json", str(out), *extra]
+    args += ["--device", "cpu", "--max-new-tokens", "24", "--repeats", "1", "--json", str(out), *extra]
     assert main(args) == 0
     return BenchReport.from_json(out.read_text())
 
@@ -107,7 +115,7 @@ def test_the_bench_json_keeps_the_keys_other_tools_read(tiny_folder, tmp_path):
     """The record writes the report's JSON as the string-keyed dicts earlier lab versions wrote (plus its version)."""
     bench(tiny_folder, tmp_path, "--methods", "greedy,lookahead,hf-greedy", "--window", "3")
     written = json.loads((tmp_path / "report.json").read_text())
-    assert set(written) == {"summary", "prompts", "machine", "settings", "schema_version"}
+    assert set(written) == {"summary", "prompts", "machine", "settings", "busy", "schema_version"}
     assert list(written["summary"]) == ["greedy", "lookahead", "hf-greedy"]
     assert all(set(row) == SUMMARY_KEYS for row in written["summary"].values())
     assert all(set(result) == RESULT_KEYS for row in written["prompts"] for result in row["methods"].values())
@@ -127,6 +135,78 @@ def test_a_bench_report_reads_back_equal_field_for_field(tiny_folder, tmp_path):
     assert read == report
     assert_same_types(report, read, "report")
     assert report.summary[BenchMethod.PROMPT_LOOKUP].acceptance is not None
+
+
+def test_the_rounds_are_interleaved_every_method_once_per_round(tiny_folder, tmp_path, monkeypatch):
+    """After one warm-up each, prompt by prompt: round 1 runs every method in order, then round 2 does again."""
+    calls = []
+    real = bench_module.run_method
+
+    def recording(lm, method, prompt_ids, *rest):
+        calls.append((tuple(prompt_ids), method))
+        return real(lm, method, prompt_ids, *rest)
+
+    monkeypatch.setattr(bench_module, "run_method", recording)
+    methods = [BenchMethod.GREEDY, BenchMethod.LOOKAHEAD, BenchMethod.HF_GREEDY]
+    report = bench(tiny_folder, tmp_path, "--methods", ",".join(methods), "--max-new-tokens", "6", "--repeats", "2")
+    assert [method for _, method in calls[: len(methods)]] == methods  # the warm-ups
+    timed = calls[len(methods) :]
+    prompts = list(dict.fromkeys(prompt for prompt, _ in timed))
+    assert timed == [(prompt, method) for prompt in prompts for _ in range(2) for method in methods]
+    assert len(prompts) == 2 and report.settings.repeats == 2
+    for row in report.summary.values():
+        assert len(row.round_tokens) == len(row.round_seconds) == 2
+        assert row.rate.low <= row.tokens_per_second == row.rate.median <= row.rate.high
+    read = BenchReport.from_json(report.to_json(indent=1))
+    assert read == report
+    assert_same_types(report, read, "report")
+
+
+# Each method's seconds on every prompt, round by round: round 2 was slow for hf-greedy, round 3 for lookahead.
+ROUND_SECONDS = {BenchMethod.HF_GREEDY: [1.0, 2.0, 1.2], BenchMethod.LOOKAHEAD: [0.5, 0.4, 1.0]}
+TOKENS = 10
+
+
+def test_the_speedup_is_the_ratio_of_the_rounds_median_rates(tiny_folder, tmp_path, monkeypatch, capsys):
+    """Two prompts of 10 tokens: hf-greedy's rounds run at 10, 5 and 8.33 tok/s, lookahead's at 20, 25 and 10:
+    the ratio of medians is 20 / 8.33 = 2.4 (the median of per-round ratios would be 2, the ratio of totals 2.21)."""
+    runs = {method: 0 for method in ROUND_SECONDS}
+
+    def injected(lm, method, prompt_ids, *rest):
+        runs[method] += 1  # the first run is the warm-up; then prompt by prompt, 3 rounds each
+        seconds = ROUND_SECONDS[method][(runs[method] - 2) % 3]
+        return Timed(new_token_ids=[5] * TOKENS, steps=TOKENS, seconds=seconds)
+
+    class LoadedMachine:
+        def reading(self) -> Busy:
+            return Busy(other_cores=1.4, cores=2, seconds=9.0, heavy=True)
+
+    monkeypatch.setattr(bench_module, "run_method", injected)
+    monkeypatch.setattr(bench_module, "CpuWatch", LoadedMachine)
+    report = bench(tiny_folder, tmp_path, "--methods", "lookahead,hf-greedy", "--repeats", "3")
+    lookahead, baseline = report.summary[BenchMethod.LOOKAHEAD], report.summary[BenchMethod.HF_GREEDY]
+    assert baseline.round_seconds == pytest.approx([2.0, 4.0, 2.4]) and baseline.round_tokens == [20, 20, 20]
+    assert baseline.rate == Spread(median=pytest.approx(20 / 2.4), low=pytest.approx(5.0), high=pytest.approx(10.0))
+    assert baseline.speedup_interval == Spread(median=1.0, low=1.0, high=1.0)
+    assert lookahead.rate == Spread(median=pytest.approx(20.0), low=pytest.approx(10.0), high=pytest.approx(25.0))
+    assert lookahead.speedup == lookahead.speedup_interval.median == pytest.approx(2.4)
+    assert lookahead.speedup_interval.low <= 2.4 <= lookahead.speedup_interval.high
+    assert lookahead.seconds == pytest.approx(1.0) and lookahead.tokens_per_second == pytest.approx(20.0)
+    shown = report.prompts[0].methods  # each prompt shows its median round
+    assert (shown[BenchMethod.LOOKAHEAD].seconds, shown[BenchMethod.HF_GREEDY].seconds) == (0.5, 1.2)
+    assert shown[BenchMethod.LOOKAHEAD].speedup == pytest.approx(2.4)
+    assert report.busy == Busy(other_cores=1.4, cores=2, seconds=9.0, heavy=True)
+    out = capsys.readouterr().out
+    assert "20.00 (10.00–25.00)" in out and "2.40× (" in out and "3 interleaved rounds per prompt" in out
+    assert "about 140% of one core" in out and "less reliable" in out
+
+
+def test_the_summary_of_a_report_from_before_rounds_says_it_was_timed_once():
+    path = Path(__file__).resolve().parent.parent / "docs" / "bench" / "cpu-humaneval-float32.json"
+    table = summary_table(BenchReport.from_json(path.read_text()))
+    assert "timed once per prompt" in table and "–" not in table and "this bench" not in table
+    lookahead = next(line for line in table.splitlines() if line.startswith("lookahead "))
+    assert "32.80" in lookahead and "1.95x" in lookahead  # docs/bench.md's figures, as they were
 
 
 def test_bench_methods_are_the_engine_methods_and_the_peers():
@@ -183,7 +263,13 @@ def test_bench_auto_reports_what_it_chose_and_why(tiny_folder, tmp_path, monkeyp
 
 @pytest.mark.parametrize(
     "bad",
-    [["--methods", "greedy,beam"], ["--limit", "0"], ["--window", "0"], ["--json", "/no/such/folder/report.json"]],
+    [
+        ["--methods", "greedy,beam"],
+        ["--limit", "0"],
+        ["--repeats", "0"],
+        ["--window", "0"],
+        ["--json", "/no/such/folder/report.json"],
+    ],
 )
 def test_bench_refuses_bad_arguments_in_one_line(tiny_folder, tmp_path, capsys, bad):
     args = ["bench", "--dataset", str(tiny_folder / "prompts.jsonl"), "--model", str(tiny_folder), *bad]

@@ -5,6 +5,7 @@ No model and no torch: a report is read and drawn on any machine.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -14,7 +15,9 @@ from lookahead_core.records import (
     SCHEMA_VERSION,
     BenchMethod,
     BenchReport,
+    Busy,
     SchemaError,
+    Spread,
     to_data,
     unversioned_bench_report,
 )
@@ -136,3 +139,51 @@ def test_a_report_that_does_not_fit_is_refused_naming_the_field(versioned, chang
     change(data)
     with pytest.raises(SchemaError, match=message):
         BenchReport.from_json(json.dumps(data))
+
+
+def timed_in_rounds(report: BenchReport) -> BenchReport:
+    """`report` as if timed in 3 rounds on a busy machine: every method's rounds, rate spread and speedup interval."""
+    summary = {
+        method: dataclasses.replace(
+            totals,
+            round_tokens=[totals.tokens] * 3,
+            round_seconds=[totals.seconds * 0.9, totals.seconds, totals.seconds * 1.2],
+            rate=Spread(
+                median=totals.tokens_per_second, low=totals.tokens_per_second / 1.2, high=totals.tokens_per_second / 0.9
+            ),
+            speedup_interval=Spread(median=totals.speedup, low=totals.speedup - 0.05, high=totals.speedup + 0.07),
+        )
+        for method, totals in report.summary.items()
+    }
+    busy = Busy(other_cores=0.6, cores=2, seconds=600.0, heavy=True)
+    return dataclasses.replace(
+        report, summary=summary, settings=dataclasses.replace(report.settings, repeats=3), busy=busy
+    )
+
+
+def test_a_report_timed_in_rounds_reads_back_equal():
+    report = timed_in_rounds(shipped("cpu-humaneval-float32.json"))
+    read = BenchReport.from_json(report.to_json(indent=1))
+    assert read == report and read.settings.repeats == 3 and read.busy.heavy
+    assert_same_types(report, read, "report")
+
+
+def test_a_report_timed_in_rounds_shows_medians_intervals_and_the_machine_load():
+    report = timed_in_rounds(shipped("cpu-humaneval-float32.json"))
+    page = bench_report_html(report)
+    lookahead = report.summary[BenchMethod.LOOKAHEAD]
+    low, high = lookahead.speedup_interval.low, lookahead.speedup_interval.high
+    assert f"<b>{lookahead.speedup:.2f}× ({low:.2f}–{high:.2f}×)</b>" in page
+    assert f"{lookahead.rate.median:.2f} ({lookahead.rate.low:.2f}–{lookahead.rate.high:.2f})" in page
+    assert "Timed in 3 interleaved rounds per prompt" in page and "timed once" not in page
+    assert "about 60% of one core" in page and "less reliable" in page
+    bars = overview_figure({"rounds": report}).data
+    assert all(bar.error_y.array is not None for bar in bars)
+
+
+def test_a_report_from_before_rounds_says_it_was_timed_once_and_draws_no_error_bars():
+    report = shipped("cpu-humaneval-float32.json")
+    page = bench_report_html(report)
+    assert "timed once per prompt" in page and "other programs" not in page
+    assert f"<b>{report.summary[BenchMethod.LOOKAHEAD].speedup:.2f}x</b>" in page
+    assert all(bar.error_y.array is None for bar in overview_figure({"once": report}).data)

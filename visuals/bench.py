@@ -1,4 +1,8 @@
-"""A bench report (a BenchReport record) as one self-contained HTML page with Plotly inlined; several side by side."""
+"""A bench report (a BenchReport record) as one self-contained HTML page with Plotly inlined; several side by side.
+
+A report timed in rounds shows medians with their spread (error bars on the speedups); an older one, timed once,
+shows its single figures and says so.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +15,7 @@ from lookahead_core.records import BenchMethod, BenchReport, BenchResult, BenchS
 
 from .markup import escape
 from .palette import BLUE, GREEN, GREY, ORANGE, PURPLE, SKY, VERMILLION
+from .timing import bench_rate, bench_rounds_words, bench_speedup, busy_words
 
 HUES = {
     BenchMethod.GREEDY: BLUE,
@@ -28,13 +33,28 @@ def exact_words(totals: BenchTotals) -> str:
     return f"{totals.exact}/{totals.prompts}" if totals.exact is not None else "not compared"
 
 
+def error_bars(rows: list[BenchTotals | None]) -> dict | None:
+    """Plotly error bars from each speedup's median to the ends of its interval (None: no interval is known)."""
+    intervals = [row.speedup_interval if row else None for row in rows]
+    if all(interval is None for interval in intervals):
+        return None
+    return {
+        "type": "data",
+        "symmetric": False,
+        "array": [i.high - i.median if i else 0 for i in intervals],
+        "arrayminus": [i.median - i.low if i else 0 for i in intervals],
+        "color": "#555",
+    }
+
+
 def speedup_figure(report: BenchReport) -> go.Figure:
-    """Each method's total speedup over the baseline, with its exact-match count."""
+    """Each method's total speedup over the baseline with its interval when timed in rounds, and its exact count."""
     methods = list(report.summary)
     figure = go.Figure(
         go.Bar(
             x=[m.value for m in methods],
             y=[report.summary[m].speedup for m in methods],
+            error_y=error_bars(list(report.summary.values())),
             marker_color=[HUES[m] for m in methods],
             text=[f"{s.speedup:.2f}x · exact {exact_words(s)}" for s in report.summary.values()],
             textposition="outside",
@@ -71,8 +91,8 @@ def summary_rows(report: BenchReport) -> str:
     for method, s in report.summary.items():
         rows.append(
             f"<tr><td>{escape(method)}</td><td>{s.tokens}</td><td>{s.steps}</td>"
-            f"<td>{s.tokens_per_step:.2f}</td><td>{s.seconds:.2f}</td><td>{s.tokens_per_second:.2f}</td>"
-            f"<td><b>{s.speedup:.2f}x</b></td><td>{exact_words(s)}</td></tr>"
+            f"<td>{s.tokens_per_step:.2f}</td><td>{s.seconds:.2f}</td><td>{bench_rate(s)}</td>"
+            f"<td><b>{bench_speedup(s)}</b></td><td>{exact_words(s)}</td></tr>"
         )
     return "".join(rows)
 
@@ -109,6 +129,9 @@ def bench_report_html(report: BenchReport) -> str:
         f"{machine.model} · {machine.device_name} · {machine.dtype} · torch {machine.torch} · "
         f"transformers {machine.transformers} · {settings.ran_at}"
     )
+    timing = bench_rounds_words(settings)
+    if report.busy is not None:
+        timing += " " + busy_words(report.busy, "this bench")
     return f"""<!doctype html>
 <html><head><meta charset="utf-8"><title>Lookahead Lab bench: {escape(settings.dataset)}</title>
 <style>body{{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;color:#222}}
@@ -119,6 +142,7 @@ td:first-child,th:first-child{{text-align:left}}.dim{{color:#666}}.ok{{color:{GR
 <p>{len(report.prompts)} prompts, {settings.max_new_tokens} new tokens each; speedup is tokens per second
 over <b>{escape(settings.baseline)}</b> measured in the same run; exact counts the prompts whose output equals
 greedy <code>generate</code> token for token. Lookahead settings: {escape(lookahead_words(settings))}</p>
+<p>{escape(timing)}</p>
 <table><tr><th>method</th><th>tokens</th><th>steps</th><th>tokens/step</th><th>seconds</th><th>tokens/s</th>
 <th>speedup</th><th>exact</th></tr>{summary_rows(report)}</table>
 {body}</body></html>
@@ -146,6 +170,7 @@ def overview_figure(reports: dict[str, BenchReport]) -> go.Figure:
         figure.add_bar(
             x=labels,
             y=[row.speedup if row else None for row in rows],
+            error_y=error_bars(rows),
             name=method.value,
             marker_color=HUES[method],
             text=[f"{row.speedup:.2f}x" if row else "" for row in rows],

@@ -1,13 +1,14 @@
-"""How a Run or a race was timed, in words: rounds, medians with their spread, the verdict, and the machine's load.
+"""How a Run, a race or a bench was timed, in words: rounds, medians with their spread, the verdict, and the
+machine's load.
 
-Pure functions of a `records.Timing`. A speedup reads as its median with its interval ("1.93×,
-1.85–2.01×"); the verdict names a winner only when the record's leaders are one method, and says
-"within noise" otherwise; what other programs used of the CPU is said beside the figures.
+Pure functions of a `records.Timing` (a bench's of its `BenchTotals` and settings). A speedup reads as its
+median with its interval ("1.93×, 1.85–2.01×"); the verdict names a winner only when the record's leaders are
+one method, and says "within noise" otherwise; what other programs used of the CPU is said beside the figures.
 """
 
 from __future__ import annotations
 
-from lookahead_core.records import Busy, Method, MethodTiming, Spread, Timing
+from lookahead_core.records import BenchSettings, BenchTotals, Busy, Method, MethodTiming, Spread, Timing
 
 from .methods import SHORT_NAMES
 
@@ -92,3 +93,32 @@ def timing_notes(timing: Timing, what: str, shown: str, plain: str = "greedy") -
         busy_words(timing.busy, what),
     ]
     return [note for note in notes if note]
+
+
+def bench_rate(totals: BenchTotals) -> str:
+    """A bench method's tokens per second: the median of its rounds' rates with their min–max, or the one
+    timing of a report from before rounds."""
+    rate = totals.rate
+    if rate is None:
+        return f"{totals.tokens_per_second:.2f}"
+    return f"{rate.median:.2f} ({rate.low:.2f}–{rate.high:.2f})"
+
+
+def bench_speedup(totals: BenchTotals) -> str:
+    """A bench method's speedup: the ratio of medians with its interval, or the one ratio of an older report."""
+    if totals.speedup_interval is None:
+        return f"{totals.speedup:.2f}x"
+    return times(totals.speedup_interval)
+
+
+def bench_rounds_words(settings: BenchSettings) -> str:
+    """How a bench's figures were taken: its interleaved rounds and medians, or once (an older report)."""
+    if settings.repeats is None:
+        return "Each method was timed once per prompt (a report from before repeated rounds): no spread is known."
+    rounds = "1 round" if settings.repeats == 1 else f"{settings.repeats} interleaved rounds"
+    return (
+        f"Timed in {rounds} per prompt, every method once per round in the order shown. A round's rate is its "
+        "tokens over its seconds on all the prompts; tokens/s is the median of the rounds' rates (min–max), "
+        "seconds the median of the rounds' seconds, and the speedup the ratio of medians with its bootstrap "
+        "interval over the rounds. Each prompt's figures are those of its median round."
+    )
