@@ -18,7 +18,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from lab.bench import METHODS, Family, run_bench
+from lab.bench import METHODS, REPEATS, MethodSetup, run_bench
 from lab.datasets import load_prompts
 from lookahead_core.costs import step_costs
 from lookahead_core.draft import DEFAULT_DRAFT, DEFAULT_DRAFT_TOKENS, make_draft
@@ -36,6 +36,7 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=10)
     parser.add_argument("--max-new-tokens", type=int, default=128)
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--repeats", type=int, default=REPEATS, help="interleaved rounds per prompt")
     parser.add_argument("--device", default="cuda", choices=["cuda", "cpu"], help="cpu: a smoke test of this script")
     args = parser.parse_args()
     if args.device == "cuda" and not torch.cuda.is_available():
@@ -60,8 +61,10 @@ def main() -> None:
         )
         for name in args.sets:
             prompts = load_prompts(name, args.limit)
-            family = Family(auto.config, auto, draft=make_draft(lm, DEFAULT_DRAFT, DEFAULT_DRAFT_TOKENS))
-            report = run_bench(lm, prompts, list(METHODS), family, args.max_new_tokens, dataset=name)
+            setup = MethodSetup(auto.config, auto, draft=make_draft(lm, DEFAULT_DRAFT, DEFAULT_DRAFT_TOKENS))
+            report = run_bench(
+                lm, prompts, list(METHODS), setup, args.max_new_tokens, dataset=name, repeats=args.repeats
+            )
             if args.out is not None:
                 args.out.mkdir(parents=True, exist_ok=True)
                 stem = args.out / f"{name}-{dtype}"
@@ -80,15 +83,20 @@ def main() -> None:
                         f"{s.exact}/{s.prompts}",
                     )
                 )
+                interval = s.speedup_interval
+                spread = f" ({interval.low:.2f}-{interval.high:.2f})" if interval is not None else ""
                 print(
-                    f"  {name} {dtype} {method}: {s.tokens_per_second:.1f} tok/s, {s.speedup:.2f}x, "
+                    f"  {name} {dtype} {method}: {s.tokens_per_second:.1f} tok/s, {s.speedup:.2f}x{spread}, "
                     f"{s.tokens_per_step:.2f} tok/step, {step_ms:.1f} ms/step, exact {s.exact}/{s.prompts}",
                     flush=True,
                 )
         del lm
         if args.device == "cuda":
             torch.cuda.empty_cache()
-    print(f"\n{args.limit} prompts per set, {args.max_new_tokens} new tokens; speedup over hf-greedy, same run")
+    print(
+        f"\n{args.limit} prompts per set, {args.max_new_tokens} new tokens, {args.repeats} interleaved rounds; "
+        "median tok/s, speedup a ratio of medians over hf-greedy, same run"
+    )
     print("| set | dtype | method | tokens/s | speedup | tokens/step | ms/step | exact |")
     print("|---|---|---|---|---|---|---|---|")
     for name, dtype, method, rate, speedup, per_step, step_ms, exact in rows:

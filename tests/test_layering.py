@@ -10,6 +10,8 @@ scripts/serving.py.
 from __future__ import annotations
 
 import ast
+import importlib
+import importlib.util
 import subprocess
 import sys
 from pathlib import Path
@@ -18,6 +20,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 HEAVY = ("torch", "transformers")
+PROJECT = ("lab", "lookahead_core", "visuals", "ui", "scripts")
 
 
 def loaded_after(code: str) -> set[str]:
@@ -95,3 +98,17 @@ def test_no_script_imports_the_tests(path):
     """The scripts share code with the tests through scripts/serving.py, never by reaching into tests/."""
     offending = {name for name in imported_modules(path) if name.split(".")[0] == "tests"}
     assert not offending, f"{path.name} imports {sorted(offending)}"
+
+
+@pytest.mark.parametrize("path", modules("scripts"), ids=lambda p: p.name)
+def test_every_name_a_script_imports_from_the_project_exists(path):
+    """A script no test runs (the GPU check, the bench plot) must still import: a renamed function breaks it."""
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] in PROJECT:
+            module = importlib.import_module(node.module)
+            missing = [
+                alias.name
+                for alias in node.names
+                if not hasattr(module, alias.name) and importlib.util.find_spec(f"{node.module}.{alias.name}") is None
+            ]
+            assert not missing, f"{path.name}: {node.module} has no {', '.join(missing)}"
