@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import torch
-from safetensors import safe_open
+from safetensors import SafetensorError, safe_open
 from safetensors.torch import save_file
 from torch import nn
 from torch.nn import functional
@@ -145,7 +145,7 @@ def load_heads(path: str | Path, model, name: str) -> MedusaHeads:
         with safe_open(str(path), framework="pt") as opened:
             header = json.loads((opened.metadata() or {})[HEADER_KEY])
             tensors = {key: opened.get_tensor(key) for key in ("weight", "bias")}
-    except (OSError, KeyError, ValueError) as error:
+    except (OSError, KeyError, ValueError, SafetensorError) as error:
         raise MedusaError(f"{path} holds no Medusa heads ({type(error).__name__}: {error})") from None
     theirs, ours = HeadsTarget(**{k: header[k] for k in ("model", "hidden_size", "vocab_size")}), target_of(model, name)
     if theirs != ours:
