@@ -24,6 +24,7 @@ from .draft import Draft, DraftProposer
 from .forward import Pass, decode_one_token, forward_tree, keep_rows, output_device, prefill
 from .layout import CURRENT, StepLayout, tree_layout
 from .lookup import PromptLookupProposer
+from .medusa import Medusa, MedusaProposer
 from .planning import FullPlanner, Plan, StepPlanner
 from .proposers import Candidate, JacobiProposer, Outcome, Proposal, Proposer, StepContext
 from .records import Branch, InputRow, Method, SlidingRecord, StepKind, StepRecord, StopReason, TokenSource
@@ -185,8 +186,9 @@ class GuessingDecoder:
     """One guess-and-verify run's state: KV cache, committed sequence, the proposer and the planner.
 
     `make_proposer(sequence)` builds the method's proposer once the prefill has committed the
-    first token; `method` names the records. Raises UnsupportedModel (attention.py) at once for a
-    model whose attention cannot take a token tree's masks.
+    first token; `method` names the records. With `keep_hidden`, each pass also keeps its rows' last
+    hidden states, and each step's context holds the one behind c (Medusa's heads read it). Raises
+    UnsupportedModel (attention.py) at once for a model whose attention cannot take a token tree's masks.
     """
 
     def __init__(
@@ -199,8 +201,10 @@ class GuessingDecoder:
         eos_ids: frozenset[int],
         planner: StepPlanner | None = None,
         sampling: SamplingConfig = GREEDY,
+        keep_hidden: bool = False,
     ):
         self.model, self.method, self.max_new_tokens, self.eos_ids = model, method, max_new_tokens, eos_ids
+        self.keep_hidden, self.hidden = keep_hidden, None
         self.attention = attention_plan(model.config)
         self.make_proposer = make_proposer
         self.planner = planner or FullPlanner()
@@ -213,7 +217,8 @@ class GuessingDecoder:
     def prefill(self) -> StepRecord:
         """Step 0: run the prompt, commit the first token, start the proposer from the prompt."""
         start = time.perf_counter()
-        self.cache, result = prefill(self.model, self.prompt_ids)
+        self.cache, result = prefill(self.model, self.prompt_ids, self.keep_hidden)
+        self.hidden = result.hidden[-1] if self.keep_hidden else None
         token = next_token(result, self.sampling, self.generator)
         committed, self.stop = commit([token], self.max_new_tokens, self.eos_ids)
         self.sequence = self.prompt_ids + committed
@@ -233,14 +238,15 @@ class GuessingDecoder:
         start = time.perf_counter()
         self.step_index += 1
         position = len(self.sequence) - 1
-        proposal = self.proposer.propose(StepContext(self.sequence, self.step_index))
+        proposal = self.proposer.propose(StepContext(self.sequence, self.step_index, self.hidden))
         plan = self.planner.plan(proposal)
         fed = lay_out(self.sequence[-1], proposal, plan)
-        result = forward_tree(self.model, self.cache, fed.tokens, fed.layout, self.attention)
+        result = forward_tree(self.model, self.cache, fed.tokens, fed.layout, self.attention, self.keep_hidden)
         verification = self.verify(fed, result)
-        committed = self.commit(
-            verification.block, fed.candidates[verification.winner] if verification.accepted else None
-        )
+        winner = fed.candidates[verification.winner] if verification.accepted else None
+        committed = self.commit(verification.block, winner)
+        if self.keep_hidden:
+            self.hidden = result.hidden[winner.rows[verification.accepted - 1] if winner is not None else 0]
         argmax = result.argmax
         window_argmax = [argmax[0], *(argmax[r] for r in fed.window_rows)] if plan.feed_window else []
         outcome = Outcome(self.sequence, self.step_index, plan.feed_window, window_argmax, verification)
@@ -344,3 +350,23 @@ def speculative_steps(
 
     method = Method.SPECULATIVE
     return GuessingDecoder(model, prompt_ids, method, drafter, max_new_tokens, eos_ids, None, sampling).steps()
+
+
+def medusa_steps(
+    model,
+    prompt_ids: list[int],
+    medusa: Medusa,
+    max_new_tokens: int,
+    eos_ids: frozenset[int],
+    sampling: SamplingConfig = GREEDY,
+) -> Iterator[StepRecord]:
+    """Medusa decoding: the heads read the hidden state of the row behind c, kept from the pass that made
+    it, and fill a sparse tree verified in the next pass. Their guesses are fixed guesses to the verifier:
+    greedy output equals greedy decoding's; sampled output has the distribution of ordinary sampling."""
+
+    def heads(sequence: list[int]) -> MedusaProposer:
+        return MedusaProposer(medusa, model)
+
+    method = Method.MEDUSA
+    decoder = GuessingDecoder(model, prompt_ids, method, heads, max_new_tokens, eos_ids, None, sampling, True)
+    return decoder.steps()

@@ -9,7 +9,8 @@ key/value tensors) is used to keep the accepted rows.
 Where the model's head is a plain linear layer the engine runs the model's own base and applies
 that layer's weights itself, as weight @ hidden: on a CPU that product costs a fraction of the
 batched linear for a few rows. Each pass returns every row's argmax (greedy decoding, the
-Jacobi update) and logits (sampled verification).
+Jacobi update) and logits (sampled verification), and, when asked, each row's last hidden state
+(what Medusa's heads read), taken from the same pass.
 """
 
 from __future__ import annotations
@@ -72,35 +73,42 @@ class Pass:
     argmax: list[int]
     logits: torch.Tensor
     seconds: float
+    hidden: torch.Tensor | None = None  # (rows x d) the final layer's normed output, only when asked for
 
 
 @torch.inference_mode()
-def run_rows(model, last_only: bool = False, **inputs) -> tuple[list[int], torch.Tensor]:
-    """The argmax and logits of each fed row (or of the last one): one forward pass of the model."""
+def run_rows(
+    model, last_only: bool = False, hidden: bool = False, **inputs
+) -> tuple[list[int], torch.Tensor, torch.Tensor | None]:
+    """The argmax and logits of each fed row (or of the last one), and their last hidden states when
+    `hidden`: one forward pass of the model."""
     head = plain_head(model)
     if head is None:
-        logits = model(**inputs, logits_to_keep=1 if last_only else 0).logits[0]
-        return logits.argmax(dim=-1).tolist(), logits
-    hidden = model.base_model(**inputs).last_hidden_state[0]
-    hidden = (hidden[-1:] if last_only else hidden).to(head.weight.device)
-    scores = head.weight @ hidden.T  # (vocab, rows): the matrix-vector shape CPU kernels run fastest
+        out = model(**inputs, logits_to_keep=1 if last_only else 0, output_hidden_states=hidden)
+        logits = out.logits[0]
+        states = out.hidden_states[-1][0, -logits.shape[0] :] if hidden else None
+        return logits.argmax(dim=-1).tolist(), logits, states
+    states = model.base_model(**inputs).last_hidden_state[0]
+    states = (states[-1:] if last_only else states).to(head.weight.device)
+    scores = head.weight @ states.T  # (vocab, rows): the matrix-vector shape CPU kernels run fastest
     if head.bias is not None:
         scores += head.bias[:, None]
-    return scores.argmax(dim=0).tolist(), scores.T
+    return scores.argmax(dim=0).tolist(), scores.T, states if hidden else None
 
 
-def timed(model, last_only: bool = False, **inputs) -> Pass:
+def timed(model, last_only: bool = False, hidden: bool = False, **inputs) -> Pass:
     device = model.device
     synchronize(device)
     start = time.perf_counter()
-    argmax, logits = run_rows(model, last_only, **inputs)
-    return Pass(argmax, logits, time.perf_counter() - start)
+    argmax, logits, states = run_rows(model, last_only, hidden, **inputs)
+    return Pass(argmax, logits, time.perf_counter() - start, states)
 
 
-def extend(model, cache: DynamicCache, tokens: list[int]) -> Pass:
-    """Feed `tokens` after the cached prefix, in order; the pass holds the last row's argmax and logits."""
+def extend(model, cache: DynamicCache, tokens: list[int], hidden: bool = False) -> Pass:
+    """Feed `tokens` after the cached prefix, in order; the pass holds the last row's argmax and logits
+    (and its last hidden state when `hidden`)."""
     input_ids = torch.tensor([tokens], device=model.device)
-    return timed(model, last_only=True, input_ids=input_ids, past_key_values=cache, use_cache=True)
+    return timed(model, last_only=True, hidden=hidden, input_ids=input_ids, past_key_values=cache, use_cache=True)
 
 
 def new_cache() -> DynamicCache:
@@ -112,10 +120,10 @@ def new_cache() -> DynamicCache:
     return DynamicCache()
 
 
-def prefill(model, prompt_ids: list[int]) -> tuple[DynamicCache, Pass]:
+def prefill(model, prompt_ids: list[int], hidden: bool = False) -> tuple[DynamicCache, Pass]:
     """Run the prompt through the model; return the cache and the last row's pass (the first new token)."""
     cache = new_cache()
-    return cache, extend(model, cache, prompt_ids)
+    return cache, extend(model, cache, prompt_ids, hidden)
 
 
 def decode_one_token(model, cache: DynamicCache, token: int) -> Pass:
@@ -123,9 +131,11 @@ def decode_one_token(model, cache: DynamicCache, token: int) -> Pass:
     return extend(model, cache, [token])
 
 
-def forward_tree(model, cache: DynamicCache, input_ids: list[int], layout: StepLayout, plan: AttentionPlan) -> Pass:
+def forward_tree(
+    model, cache: DynamicCache, input_ids: list[int], layout: StepLayout, plan: AttentionPlan, hidden: bool = False
+) -> Pass:
     """Feed a token tree after the cached prefix, masked for each layer type of `plan`; the pass holds
-    each row's argmax and logits."""
+    each row's argmax and logits (and last hidden states when `hidden`)."""
     device, dtype = model.device, model.dtype
     past = cache.get_seq_length()
     q = layout.size
@@ -133,6 +143,7 @@ def forward_tree(model, cache: DynamicCache, input_ids: list[int], layout: StepL
     position_ids = torch.tensor([layout.depths], device=device) + past
     return timed(
         model,
+        hidden=hidden,
         input_ids=torch.tensor([input_ids], device=device),
         attention_mask=step_masks(plan, tree, layout.depths, past),
         position_ids=position_ids,

@@ -95,10 +95,15 @@ class Proposal:
 
 @dataclass
 class StepContext:
-    """What a proposer may read before a step: the committed sequence (prompt first) and the step number."""
+    """What a proposer may read before a step: the committed sequence (prompt first) and the step number.
+
+    `hidden` is the last hidden state (d,) of the row whose prediction is c, from the pass that made it
+    (Medusa's heads read it); None unless the decoder was asked to keep hidden states.
+    """
 
     sequence: list[int]
     step: int
+    hidden: object = None  # torch.Tensor | None
 
 
 @dataclass

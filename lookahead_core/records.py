@@ -39,6 +39,7 @@ class Method(enum.StrEnum):
     GREEDY = "greedy"  # plain autoregressive decoding (greedy or sampled)
     PROMPT_LOOKUP = "prompt-lookup"  # the tokens after an earlier occurrence of the last few tokens
     SPECULATIVE = "speculative"  # a draft model's chain of k tokens
+    MEDUSA = "medusa"  # Medusa heads' sparse tree of guesses, read off the last accepted row's hidden state
 
 
 class BenchMethod(enum.StrEnum):

@@ -24,10 +24,12 @@ from .decoding import (
     check_request,
     greedy_steps,
     lookahead_steps,
+    medusa_steps,
     prompt_lookup_steps,
     speculative_steps,
 )
 from .draft import Draft
+from .medusa import Medusa
 from .models import LoadedModel
 from .planning import StepPlanner
 from .records import (
@@ -55,12 +57,16 @@ def lookahead_reach(config: LookaheadConfig) -> int:
     return max(config.window + config.ngram - 3, config.ngram - 1)
 
 
-def method_reach(method: Method, config: LookaheadConfig, lookup: LookupConfig, draft: Draft | None) -> int:
+def method_reach(
+    method: Method, config: LookaheadConfig, lookup: LookupConfig, draft: Draft | None, medusa: Medusa | None = None
+) -> int:
     """How far past the current token a step of `method` may feed rows."""
     if method == Method.LOOKAHEAD:
         return lookahead_reach(config)
     if method == Method.PROMPT_LOOKUP:
         return lookup.tokens
+    if method == Method.MEDUSA and medusa is not None:
+        return medusa.reach
     return draft.tokens if method == Method.SPECULATIVE and draft is not None else 0
 
 
@@ -70,18 +76,22 @@ def decode_steps(
     request: DecodeRequest,
     planner: StepPlanner | None = None,
     draft: Draft | None = None,
+    medusa: Medusa | None = None,
 ) -> Iterator[StepRecord]:
     """Validate the request, then yield the records of its method (greedy: plain autoregressive decoding).
 
     The request carries the method, lookahead's W, N, G, prompt lookup's settings, the sampling settings
     (a temperature above 0 makes every method sample) and the budget of new tokens. `planner` (lookahead
     only) picks what each step feeds, None being the paper's full plan; `draft` is the draft model
-    speculative decoding needs.
+    speculative decoding needs, `medusa` the heads (and their tree) Medusa decoding needs.
     """
     method, config, lookup, sampling = request.method, request.lookahead, request.lookup, request.sampling
     if method == Method.SPECULATIVE and draft is None:
         raise DecodingError("speculative decoding needs a draft model: give one (for instance bf16-self)")
-    check_request(prompt_ids, request.max_new_tokens, lm.context_length, method_reach(method, config, lookup, draft))
+    if method == Method.MEDUSA and medusa is None:
+        raise DecodingError("Medusa decoding needs heads trained for this model: give them (python -m lab.medusa)")
+    reach = method_reach(method, config, lookup, draft, medusa)
+    check_request(prompt_ids, request.max_new_tokens, lm.context_length, reach)
     model, eos, tokens = lm.model, lm.eos_ids, request.max_new_tokens
     if method == Method.GREEDY:
         return greedy_steps(model, prompt_ids, tokens, eos, sampling)
@@ -89,6 +99,8 @@ def decode_steps(
         return prompt_lookup_steps(model, prompt_ids, lookup, tokens, eos, sampling)
     if method == Method.SPECULATIVE:
         return speculative_steps(model, prompt_ids, draft, tokens, eos, sampling)
+    if method == Method.MEDUSA:
+        return medusa_steps(model, prompt_ids, medusa, tokens, eos, sampling)
     return lookahead_steps(model, prompt_ids, config, tokens, eos, planner=planner, sampling=sampling)
 
 
@@ -254,6 +266,7 @@ def tracing(
     auto: AutoSettings | None = None,
     draft: Draft | None = None,
     until: Callable[[], bool] | None = None,
+    medusa: Medusa | None = None,
 ) -> Generator[StepRecord, None, Trace]:
     """Decode once, yielding each step record as it is produced, and return the Trace that keeps them all.
 
@@ -267,7 +280,7 @@ def tracing(
     planner = auto.make_planner() if auto is not None else None
     steps, cut = [], False
     started = time.time()
-    for record in decode_steps(lm, prompt_ids, replace(request, lookahead=config), planner, draft):
+    for record in decode_steps(lm, prompt_ids, replace(request, lookahead=config), planner, draft, medusa):
         steps.append(record)
         yield record
         if record.stop is None and until is not None and until():

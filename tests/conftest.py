@@ -11,6 +11,7 @@ from transformers import AutoModelForCausalLM, GPT2Config, LlamaConfig, Qwen2Con
 
 from lookahead_core.costs import StepCosts
 from lookahead_core.draft import Draft
+from lookahead_core.medusa import Medusa, heads_for, make_medusa
 from lookahead_core.models import LoadedModel, load_model
 from lookahead_core.records import Run
 
@@ -63,6 +64,17 @@ def tiny_model(family: str, attention: str = "sdpa", seed: int = 0, layers: int 
 def tiny_draft(family: str, tokens: int = 4, confidence: float = 0.0) -> Draft:
     """A smaller random model of the same family and vocabulary: a draft that is often wrong."""
     return Draft(tiny_model(family, seed=1, layers=1).model, f"tiny-random-{family}-1-layer", tokens, confidence)
+
+
+def tiny_medusa(lm: LoadedModel, heads: int = 4, size: int = 16, seed: int = 3, scale: float = 0.3) -> Medusa:
+    """Random (non-zero) Medusa heads for a tiny model, with a sparse tree of `size` nodes: guesses that are
+    sometimes right, so verification both accepts and rejects."""
+    medusa_heads = heads_for(lm.model, lm.name, heads)
+    generator = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for parameter in (medusa_heads.weight, medusa_heads.bias):
+            parameter.copy_(torch.randn(parameter.shape, generator=generator) * scale)
+    return make_medusa(medusa_heads, size)
 
 
 class CharTokenizer:

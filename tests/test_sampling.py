@@ -25,7 +25,7 @@ from lookahead_core.sampling import SamplingConfig, probabilities
 from lookahead_core.trace import decode_steps, summarize
 from lookahead_core.verify import verify_sampled
 
-from .conftest import tiny_draft, tiny_model
+from .conftest import tiny_draft, tiny_medusa, tiny_model
 
 # ----------------------------------------------------------------------------------------------
 # The statistic
@@ -297,6 +297,7 @@ def test_every_sampled_method_has_the_distribution_of_ordinary_sampling(
 @pytest.mark.parametrize("method", list(Method))
 def test_the_same_seed_gives_the_same_output(method):
     lm, draft = tiny_model("llama"), tiny_draft("llama")
+    medusa = tiny_medusa(lm)
     config, sampling = LookaheadConfig(4, 3, 4), SamplingConfig(temperature=0.8, top_p=0.9, seed=7)
     prompt = [5, 6, 7, 5, 6, 8, 5, 6]
 
@@ -308,6 +309,7 @@ def test_the_same_seed_gives_the_same_output(method):
                     prompt,
                     DecodeRequest(method=method, lookahead=config, max_new_tokens=24, sampling=s),
                     draft=draft,
+                    medusa=medusa,
                 )
             )
         ).new_token_ids
@@ -319,7 +321,7 @@ def test_the_same_seed_gives_the_same_output(method):
 @pytest.mark.parametrize("family", ["llama", "qwen2", "gpt2"])
 def test_temperature_0_and_top_k_1_are_greedy(family):
     lm = tiny_model(family)
-    config = LookaheadConfig(5, 4, 5)
+    config, medusa = LookaheadConfig(5, 4, 5), tiny_medusa(lm)
     for seed in range(4):
         prompt = [(seed * 7 + j * 3) % 40 + 10 for j in range(6)] * 2
         greedy = summarize(
@@ -332,6 +334,7 @@ def test_temperature_0_and_top_k_1_are_greedy(family):
                 prompt,
                 DecodeRequest(method=method, lookahead=config, max_new_tokens=30, sampling=top_1),
                 draft=tiny_draft(family),
+                medusa=medusa,
             )
             sampled = summarize(list(steps))
             assert sampled.new_token_ids == greedy

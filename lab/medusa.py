@@ -1,0 +1,328 @@
+"""Medusa-1 training by self-distillation: the model answers prompts greedily, and its heads learn to guess
+its own tokens 2..K+1 places ahead from its last hidden states. The model stays frozen; only the heads'
+W_k (and b_k) train, with loss = sum_k 0.8^k * CE(logits_k at t, token at t+k+1).
+
+    python -m lab.medusa train --prompts FILE --source NAME --licence LICENCE --out FOLDER
+
+The prompts must not overlap the prompt sets the lab measures on (MT-Bench, HumanEval): name where they
+come from and under which licence; both go into the training record. A run keeps what it has done in its
+folder: answers as they are generated, a checkpoint every N steps, so a stopped run loses minutes, not
+the job: run the same command again and it resumes from the last checkpoint.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+from torch.nn import functional
+from tqdm import tqdm
+
+from lookahead_core.decoding import greedy_steps
+from lookahead_core.medusa import DEFAULT_HEADS, MedusaHeads, heads_for, save_heads
+from lookahead_core.models import LoadedModel, encode_prompt, load_model
+
+DECAY = 0.8  # head k's loss weighs 0.8^k (Medusa-1)
+IGNORE = -100  # a target cross-entropy skips: past the end, or text the model did not write
+ACCURACY_RANKS = 10  # how many of each head's choices the accuracy (and so the sparse tree) covers
+ANSWERS, CHECKPOINT, HEADS, RECORD = "answers.jsonl", "checkpoint.pt", "heads.safetensors", "training.json"
+
+
+@dataclass(frozen=True, kw_only=True)
+class DataSource:
+    """Where the training prompts come from and under which licence (both recorded)."""
+
+    name: str
+    licence: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class TrainSettings:
+    heads: int = DEFAULT_HEADS
+    steps: int = 1000
+    batch: int = 64
+    learning_rate: float = 1e-3
+    checkpoint_every: int = 100
+    seed: int = 0
+    held_out: float = 0.1  # the share of prompts kept out of training, to measure accuracy on
+    answer_tokens: int = 256  # new tokens per greedy answer
+
+
+@dataclass(frozen=True, kw_only=True)
+class HeadAccuracy:
+    head: int  # 1-based: head k guesses the token k + 1 places past the hidden state's own
+    top1: float
+    top5: float
+
+
+@dataclass(kw_only=True)
+class TrainingRecord:
+    """What a training run did and measured, written as JSON beside the heads."""
+
+    model: str
+    source: str
+    licence: str
+    prompts: int
+    held_out_prompts: int
+    train_tokens: int  # positions with at least one head's target, in the training prompts
+    held_out_tokens: int
+    settings: TrainSettings
+    loss: list[float]  # the weighted loss at every step, on its batch
+    accuracy: list[HeadAccuracy]  # on the held-out prompts' answers
+    seconds: float
+
+
+# ----------------------------------------------------------------------------------------------
+# Data: the model's own greedy answers and its last hidden states on them
+
+
+def greedy_answer(lm: LoadedModel, prompt_ids: list[int], tokens: int) -> list[int]:
+    """The model's greedy continuation of `prompt_ids`, by the engine's plain decoding."""
+    return [t for record in greedy_steps(lm.model, prompt_ids, tokens, lm.eos_ids) for t in record.committed]
+
+
+def answers(lm: LoadedModel, prompts: list[list[int]], tokens: int, folder: Path) -> list[list[int]]:
+    """Each prompt's greedy answer, generated once: appended to the folder's answers file as each is done
+    and read back by a later run, which generates only the rest."""
+    path = folder / ANSWERS
+    done = [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+    if [d["prompt"] for d in done] != prompts[: len(done)]:
+        raise ValueError(f"{path} holds answers to other prompts: use another folder")
+    with path.open("a") as out:
+        for prompt in tqdm(prompts[len(done) :], desc="answers", initial=len(done), total=len(prompts)):
+            done.append({"prompt": prompt, "answer": greedy_answer(lm, prompt, tokens)})
+            out.write(json.dumps(done[-1]) + "\n")
+            out.flush()
+    return [d["answer"] for d in done]
+
+
+@dataclass
+class Examples:
+    """Last hidden states (positions x d) and each head's target there (positions x K, IGNORE where none)."""
+
+    hidden: torch.Tensor
+    targets: torch.Tensor
+
+    def __len__(self) -> int:
+        return self.hidden.shape[0]
+
+
+def head_targets(prompt: list[int], answer: list[int], heads: int) -> torch.Tensor:
+    """(positions x K): at position t, head k's target is token t + k + 1, when the model wrote it."""
+    ids = prompt + answer
+    targets = torch.full((len(ids), heads), IGNORE, dtype=torch.long)
+    for t in range(len(ids)):
+        for k in range(1, heads + 1):
+            if len(prompt) <= t + k + 1 < len(ids):
+                targets[t, k - 1] = ids[t + k + 1]
+    return targets
+
+
+@torch.inference_mode()
+def examples(model, prompts: list[list[int]], answers_: list[list[int]], heads: int) -> Examples:
+    """The model's last hidden states on each prompt + answer (one pass each) and the heads' targets,
+    positions with no target left out."""
+    hidden, targets = [], []
+    for prompt, answer in zip(prompts, answers_, strict=True):
+        ids = torch.tensor([prompt + answer], device=model.device)
+        wanted = head_targets(prompt, answer, heads)
+        keep = (wanted != IGNORE).any(dim=1)
+        hidden.append(model.base_model(input_ids=ids).last_hidden_state[0].float().cpu()[keep])
+        targets.append(wanted[keep])
+    return Examples(torch.cat(hidden), torch.cat(targets))
+
+
+# ----------------------------------------------------------------------------------------------
+# The loss and the accuracy
+
+
+def head_losses(heads: MedusaHeads, model, hidden: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """Each head's mean cross-entropy over the positions where it has a target (K,)."""
+    logits = heads.logits(model, hidden.to(heads.weight.device))  # (B, K, vocab)
+    targets = targets.to(logits.device)
+    each = functional.cross_entropy(logits.flatten(0, 1), targets.flatten(), ignore_index=IGNORE, reduction="none")
+    each = each.view(targets.shape)
+    counted = (targets != IGNORE).sum(dim=0).clamp(min=1)
+    return each.sum(dim=0) / counted
+
+
+def medusa_loss(losses: torch.Tensor) -> torch.Tensor:
+    """sum_k 0.8^k * loss_k, k from 1."""
+    weights = DECAY ** torch.arange(1, losses.shape[0] + 1, device=losses.device, dtype=losses.dtype)
+    return (weights * losses).sum()
+
+
+@torch.inference_mode()
+def rank_accuracy(heads: MedusaHeads, model, data: Examples, batch: int = 256) -> list[list[float]]:
+    """accuracy[k][i]: how often head k + 1's i-th choice was its target, for i < ACCURACY_RANKS."""
+    hits = torch.zeros(heads.heads, ACCURACY_RANKS)
+    counts = torch.zeros(heads.heads)
+    for start in range(0, len(data), batch):
+        logits = heads.logits(model, data.hidden[start : start + batch].to(heads.weight.device)).cpu()
+        targets = data.targets[start : start + batch]
+        top = logits.topk(ACCURACY_RANKS, dim=-1).indices  # (B, K, ranks)
+        valid = targets != IGNORE
+        hits += ((top == targets[..., None]) & valid[..., None]).sum(dim=0)
+        counts += valid.sum(dim=0)
+    return (hits / counts.clamp(min=1)[:, None]).tolist()
+
+
+def summary_accuracy(accuracy: list[list[float]]) -> list[HeadAccuracy]:
+    return [HeadAccuracy(head=k + 1, top1=a[0], top5=sum(a[:5])) for k, a in enumerate(accuracy)]
+
+
+# ----------------------------------------------------------------------------------------------
+# Training, checkpointed
+
+
+def save_checkpoint(folder: Path, step: int, heads, optimizer, generator, losses: list[float]) -> None:
+    """Everything a resumed run needs to go on exactly as this one would have; written whole or not at all."""
+    state = {
+        "step": step,
+        "heads": heads.state_dict(),
+        "optimizer": optimizer.state_dict(),
+        "generator": generator.get_state(),
+        "losses": losses,
+    }
+    partial = folder / (CHECKPOINT + ".partial")
+    torch.save(state, partial)
+    partial.replace(folder / CHECKPOINT)
+
+
+def resume(folder: Path, heads, optimizer, generator) -> tuple[int, list[float]]:
+    """Load the folder's last checkpoint into the heads, the optimizer and the batch generator, if there is one;
+    the step it was taken after and the loss curve so far."""
+    path = folder / CHECKPOINT
+    if not path.exists():
+        return 0, []
+    state = torch.load(path, weights_only=True)
+    heads.load_state_dict(state["heads"])
+    optimizer.load_state_dict(state["optimizer"])
+    generator.set_state(state["generator"])
+    return state["step"], state["losses"]
+
+
+def train_heads(heads: MedusaHeads, model, data: Examples, settings: TrainSettings, folder: Path) -> list[float]:
+    """AdamW on the heads alone, random batches of positions from a seeded generator, a checkpoint every
+    `checkpoint_every` steps and at the end; resumes from the folder's checkpoint. The loss curve."""
+    model.requires_grad_(False)  # the output layer is shared and frozen
+    optimizer = torch.optim.AdamW(heads.parameters(), lr=settings.learning_rate)
+    generator = torch.Generator().manual_seed(settings.seed)
+    step, losses = resume(folder, heads, optimizer, generator)
+    with torch.enable_grad(), tqdm(total=settings.steps, initial=step, desc="medusa heads") as bar:
+        while step < settings.steps:
+            rows = torch.randint(len(data), (settings.batch,), generator=generator)
+            loss = medusa_loss(head_losses(heads, model, data.hidden[rows], data.targets[rows]))
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            step += 1
+            losses.append(float(loss.detach()))
+            bar.update(1)
+            bar.set_postfix(loss=f"{losses[-1]:.3f}")
+            if step % settings.checkpoint_every == 0 or step == settings.steps:
+                save_checkpoint(folder, step, heads, optimizer, generator, losses)
+    return losses
+
+
+def train(
+    lm: LoadedModel, prompts: list[list[int]], source: DataSource, settings: TrainSettings, folder: Path
+) -> TrainingRecord:
+    """Train heads for `lm` on its greedy answers to `prompts` (token ids); write the heads (with their
+    measured accuracy, which shapes their sparse tree) and the training record into `folder`."""
+    start = time.perf_counter()
+    folder.mkdir(parents=True, exist_ok=True)
+    torch.manual_seed(settings.seed)
+    replies = answers(lm, prompts, settings.answer_tokens, folder)
+    kept = max(1, math.ceil(settings.held_out * len(prompts))) if len(prompts) > 1 else 0
+    cut = len(prompts) - kept
+    training = examples(lm.model, prompts[:cut], replies[:cut], settings.heads)
+    held_out = examples(lm.model, prompts[cut:], replies[cut:], settings.heads) if kept else training
+    heads = heads_for(lm.model, lm.name, settings.heads).float()
+    losses = train_heads(heads, lm.model, training, settings, folder)
+    heads.accuracy = rank_accuracy(heads, lm.model, held_out)
+    save_heads(heads, folder / HEADS)
+    record = TrainingRecord(
+        model=lm.name,
+        source=source.name,
+        licence=source.licence,
+        prompts=cut,
+        held_out_prompts=kept,
+        train_tokens=len(training),
+        held_out_tokens=len(held_out) if kept else 0,
+        settings=settings,
+        loss=losses,
+        accuracy=summary_accuracy(heads.accuracy),
+        seconds=time.perf_counter() - start,
+    )
+    (folder / RECORD).write_text(json.dumps(asdict(record), indent=1) + "\n")
+    return record
+
+
+# ----------------------------------------------------------------------------------------------
+# The command line
+
+
+def read_prompts(path: Path) -> list[str]:
+    """Prompts from a file: JSON lines with a "prompt", "instruction" or "text" field, or plain text, one a line."""
+    lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    if path.suffix != ".jsonl":
+        return lines
+    fields = ("prompt", "instruction", "text")
+    return [next(item[f] for f in fields if f in item) for item in map(json.loads, lines)]
+
+
+def parser() -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(prog="python -m lab.medusa", description=__doc__.split("\n\n")[0])
+    commands = top.add_subparsers(dest="command", required=True)
+    run = commands.add_parser("train", help="train Medusa heads for a model on its own greedy answers")
+    run.add_argument("--prompts", type=Path, required=True, help=".jsonl or plain text, one prompt a line")
+    run.add_argument("--source", required=True, help="where the prompts come from (recorded)")
+    run.add_argument("--licence", required=True, help="the prompts' licence (recorded)")
+    run.add_argument("--out", type=Path, required=True, help="the run's folder: answers, checkpoints, heads, record")
+    run.add_argument("--model", default=None, help="hub id or folder (default: the embedded SmolLM2-135M-Instruct)")
+    run.add_argument("--raw", action="store_true", help="feed prompts raw, not as a chat turn")
+    defaults = TrainSettings()
+    for name, kind in (
+        ("heads", int),
+        ("steps", int),
+        ("batch", int),
+        ("learning_rate", float),
+        ("checkpoint_every", int),
+        ("seed", int),
+        ("held_out", float),
+        ("answer_tokens", int),
+    ):
+        run.add_argument(f"--{name.replace('_', '-')}", type=kind, default=getattr(defaults, name))
+    return top
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    lm = load_model(args.model, device="cpu", dtype="float32")
+    prompts = [encode_prompt(lm.tokenizer, text, chat=not args.raw) for text in read_prompts(args.prompts)]
+    settings = TrainSettings(
+        heads=args.heads,
+        steps=args.steps,
+        batch=args.batch,
+        learning_rate=args.learning_rate,
+        checkpoint_every=args.checkpoint_every,
+        seed=args.seed,
+        held_out=args.held_out,
+        answer_tokens=args.answer_tokens,
+    )
+    record = train(lm, prompts, DataSource(name=args.source, licence=args.licence), settings, args.out)
+    for head in record.accuracy:
+        print(f"head {head.head}: top-1 {head.top1:.3f}, top-5 {head.top5:.3f} on {record.held_out_tokens} tokens")
+    print(f"heads and record in {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,279 @@
+"""Medusa heads (Cai et al., 2024): K residual blocks on the model's last hidden state that guess the
+tokens 2..K+1 places past it, the sparse tree their guesses fill, and the proposer that offers it.
+
+Head k reads h, the last hidden state of the row whose prediction is c, and guesses the token k places
+after c: logits_k = output_layer(h + SiLU(W_k h + b_k)). The output layer is the model's own, shared
+and frozen (never copied), with any rescaling or soft-capping the model applies to its logits. The
+guesses are a deterministic function of the committed prefix, so the one verifier checks them as
+fixed guesses, greedy or sampled, and the output stays exact. Heads are saved as safetensors with a
+header naming the model they were trained for, and refuse to load for another.
+"""
+
+from __future__ import annotations
+
+import heapq
+import json
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+from safetensors import SafetensorError, safe_open
+from safetensors.torch import save_file
+from torch import nn
+from torch.nn import functional
+
+from .config import SettingsError
+from .layout import CURRENT
+from .proposers import Candidate, Outcome, Proposal, ProposedBranch, ProposerReport, StepContext
+from .records import Branch, GuessReason, GuessSource
+
+TreePath = tuple[int, ...]  # (i1, .., id): head 1's i1-th choice, then head 2's i2-th, ..., head d's id-th
+HEADER_KEY = "lookahead-lab.medusa"
+FORMAT = 1
+DEFAULT_HEADS = 4
+# Rows a step verifies beyond c. On a CPU a step's cost grows with its rows, so the tree is kept far
+# below Medusa's GPU trees (63 nodes); not yet tuned against trained heads' measured acceptance.
+DEFAULT_TREE_SIZE = 16
+
+
+class MedusaError(ValueError):
+    """Heads that cannot serve this model (made for another, or not a heads file at all)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class HeadsTarget:
+    """The model a set of heads was trained for: its name, hidden size and vocabulary size."""
+
+    model: str
+    hidden_size: int
+    vocab_size: int
+
+    def describe(self) -> str:
+        return f"{self.model!r} (hidden size {self.hidden_size}, vocabulary {self.vocab_size})"
+
+
+def target_of(model, name: str) -> HeadsTarget:
+    """`model` (called `name`) as heads identify it: the output layer's input and output sizes."""
+    weight = model.get_output_embeddings().weight
+    return HeadsTarget(model=name, hidden_size=weight.shape[1], vocab_size=weight.shape[0])
+
+
+# ----------------------------------------------------------------------------------------------
+# The model's own output layer, with its logit transform
+
+
+def output_logits(model, states: torch.Tensor) -> torch.Tensor:
+    """The model's logits for hidden states (..., d): its output layer, then its logit transform."""
+    return logit_transform(model, model.get_output_embeddings()(states))
+
+
+def output_scores(model, states: torch.Tensor) -> torch.Tensor:
+    """The model's logits for a few hidden states (rows x d), as (vocab x rows): weight @ states.T, the
+    matrix-vector shape CPU kernels run fastest (measured on SmolLM2, 4 rows: about half F.linear's time)."""
+    head = model.get_output_embeddings()
+    if not isinstance(head, nn.Linear):
+        return output_logits(model, states).T
+    scores = head.weight @ states.T
+    return logit_transform(model, scores if head.bias is None else scores + head.bias[:, None])
+
+
+def logit_transform(model, logits: torch.Tensor) -> torch.Tensor:
+    """The rescaling or soft-capping the model's forward applies to its output layer's product (Cohere's
+    logit_scale, Granite's logits_scaling, Gemma's final soft-cap); elementwise, so any layout."""
+    config = model.config.get_text_config(decoder=True)
+    if getattr(config, "output_multiplier_scale", None) not in (None, 1, 1.0):
+        raise MedusaError(f"Medusa heads do not support {config.model_type}'s output_multiplier_scale yet")
+    if getattr(config, "logit_scale", None) not in (None, 1, 1.0):
+        logits = logits * config.logit_scale
+    if getattr(config, "logits_scaling", None) not in (None, 1, 1.0):
+        logits = logits / config.logits_scaling
+    if cap := getattr(config, "final_logit_softcapping", None):
+        logits = torch.tanh(logits / cap) * cap
+    return logits
+
+
+# ----------------------------------------------------------------------------------------------
+# The heads
+
+
+class MedusaHeads(nn.Module):
+    """K heads for one model: head k's state is h + SiLU(W_k h + b_k), W_k square (d x d).
+
+    W_k and b_k start at zero, so an untrained head's state is h itself and it guesses what the
+    model's own next-token row guesses. The bias costs d numbers per head and lets a head shift
+    every guess toward what tends to come k + 1 places on, whatever h says (Medusa's blocks have one
+    too). `accuracy[k][i]`, when measured, is how often head k's i-th choice was right on held-out
+    text; the sparse tree is built from it.
+    """
+
+    def __init__(self, *, target: HeadsTarget, heads: int = DEFAULT_HEADS, accuracy=None) -> None:
+        super().__init__()
+        if not isinstance(heads, int) or heads < 1:
+            raise SettingsError(f"Medusa heads K must be an integer >= 1, got {heads!r}")
+        d = target.hidden_size
+        self.target, self.accuracy = target, accuracy
+        self.weight = nn.Parameter(torch.zeros(heads, d, d))
+        self.bias = nn.Parameter(torch.zeros(heads, d))
+
+    @property
+    def heads(self) -> int:
+        return self.weight.shape[0]
+
+    def states(self, hidden: torch.Tensor) -> torch.Tensor:
+        """(..., d) last hidden states -> (..., K, d): each head's residual state, all heads in one product."""
+        change = torch.einsum("kij,...j->...ki", self.weight, hidden) + self.bias
+        return hidden.unsqueeze(-2) + functional.silu(change)
+
+    def logits(self, model, hidden: torch.Tensor) -> torch.Tensor:
+        """(..., d) -> (..., K, vocab): the K states stacked and put through the model's output layer once."""
+        return output_logits(model, self.states(hidden))
+
+    @torch.inference_mode()
+    def top_tokens(self, model, hidden: torch.Tensor, widths: Sequence[int]) -> list[list[int]]:
+        """Head k's `widths[k]` most likely tokens, best first, for one hidden state (d,)."""
+        scores = output_scores(model, self.states(hidden.to(self.weight.dtype)))  # (vocab, K)
+        top = scores.topk(max(widths), dim=0).indices.T.tolist()
+        return [row[:width] for row, width in zip(top, widths, strict=False)]
+
+    def header(self) -> dict:
+        return {**asdict(self.target), "heads": self.heads, "accuracy": self.accuracy, "format": FORMAT}
+
+
+def heads_for(model, name: str, heads: int = DEFAULT_HEADS) -> MedusaHeads:
+    """Fresh (untrained) heads for `model`, on its device and in its dtype."""
+    fresh = MedusaHeads(target=target_of(model, name), heads=heads)
+    weight = model.get_output_embeddings().weight
+    return fresh.to(device=weight.device, dtype=weight.dtype)
+
+
+def save_heads(heads: MedusaHeads, path: str | Path) -> None:
+    """Write the heads' weights as safetensors, their header (model, sizes, K, accuracy) as its metadata."""
+    tensors = {"weight": heads.weight.detach().contiguous().cpu(), "bias": heads.bias.detach().contiguous().cpu()}
+    save_file(tensors, str(path), metadata={HEADER_KEY: json.dumps(heads.header())})
+
+
+def load_heads(path: str | Path, model, name: str) -> MedusaHeads:
+    """Heads from `path` for `model` (called `name`). Raises MedusaError, one line, for heads trained for
+    another model or a file that holds no heads."""
+    try:
+        with safe_open(str(path), framework="pt") as opened:
+            header = json.loads((opened.metadata() or {})[HEADER_KEY])
+            tensors = {key: opened.get_tensor(key) for key in ("weight", "bias")}
+    except (OSError, KeyError, ValueError, SafetensorError) as error:
+        raise MedusaError(f"{path} holds no Medusa heads ({type(error).__name__}: {error})") from None
+    theirs, ours = HeadsTarget(**{k: header[k] for k in ("model", "hidden_size", "vocab_size")}), target_of(model, name)
+    if theirs != ours:
+        raise MedusaError(
+            f"{path} holds Medusa heads trained for {theirs.describe()}, not for {ours.describe()}: "
+            "heads must be trained for the model they run on"
+        )
+    heads = heads_for(model, name, header["heads"])
+    heads.accuracy = header["accuracy"]
+    with torch.no_grad():
+        heads.weight.copy_(tensors["weight"])
+        heads.bias.copy_(tensors["bias"])
+    return heads
+
+
+# ----------------------------------------------------------------------------------------------
+# The sparse tree
+
+
+def prior_accuracy(heads: int, width: int) -> list[list[float]]:
+    """Until heads are measured: a guess shaped like Medusa's published curves, not a measurement.
+    Head 1's first choice right half the time, each later head 0.7 times as often, the i-th choice
+    1 / i^1.5 as often as the first."""
+    return [[0.5 * 0.7**k / (i + 1) ** 1.5 for i in range(width)] for k in range(heads)]
+
+
+def sparse_tree(accuracy: Sequence[Sequence[float]], size: int) -> tuple[TreePath, ...]:
+    """Medusa's sparse tree: the `size` paths most likely to be accepted whole, taking head k's i-th
+    choice as right with probability accuracy[k][i], independently. A path's chance is the product along
+    it, so a child never beats its parent and a best-first search keeps the tree closed under prefixes.
+    Parents come before children (shorter paths first), so rows can be laid out in this order.
+    """
+    frontier = [(-accuracy[0][i], (i,)) for i in range(len(accuracy[0]))]
+    heapq.heapify(frontier)
+    chosen: list[TreePath] = []
+    while frontier and len(chosen) < size:
+        minus_chance, path = heapq.heappop(frontier)
+        chosen.append(path)
+        if len(path) < len(accuracy):
+            for i, right in enumerate(accuracy[len(path)]):
+                heapq.heappush(frontier, (minus_chance * right, (*path, i)))
+    return tuple(sorted(chosen, key=lambda p: (len(p), p)))
+
+
+def tree_widths(tree: Sequence[TreePath]) -> list[int]:
+    """How many choices of each head the tree uses (a head the tree never reaches: 1)."""
+    depth = max((len(p) for p in tree), default=1)
+    return [max((p[k] + 1 for p in tree if len(p) > k), default=1) for k in range(depth)]
+
+
+def tree_branch(tree: Sequence[TreePath], top: list[list[int]]) -> ProposedBranch:
+    """The tree's nodes as rows after c, with every root-to-leaf path as a candidate.
+
+    Node (i1, .., id) holds head d's id-th token and extends node (i1, .., id-1), or c at depth 1;
+    its place is (i_d, d - 1): its rank among its head's choices, and the head. Every node sees only
+    its ancestors, like any guess, and verification takes the longest path that matches.
+    """
+    row = {path: r for r, path in enumerate(tree)}
+    tokens = tuple(top[len(p) - 1][p[-1]] for p in tree)
+    parents = tuple(row[p[:-1]] if len(p) > 1 else CURRENT for p in tree)
+    places = tuple((p[-1], len(p) - 1) for p in tree)
+    inner = {p[:-1] for p in tree}
+    leaves = [p for p in tree if p not in inner]
+    candidates = tuple(
+        Candidate(
+            tuple(tokens[row[leaf[:j]]] for j in range(1, len(leaf) + 1)),
+            tuple(row[leaf[:j]] for j in range(1, len(leaf) + 1)),
+            GuessSource.DRAFT,
+            GuessReason.DRAFT_MODEL,
+            lane,
+        )
+        for lane, leaf in enumerate(leaves)
+    )
+    return ProposedBranch(Branch.DRAFT, tokens, parents, places, candidates)
+
+
+# ----------------------------------------------------------------------------------------------
+# The proposer
+
+
+@dataclass
+class Medusa:
+    """What a Medusa run is given, as a draft is given: the heads and the sparse tree they fill each step."""
+
+    heads: MedusaHeads
+    tree: tuple[TreePath, ...]
+
+    @property
+    def reach(self) -> int:
+        """How far past c the tree's deepest node sits."""
+        return max((len(p) for p in self.tree), default=0)
+
+
+def make_medusa(heads: MedusaHeads, size: int = DEFAULT_TREE_SIZE) -> Medusa:
+    """`heads` with a sparse tree of `size` nodes, from their measured accuracy (or the prior)."""
+    if not isinstance(size, int) or isinstance(size, bool) or size < 1:
+        raise SettingsError(f"the Medusa tree size must be an integer >= 1, got {size!r}")
+    accuracy = heads.accuracy or prior_accuracy(heads.heads, size)
+    return Medusa(heads, sparse_tree(accuracy, size))
+
+
+class MedusaProposer:
+    """Medusa's proposer: the heads read the hidden state behind c (the step's context holds it) and
+    their top choices fill the sparse tree. It keeps no state between steps."""
+
+    def __init__(self, medusa: Medusa, model) -> None:
+        self.medusa, self.model = medusa, model
+        self.widths = tree_widths(medusa.tree)
+
+    def propose(self, context: StepContext) -> Proposal:
+        top = self.medusa.heads.top_tokens(self.model, context.hidden, self.widths)
+        return Proposal(None, [tree_branch(self.medusa.tree, top)])
+
+    def observe(self, outcome: Outcome) -> ProposerReport:
+        """Nothing to learn: the next step's hidden state comes with its context."""
+        return ProposerReport()
