@@ -24,6 +24,7 @@ from tqdm import tqdm
 from lookahead_core.config import LookaheadConfig, LookupConfig, SettingsError, check_draft_tokens
 from lookahead_core.decoding import DecodingError
 from lookahead_core.draft import DEFAULT_DRAFT, DEFAULT_DRAFT_TOKENS, SELF_DRAFTS, make_draft
+from lookahead_core.medusa import load_heads, make_medusa
 from lookahead_core.models import ModelLoadError, encode_prompt, load_model, unicode_problem
 from lookahead_core.records import BenchReport, Method
 from lookahead_core.request import DecodeRequest
@@ -101,6 +102,9 @@ def build_parser() -> argparse.ArgumentParser:
     source.add_argument("--prompts-file", help='JSONL file, one {"id": str, "prompt": str} per line')
     add_model_options(gen)
     gen.add_argument("--method", default="lookahead", choices=[m.value for m in Method])
+    gen.add_argument(
+        "--heads", metavar="PATH", help="Medusa heads trained for this model (python -m lab.medusa train writes them)"
+    )
     add_settings_options(gen)
     add_method_options(gen)
     gen.add_argument("--chat", action="store_true", help="wrap each prompt in the model's chat template")
@@ -170,11 +174,14 @@ def generate(args: argparse.Namespace) -> None:
         problem = unicode_problem(item["prompt"])
         if problem is not None:
             raise ValueError(f"prompt {item['id']} cannot be tokenized: {problem}; remove that character")
-    lm = load_model(args.model, device=args.device, dtype=args.dtype, trust_remote_code=args.trust_remote_code)
     method = Method(args.method)
+    if method == Method.MEDUSA and args.heads is None:
+        raise ValueError("--method medusa needs --heads PATH: heads trained for this model (python -m lab.medusa)")
+    lm = load_model(args.model, device=args.device, dtype=args.dtype, trust_remote_code=args.trust_remote_code)
     lookahead, speculative = method == Method.LOOKAHEAD, method == Method.SPECULATIVE
     config, auto = chosen_settings(asked, lm) if lookahead else (asked or LookaheadConfig(), None)
     draft = make_draft(lm, args.draft_model, args.draft_tokens) if speculative else None
+    medusa = make_medusa(load_heads(args.heads, lm.model, lm.name)) if method == Method.MEDUSA else None
     for index, item in enumerate(prompts):
         prompt_ids = encode_prompt(lm.tokenizer, item["prompt"], args.chat)
         planner = auto.make_planner() if auto is not None else None
@@ -182,7 +189,7 @@ def generate(args: argparse.Namespace) -> None:
         request = DecodeRequest(
             method=method, lookahead=config, lookup=lookup, sampling=seeded, max_new_tokens=args.max_new_tokens
         )
-        records = decode_steps(lm, prompt_ids, request, planner, draft)
+        records = decode_steps(lm, prompt_ids, request, planner, draft, medusa)
         summary = summarize(list(records))
         text = lm.tokenizer.decode(summary.new_token_ids, skip_special_tokens=True)
         looking_up = method == Method.PROMPT_LOOKUP
@@ -218,6 +225,7 @@ def generate(args: argparse.Namespace) -> None:
                 Method.LOOKAHEAD: f"W={config.window} N={config.ngram} G={config.guesses}",
                 Method.PROMPT_LOOKUP: f"n-gram {lookup.ngram}, {lookup.tokens} tokens",
                 Method.SPECULATIVE: f"draft {args.draft_model}, k={args.draft_tokens}",
+                Method.MEDUSA: f"heads {args.heads}",
             }.get(method, plain)
             if not sampling.is_greedy:
                 settings += f", T={seeded.temperature} top-k={seeded.top_k} top-p={seeded.top_p} seed={seeded.seed}"

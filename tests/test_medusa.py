@@ -34,6 +34,7 @@ from lookahead_core.sampling import GREEDY, SamplingConfig
 from lookahead_core.trace import decode_steps, summarize
 
 from .conftest import TINY_VOCAB, tiny_medusa, tiny_model
+from .test_bench import char_tokenizer
 from .test_engine_tiny_models import greedy_reference
 from .test_sampling import PROMPT, TOKENS, accept_the_argmax, exact_sequences, fits, marginal, small_vocab_model
 
@@ -257,3 +258,26 @@ def test_a_stopped_run_resumes_from_its_checkpoint_to_the_same_state(tmp_path):
     a = load_heads(tmp_path / "whole" / "heads.safetensors", lm.model, lm.name)
     b = load_heads(tmp_path / "stopped" / "heads.safetensors", lm.model, lm.name)
     assert torch.equal(a.weight, b.weight) and torch.equal(a.bias, b.bias)
+
+
+def test_the_cli_decodes_with_heads_and_refuses_heads_of_another_model_in_one_line(tmp_path, capsys):
+    """`python -m lab generate --method medusa --heads PATH`: exact with heads made for the model; one line of
+    error for heads made for another model, and for no heads at all."""
+    from lab.cli import main
+
+    folder = tmp_path / "tiny"
+    lm = tiny_model("llama")
+    lm.model.save_pretrained(folder)
+    char_tokenizer().save_pretrained(folder)
+    ours, theirs = tmp_path / "ours.safetensors", tmp_path / "theirs.safetensors"
+    save_heads(heads_for(lm.model, str(folder)), ours)
+    save_heads(heads_for(tiny_model("qwen2").model, "another-model"), theirs)
+    capsys.readouterr()  # the progress bars of saving and loading
+    common = ["generate", "--model", str(folder), "--prompt", "a, b, c, a, b", "--max-new-tokens", "8", "--method"]
+    assert main([*common, "medusa", "--heads", str(ours), "--json"]) == 0
+    capsys.readouterr()
+    assert main([*common, "medusa", "--heads", str(theirs)]) == 2
+    refusal = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error")]
+    assert len(refusal) == 1 and refusal[0].startswith("error: ") and "another-model" in refusal[0]
+    assert main([*common, "medusa"]) == 2
+    assert "--method medusa needs --heads PATH" in capsys.readouterr().err

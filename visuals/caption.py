@@ -29,6 +29,7 @@ PREFILL_SETUP = {
     Method.LOOKAHEAD: "Every n-gram of the prompt goes into the pool.",
     Method.PROMPT_LOOKUP: "Prompt lookup keeps no pool: each step searches the prompt and the output afresh.",
     Method.SPECULATIVE: "The draft model reads the prompt too, into a KV cache of its own.",
+    Method.MEDUSA: "The heads read the prompt's last hidden state: their first guesses come from this pass.",
     Method.GREEDY: "",
 }
 

@@ -15,12 +15,14 @@ NAMES = {
     Method.LOOKAHEAD: "Lookahead",
     Method.PROMPT_LOOKUP: "Prompt lookup",
     Method.SPECULATIVE: "Speculative decoding",
+    Method.MEDUSA: "Medusa heads",
     Method.GREEDY: "Greedy",
 }
 SHORT_NAMES = {
     Method.LOOKAHEAD: "lookahead",
     Method.PROMPT_LOOKUP: "prompt lookup",
     Method.SPECULATIVE: "speculative",
+    Method.MEDUSA: "medusa",
     Method.GREEDY: "greedy",
 }
 STOP_WORDS = {  # why decoding stopped after a step, as the caption and the verification panel say it
@@ -37,12 +39,17 @@ WHERE_GUESSES_COME_FROM = {
         "Speculative decoding has no Jacobi window: a draft model writes k tokens, one small forward pass "
         "each, and the target checks them all in one pass. See Verification."
     ),
+    Method.MEDUSA: (
+        "Medusa has no Jacobi window: small heads read the model's own last hidden state and guess the next few "
+        "tokens, a tree of their top guesses is checked in one pass. See Verification."
+    ),
 }
 NO_POOL = {
     Method.PROMPT_LOOKUP: (
         "Prompt lookup keeps no n-gram pool: the prompt and the output so far are searched afresh every step."
     ),
     Method.SPECULATIVE: "Speculative decoding keeps no n-gram pool: its guesses come from the draft model.",
+    Method.MEDUSA: "Medusa keeps no n-gram pool: its guesses come from the heads, read off the last pass.",
 }
 
 

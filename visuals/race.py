@@ -21,7 +21,13 @@ from .plans import settings_words
 from .summary import stat, used_words
 from .timing import rate_words, times, timing_notes, verdict
 
-HUES = {Method.GREEDY: BLUE, Method.LOOKAHEAD: SKY, Method.PROMPT_LOOKUP: GREEN, Method.SPECULATIVE: PURPLE}
+HUES = {
+    Method.GREEDY: BLUE,
+    Method.LOOKAHEAD: SKY,
+    Method.PROMPT_LOOKUP: GREEN,
+    Method.SPECULATIVE: PURPLE,
+    Method.MEDUSA: GREY,
+}
 LAYOUT = {
     "template": "none",
     "margin": {"l": 50, "r": 16, "t": 64, "b": 40},
