@@ -1,5 +1,5 @@
-"""The classroom in a real headless Chromium, with no model: the first view, the lesson walked end to end, the
-offline export compared panel for panel with the app, and a run file taken out and
+"""The classroom in a real headless Chromium, with no model: the first view, the lesson walked end to end (on a
+desktop and on a phone), the offline export compared panel for panel with the app, and a run file taken out and
 brought back.
 
 The app is served with its model access replaced by a failure, so anything here that needed a model would
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from scripts.serving import open_page, wait_for_step
+from scripts.serving import PHONE, open_page, wait_for_step
 from tests.chromium import app_without_model, launched_chromium, needs_chromium
 from visuals import library, replay
 from visuals.lesson import LESSON, step_index
@@ -92,6 +92,22 @@ def walk_lesson(page, check) -> None:
         wait_for_step(page, step_index(example(item.preset), item))
         page.wait_for_timeout(700)  # the smooth scroll
         check(number)
+
+
+def test_on_a_phone_each_lesson_step_shows_its_panel_above_the_lesson(served, browser):
+    page, errors = open_page(browser, f"{served}?lesson=1", PHONE)
+    try:
+        page.wait_for_function("() => document.querySelector('.ll-lit')")
+
+        def check(number: int) -> None:
+            box = lit_box(page)
+            assert 0 <= box["top"] < PHONE["height"] / 2, f"lesson step {number + 1}: the panel's top is not in sight"
+            assert box["seen"], f"lesson step {number + 1}: the lesson covers its panel"
+
+        walk_lesson(page, check)
+        assert errors == []
+    finally:
+        page.close()
 
 
 def test_the_lesson_walks_from_start_to_end_with_no_model(served, browser):
