@@ -1,11 +1,12 @@
-"""Record the example runs the app opens with: one method + greedy run per preset, from the real model.
+"""Record the example runs the app opens with: one method + greedy Run per preset, from the real model.
 
 Usage: python -m lab.examples [--only spelling python ...] [--device cpu]
-Reads assets/presets.json (prompt, chat flag, method (default lookahead), W, N, G, lookup_tokens or
-draft_tokens, max new tokens, sampling if any) and writes each run to the
-preset's `example` file under assets/ (gzipped JSON, a few tens of KB). Float32 on the CPU by
-default, so the example's output equals plain greedy decoding token for token; a short warm-up run
-comes first and is thrown away.
+Reads assets/presets.json (prompt, chat flag, method (default lookahead), W, N, G or `"auto": true`
+for this hardware's auto settings and cost-aware plan, lookup_tokens or draft_tokens, max new tokens,
+sampling if any) and writes each Run, timed in interleaved rounds (lab.timed_run) with what else used
+the CPU meanwhile, to the preset's `example` file under assets/ (gzipped JSON, a few tens of KB).
+Float32 on the CPU by default, so the example's output equals plain greedy decoding token for token.
+A Run measured while other programs kept the CPU busy is recorded again after a pause, a few times.
 """
 
 from __future__ import annotations
@@ -15,19 +16,68 @@ import time
 
 from lookahead_core.config import LookaheadConfig, LookupConfig
 from lookahead_core.draft import DEFAULT_DRAFT, make_draft
-from lookahead_core.models import encode_prompt, load_model
-from lookahead_core.records import Method
+from lookahead_core.models import LoadedModel, encode_prompt, load_model
+from lookahead_core.records import Method, Run
 from lookahead_core.request import DecodeRequest
 from lookahead_core.sampling import GREEDY, SamplingConfig
-from lookahead_core.trace import record_run
+from lookahead_core.tuning import auto_settings
 from visuals.library import example_path, load_presets, save_run
+from visuals.summary import measured_speedup
+from visuals.timing import busy_words
+
+from .budget import Deadline
+from .timed_run import timed_run
+
+EXAMPLE_SECONDS = 300.0  # generous: an example is recorded once, so every round of it may fit on a shared CPU
+ATTEMPTS = 5  # recordings of one preset at most, while other programs keep the CPU busy
+PAUSE_SECONDS = 60.0  # the wait before recording a busy measurement again
 
 
-def warm_up(lm, item: dict) -> None:
-    """One short run, thrown away, so one-off start-up costs do not land in the first example's seconds."""
-    config = LookaheadConfig(window=item["window"], ngram=item["ngram"], guesses=item["guesses"])
+def preset_request(item: dict) -> DecodeRequest:
+    """The DecodeRequest a preset describes."""
+    return DecodeRequest(
+        method=Method(item.get("method", Method.LOOKAHEAD)),
+        lookahead=LookaheadConfig(window=item["window"], ngram=item["ngram"], guesses=item["guesses"]),
+        lookup=LookupConfig(tokens=item.get("lookup_tokens", LookupConfig.tokens)),
+        sampling=SamplingConfig(**item["sampling"]) if "sampling" in item else GREEDY,
+        max_new_tokens=item["max_new_tokens"],
+        auto=item.get("auto", False),
+    )
+
+
+def record_example(lm: LoadedModel, item: dict) -> Run:
+    """The preset's Run with its Timing (auto: lookahead at this hardware's auto settings)."""
+    request = preset_request(item)
     prompt_ids = encode_prompt(lm.tokenizer, item["prompt"], item["chat"])
-    record_run(lm, prompt_ids, DecodeRequest(lookahead=config, max_new_tokens=16), prompt_text=item["prompt"])
+    auto = auto_settings(lm) if request.auto and request.method == Method.LOOKAHEAD else None
+    draft = make_draft(lm, DEFAULT_DRAFT, item["draft_tokens"]) if request.method == Method.SPECULATIVE else None
+    *_, run = timed_run(lm, prompt_ids, request, Deadline(EXAMPLE_SECONDS), item["prompt"], auto, draft)
+    return run
+
+
+def quiet_example(lm: LoadedModel, item: dict) -> Run:
+    """The preset's Run, recorded again after a pause while the CPU was busy (the last one kept regardless)."""
+    run = record_example(lm, item)
+    for _ in range(ATTEMPTS - 1):
+        if not run.timing.busy.heavy:
+            break
+        print(f"{item['id']}: {busy_words(run.timing.busy, 'the Run')} Again in {PAUSE_SECONDS:.0f} s.", flush=True)
+        time.sleep(PAUSE_SECONDS)
+        run = record_example(lm, item)
+    return run
+
+
+def report(item: dict, run: Run, seconds: float) -> str:
+    """One line about a recorded example: steps, speedup with its interval, rounds and the CPU's load."""
+    ours, theirs, timing = run.trace.summary, run.greedy.summary, run.timing
+    path = example_path(item)
+    return (
+        f"{item['id']}: {ours.tokens} tokens, {ours.steps} {run.trace.meta.method.value} steps "
+        f"({ours.tokens_per_step:.2f} tokens/step) vs {theirs.steps} greedy; {measured_speedup(run)} as fast "
+        f"over {timing.rounds} rounds, leaders {', '.join(m.value for m in timing.leaders)}; "
+        f"{busy_words(timing.busy, 'the Run')} Recorded in {seconds:.1f} s -> "
+        f"{path.relative_to(path.parents[2])} ({path.stat().st_size // 1024} KB)"
+    )
 
 
 def main() -> None:
@@ -40,33 +90,15 @@ def main() -> None:
     if unknown:
         parser.error(f"unknown preset ids: {', '.join(sorted(unknown))}")
     lm = load_model(device=args.device, dtype="float32")
-    warm_up(lm, presets[0])
     for item in presets:
         if args.only and item["id"] not in args.only:
             continue
-        config = LookaheadConfig(window=item["window"], ngram=item["ngram"], guesses=item["guesses"])
-        prompt_ids = encode_prompt(lm.tokenizer, item["prompt"], item["chat"])
         started = time.perf_counter()
-        sampling = SamplingConfig(**item["sampling"]) if "sampling" in item else GREEDY
-        method = Method(item.get("method", Method.LOOKAHEAD))
-        lookup = LookupConfig(tokens=item.get("lookup_tokens", LookupConfig.tokens))
-        draft = make_draft(lm, DEFAULT_DRAFT, item["draft_tokens"]) if method == Method.SPECULATIVE else None
-        request = DecodeRequest(
-            method=method, lookahead=config, lookup=lookup, sampling=sampling, max_new_tokens=item["max_new_tokens"]
-        )
-        run = record_run(lm, prompt_ids, request, prompt_text=item["prompt"], draft=draft)
+        run = quiet_example(lm, item)
         path = example_path(item)
         path.parent.mkdir(parents=True, exist_ok=True)
         save_run(run, path)
-        ours, theirs = run.trace.summary, run.greedy.summary
-        print(
-            f"{item['id']}: {ours.tokens} tokens, {ours.steps} {method.value} steps "
-            f"({ours.tokens_per_step:.2f} tokens/step) vs {theirs.steps} greedy; "
-            f"{ours.seconds:.1f} s vs {theirs.seconds:.1f} s; recorded in "
-            f"{time.perf_counter() - started:.1f} s -> {path.relative_to(path.parents[2])} "
-            f"({path.stat().st_size // 1024} KB)",
-            flush=True,
-        )
+        print(report(item, run, time.perf_counter() - started), flush=True)
 
 
 if __name__ == "__main__":

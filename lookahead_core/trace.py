@@ -286,7 +286,8 @@ def tracing(
         if record.stop is None and until is not None and until():
             cut = True
             break
-    ids = set(prompt_ids).union(*(record.token_ids() for record in steps))
+    # the end-of-sequence ids are in the record (meta.eos_ids) even when neither the prompt nor the output holds one
+    ids = set(prompt_ids).union(lm.eos_ids, *(record.token_ids() for record in steps))
     summary = summarize(steps)
     if cut:
         summary.stop = StopReason.DEADLINE

@@ -170,7 +170,7 @@ def test_on_a_phone_the_page_stays_390_px_wide_and_steps_by_tapping(browser_page
     page, errors = open_page(browser_page[0].context.browser, served, PHONE)
     try:
         assert page_width(page) <= PHONE["width"]
-        choose_preset(page, "Code: a Python function")
+        choose_preset(page, "Code: a Python class")
         for shown in range(1, 9):
             page.tap("#ll-forward")
             wait_for_step(page, shown)

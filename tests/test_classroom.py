@@ -1,5 +1,6 @@
-"""The classroom in a real headless Chromium, with no model: the lesson walked end to end, the offline export
-compared panel for panel with the app, and a run file taken out and brought back.
+"""The classroom in a real headless Chromium, with no model: the first view, the lesson walked end to end (on a
+desktop and on a phone), the offline export compared panel for panel with the app, and a run file taken out and
+brought back.
 
 The app is served with its model access replaced by a failure, so anything here that needed a model would
 show an error. Writes out/lesson-*.png (git-ignored); scripts/screenshot.py is not needed for these.
@@ -12,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from scripts.serving import open_page, wait_for_step
+from scripts.serving import PHONE, open_page, wait_for_step
 from tests.chromium import app_without_model, launched_chromium, needs_chromium
 from visuals import library, replay
 from visuals.lesson import LESSON, step_index
@@ -55,28 +56,79 @@ def in_view(page, element_id: str) -> bool:
     )
 
 
+def test_run_on_the_model_is_on_screen_as_the_page_opens_at_1280_by_800(served, browser):
+    page, errors = open_page(browser, served, {"width": 1280, "height": 800})
+    try:
+        wait_for_step(page, 0)
+        box = page.locator("#ll-run").bounding_box()
+        print(f"\nRun on the model at 1280×800: top {box['y']:.0f} px, bottom {box['y'] + box['height']:.0f} px")
+        assert box["x"] >= 0 and box["x"] + box["width"] <= 1280
+        assert box["y"] >= 0 and box["y"] + box["height"] <= 800
+        assert page.evaluate("() => window.scrollY") == 0 and errors == []
+    finally:
+        page.close()
+
+
+def lit_box(page) -> dict:
+    """The outlined card's box, and whether the point just inside its top edge shows the card (not the lesson)."""
+    return page.evaluate(
+        "() => { const lit = document.querySelector('.ll-lit'); const r = lit.getBoundingClientRect();"
+        " const x = r.left + Math.min(r.width / 2, 40), y = Math.max(r.top, 0) + 12;"
+        " const seen = document.elementFromPoint(x, y);"
+        " return {top: r.top, bottom: r.bottom, height: r.height, seen: !!seen && lit.contains(seen)}; }"
+    )
+
+
+def walk_lesson(page, check) -> None:
+    """Every lesson step from the first, each once its panel is outlined, scrolled and at its step: check(number)."""
+    for number, item in enumerate(LESSON):
+        if number:
+            page.click(f"#ll-next-{number - 1}")
+        wanted = f"ll-{item.panel}"
+        page.wait_for_function(
+            f"() => document.querySelector('.ll-lit') && (document.querySelector('.ll-lit').id === '{wanted}'"
+            f" || document.querySelector('.ll-lit #{wanted}'))"
+        )
+        wait_for_step(page, step_index(example(item.preset), item))
+        page.wait_for_timeout(700)  # the smooth scroll
+        check(number)
+
+
+def test_on_a_phone_each_lesson_step_shows_its_panel_above_the_lesson(served, browser):
+    page, errors = open_page(browser, f"{served}?lesson=1", PHONE)
+    try:
+        page.wait_for_function("() => document.querySelector('.ll-lit')")
+
+        def check(number: int) -> None:
+            box = lit_box(page)
+            assert 0 <= box["top"] < PHONE["height"] / 2, f"lesson step {number + 1}: the panel's top is not in sight"
+            assert box["seen"], f"lesson step {number + 1}: the lesson covers its panel"
+
+        walk_lesson(page, check)
+        assert errors == []
+    finally:
+        page.close()
+
+
 def test_the_lesson_walks_from_start_to_end_with_no_model(served, browser):
     started = time.perf_counter()
     page, errors = open_page(browser, f"{served}?lesson=1")
     try:
         page.wait_for_function("() => document.querySelector('.ll-lit')")
         print(f"\nopening ?lesson=1 to its outlined panel: {time.perf_counter() - started:.2f} s")
-        for number, item in enumerate(LESSON):
-            if number:
-                page.click(f"#ll-next-{number - 1}")
-            wanted = f"ll-{item.panel}"
-            page.wait_for_function(
-                f"() => document.querySelector('.ll-lit') && (document.querySelector('.ll-lit').id === '{wanted}'"
-                f" || document.querySelector('.ll-lit #{wanted}'))"
-            )
-            wait_for_step(page, step_index(example(item.preset), item))
-            page.wait_for_timeout(700)  # the smooth scroll
+
+        def check(number: int) -> None:
+            wanted = f"ll-{LESSON[number].panel}"
             assert lit_panel(page) == wanted
             assert in_view(page, wanted), f"lesson step {number + 1}: {wanted} is not on screen"
-            assert page.get_by_text(item.title).first.is_visible()
+            box = lit_box(page)
+            assert box["height"] <= page.viewport_size["height"], f"lesson step {number + 1}: taller than the screen"
+            assert page.get_by_text(LESSON[number].title).first.is_visible()
             if number in (4, 8):
                 OUT.mkdir(exist_ok=True)
                 page.screenshot(path=str(OUT / f"lesson-{number + 1}.png"))
+
+        walk_lesson(page, check)
         page.click(f"#ll-back-{len(LESSON) - 1}")
         wait_for_step(page, step_index(example(LESSON[-2].preset), LESSON[-2]))
         assert errors == []
@@ -120,12 +172,13 @@ def test_the_exported_html_replays_offline_exactly_as_the_app(served, browser, t
                 offline.keyboard.press("ArrowRight")
             assert offline.inner_text("#ll-step-number").startswith(f"step {step} of")
             assert panels_in(offline, "") == panels_in(page, " .prose"), f"step {step}"
-        offline.fill("#ll-step", "17")
+        last = replay.last_step(example("python"))
+        offline.fill("#ll-step", str(last))
         offline.dispatch_event("#ll-step", "input")
-        assert offline.inner_text("#ll-step-number").startswith("step 17 of")
+        assert offline.inner_text("#ll-step-number").startswith(f"step {last} of")
         with offline.expect_download() as png:
             offline.click("#ll-png")
-        assert png.value.suggested_filename == "lookahead-step-17.png"
+        assert png.value.suggested_filename == f"lookahead-step-{last}.png"
         assert fetched == [exported.as_uri()] and offline_errors == [] and errors == []
         context.close()
     finally:

@@ -265,7 +265,7 @@ EVIL = 'a[href*="evil.example"], img[src*="evil.example"], .pwned, [onmouseover]
 
 
 def test_links_that_carry_a_payload_show_it_as_text_and_ask_nothing_of_another_address(url):
-    from urllib.parse import quote
+    from urllib.parse import quote, urlsplit
 
     needs_chromium()
     from playwright.sync_api import sync_playwright
@@ -283,7 +283,8 @@ def test_links_that_carry_a_payload_show_it_as_text_and_ask_nothing_of_another_a
                 assert page.locator("h1").count() == 1 and not page.evaluate("window.pwned"), link
                 assert not errors, link
                 page.close()
-            assert not [url for url in asked if "evil.example" in url]
+            # the page's own requests carry its address's query (the payload) to this server: only the host counts
+            assert not [url for url in asked if "evil.example" in urlsplit(url).netloc]
             control, _ = serving.open_page(browser, address)  # negative control: the same checks, text unescaped
             control.evaluate("html => document.querySelector('#ll-preset-caption').innerHTML = html", PAYLOAD)
             assert control.locator(EVIL).count() >= 3 and control.locator("h1").count() == 2

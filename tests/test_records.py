@@ -25,6 +25,7 @@ from lookahead_core.records import (
 from lookahead_core.request import DecodeRequest
 from lookahead_core.trace import record_run, record_trace
 from lookahead_core.tuning import choose_settings
+from visuals import library
 
 from .conftest import CharTokenizer, assert_same_types, cost_table, tiny_model
 
@@ -56,6 +57,13 @@ def test_a_recorded_run_reads_back_equal_field_for_field(run):
     read = Run.from_json(run.to_json())
     assert read == run
     assert_same_types(run, read)
+
+
+def test_a_run_that_never_wrote_its_end_of_sequence_token_passes_the_shape_check(run):
+    """The end-of-sequence ids are in the record (meta.eos_ids), so its vocabulary names them even when neither
+    the prompt nor the output holds one (a raw completion that stops at max new tokens)."""
+    assert 95 not in PROMPT + run.trace.summary.new_token_ids + run.greedy.summary.new_token_ids
+    assert library.read_run(run.to_json().encode()) == run
 
 
 def test_an_auto_trace_reads_back_with_its_settings_and_cost_curve(tiny_lm):

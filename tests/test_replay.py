@@ -112,7 +112,12 @@ def test_each_preset_is_valid_and_its_example_matches_it(item):
     assert meta.prompt_text == item["prompt"]
     method = Method(item.get("method", Method.LOOKAHEAD))
     assert meta.method == method and example.greedy.meta.method == Method.GREEDY
-    if method == Method.LOOKAHEAD:
+    if method == Method.LOOKAHEAD and item.get("auto"):  # the recording hardware's choice, with its measured costs
+        settings = meta.settings
+        assert (settings.window, settings.ngram, settings.guesses) == (item["window"], item["ngram"], item["guesses"])
+        assert settings.regime is not None and settings.step_costs is not None
+        assert example.timing is not None and not example.timing.busy.heavy
+    elif method == Method.LOOKAHEAD:
         assert meta.settings == LookaheadSettings(window=item["window"], ngram=item["ngram"], guesses=item["guesses"])
     if method == Method.PROMPT_LOOKUP:
         assert meta.lookup.tokens == item["lookup_tokens"] and meta.settings is None

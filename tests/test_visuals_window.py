@@ -22,7 +22,7 @@ def test_window_shows_every_level_and_outlines_harvested_columns(lookahead_run):
 
 def test_window_labels_each_level_with_its_recorded_origin():
     """Level labels, tooltips and colours follow WindowRecord.origins, whatever they say."""
-    trace = example("python").trace
+    trace = example("german").trace  # N = 5: a full window has 4 levels
     record = next(r for r in trace.steps[1:] if len(r.window.levels) == 4)
     origins = [0, 42, 7, 0]  # no real window looks like this: the panel must not re-derive it
     odd = dataclasses.replace(record, window=dataclasses.replace(record.window, origins=origins))

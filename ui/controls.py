@@ -1,4 +1,4 @@
-"""The column of controls: the preset, the prompt, the method and its settings, sampling, and Run.
+"""The column of controls: the preset, the prompt, Run, then the method and its settings, and sampling.
 
 Sliders are wide enough that the engine's budget of tokens per step, not the slider, refuses the
 largest settings; the line under them says what one step of the chosen W, N, G feeds.
@@ -67,12 +67,22 @@ class Controls:
 
 
 def build_controls(presets: list[dict]) -> Controls:
-    """The controls, filled from the first preset."""
+    """The controls, filled from the first preset: the preset, its prompt and Run first (on screen as the page
+    opens at 1280×800), then the preset's description and the method's settings."""
     first = presets[0]
     preset = gr.Dropdown([(p["label"], p["id"]) for p in presets], value=first["id"], label="Preset")
-    note = gr.HTML(preset_note(first["caption"]), elem_id="ll-preset-caption")
-    prompt = gr.Textbox(first["prompt"], lines=5, max_lines=14, label="Prompt (or write your own)")
+    prompt = gr.Textbox(first["prompt"], lines=5, max_lines=6, label="Prompt (or write your own)")
     chat = gr.Checkbox(first["chat"], label="Wrap the prompt in the model's chat template")
+    auto = gr.Checkbox(
+        first.get("auto", False),
+        label="Auto: W, N, G and each step's plan from this hardware's measured step costs",
+        elem_id="ll-run-auto",
+    )
+    with gr.Row(equal_height=False):
+        run = gr.Button("Run on the model", variant="primary", elem_id="ll-run", scale=3)
+        stop = gr.Button("■ Stop", interactive=False, elem_id="ll-run-stop", scale=1, min_width=80)
+    notice = gr.HTML(RUN_NOTICE, elem_id="ll-run-notice", min_height=30)
+    note = gr.HTML(preset_note(first["caption"]), elem_id="ll-preset-caption")
     method = gr.Radio(
         [(NAMES[m], m.value) for m in GUESSING_METHODS],
         value=Method.LOOKAHEAD.value,
@@ -92,15 +102,6 @@ def build_controls(presets: list[dict]) -> Controls:
             1, 16, value=DEFAULT_DRAFT_TOKENS, step=1, label="Speculative: tokens k the draft (a bf16 copy) writes"
         )
     sampling = build_sampling()
-    auto = gr.Checkbox(
-        False,
-        label="Auto: W, N, G and each step's plan from this hardware's measured step costs",
-        elem_id="ll-run-auto",
-    )
-    with gr.Row(equal_height=False):
-        run = gr.Button("Run on the model", variant="primary", elem_id="ll-run", scale=3)
-        stop = gr.Button("■ Stop", interactive=False, elem_id="ll-run-stop", scale=1, min_width=80)
-    notice = gr.HTML(RUN_NOTICE, elem_id="ll-run-notice", min_height=30)
     return Controls(
         preset, note, prompt, chat, method, window, ngram, guesses, feed, max_new_tokens, lookup_tokens,
         draft_tokens, sampling, auto, run, stop, notice,

@@ -1,8 +1,9 @@
 """The guided lesson: a sidebar of steps, each moving the replay to the moment it talks about.
 
 Each step loads its preset's example at its step (no model) and names the panel to outline; the
-browser outlines it and scrolls it into view (scripts.HIGHLIGHT). The sidebar starts closed (open,
-it covers a phone's screen); a lesson link (?lesson=N) opens it.
+browser outlines it and scrolls it into view (scripts.HIGHLIGHT; on a phone, above the open sidebar,
+which is a sheet over the lower half there). The sidebar starts closed; a lesson link (?lesson=N)
+opens it.
 """
 
 from __future__ import annotations

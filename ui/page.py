@@ -101,7 +101,8 @@ class Page:
         c = self.controls
         settings = [c.prompt, c.chat, c.window, c.ngram, c.guesses, c.max_new_tokens, c.method, c.lookup_tokens]
         return [*settings, c.draft_tokens, c.preset_note, *self.shown_run(), c.notice, *c.sampling.inputs()] + [
-            self.exports.run_id
+            self.exports.run_id,
+            c.auto,
         ]
 
     def requested(self) -> list:

@@ -32,6 +32,7 @@ def preset_values(page, preset_id: str, step="0") -> dict:
     settings = {
         c.prompt: item["prompt"],
         c.chat: item["chat"],
+        c.auto: item.get("auto", False),
         c.window: item["window"],
         c.ngram: item["ngram"],
         c.guesses: item["guesses"],

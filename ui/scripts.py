@@ -87,7 +87,8 @@ COPY_LINK = """
 }
 """
 
-# The lesson's panel: outlined and scrolled to the middle of the screen; a lost focus goes to the step's Next
+# The lesson's panel: outlined and scrolled to the middle of the screen (on a phone, to the top, above the lesson's
+# sheet: assets/style.css); a lost focus goes to the step's Next
 HIGHLIGHT = """
 (name) => {
   document.querySelectorAll(".ll-lit").forEach((element) => element.classList.remove("ll-lit"));
@@ -95,7 +96,21 @@ HIGHLIGHT = """
   if (!target) return;
   const card = target.closest(".ll-card") || target;
   card.classList.add("ll-lit");
-  card.scrollIntoView({ behavior: "smooth", block: "center" });
+  const phone = window.matchMedia("(max-width: 760px)").matches;
+  const place = (behavior) =>
+    phone
+      ? window.scrollTo({ top: window.scrollY + card.getBoundingClientRect().top - 8, behavior })
+      : card.scrollIntoView({ behavior, block: "center" });
+  place("smooth");
+  // The new step's panels, drawn meanwhile, move the card: it is placed again once (on a phone, where the lesson
+  // covers the lower half, whenever it drifts from the top while they settle)
+  let checks = 16;
+  const hold = () => {
+    if (!card.classList.contains("ll-lit")) return; // the next lesson step outlines another
+    if (!phone || Math.abs(card.getBoundingClientRect().top - 8) > 4) place("auto");
+    if (phone && checks-- > 0) setTimeout(hold, 100);
+  };
+  setTimeout(hold, 400);
   // Next or Back hides the step that held the focus: it goes to the new step's Next (Back on the last step) once
   // drawn, so a keyboard user walks the lesson with Enter alone. A focus elsewhere on the page stays there.
   const held = document.activeElement;

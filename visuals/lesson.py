@@ -1,19 +1,27 @@
 """The guided lesson: lookahead decoding told in twelve short steps, on the shipped example runs.
 
 Each lesson step names a preset's example run, the step of it to show, and the panel the eye should
-land on. Its text states only what that recorded step shows; the numbers in it are read from the
-run's records (`facts`), and `shows` is the check, run by the tests, that the step still shows it
-after the examples are recorded again. No model is needed.
+land on. Its text states only what that recorded step shows: the figures in it are read from the
+run's records (`facts`), and each one is checked against the outlined panel as the app draws it
+(`quotes`: where, and in what sense, the panel displays that figure); `shows` checks what else the
+text claims. The tests run both (`problems`) after the examples are recorded again. No model is needed.
 """
 
 from __future__ import annotations
 
+import re
+import string
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from html.parser import HTMLParser
 
-from lookahead_core.records import GuessSource, Method, Run
+from lookahead_core.records import GuessSource, Method, Run, TokenSource
 
-from .summary import mean_decode_seconds
+from . import replay
+from .summary import measured_speedup, step_cost, summary_html
+
+# Whether a panel's HTML displays a figure in the sense the lesson's text quotes it
+Quote = Callable[[str, str], bool]
 
 
 @dataclass(frozen=True)
@@ -22,8 +30,9 @@ class LessonStep:
     text: str  # Markdown; {names} are filled from facts(run, step)
     preset: str
     step: int  # the run's step to show; -1: its last
-    panel: str  # the element to highlight: a panel ("window", ...), "summary" or "controls"
-    shows: Callable[[Run, int], bool]  # whether the recorded step shows what the text says
+    panel: str  # the element to outline: a panel ("window", ...), "summary" or "run" (the Run button)
+    shows: Callable[[Run, int], bool]  # whether the recorded step shows what the text says besides its figures
+    quotes: dict[str, Quote] = field(default_factory=dict)  # each {name} in the text: how the panel displays it
 
 
 def step_index(run: Run, item: LessonStep) -> int:
@@ -31,26 +40,26 @@ def step_index(run: Run, item: LessonStep) -> int:
 
 
 def facts(run: Run, index: int) -> dict[str, str]:
-    """The measured numbers a lesson text may quote: the run's totals and its step `index`."""
+    """The measured figures a lesson text may quote: the run's totals and its step `index`."""
     trace, greedy = run.trace, run.greedy
     record = trace.steps[index]
     verification = record.verification
     meta = trace.meta
     return {
-        "tokens": str(trace.summary.tokens),
         "steps": str(trace.summary.steps),
         "greedy_steps": str(greedy.summary.steps),
         "ratio": f"{trace.summary.tokens_per_step:.2f}",
-        "speedup": f"{greedy.summary.seconds / trace.summary.seconds:.2f}×",
-        "step_ms": f"{mean_decode_seconds(trace) * 1000:.0f}",
-        "greedy_ms": f"{mean_decode_seconds(greedy) * 1000:.0f}",
+        "speedup": measured_speedup(run),
+        "step_cost": f"{step_cost(run):.2f}×",
         "device": meta.machine.device_name,
         "date": meta.recorded_at[:10],
-        "levels": str(meta.settings.ngram - 1) if meta.settings else "",
+        "ngram": str(meta.settings.ngram) if meta.settings else "",
         "fed": str(record.tokens_fed),
         "committed": str(len(record.committed)),
-        "accepted": str(verification.accepted) if verification else "0",
-        "draft_tokens": str(meta.draft.tokens) if meta.draft else "",
+        "matched": str(verification.accepted) if verification else "0",  # the winner's matched tokens
+        "accepted": str(record.sources.count(TokenSource.ACCEPTED)),  # committed as accepted (not guaranteed)
+        "pool_size": str(record.pool.size) if record.pool else "0",
+        "harvested": str(sum(a.source == GuessSource.WINDOW for a in record.pool.added)) if record.pool else "0",
     }
 
 
@@ -58,14 +67,114 @@ def lesson_text(run: Run, item: LessonStep) -> str:
     return item.text.format(**facts(run, step_index(run, item)))
 
 
+# ----------------------------------------------------------------------------------------------
+# What the outlined panel displays, and the check that the text quotes it
+
+
+def panel_html(run: Run, index: int, panel: str) -> str:
+    """The outlined panel at step `index`, drawn by the function the app draws it with ("" for the Run button)."""
+    if panel == "summary":
+        return summary_html(run)
+    return replay.panels(run, index).get(panel, "")
+
+
+class ShownText(HTMLParser):
+    """The text a panel displays (no tooltips), and how many token chips it draws with a class inside another."""
+
+    VOID = {"br", "img", "input", "hr", "wbr"}
+
+    def __init__(self, mark: str = "", inside: str = "") -> None:
+        super().__init__()
+        self.mark, self.inside = mark, inside
+        self.parts: list[str] = []
+        self.open: list[tuple[str, set[str]]] = []
+        self.chips = 0
+
+    def handle_starttag(self, tag: str, attrs) -> None:
+        classes = set((dict(attrs).get("class") or "").split())
+        within = any(self.inside in c for _, c in self.open) or self.inside in classes
+        self.chips += within and {"ll-tok", self.mark} <= classes
+        if tag not in self.VOID:
+            self.open.append((tag, classes))
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag not in self.VOID and self.open:
+            self.open.pop()
+
+    def handle_data(self, data: str) -> None:
+        if not any(tag == "title" for tag, _ in self.open):  # an SVG shape's tooltip
+            self.parts.append(data)
+
+    def text(self) -> str:
+        return " ".join(" ".join(self.parts).split())
+
+
+def shown_text(html: str) -> str:
+    parser = ShownText()
+    parser.feed(html)
+    return parser.text()
+
+
+def says(phrase: str) -> Quote:
+    """The panel's text has `phrase` with the figure for {} (and not as the tail of a longer number or word)."""
+
+    def check(html: str, figure: str) -> bool:
+        return re.search(r"(?<![\w.])" + re.escape(phrase.format(figure)), shown_text(html)) is not None
+
+    return check
+
+
+def marks(kind: str, inside: str) -> Quote:
+    """The panel draws exactly the figure's number of token chips of `kind` (their colour and mark) inside
+    its element of class `inside`."""
+
+    def check(html: str, figure: str) -> bool:
+        parser = ShownText(f"ll-{kind}", inside)
+        parser.feed(html)
+        return figure.isdigit() and parser.chips == int(figure)
+
+    return check
+
+
+def quoted(text: str) -> list[str]:
+    """The facts a lesson text quotes, in order."""
+    return [name for _, name, _, _ in string.Formatter().parse(text) if name]
+
+
+def misquoted(item: LessonStep, figures: dict[str, str], html: str) -> list[str]:
+    """The figures `item`'s text quotes that `html`, its outlined panel, does not display as its quotes say."""
+    return [
+        f"{{{name}}} = {figures[name]!r}"
+        for name in quoted(item.text)
+        if name not in item.quotes or not item.quotes[name](html, figures[name])
+    ]
+
+
+def problems(run: Run, item: LessonStep) -> list[str]:
+    """What is wrong with `item` on `run`: its claims the recorded step does not show, its figures the
+    outlined panel does not display (empty: the step says exactly what its panel shows)."""
+    index = step_index(run, item)
+    wrong = [] if item.shows(run, index) else [f"{item.preset} step {index} no longer shows what the text says"]
+    return wrong + misquoted(item, facts(run, index), panel_html(run, index, item.panel))
+
+
+# ----------------------------------------------------------------------------------------------
+# The claims besides the figures, and the steps
+
+
 def accepted(run: Run, index: int, at_least: int = 1) -> bool:
     verification = run.trace.steps[index].verification
     return verification is not None and verification.accepted >= at_least
 
 
-def winner_from(run: Run, index: int, source: GuessSource) -> bool:
+def winner_from(run: Run, index: int, *sources: GuessSource) -> bool:
     verification = run.trace.steps[index].verification
-    return accepted(run, index) and verification.candidates[verification.winner].source == source
+    return accepted(run, index) and verification.candidates[verification.winner].source in sources
+
+
+def pool_won(run: Run, index: int) -> bool:
+    """A guess from the n-gram pool won (not a window trajectory, a prompt match or a draft)."""
+    return winner_from(run, index, GuessSource.WINDOW, GuessSource.PROMPT, GuessSource.OUTPUT)
 
 
 def window_levels(run: Run, index: int) -> int:
@@ -73,132 +182,167 @@ def window_levels(run: Run, index: int) -> int:
     return len(window.levels) if window is not None else 0
 
 
-def slower(run: Run, index: int) -> bool:
+def won(run: Run, index: int) -> bool:
+    """The method beat greedy: the intervals of the Run's rounds name it alone the winner."""
+    return run.timing is not None and run.timing.leaders == [run.trace.meta.method]
+
+
+def lost(run: Run, index: int) -> bool:
+    """Greedy beat the method: the rounds' intervals name greedy alone the winner (one timing: it was faster)."""
+    if run.timing is not None:
+        return run.timing.leaders == [Method.GREEDY]
     return run.trace.summary.seconds > run.greedy.summary.seconds
 
+
+# How the panels display the figures the texts quote
+COMMITTED = says("Committed this step ({} token")
+MATCHED = says("matched {} of")
+ACCEPTED = marks("accepted", inside="ll-committed")
+SUMMARY = {
+    "steps": says("{} vs"),
+    "greedy_steps": says("vs {} forward passes"),
+    "ratio": says("{} tokens per step"),
+    "speedup": says("ran {} as fast as"),
+    "step_cost": says("took {} as long as"),
+    "device": says("· {} ·"),
+    "date": says("recorded {}"),
+}
 
 LESSON: tuple[LessonStep, ...] = (
     LessonStep(
         "One pass, one token",
         "A language model writes **one token per forward pass**: each token depends on the one before it. "
-        "This first pass read the whole prompt and made {committed} token (see the output). Plain greedy decoding "
-        "of these {tokens} tokens takes {greedy_steps} passes, and every pass reads all of the model's weights to "
-        "make a single token.",
-        "python",
+        "This first pass read the whole prompt and made {committed} token (underlined in the output). Plain "
+        "greedy decoding makes every token this way, and every pass reads all of the model's weights.",
+        "pencils",
         0,
         "output",
         lambda run, index: len(run.trace.steps[index].committed) == 1,
+        {"committed": marks("this", inside="ll-output")},
     ),
     LessonStep(
         "Guess, then refine (Jacobi)",
         "Lookahead also **guesses tokens further ahead, and refines every guess in the same pass**. Level 0 of "
         "the window starts as tokens picked from the prompt; each pass, the model's prediction at every column "
         "becomes a new level on top (pink): a *Jacobi update*. During warm-up the window gains a level per step.",
-        "python",
+        "pencils",
         2,
         "window",
-        lambda run, index: 1 < window_levels(run, index) < run.trace.meta.settings.ngram,
+        lambda run, index: 1 < window_levels(run, index) < run.trace.meta.settings.ngram - 1,
     ),
     LessonStep(
         "The 2D window moves",
-        "With N−1 = {levels} levels the window is full. **Each column, read upwards, is an n-gram** the model "
-        "itself proposed, one token per level. After the pass the oldest level drops off and the new one stays on "
-        "top: the window slides forward with the text.",
-        "python",
+        "Now the window is full. **Each outlined column, read upwards, is an n-gram** the model itself proposed: "
+        "{ngram} tokens, one per level. After the pass the oldest level drops off and the new one stays on top: "
+        "the window slides forward with the text.",
+        "pencils",
         10,
         "window",
         lambda run, index: window_levels(run, index) == run.trace.meta.settings.ngram - 1,
+        {"ngram": says("{} consecutive guesses")},
     ),
     LessonStep(
         "Harvesting n-grams into the pool",
-        "Every outlined column goes into the **n-gram pool**, keyed by its first token; n-grams of the prompt and "
-        "of the output go in too. Before a pass, the pool is looked up with the current token, and up to G "
-        "matching n-grams become this step's guesses.",
-        "python",
-        17,
+        "Every column the window completes goes into the **n-gram pool**, keyed by its first token, and so do "
+        "n-grams of the prompt and of the output: {pool_size} n-grams by now, {harvested} of them added from the "
+        "window's columns this step. Before a pass, the pool is looked up with the current token, and up to G "
+        "n-grams under it become this step's guesses.",
+        "pencils",
+        15,
         "pool",
         lambda run, index: winner_from(run, index, GuessSource.WINDOW),
+        {"pool_size": says("{} n-grams in the pool"), "harvested": says("Added from the window's columns ({})")},
     ),
     LessonStep(
         "Verification and the bonus token",
-        "The same pass **checks each guess against the model's own predictions**, token by token. Here a guess "
-        "matched {accepted} tokens: they are accepted, and the prediction after the last of them comes free, the "
-        "**bonus** token. This one pass committed {committed} tokens, exactly what greedy decoding writes.",
-        "python",
-        17,
+        "The same pass **checks each guess against the model's own predictions**, token by token. Here the "
+        "winning guess matched {matched} tokens: the first is the guaranteed token, the next {accepted} are "
+        "**accepted**, and the prediction after the last of them comes free, the **bonus** token. This one pass "
+        "committed {committed} tokens, exactly what greedy decoding writes.",
+        "pencils",
+        15,
         "verification",
         lambda run, index: accepted(run, index, 2) and run.trace.steps[index].verification.bonus is not None,
+        {"matched": MATCHED, "accepted": ACCEPTED, "committed": COMMITTED},
     ),
     LessonStep(
         "One pass, one attention mask",
         "All of this is **one forward pass of the unmodified model**: {fed} tokens fed at once. The attention mask "
         "lets each window row see only its own column's past, and each guess only its own tokens; position ids put "
         "rival guesses at the same positions.",
-        "python",
-        17,
+        "pencils",
+        15,
         "mask",
         lambda run, index: run.trace.steps[index].tokens_fed > 1,
+        {"fed": says("{} rows fed in one forward pass")},
     ),
     LessonStep(
         "The same text in fewer passes",
         "Over the whole run lookahead needed **{steps} passes where greedy needed {greedy_steps}**: {ratio} tokens "
         "per pass, and the same text token for token. Whether that is faster depends on what a wide pass costs on "
         "the hardware: on this run's {device}, lookahead ran {speedup} as fast as greedy.",
-        "python",
+        "pencils",
         -1,
-        "progress",
+        "summary",
         lambda run, index: run.trace.summary.steps < run.greedy.summary.steps,
+        SUMMARY,
     ),
     LessonStep(
         "When it pays off",
-        "Text that **repeats its prompt** is the easy case: the prompt's n-grams are right again and again, so "
-        "this pass accepted {accepted} guessed tokens. Over the run: {ratio} tokens per pass, and {speedup} as fast "
-        "as greedy, measured on {device} on {date}: a CPU, where wide passes cost time.",
-        "spelling",
-        3,
-        "verification",
-        lambda run, index: winner_from(run, index, GuessSource.PROMPT) and not slower(run, index),
+        "**Code repeats its own names**, so guesses from the prompt and the output are often right: {ratio} tokens "
+        "per pass. And on a CPU, where every token fed costs time, the **cost-aware plan** (auto settings) feeds a "
+        "guess only where its measured gain outgrows its measured cost. Here lookahead ran {speedup} as fast as "
+        "greedy, its interval clear of 1× ({device}, {date}).",
+        "python",
+        -1,
+        "summary",
+        won,
+        SUMMARY,
     ),
     LessonStep(
         "When it does not",
         "**Hard-to-predict text** (a translation into German) leaves the pool little to reuse: {ratio} tokens per "
-        "pass. And on a CPU a wide pass costs time: a lookahead pass here took {step_ms} ms against greedy's "
-        "{greedy_ms} ms, so lookahead ran {speedup} as fast as greedy ({device}, {date}). The race at the bottom "
-        "measures the cost of a wide pass on the machine serving this page.",
+        "pass. And the paper's wide window makes each pass cost more: one took {step_cost} as long as a greedy one, "
+        "so lookahead ran {speedup} as fast as greedy ({device}, {date}). The race at the bottom measures the cost "
+        "of a wide pass on the machine serving this page.",
         "german",
         -1,
         "summary",
-        lambda run, index: slower(run, index),
+        lost,
+        SUMMARY,
     ),
     LessonStep(
         "Sampling, exactly",
         "With **sampling**, a guessed token is accepted with the probability the model gives it, and where a draw "
         "rejects it, the token is drawn from what remains: the output has exactly the distribution of ordinary "
-        "sampling. Here the draws accepted {accepted} guessed tokens.",
+        "sampling. Here the draws accepted {accepted} tokens of a guess from the pool, and this pass committed "
+        "{committed}.",
         "story-sampled",
-        4,
+        39,
         "verification",
-        lambda run, index: run.trace.meta.sampling is not None and accepted(run, index, 2),
+        lambda run, index: run.trace.meta.sampling is not None and accepted(run, index, 2) and pool_won(run, index),
+        {"accepted": ACCEPTED, "committed": COMMITTED},
     ),
     LessonStep(
         "A draft model instead of a pool",
         "**Speculative decoding** takes its guesses from a small *draft model* (here a bfloat16 copy of the "
-        "model): {draft_tokens} tokens, one small pass each, checked by the model in one pass. This pass committed "
-        "{committed} tokens; the draft's passes cost time too, and over the run it ran {speedup} as fast as greedy "
-        "on {device}.",
+        "model), one small pass per token, and the model checks them all in one pass. Here the draft chain matched "
+        "{matched} tokens and this pass committed {committed}; the draft's own passes cost time too, as the "
+        "summary says.",
         "study-tips-speculative",
         1,
         "verification",
         lambda run, index: run.trace.meta.method == Method.SPECULATIVE and accepted(run, index, 2),
+        {"matched": MATCHED, "committed": COMMITTED},
     ),
     LessonStep(
         "Your turn",
-        "Pick a preset or write your own prompt, choose W, N and G, and press **Run on the model**: it records "
-        "lookahead and greedy on this server's hardware, and the summary says what they measured. **🔗 Link** "
-        "shares the step you are on; **⬇ HTML replay** saves a replay that works with no network.",
+        "Pick a preset or write your own prompt, choose W, N and G (or Auto), and press **Run on the model**: it "
+        "records lookahead and greedy on this server's hardware, and the summary says what they measured. "
+        "**🔗 Link** shares the step you are on; **⬇ HTML replay** saves a replay that works with no network.",
         "pencils",
         0,
-        "controls",
+        "run",
         lambda run, index: index == 0,
     ),
 )

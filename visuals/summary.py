@@ -32,6 +32,12 @@ def mean_decode_seconds(trace: Trace) -> float:
     return sum(decode) / len(decode) if decode else 0.0
 
 
+def step_cost(run: Run) -> float:
+    """What one decoding step of the method cost, in mean greedy steps (0 when greedy made none)."""
+    greedy_step = mean_decode_seconds(run.greedy)
+    return mean_decode_seconds(run.trace) / greedy_step if greedy_step else 0.0
+
+
 def measured_speedup(run: Run) -> str:
     """The method's speedup: the ratio of median rates over the rounds with its interval, or the one timing
     of a run recorded before repeated rounds."""
@@ -43,13 +49,12 @@ def measured_speedup(run: Run) -> str:
 
 def speed_story(run: Run) -> str:
     """Whether the method was faster here, with the verdict of the rounds' intervals, and why."""
-    ours, theirs = run.trace, run.greedy
+    ours = run.trace
     decode = ours.steps[1:]
     if not decode:
         return "The prefill alone produced the only new token: there was no decoding step to speed up."
     compression = ours.summary.tokens_per_step
-    greedy_step = mean_decode_seconds(theirs)
-    cost = mean_decode_seconds(ours) / greedy_step if greedy_step else 0.0
+    cost = step_cost(run)
     device = ours.meta.machine.device_name
     plain = plain_name(run)
     story = (
