@@ -150,11 +150,17 @@ def warmed_prices(lm: LoadedModel, draft: Draft) -> Prices:
     return Prices(step_costs(lm), draft_pass)
 
 
-def decodings(methods, config: LookaheadConfig, lookup: LookupConfig, draft_tokens: int) -> list[Decoding]:
-    """The decodings of `methods` at their widest: lookahead's full step, every prompt-lookup match, k drafts."""
+def decodings(
+    methods, config: LookaheadConfig, lookup: LookupConfig, draft_tokens: int, cost_aware: bool = False
+) -> list[Decoding]:
+    """The decodings of `methods` at their widest: lookahead's full step, every prompt-lookup match, k drafts.
+
+    A cost-aware plan feeds more than c only where it measured that the tokens it adds outgrow their cost,
+    so its lookahead is priced as plain decoding's 1-token steps, not at W, N, G's full width.
+    """
     widths = {
         Method.GREEDY: Decoding(Method.GREEDY, 1),
-        Method.LOOKAHEAD: Decoding(Method.LOOKAHEAD, config.tokens_per_step),
+        Method.LOOKAHEAD: Decoding(Method.LOOKAHEAD, 1 if cost_aware else config.tokens_per_step),
         Method.PROMPT_LOOKUP: Decoding(Method.PROMPT_LOOKUP, 1 + lookup.tokens * lookup.candidates),
         Method.SPECULATIVE: Decoding(Method.SPECULATIVE, 1 + draft_tokens, draft_tokens),
     }
@@ -204,7 +210,7 @@ def check_budget(
     if prompt_tokens > longest:
         raise BudgetError(
             f"The prompt is {prompt_tokens:,} tokens; a request may hold the model for {seconds:.0f} s here, "
-            f"which leaves room for at most {longest:,} prompt tokens. Shorten the prompt."
+            f"which leaves room for at most {longest:,} prompt tokens. Shorten the prompt." + busy_advice(prices)
         )
     fitting = most_new_tokens(prices, prompt_tokens, work, seconds)
     needed = min(new_tokens, MIN_TOKENS)
@@ -216,7 +222,22 @@ def check_budget(
             f"a request may take while others wait ({widest.method.value} steps of {widest.width} tokens cost "
             f"{prices.step(widest.width) * 1000:.0f} ms each on this hardware, measured on its latest steps). "
             + advice(prompt_tokens, widest, auto)
+            + busy_advice(prices)
         )
+
+
+BUSY_SCALE = 1.5  # the latest steps this many times their price at load: the machine is busier than it was
+
+
+def busy_advice(prices: Prices) -> str:
+    """When the latest steps ran well over their measured price, the machine is busy: waiting would help."""
+    scale = prices.scale
+    if scale < BUSY_SCALE:
+        return ""
+    return (
+        f" This machine is busy now: its latest steps took {scale:.1f}× the time measured when the model loaded; "
+        "trying again when it is quieter would help too."
+    )
 
 
 def advice(prompt_tokens: int, widest: Decoding, auto: bool) -> str:

@@ -103,7 +103,10 @@ def method_timings(rounds: Sequence[Sequence[Lap]]) -> list[MethodTiming]:
 
 def leaders(timings: Sequence[MethodTiming]) -> list[Method]:
     """The fastest method by median and every method whose interval overlaps its interval (greedy's is 1.0
-    exactly): one method is a clear winner; several are within noise of each other."""
+    exactly): one method is a clear winner; several are within noise of each other. One round gives no
+    interval at all, so after one round every method is a leader: no winner can be named."""
+    if len(timings[0].seconds) < 2:
+        return [t.method for t in timings]
     best = max(timings, key=lambda t: t.speedup.median)
     return [t.method for t in timings if t is best or t.speedup.overlaps(best.speedup)]
 

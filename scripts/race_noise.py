@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from lab import server  # noqa: E402
-from lab.budget import RACE_SECONDS  # noqa: E402
+from lab.budget import RACE_SECONDS, BudgetError  # noqa: E402
 from lab.requests import model_request  # noqa: E402
 from lookahead_core.models import DEFAULT_MODEL  # noqa: E402
 from lookahead_core.records import Method, RaceRecord  # noqa: E402
@@ -95,17 +95,25 @@ def main() -> None:
     parser.add_argument("--races", type=int, default=5)
     parser.add_argument("--burners", type=int, default=2)
     parser.add_argument("--json", type=Path, help="write every race's figures here")
+    parser.add_argument("--conditions", nargs="+", default=["quiet", "burners"], choices=["quiet", "burners"])
     args = parser.parse_args()
     request = default_race()
     server.MODEL.get(request.model, request.dtype)  # loaded, warmed and priced, as the server does at start
     entries = []
     for condition, burners in (("quiet", 0), ("burners", args.burners)):
+        if condition not in args.conditions:
+            continue
         spinners = [multiprocessing.Process(target=spin, args=(3600,), daemon=True) for _ in range(burners)]
         for spinner in spinners:
             spinner.start()
         try:
             for _ in range(args.races):
-                entries.append(row(condition, *one_race(request)))
+                try:
+                    entries.append(row(condition, *one_race(request)))
+                except BudgetError as refusal:
+                    entries.append({"condition": condition, "refused": str(refusal)})
+                    print(f"{condition:>8}: refused: {refusal}", flush=True)
+                    continue
                 print(printed(entries[-1]), flush=True)
         finally:
             for spinner in spinners:

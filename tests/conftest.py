@@ -4,6 +4,7 @@ example runs."""
 from __future__ import annotations
 
 import dataclasses
+import os
 
 import pytest
 import torch
@@ -19,6 +20,9 @@ from lookahead_core.records import Run
 pytest.register_assert_rewrite("tests.visual_checks")
 
 from tests.visual_checks import PRESETS, example  # noqa: E402
+
+if os.environ.get("PYTEST_XDIST_WORKER"):  # `make test` runs a worker per core: one torch thread each, not two
+    torch.set_num_threads(1)
 
 TINY_VOCAB = 96
 COST_SIZES = [1, 2, 4, 8, 16, 32, 64, 128]

@@ -122,3 +122,19 @@ def test_a_recording_reports_every_forward_pass_and_ends_with_its_run(tiny_lm):
     assert [p.part for p in progress if p.warming_up][0] == 1 and {p.part for p in timed} == {3, 4}
     assert len(timed) == len(run.trace.steps) + len(run.greedy.steps)
     assert timed[-1].tokens == run.greedy.summary.tokens and timed[-1].method == Method.GREEDY
+
+
+def test_a_cost_aware_plan_is_priced_as_plain_steps_and_a_busy_machine_is_named_in_a_refusal():
+    config = LookaheadConfig(4, 8, 4)
+    full = decodings((Method.LOOKAHEAD,), config, LookupConfig(), 4)
+    planned = decodings((Method.LOOKAHEAD,), config, LookupConfig(), 4, cost_aware=True)
+    assert full[0].width == config.tokens_per_step and planned[0].width == 1
+    prices = Prices(cost_table(0.05), draft_pass=0.008)
+    seconds = request_seconds(prices, 4, MIN_TOKENS, RUN)
+    prices.learn([decode_step(1, 3 * prices.costs.seconds_for(1))] * 10)  # the machine got three times slower
+    with pytest.raises(BudgetError, match="This machine is busy now: its latest steps took 3.0×"):
+        check_budget(prices, 4, 64, RUN, seconds)
+    quiet = Prices(cost_table(0.05), draft_pass=0.008)
+    with pytest.raises(BudgetError) as refused:
+        check_budget(quiet, 4, 64, RUN, seconds * 0.9)
+    assert "busy" not in str(refused.value)

@@ -113,3 +113,11 @@ def test_a_step_timed_below_a_one_token_step_is_marked_as_noise(tiny_lm):
     steady = race(tiny_lm, PROMPT, REQUEST, StepCosts.of(cost_table(0.1)), tiny_draft("llama"))
     steady.lane(Method.LOOKAHEAD).decode_step_seconds = steady.lane(Method.GREEDY).decode_step_seconds * 1.5
     assert not any("noise" in trace.name for trace in cost_figure(steady).data)  # the negative control
+
+
+def test_a_race_of_one_round_says_it_is_no_verdict(tiny_lm, slow_clock):
+    request = DecodeRequest(lookahead=LookaheadConfig(4, 3, 4), max_new_tokens=200)
+    deadline = Deadline(1.0, clock=slow_clock)
+    result = race(tiny_lm, PROMPT, request, StepCosts.of(cost_table(0.1)), tiny_draft("llama"), deadline=deadline)
+    assert result.timing.rounds == 1 and len(result.timing.leaders) == len(result.lanes)
+    assert "Only one round fitted in the time" in race_html(result) and " won on " not in race_html(result)

@@ -91,3 +91,8 @@ def test_the_figures_do_not_depend_on_the_lane_order(order):
     figures = {t.method: t.speedup for t in method_timings(rounds)}
     assert figures[L].median == pytest.approx(0.11 / 0.055) and figures[G].median == 1.0
     assert leaders(method_timings(rounds)) == [L]
+
+
+def test_one_round_names_no_winner():
+    single = method_timings(rounds_of({G: [0.10], L: [0.05]}))
+    assert leaders(single) == [G, L]

@@ -162,7 +162,8 @@ def race_story(result: RaceRecord) -> str:
     machine = result.machine
     where = f"{machine.device_name} ({machine.dtype})"
     if result.timing is not None:
-        leader = result.timing.leaders[0]
+        timing = result.timing
+        leader = max((timing.of(m) for m in timing.leaders), key=lambda t: t.speedup.median).method
         why = (
             f" {SHORT_NAMES[leader].capitalize()}: {lane_reason(result, result.lane(leader))}."
             if (leader != Method.GREEDY)

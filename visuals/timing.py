@@ -50,7 +50,15 @@ def rounds_words(timing: Timing, what: str, shown: str) -> str:
 
 
 def verdict(timing: Timing, where: str, plain: str = "greedy") -> str:
-    """The winner when the intervals say so, or which methods are within noise of each other."""
+    """The winner when the intervals say so, or which methods are within noise of each other; after a single
+    round, only which was fastest in it, since one round has no spread to judge by."""
+    if timing.rounds == 1:
+        fastest = max(timing.methods, key=lambda t: t.speedup.median)
+        name = SHORT_NAMES[fastest.method] if fastest.method != Method.GREEDY else plain
+        return (
+            f"Only one round fitted in the time on {where}: {name} was fastest in it "
+            f"({times(fastest.speedup)} as fast as {plain}), but one round has no spread, so this is no verdict."
+        )
     if len(timing.leaders) == 1:
         (winner,) = timing.leaders
         if winner == Method.GREEDY:
