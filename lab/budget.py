@@ -3,32 +3,30 @@
 One model serves every visitor in turn, so no request may hold it for long. A request's time
 (RUN_SECONDS, or RACE_SECONDS for the four methods of a race) is enforced while it works: a
 Deadline shares the time left among the decodings still to come, and a decoding that reaches
-its share stops at its next step, partial and labelled so. Before any decoding, a request is
-priced from this hardware's step costs at its worst (every decoding commits one token per step,
-so a step of its full width and a draft's passes are paid once per new token, and each decoding
-prefills the prompt twice): it is refused only when not even MIN_TOKENS new tokens would fit,
-saying what would. The prices learn from every step the server runs (Prices.learn), so a curve
-measured on a busy machine, or a machine that became busy, is corrected within a request. On a
-ZeroGPU Space the platform's quota rules (space.py) decide instead.
+its share stops at its next step, partial and labelled so. So how wide a method's steps are, or
+how many tokens it asks for, is the deadline's business; before any decoding, a request is only
+refused when its prompt's prefills (two per decoding: warm-up and timed run) would take more than
+PREFILL_SHARE of its time, or when not even MIN_TOKENS new tokens of each decoding would fit at
+plain decoding's pace, saying what would help. The prices are the measured step-cost curve,
+scaled by what the latest steps the server ran really took (Prices.learn): a curve measured on a
+busy machine, or a machine that became busy, is corrected within a request. On a ZeroGPU Space
+the platform's quota rules (space.py) decide instead.
 """
 
 from __future__ import annotations
 
-import math
 import statistics
 import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
 
-from lookahead_core.config import LookaheadConfig, LookupConfig
 from lookahead_core.costs import StepCosts, step_costs
 from lookahead_core.draft import Draft
 from lookahead_core.models import LoadedModel, encode_prompt
 from lookahead_core.records import Fit, Method, StepKind, StepRecord
 from lookahead_core.request import DecodeRequest
-from lookahead_core.trace import WARM_UP_TOKENS, decode_steps, warm_up
+from lookahead_core.trace import WARM_UP_TOKENS, warm_up
 
 RUN_SECONDS = 30.0  # a Run: the method and greedy decoding, each warmed up
 RACE_SECONDS = 60.0  # a race: four methods, each warmed up
@@ -43,18 +41,16 @@ LEARNED_STEPS = 128  # the prices follow the median of the last this many steps'
 
 
 class BudgetError(ValueError):
-    """A request that would hold the model longer than a request may; the message says what fits."""
+    """A request not worth starting in the time a request may hold the model; the message says what would help."""
 
 
 class Prices:
-    """What model work costs on this hardware: a step of any width (the measured curve, scaled by what the
-    latest steps really took), and one pass of the draft."""
+    """What a forward pass of any width costs on this hardware: the measured curve, scaled by what the latest
+    steps really took."""
 
-    def __init__(self, costs: StepCosts, draft_pass: float) -> None:
+    def __init__(self, costs: StepCosts) -> None:
         self.costs = costs
-        self.draft_pass = draft_pass
         self._ratios: deque[float] = deque(maxlen=LEARNED_STEPS)
-        self._draft_passes: deque[float] = deque(maxlen=LEARNED_STEPS)
         self._lock = threading.Lock()
 
     @property
@@ -66,11 +62,6 @@ class Prices:
     def step(self, width: int) -> float:
         return self.costs.seconds_for(width) * self.scale
 
-    def draft(self) -> float:
-        """One pass of the draft: the latest passes' median, or the one measured at load."""
-        with self._lock:
-            return statistics.median(self._draft_passes) if self._draft_passes else self.draft_pass
-
     def learn(self, records: list[StepRecord]) -> None:
         """Take in what these decoding steps took (a draft's passes apart): the prices follow this machine's load."""
         with self._lock:
@@ -78,8 +69,6 @@ class Prices:
                 if record.kind != StepKind.DECODE:
                     continue  # a prefill's width is the prompt's: the curve is priced after it
                 drafting = record.draft.seconds if record.draft is not None else 0.0
-                if record.draft is not None and record.draft.forward_passes:
-                    self._draft_passes.append(record.draft.seconds / record.draft.forward_passes)
                 self._ratios.append((record.step_seconds - drafting) / self.costs.seconds_for(record.tokens_fed))
 
 
@@ -119,109 +108,62 @@ class Deadline:
         return until
 
 
-@dataclass(frozen=True)
-class Decoding:
-    """One decoding a request makes: the tokens each of its steps feeds, and the draft's one-token passes."""
-
-    method: Method
-    width: int
-    draft_passes: int = 0
-
-
 WARM_UP_PROMPT = "def fibonacci(n):\n"
 
 
 def warmed_prices(lm: LoadedModel, draft: Draft) -> Prices:
-    """Warm a freshly loaded model up once (a few tokens of every method) and price its work here.
+    """Warm a freshly loaded model up once (a few tokens of every method, the draft's too) and price its work.
 
-    The step-cost curve is measured once per model, device and dtype, then read from the cache;
-    the draft's pass is timed on a second speculative warm-up, after the first has paid its cold start.
-    The curve, measured once, may have been measured on a busy machine: the prices learn from every step
-    after it (Prices.learn).
+    The step-cost curve is measured once per model, device and dtype, then read from the cache. It may
+    have been measured on a busy machine: the prices learn from every step after it (Prices.learn).
     """
     prompt_ids = encode_prompt(lm.tokenizer, WARM_UP_PROMPT, chat=False)
     methods = (Method.GREEDY, Method.LOOKAHEAD, Method.PROMPT_LOOKUP, Method.SPECULATIVE)
     warm_up(lm, prompt_ids, DecodeRequest(max_new_tokens=WARM_UP_TOKENS), methods, draft=draft)
-    steps = decode_steps(
-        lm, prompt_ids, DecodeRequest(method=Method.SPECULATIVE, max_new_tokens=WARM_UP_TOKENS), draft=draft
-    )
-    drafts = [record.draft for record in steps if record.draft is not None and record.draft.forward_passes]
-    draft_pass = sum(d.seconds for d in drafts) / max(sum(d.forward_passes for d in drafts), 1)
-    return Prices(step_costs(lm), draft_pass)
+    return Prices(step_costs(lm))
 
 
-def decodings(
-    methods, config: LookaheadConfig, lookup: LookupConfig, draft_tokens: int, cost_aware: bool = False
-) -> list[Decoding]:
-    """The decodings of `methods` at their widest: lookahead's full step, every prompt-lookup match, k drafts.
-
-    A cost-aware plan feeds more than c only where it measured that the tokens it adds outgrow their cost,
-    so its lookahead is priced as plain decoding's 1-token steps, not at W, N, G's full width.
-    """
-    widths = {
-        Method.GREEDY: Decoding(Method.GREEDY, 1),
-        Method.LOOKAHEAD: Decoding(Method.LOOKAHEAD, 1 if cost_aware else config.tokens_per_step),
-        Method.PROMPT_LOOKUP: Decoding(Method.PROMPT_LOOKUP, 1 + lookup.tokens * lookup.candidates),
-        Method.SPECULATIVE: Decoding(Method.SPECULATIVE, 1 + draft_tokens, draft_tokens),
-    }
-    return [widths[Method(method)] for method in methods]
-
-
-def prefill_seconds(prices: Prices, prompt_tokens: int, work: list[Decoding]) -> float:
+def prefill_seconds(prices: Prices, prompt_tokens: int, decodings: int) -> float:
     """The prompt's prefills: two per decoding (its warm-up and its timed run)."""
-    return 2 * len(work) * PREFILL_MARGIN * prices.step(prompt_tokens)
+    return 2 * decodings * PREFILL_MARGIN * prices.step(prompt_tokens)
 
 
-def token_seconds(prices: Prices, work: list[Decoding]) -> float:
-    """What one more new token costs at worst: one full step of every decoding, and a draft's passes."""
-    return sum(prices.step(d.width) + d.draft_passes * prices.draft() for d in work)
+def request_seconds(prices: Prices, prompt_tokens: int, new_tokens: int, decodings: int) -> float:
+    """A request at plain decoding's pace: the prefills, then the warm-ups' and the new tokens, one 1-token
+    step each, in every decoding."""
+    return prefill_seconds(prices, prompt_tokens, decodings) + decodings * (WARM_UP_TOKENS + new_tokens) * prices.step(
+        1
+    )
 
 
-def request_seconds(prices: Prices, prompt_tokens: int, new_tokens: int, work: list[Decoding]) -> float:
-    """The worst case of a request: the prefills, the warm-ups' tokens and the new tokens, one per step."""
-    per_token = token_seconds(prices, work)
-    return prefill_seconds(prices, prompt_tokens, work) + (WARM_UP_TOKENS + new_tokens) * per_token
-
-
-def longest_prompt(prices: Prices, work: list[Decoding], seconds: float) -> int:
+def longest_prompt(prices: Prices, decodings: int, seconds: float) -> int:
     """The most prompt tokens whose prefills fit in PREFILL_SHARE of `seconds`."""
     low, high = 1, 1 << 20
     while low < high:  # a step's cost grows with its width: bisect for the last size that fits
         middle = (low + high + 1) // 2
-        if prefill_seconds(prices, middle, work) <= PREFILL_SHARE * seconds:
+        if prefill_seconds(prices, middle, decodings) <= PREFILL_SHARE * seconds:
             low = middle
         else:
             high = middle - 1
     return low
 
 
-def most_new_tokens(prices: Prices, prompt_tokens: int, work: list[Decoding], seconds: float) -> int:
-    """The most new tokens a request on this prompt can ask for within `seconds` (0: none fit)."""
-    left = seconds - prefill_seconds(prices, prompt_tokens, work)
-    return max(math.floor(left / token_seconds(prices, work)) - WARM_UP_TOKENS, 0)
-
-
-def check_budget(
-    prices: Prices, prompt_tokens: int, new_tokens: int, work: list[Decoding], seconds: float, auto: bool = False
-) -> None:
-    """Refuse (BudgetError) a request whose prompt's prefills exceed their share of `seconds`, or whose first
-    MIN_TOKENS new tokens (all it asks for, if fewer) could not fit at worst. Past that, the deadline stops it."""
-    longest = longest_prompt(prices, work, seconds)
+def check_budget(prices: Prices, prompt_tokens: int, new_tokens: int, decodings: int, seconds: float) -> None:
+    """Refuse (BudgetError) a request whose prompt's prefills exceed their share of `seconds`, or where not even
+    MIN_TOKENS new tokens of each of its `decodings` (all it asks for, if fewer) fit at plain decoding's pace."""
+    longest = longest_prompt(prices, decodings, seconds)
     if prompt_tokens > longest:
         raise BudgetError(
             f"The prompt is {prompt_tokens:,} tokens; a request may hold the model for {seconds:.0f} s here, "
             f"which leaves room for at most {longest:,} prompt tokens. Shorten the prompt." + busy_advice(prices)
         )
-    fitting = most_new_tokens(prices, prompt_tokens, work, seconds)
     needed = min(new_tokens, MIN_TOKENS)
-    if needed > fitting:
-        widest = max(work, key=lambda d: d.width)
-        worst = request_seconds(prices, prompt_tokens, needed, work)
+    worst = request_seconds(prices, prompt_tokens, needed, decodings)
+    if worst > seconds:
         raise BudgetError(
-            f"Even {needed} new tokens could hold the model for up to {worst:.0f} s here, over the {seconds:.0f} s "
-            f"a request may take while others wait ({widest.method.value} steps of {widest.width} tokens cost "
-            f"{prices.step(widest.width) * 1000:.0f} ms each on this hardware, measured on its latest steps). "
-            + advice(prompt_tokens, widest, auto)
+            f"Even {needed} new tokens of each of its {decodings} decodings would hold the model for about "
+            f"{worst:.0f} s here at plain decoding's pace ({prices.step(1) * 1000:.0f} ms a token, measured on the "
+            f"latest steps), over the {seconds:.0f} s a request may take while others wait. Shorten the prompt."
             + busy_advice(prices)
         )
 
@@ -238,18 +180,6 @@ def busy_advice(prices: Prices) -> str:
         f" This machine is busy now: its latest steps took {scale:.1f}× the time measured when the model loaded; "
         "trying again when it is quieter would help too."
     )
-
-
-def advice(prompt_tokens: int, widest: Decoding, auto: bool) -> str:
-    """What would help a request that does not fit: a shorter prompt, or narrower steps where they are wide
-    (lookahead's W, N, G only when the request set them: auto chooses its own)."""
-    if widest.method == Method.LOOKAHEAD and not auto:
-        return "Lower W, N or G (or choose auto settings), or shorten the prompt."
-    if widest.method == Method.PROMPT_LOOKUP:
-        return "Lower Prompt lookup tokens, or shorten the prompt."
-    if widest.method == Method.SPECULATIVE:
-        return "Lower Draft tokens k, or shorten the prompt."
-    return f"Shorten the prompt ({prompt_tokens:,} tokens now)."
 
 
 def fit(prices: Prices, rounds: int) -> Fit:

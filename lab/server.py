@@ -20,13 +20,13 @@ from collections.abc import Iterator
 
 from lookahead_core.costs import step_costs
 from lookahead_core.models import encode_prompt, load_model
-from lookahead_core.records import Method, PlannerKind, Progress, RaceRecord, Run
+from lookahead_core.records import Method, Progress, RaceRecord, Run
 from lookahead_core.request import DecodeRequest
-from lookahead_core.tuning import AutoSettings, auto_settings, choose_settings
+from lookahead_core.tuning import auto_settings, choose_settings
 
 from . import space
 from .access import access_from_environment
-from .budget import RACE_SECONDS, RUN_SECONDS, Deadline, Prices, check_budget, decodings
+from .budget import RACE_SECONDS, RUN_SECONDS, Deadline, Prices, check_budget
 from .holding import ModelHolder
 from .race import RACED, ROUNDS, racing
 from .requests import MAX_NEW_TOKENS, ModelRequest
@@ -68,20 +68,12 @@ def race_slot(request: ModelRequest) -> int:
 
 
 def within_budget(
-    prices: Prices | None,
-    prompt_ids: list[int],
-    decode: DecodeRequest,
-    auto: AutoSettings | None,
-    methods,
-    seconds: float,
+    prices: Prices | None, prompt_ids: list[int], decode: DecodeRequest, decodings: int, seconds: float
 ) -> None:
-    """Refuse (BudgetError) model work not worth starting within `seconds` at `prices` (None: unpriced),
-    lookahead running at the request's own W, N, G or at `auto`'s settings and planner."""
-    lookahead = auto.config if auto is not None else decode.lookahead
-    cost_aware = auto is not None and auto.planner == PlannerKind.COST_AWARE
+    """Refuse (BudgetError) model work of `decodings` decodings not worth starting in `seconds` at `prices`
+    (None: unpriced): a Run makes two, a race one per method."""
     if prices is not None:
-        work = decodings(methods, lookahead, decode.lookup, decode.draft_tokens, cost_aware)
-        check_budget(prices, len(prompt_ids), decode.max_new_tokens, work, seconds, auto=decode.auto)
+        check_budget(prices, len(prompt_ids), decode.max_new_tokens, decodings, seconds)
 
 
 def expected_rounds(prices: Prices | None, decode: DecodeRequest, seconds: float) -> int:
@@ -107,7 +99,7 @@ def record(request: ModelRequest) -> Iterator[Progress | tuple[Run, float]]:
     started = time.perf_counter()  # a model's first load and cost curve are not the request's: its time starts here
     deadline = Deadline(RUN_SECONDS)
     prompt_ids = encode_prompt(lm.tokenizer, request.prompt, request.chat)
-    within_budget(held.prices, prompt_ids, d, auto_choice, (d.method, Method.GREEDY), RUN_SECONDS)
+    within_budget(held.prices, prompt_ids, d, decodings=2, seconds=RUN_SECONDS)
     draft = held.draft(d.draft_tokens) if d.method == Method.SPECULATIVE else None
     learn = held.prices.learn if held.prices is not None else None
     work = timed_run(lm, prompt_ids, d, deadline, request.prompt, auto_choice, draft, learn)
@@ -128,7 +120,7 @@ def timed_race(request: ModelRequest) -> Iterator[Progress | tuple[RaceRecord, f
     deadline = Deadline(RACE_SECONDS)
     prompt_ids = encode_prompt(lm.tokenizer, request.prompt, request.chat)
     auto_choice = choose_settings(costs) if d.auto else None
-    within_budget(held.prices, prompt_ids, d, auto_choice, RACED, RACE_SECONDS)
+    within_budget(held.prices, prompt_ids, d, decodings=len(RACED), seconds=RACE_SECONDS)
     draft = held.draft(d.draft_tokens)
     learn = held.prices.learn if held.prices is not None else None
     rounds = expected_rounds(held.prices, d, RACE_SECONDS)

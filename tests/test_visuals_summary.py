@@ -44,7 +44,7 @@ def test_model_html_names_the_machine_or_the_model_to_load():
 
 def test_model_html_says_what_fits_at_the_latest_prices():
     machine = example("python").trace.meta.machine
-    prices = Prices(cost_table(0.05), draft_pass=0.008)
+    prices = Prices(cost_table(0.05))
     prices.learn([decode_step(1, 0.037)] * 3)  # plain decoding's pace here: 37 ms a token
     fit = budget.fit(prices, rounds=3)
     assert fit.run_tokens == int(30 / (3 * 2 * 0.037)) - 8 and fit.race_tokens == int(60 / (3 * 4 * 0.037)) - 8
