@@ -86,24 +86,26 @@ class Deadline:
     def left(self) -> float:
         return self.seconds - self.elapsed()
 
-    def passed(self) -> bool:
-        return self.left() <= 0
+    def passed(self, upcoming: float = 0.0) -> bool:
+        """Whether the time is up, or would be after a step of `upcoming` seconds."""
+        return self.left() <= upcoming
 
-    def share(self, decodings_left: int) -> Callable[[], bool]:
+    def share(self, decodings_left: int) -> Callable[..., bool]:
         """A deadline for the decoding that starts now: an equal share of the time left among `decodings_left`
-        (a fast decoding leaves its unused time to those after it)."""
+        (a fast decoding leaves its unused time to those after it). Asked with the seconds the next step is
+        expected to take, it says True when that step would end past the share."""
         end = self._clock() + max(self.left(), 0.0) / max(decodings_left, 1)
-        return lambda: self._clock() >= end
+        return lambda upcoming=0.0: self._clock() + upcoming >= end
 
-    def shares(self, methods) -> Callable[[Method], bool]:
-        """`until(method)` for decodings of `methods`, one after another: each method's share is fixed the
-        first time it is asked."""
-        ends: dict[Method, Callable[[], bool]] = {}
+    def shares(self, methods) -> Callable[..., bool]:
+        """`until(method, upcoming)` for decodings of `methods`, one after another: each method's share is fixed
+        the first time it is asked."""
+        ends: dict[Method, Callable[..., bool]] = {}
 
-        def until(method: Method) -> bool:
+        def until(method: Method, upcoming: float = 0.0) -> bool:
             if method not in ends:
                 ends[method] = self.share(len(methods) - len(ends))
-            return ends[method]()
+            return ends[method](upcoming)
 
         return until
 

@@ -69,7 +69,7 @@ def timed_lane(
     runtime: dict,
     part: int,
     parts: int,
-    until: Callable[[], bool] | None = None,
+    until: Callable[[float], bool] | None = None,
     learn: Callable[[list[StepRecord]], None] | None = None,
 ) -> Generator[Progress, None, tuple[RaceLane, Lap]]:
     """Decode once, timed with nothing drawn, a Progress after every step; return the lane's figures
@@ -77,8 +77,9 @@ def timed_lane(
 
     The clock runs only while a step runs, up to the device's sync: whatever the consumer does with
     a Progress is not charged to the method. The step figures leave out the prefill, which all
-    methods share. `until` (a deadline) is asked before every step after the prefill: True stops the
-    lane there, its lap partial. `learn` takes the step records at the end (the budget's prices).
+    methods share. `until` (a deadline) is asked before every step after the prefill, with the seconds
+    the last step took (what the next is expected to take): True stops the lane there, its lap partial.
+    `learn` takes the step records at the end (the budget's prices).
     """
     method, max_new_tokens = request.method, request.max_new_tokens
     tokens, seconds, fed, records = [0], [0.0], [], []
@@ -86,7 +87,8 @@ def timed_lane(
     synchronize(lm.device)
     partial = False
     while True:
-        if records and records[-1].stop is None and until is not None and until():
+        upcoming = records[-1].step_seconds if len(records) > 1 else 0.0  # the next step, as the last one
+        if records and records[-1].stop is None and until is not None and until(upcoming):
             partial = True
             break
         start = time.perf_counter()

@@ -39,6 +39,7 @@ from .records import (
     Method,
     Progress,
     Run,
+    StepKind,
     StepRecord,
     StopReason,
     Summary,
@@ -272,8 +273,9 @@ def tracing(
 
     With `auto` (the lab's resolution of the request's auto flag), lookahead runs its settings and a fresh
     planner of its kind, and the trace keeps the measured step costs that planner weighed. `until` (a
-    deadline) is asked before every step after the prefill: once it says True, decoding stops there and
-    the trace is partial, its stop reason DEADLINE.
+    deadline) is asked before every step after the prefill, with the seconds the last decoding step took
+    (what the next is expected to take): once it says True, decoding stops there and the trace is partial,
+    its stop reason DEADLINE.
     """
     method, sampling, lookup = request.method, request.sampling, request.lookup
     config = auto.config if auto is not None else request.lookahead
@@ -283,7 +285,8 @@ def tracing(
     for record in decode_steps(lm, prompt_ids, replace(request, lookahead=config), planner, draft, medusa):
         steps.append(record)
         yield record
-        if record.stop is None and until is not None and until():
+        upcoming = record.step_seconds if record.kind == StepKind.DECODE else 0.0  # the next step, as this one
+        if record.stop is None and until is not None and until(upcoming):
             cut = True
             break
     # the end-of-sequence ids are in the record (meta.eos_ids) even when neither the prompt nor the output holds one
@@ -336,23 +339,23 @@ def recording_run(
     prompt_text: str | None = None,
     auto: AutoSettings | None = None,
     draft: Draft | None = None,
-    until: Callable[[Method], bool] | None = None,
+    until: Callable[[Method, float], bool] | None = None,
     parts: int = RUN_PARTS,
 ) -> Iterator[Progress | Run]:
     """Both traces for one prompt, the request's method then plain decoding: a Progress after every forward
     pass (numbered out of `parts`, for a caller that decodes more afterwards), the Run last.
 
     Both methods are warmed up first, so neither is timed cold. A consumer that stops iterating
-    stops the work between two forward passes. `until(method)` (a deadline) is asked before every
-    step after a prefill: True stops that method's trace there, partial (see `tracing`). Sampled,
+    stops the work between two forward passes. `until(method, upcoming)` (a deadline) is asked before
+    every step after a prefill: True stops that method's trace there, partial (see `tracing`). Sampled,
     both use the same settings and seed; their outputs differ draw by draw, not in distribution.
     """
     method = request.method
     warming = replace(request, lookahead=auto.config) if auto is not None else request
     yield from warming_up(lm, prompt_ids, warming, (method, Method.GREEDY), 1, parts, draft=draft)
 
-    def deadline(of: Method) -> Callable[[], bool] | None:
-        return None if until is None else lambda: until(of)
+    def deadline(of: Method) -> Callable[[float], bool] | None:
+        return None if until is None else lambda upcoming: until(of, upcoming)
 
     traced = tracing(lm, prompt_ids, request, prompt_text, auto, draft, deadline(method))
     trace = yield from reported(traced, 3, parts, method, request.max_new_tokens)

@@ -111,3 +111,12 @@ def test_a_recording_reports_every_forward_pass_and_ends_with_its_run(tiny_lm):
     assert [p.part for p in progress if p.warming_up][0] == 1 and {p.part for p in timed} == {3, 4}
     assert len(timed) == len(run.trace.steps) + len(run.greedy.steps)
     assert timed[-1].tokens == run.greedy.summary.tokens and timed[-1].method == Method.GREEDY
+
+
+def test_a_decoding_stops_before_a_step_that_would_end_past_its_share():
+    now = [0.0]
+    until = Deadline(10.0, clock=lambda: now[0]).share(1)
+    now[0] = 6.0
+    assert not until(3.0)  # a 3 s step would end at 9 s: inside
+    now[0] = 8.0
+    assert until(3.0) and not until(1.0)  # ending at 11 s would overrun; a 1 s step still fits
