@@ -38,7 +38,7 @@ browser:
 	else echo "note: /usr/bin/chromium is missing and installing it needs root and apt-get: the browser test will be skipped"; fi
 
 test: $(VENV)/.dev browser
-	$(BIN)/python -m pytest -q -m "not slow" -n auto
+	$(BIN)/python -m pytest -q -m "not slow" -n auto --dist loadfile
 
 # Slow (a minute): requirements.txt alone, in a fresh virtual environment, installs an app that replays a preset.
 test-fresh: $(VENV)/.dev

@@ -210,7 +210,8 @@ def test_the_summary_of_a_report_from_before_rounds_says_it_was_timed_once():
 
 
 def test_bench_methods_are_the_engine_methods_and_the_peers():
-    assert {m.method for m in BenchMethod} == {*Method, None}
+    # Medusa joins the bench once heads trained for the default model ship (issue 29)
+    assert {m.method for m in BenchMethod} == {*Method, None} - {Method.MEDUSA}
     assert all(m.method.value == m.value for m in BenchMethod if m.method is not None)
     assert [m for m in BenchMethod if m.method is None] == ["hf-greedy", "hf-prompt-lookup", "hf-assisted"]
     assert check_methods(["lookahead", "hf-greedy"]) == [BenchMethod.LOOKAHEAD, BenchMethod.HF_GREEDY]

@@ -147,9 +147,11 @@ def test_the_race_plays_every_lane_back_to_its_measured_output(browser_page):
 def show_progress_then_stop(page, screenshot: Path) -> str:
     """Press Run, wait for its progress bar, photograph it, press Stop; the progress text shown."""
     page.click("#ll-run")
-    page.wait_for_function("() => document.querySelector('#ll-run-notice').innerText.includes('new tokens')")
+    shown = page.wait_for_function(  # read in the same poll: Gradio's own status text replaces it between steps
+        "() => { const t = document.querySelector('#ll-run-notice').innerText; "
+        "return t.includes(' of ') && t.includes('new tokens') ? t : null; }"
+    ).json_value()
     assert page.is_disabled("#ll-run") and page.is_disabled("#ll-race-run") and page.is_enabled("#ll-run-stop")
-    shown = page.inner_text("#ll-run-notice")
     page.locator("#ll-controls").screenshot(path=str(screenshot))
     page.click("#ll-run-stop")
     page.wait_for_function("() => !document.querySelector('#ll-run').disabled", timeout=10_000)

@@ -222,7 +222,7 @@ def notice_html(
         limit = (
             f" One model serves every visitor in turn: a Run may hold it for {budget[0]:.0f} s, a race for "
             f"{budget[1]:.0f} s. A request that reaches its time stops at its next step and says it is partial; "
-            "only one where not even a few new tokens could fit (priced from this machine's measured step costs, "
+            "only one where not even a few tokens could fit (priced from this machine's measured step costs, "
             "as if no guess were ever accepted) is refused before it starts, with what would help."
         )
     return (
