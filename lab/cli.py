@@ -111,7 +111,7 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument("--json", action="store_true", help="one JSON object per prompt per line")
     bench = commands.add_parser("bench", help="time greedy, lookahead and their peers on a prompt set")
     bench.add_argument(
-        "--dataset", required=True, metavar="humaneval|mtbench|FILE.jsonl", help="a prompt set or a JSONL file"
+        "--dataset", required=True, metavar="humaneval|mtbench|gsm8k|FILE.jsonl", help="a prompt set or a JSONL file"
     )
     bench.add_argument("--limit", type=int, default=None, metavar="K", help="the first K prompts only")
     bench.add_argument(

