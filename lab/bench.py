@@ -1,6 +1,7 @@
 """The benchmark: plain decoding, the guessing methods and their transformers peers on the same prompts, in one process.
 
-Methods of this engine: `greedy`, `lookahead`, `prompt-lookup`, `speculative` (a draft model).
+Methods of this engine: `greedy`, `lookahead`, `prompt-lookup`, `speculative` (a draft model), `medusa`
+(heads trained for the model, with a sparse tree sized from the measured step costs).
 Peers, what a user would otherwise run: `hf-greedy` (`model.generate(do_sample=False)`),
 `hf-prompt-lookup` (`generate(prompt_lookup_num_tokens=10)`) and `hf-assisted`
 (`generate(assistant_model=...)` with the same draft as `speculative`, at transformers' own
@@ -29,6 +30,7 @@ import torch
 from lookahead_core.config import PROMPT_LOOKUP, LookaheadConfig, LookupConfig
 from lookahead_core.draft import Draft
 from lookahead_core.forward import synchronize
+from lookahead_core.medusa import Medusa
 from lookahead_core.models import LoadedModel, encode_prompt
 from lookahead_core.records import (
     BenchMethod,
@@ -133,12 +135,13 @@ def run_generate(
 @dataclass(frozen=True)
 class MethodSetup:
     """What the guessing methods of a bench run take: lookahead's W, N, G (or auto settings), prompt lookup's
-    settings, and the draft."""
+    settings, the draft, and Medusa's heads with their tree."""
 
     config: LookaheadConfig
     auto: AutoSettings | None = None
     lookup: LookupConfig = PROMPT_LOOKUP
     draft: Draft | None = None
+    medusa: Medusa | None = None
 
 
 def run_engine(
@@ -156,7 +159,7 @@ def run_engine(
     request = DecodeRequest(
         method=method, lookahead=setup.config, lookup=setup.lookup, sampling=sampling, max_new_tokens=max_new_tokens
     )
-    records = list(decode_steps(lm, prompt_ids, request, planner, setup.draft))
+    records = list(decode_steps(lm, prompt_ids, request, planner, setup.draft, setup.medusa))
     synchronize(lm.device)
     seconds = time.perf_counter() - start
     summary = summarize(records)
@@ -280,7 +283,11 @@ def encoded_prompts(
     """Each prompt's token ids; ValueError naming a prompt too long for the model's context with the methods' reach."""
     encoded = [encode_prompt(lm.tokenizer, p["prompt"], p["chat"]) for p in prompts]
     reach = max(
-        (method_reach(m.method, setup.config, setup.lookup, setup.draft) for m in methods if m.method is not None),
+        (
+            method_reach(m.method, setup.config, setup.lookup, setup.draft, setup.medusa)
+            for m in methods
+            if m.method is not None
+        ),
         default=0,
     )
     for item, ids in zip(prompts, encoded, strict=True):
@@ -312,6 +319,8 @@ def run_bench(
     check_repeats(repeats)
     if needs_draft(methods) and setup.draft is None:
         raise ValueError(f"{', '.join(m for m in methods if m in NEEDS_DRAFT)} need a draft model")
+    if BenchMethod.MEDUSA in methods and setup.medusa is None:
+        raise ValueError("medusa needs heads trained for this model (--heads PATH)")
     if setup.auto is not None:
         setup = replace(setup, config=setup.auto.config)
     encoded = encoded_prompts(lm, prompts, methods, setup, max_new_tokens)
@@ -363,6 +372,7 @@ def run_bench(
             sampling=sampling.record(),
             prompt_lookup=LookupSettings(ngram=lookup.ngram, tokens=lookup.tokens, candidates=lookup.candidates),
             draft=setup.draft.settings() if setup.draft is not None else None,
+            medusa=setup.medusa.settings() if BenchMethod.MEDUSA in methods else None,
             prompt_lookup_num_tokens=PROMPT_LOOKUP_TOKENS,
             ran_at=time.strftime("%Y-%m-%dT%H:%M:%S"),
             repeats=repeats,

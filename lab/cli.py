@@ -24,9 +24,8 @@ from tqdm import tqdm
 from lookahead_core.config import LookaheadConfig, LookupConfig, SettingsError, check_draft_tokens
 from lookahead_core.decoding import DecodingError
 from lookahead_core.draft import DEFAULT_DRAFT, DEFAULT_DRAFT_TOKENS, SELF_DRAFTS, make_draft
-from lookahead_core.medusa import load_heads, make_medusa
 from lookahead_core.models import ModelLoadError, encode_prompt, load_model, unicode_problem
-from lookahead_core.records import BenchReport, Method
+from lookahead_core.records import BenchMethod, BenchReport, Method
 from lookahead_core.request import DecodeRequest
 from lookahead_core.sampling import SamplingConfig
 from lookahead_core.trace import decode_steps, summarize
@@ -36,6 +35,7 @@ from visuals.timing import bench_rate, bench_rounds_words, bench_speedup, busy_w
 
 from .bench import METHODS, REPEATS, MethodSetup, check_methods, check_repeats, needs_draft, run_bench
 from .datasets import load_prompts, read_prompts_file
+from .heads import NoHeads, medusa_for
 
 
 def add_model_options(command: argparse.ArgumentParser) -> None:
@@ -91,6 +91,12 @@ def add_method_options(command: argparse.ArgumentParser) -> None:
     command.add_argument(
         "--lookup-tokens", type=int, default=LookupConfig.tokens, metavar="K", help="prompt lookup: tokens proposed"
     )
+    command.add_argument(
+        "--heads",
+        metavar="PATH",
+        help="Medusa heads trained for this model (default: the shipped heads, for the embedded model; "
+        "python -m lab.medusa train writes others)",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -102,9 +108,6 @@ def build_parser() -> argparse.ArgumentParser:
     source.add_argument("--prompts-file", help='JSONL file, one {"id": str, "prompt": str} per line')
     add_model_options(gen)
     gen.add_argument("--method", default="lookahead", choices=[m.value for m in Method])
-    gen.add_argument(
-        "--heads", metavar="PATH", help="Medusa heads trained for this model (python -m lab.medusa train writes them)"
-    )
     add_settings_options(gen)
     add_method_options(gen)
     gen.add_argument("--chat", action="store_true", help="wrap each prompt in the model's chat template")
@@ -175,13 +178,11 @@ def generate(args: argparse.Namespace) -> None:
         if problem is not None:
             raise ValueError(f"prompt {item['id']} cannot be tokenized: {problem}; remove that character")
     method = Method(args.method)
-    if method == Method.MEDUSA and args.heads is None:
-        raise ValueError("--method medusa needs --heads PATH: heads trained for this model (python -m lab.medusa)")
     lm = load_model(args.model, device=args.device, dtype=args.dtype, trust_remote_code=args.trust_remote_code)
     lookahead, speculative = method == Method.LOOKAHEAD, method == Method.SPECULATIVE
     config, auto = chosen_settings(asked, lm) if lookahead else (asked or LookaheadConfig(), None)
     draft = make_draft(lm, args.draft_model, args.draft_tokens) if speculative else None
-    medusa = make_medusa(load_heads(args.heads, lm.model, lm.name)) if method == Method.MEDUSA else None
+    medusa = medusa_for(lm, args.heads) if method == Method.MEDUSA else None
     for index, item in enumerate(prompts):
         prompt_ids = encode_prompt(lm.tokenizer, item["prompt"], args.chat)
         planner = auto.make_planner() if auto is not None else None
@@ -225,7 +226,7 @@ def generate(args: argparse.Namespace) -> None:
                 Method.LOOKAHEAD: f"W={config.window} N={config.ngram} G={config.guesses}",
                 Method.PROMPT_LOOKUP: f"n-gram {lookup.ngram}, {lookup.tokens} tokens",
                 Method.SPECULATIVE: f"draft {args.draft_model}, k={args.draft_tokens}",
-                Method.MEDUSA: f"heads {args.heads}",
+                Method.MEDUSA: f"heads {medusa.settings().heads if medusa else ''}",
             }.get(method, plain)
             if not sampling.is_greedy:
                 settings += f", T={seeded.temperature} top-k={seeded.top_k} top-p={seeded.top_p} seed={seeded.seed}"
@@ -237,6 +238,20 @@ def generate(args: argparse.Namespace) -> None:
                 f"on {lm.describe()['device_name']}, {lm.describe()['dtype']}",
                 flush=True,
             )
+
+
+def bench_medusa(lm, args: argparse.Namespace, methods: list[BenchMethod]):
+    """The bench's Medusa (see lab.heads.medusa_for), or None when it does not run: not asked for, or left out of
+    the default methods because no heads ship for this model (said on stderr). Asked for by name, it must run."""
+    if BenchMethod.MEDUSA not in methods:
+        return None
+    try:
+        return medusa_for(lm, args.heads)
+    except NoHeads as missing:
+        if args.methods != ",".join(METHODS):
+            raise
+        print(f"note: medusa left out: {missing}", file=sys.stderr)
+        return None
 
 
 def bench(args: argparse.Namespace) -> None:
@@ -254,7 +269,10 @@ def bench(args: argparse.Namespace) -> None:
     lm = load_model(args.model, device=args.device, dtype=args.dtype, trust_remote_code=args.trust_remote_code)
     config, auto = chosen_settings(asked, lm)
     draft = make_draft(lm, args.draft_model, args.draft_tokens) if needs_draft(methods) else None
-    setup = MethodSetup(config, auto, lookup, draft)
+    medusa = bench_medusa(lm, args, methods)
+    if medusa is None and BenchMethod.MEDUSA in methods:
+        methods.remove(BenchMethod.MEDUSA)
+    setup = MethodSetup(config, auto, lookup, draft, medusa)
     with tqdm(total=len(prompts) * len(methods) * args.repeats, unit="run", file=sys.stderr) as bar:
 
         def progress(done: int, total: int, label: str) -> None:

@@ -26,6 +26,7 @@ from visuals.summary import measured_speedup
 from visuals.timing import busy_words
 
 from .budget import Deadline
+from .heads import medusa_for
 from .timed_run import timed_run
 
 EXAMPLE_SECONDS = 300.0  # generous: an example is recorded once, so every round of it may fit on a shared CPU
@@ -51,7 +52,9 @@ def record_example(lm: LoadedModel, item: dict) -> Run:
     prompt_ids = encode_prompt(lm.tokenizer, item["prompt"], item["chat"])
     auto = auto_settings(lm) if request.auto and request.method == Method.LOOKAHEAD else None
     draft = make_draft(lm, DEFAULT_DRAFT, item["draft_tokens"]) if request.method == Method.SPECULATIVE else None
-    *_, run = timed_run(lm, prompt_ids, request, Deadline(EXAMPLE_SECONDS), item["prompt"], auto, draft)
+    medusa = medusa_for(lm) if request.method == Method.MEDUSA else None
+    deadline = Deadline(EXAMPLE_SECONDS)
+    *_, run = timed_run(lm, prompt_ids, request, deadline, item["prompt"], auto, draft, medusa=medusa)
     return run
 
 

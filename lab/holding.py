@@ -10,21 +10,34 @@ import threading
 from dataclasses import dataclass
 
 from lookahead_core.draft import DEFAULT_DRAFT, DEFAULT_DRAFT_TOKENS, Draft, make_draft
+from lookahead_core.medusa import Medusa
 from lookahead_core.models import DEFAULT_MODEL, DTYPES, LoadedModel, load_model
 from lookahead_core.records import Fit, Machine
 from lookahead_core.trace import machine_facts
 
 from .budget import Prices, fit, warmed_prices
+from .heads import NoHeads, medusa_for
 
 
 @dataclass
 class Held:
     """One loaded model and what is made from it: its prices on this hardware (None: not priced) and, on
-    first use, its bfloat16 copy, the speculative draft."""
+    first use, its bfloat16 copy (the speculative draft) and its Medusa heads, where they ship."""
 
     lm: LoadedModel
     prices: Prices | None = None
     copy: Draft | None = None
+    heads: Medusa | NoHeads | None = None  # None: not looked for yet
+
+    def medusa(self) -> Medusa | None:
+        """Medusa with the heads that ship for this model, fitted to this hardware (looked for once); None when
+        none ship for it."""
+        if self.heads is None:
+            try:
+                self.heads = medusa_for(self.lm)
+            except NoHeads as missing:
+                self.heads = missing
+        return self.heads if isinstance(self.heads, Medusa) else None
 
     def draft(self, tokens: int) -> Draft:
         """The model's bf16 copy as a draft of `tokens` tokens per step (the copy is made once)."""

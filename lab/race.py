@@ -21,6 +21,7 @@ from lookahead_core.costs import StepCosts
 from lookahead_core.decoding import check_request
 from lookahead_core.draft import Draft
 from lookahead_core.forward import synchronize
+from lookahead_core.medusa import Medusa
 from lookahead_core.models import LoadedModel
 from lookahead_core.records import (
     LookaheadSettings,
@@ -132,10 +133,15 @@ def timed_lane(
     return lane, Lap(method=method, tokens=tokens, seconds=seconds, partial=partial)
 
 
-def lane_runtime(method: Method, auto: AutoSettings | None, draft: Draft | None) -> dict:
-    """A lane's planner (lookahead with auto settings: a fresh one of their kind) and the draft."""
+def lane_runtime(method: Method, auto: AutoSettings | None, draft: Draft | None, medusa: Medusa | None = None) -> dict:
+    """A lane's planner (lookahead with auto settings: a fresh one of their kind), the draft and the heads."""
     planner = auto.make_planner() if auto is not None and method == Method.LOOKAHEAD else None
-    return {"planner": planner, "draft": draft}
+    return {"planner": planner, "draft": draft, "medusa": medusa}
+
+
+def raced(medusa: Medusa | None) -> tuple[Method, ...]:
+    """The methods a race runs, in lane order: Medusa last, where the model has heads."""
+    return RACED + ((Method.MEDUSA,) if medusa is not None else ())
 
 
 def another_round(deadline: Deadline | None, done: int, longest: float) -> bool:
@@ -154,10 +160,12 @@ def racing(
     deadline: Deadline | None = None,
     learn: Callable[[list[StepRecord]], None] | None = None,
     planned_rounds: int = ROUNDS,
+    medusa: Medusa | None = None,
 ) -> Iterator[Progress | RaceRecord]:
-    """Every method of RACED on one prompt with the request's settings (its method is not read; lookahead
-    with `auto`'s settings and planner if given), in interleaved rounds: a Progress after every forward pass
-    (warm-ups included, numbered as if `planned_rounds` rounds ran), the RaceRecord last.
+    """Every method of RACED, and Medusa given its heads, on one prompt with the request's settings (its
+    method is not read; lookahead with `auto`'s settings and planner if given), in interleaved rounds: a
+    Progress after every forward pass (warm-ups included, numbered as if `planned_rounds` rounds ran), the
+    RaceRecord last.
 
     With a `deadline`, the first round shares the time left equally among the methods still to run (so each
     is measured, partial if its share runs out), and further rounds (ROUNDS in all) run while they fit.
@@ -170,32 +178,34 @@ def racing(
     request = replace(request, lookahead=config)
     watch = CpuWatch()
 
-    def runtime(method: Method) -> dict:
-        return lane_runtime(method, auto, draft)
+    methods = raced(medusa)
 
-    reach = max(method_reach(m, config, lookup, draft) for m in RACED)
+    def runtime(method: Method) -> dict:
+        return lane_runtime(method, auto, draft, medusa)
+
+    reach = max(method_reach(m, config, lookup, draft, medusa) for m in methods)
     check_request(prompt_ids, max_new_tokens, lm.context_length, reach)  # before any warm-up is spent
-    parts = len(RACED) * (1 + planned_rounds)
-    for part, method in enumerate(RACED, 1):
+    parts = len(methods) * (1 + planned_rounds)
+    for part, method in enumerate(methods, 1):
         yield from warming_up(lm, prompt_ids, request, [method], part, parts, **runtime(method))
     rounds: list[list[tuple[RaceLane, Lap]]] = []
     longest, cut = 0.0, False
     while not cut and (not rounds or another_round(deadline, len(rounds), longest)):
         started = time.perf_counter()
-        parts = max(parts, len(RACED) * (2 + len(rounds)))
+        parts = max(parts, len(methods) * (2 + len(rounds)))
         laps = []
-        for i, method in enumerate(RACED):
+        for i, method in enumerate(methods):
             until = None
             if deadline is not None:
-                until = deadline.share(len(RACED) - i) if not rounds else deadline.passed
-            part = len(RACED) * (1 + len(rounds)) + i + 1
+                until = deadline.share(len(methods) - i) if not rounds else deadline.passed
+            part = len(methods) * (1 + len(rounds)) + i + 1
             lane = replace(request, method=method)
             laps.append((yield from timed_lane(lm, prompt_ids, lane, runtime(method), part, parts, until, learn)))
         cut = bool(rounds) and any(lap.partial for _, lap in laps)  # a later round cut short is not counted
         if not cut:
             rounds.append(laps)
         longest = max(longest, time.perf_counter() - started)
-    yield race_record(lm, request, rounds, watch, deadline, auto, costs, draft)
+    yield race_record(lm, request, rounds, watch, deadline, auto, costs, draft, medusa)
 
 
 def race_record(
@@ -207,6 +217,7 @@ def race_record(
     auto: AutoSettings | None,
     costs: StepCosts,
     draft: Draft,
+    medusa: Medusa | None = None,
 ) -> RaceRecord:
     """The race's record: the lanes of the round shown, and every round's figures in its Timing."""
     laps = [[lap for _, lap in r] for r in rounds]
@@ -231,6 +242,7 @@ def race_record(
         ran_at=time.strftime("%Y-%m-%dT%H:%M:%S"),
         sampling=request.sampling.record(),
         timing=timing,
+        medusa=medusa.settings() if medusa is not None else None,
     )
 
 

@@ -22,7 +22,8 @@ MAX_NEW_TOKENS = 256
 # The model's context is 8,192 tokens (about 4 characters each); far longer text is refused before
 # the tokenizer spends seconds on it, so one visitor's paste cannot stall the queue.
 MAX_PROMPT_CHARACTERS = 40_000
-GUESSING_METHODS = (Method.LOOKAHEAD, Method.PROMPT_LOOKUP, Method.SPECULATIVE)  # what Run sets against greedy
+# What Run sets against greedy (Medusa on a model the lab ships heads for)
+GUESSING_METHODS = (Method.LOOKAHEAD, Method.PROMPT_LOOKUP, Method.SPECULATIVE, Method.MEDUSA)
 DTYPE_CHOICES = ("auto", "float32", "bfloat16")  # float32 (exact) everywhere, bfloat16 where there is a GPU
 QUOTED = 80  # characters of a visitor's value quoted back in a message
 

@@ -28,8 +28,8 @@ from . import space
 from .access import access_from_environment
 from .budget import RACE_SECONDS, RUN_SECONDS, Deadline, Prices, check_budget
 from .holding import ModelHolder
-from .race import RACED, ROUNDS, racing
-from .requests import MAX_NEW_TOKENS, ModelRequest
+from .race import RACED, ROUNDS, raced, racing
+from .requests import MAX_NEW_TOKENS, InputError, ModelRequest
 from .shelf import Shelf
 from .timed_run import timed_run
 
@@ -44,6 +44,9 @@ if ZERO_GPU:  # the platform's contract: load at module scope and move to CUDA; 
 SESSION_SECONDS = 3 * 3600  # a visitor's recorded run is kept this long after its last update
 SHELF = Shelf(capacity=300, seconds=SESSION_SECONDS)  # recorded and opened runs, for links (?run=ID), gzipped
 GPU_WORK = []  # the functions that hold a GPU slot on ZeroGPU: all the model work there is
+NO_HEADS = (
+    "Medusa needs heads trained for the model: the lab ships them for SmolLM2-135M-Instruct only. Pick another method."
+)
 
 
 def on_gpu(duration):
@@ -63,8 +66,9 @@ def slot(request: ModelRequest) -> int:
 
 
 def race_slot(request: ModelRequest) -> int:
-    """The GPU seconds a race asks for: four methods, each warmed up first; auto may measure step costs."""
-    return space.slot_seconds(request.decode.max_new_tokens, runs=len(RACED) + 1, measures_costs=request.decode.auto)
+    """The GPU seconds a race asks for: every method (Medusa's too, where heads ship), each warmed up first;
+    auto may measure step costs."""
+    return space.slot_seconds(request.decode.max_new_tokens, runs=len(RACED) + 2, measures_costs=request.decode.auto)
 
 
 def within_budget(
@@ -76,12 +80,12 @@ def within_budget(
         check_budget(prices, len(prompt_ids), decode.max_new_tokens, decodings, seconds)
 
 
-def expected_rounds(prices: Prices | None, decode: DecodeRequest, seconds: float) -> int:
-    """How many race rounds the progress bar announces first: rounds of four greedy-priced decodings that fit
-    in `seconds` (the race itself decides from the rounds it measures)."""
+def expected_rounds(prices: Prices | None, decode: DecodeRequest, seconds: float, lanes: int) -> int:
+    """How many race rounds the progress bar announces first: rounds of `lanes` greedy-priced decodings that
+    fit in `seconds` (the race itself decides from the rounds it measures)."""
     if prices is None:
         return 1
-    round_seconds = len(RACED) * decode.max_new_tokens * prices.step(1)
+    round_seconds = lanes * decode.max_new_tokens * prices.step(1)
     return max(1, min(ROUNDS, int(seconds // max(round_seconds, 1e-9))))
 
 
@@ -101,8 +105,11 @@ def record(request: ModelRequest) -> Iterator[Progress | tuple[Run, float]]:
     prompt_ids = encode_prompt(lm.tokenizer, request.prompt, request.chat)
     within_budget(held.prices, prompt_ids, d, decodings=2, seconds=RUN_SECONDS)
     draft = held.draft(d.draft_tokens) if d.method == Method.SPECULATIVE else None
+    medusa = held.medusa() if d.method == Method.MEDUSA else None
+    if d.method == Method.MEDUSA and medusa is None:
+        raise InputError(NO_HEADS)
     learn = held.prices.learn if held.prices is not None else None
-    work = timed_run(lm, prompt_ids, d, deadline, request.prompt, auto_choice, draft, learn)
+    work = timed_run(lm, prompt_ids, d, deadline, request.prompt, auto_choice, draft, learn, medusa)
     for item in work:
         yield item if isinstance(item, Progress) else (item, time.perf_counter() - started)
 
@@ -120,10 +127,12 @@ def timed_race(request: ModelRequest) -> Iterator[Progress | tuple[RaceRecord, f
     deadline = Deadline(RACE_SECONDS)
     prompt_ids = encode_prompt(lm.tokenizer, request.prompt, request.chat)
     auto_choice = choose_settings(costs) if d.auto else None
-    within_budget(held.prices, prompt_ids, d, decodings=len(RACED), seconds=RACE_SECONDS)
+    medusa = held.medusa()
+    methods = raced(medusa)
+    within_budget(held.prices, prompt_ids, d, decodings=len(methods), seconds=RACE_SECONDS)
     draft = held.draft(d.draft_tokens)
     learn = held.prices.learn if held.prices is not None else None
-    rounds = expected_rounds(held.prices, d, RACE_SECONDS)
-    work = racing(lm, prompt_ids, d, costs, draft, auto_choice, deadline, learn, rounds)
+    rounds = expected_rounds(held.prices, d, RACE_SECONDS, len(methods))
+    work = racing(lm, prompt_ids, d, costs, draft, auto_choice, deadline, learn, rounds, medusa)
     for item in work:
         yield item if isinstance(item, Progress) else (item, time.perf_counter() - started)

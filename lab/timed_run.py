@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import replace
 
 from lookahead_core.draft import Draft
+from lookahead_core.medusa import Medusa
 from lookahead_core.models import LoadedModel
 from lookahead_core.records import Method, Progress, Run, StepRecord, StopReason, Trace
 from lookahead_core.request import DecodeRequest
@@ -46,6 +47,7 @@ def timed_run(
     auto: AutoSettings | None = None,
     draft: Draft | None = None,
     learn: Callable[[list[StepRecord]], None] | None = None,
+    medusa: Medusa | None = None,
 ) -> Iterator[Progress | Run]:
     """The Run of `request` within `deadline` (see the module's docstring): a Progress after every forward
     pass, the Run with its Timing last. `learn` takes every step record (the budget's prices)."""
@@ -53,7 +55,7 @@ def timed_run(
     watch = CpuWatch()
     parts = RUN_PARTS + len(methods) * (RUN_ROUNDS - 1)
     recording = recording_run(
-        lm, prompt_ids, request, prompt_text, auto, draft, until=deadline.shares(methods), parts=parts
+        lm, prompt_ids, request, prompt_text, auto, draft, until=deadline.shares(methods), parts=parts, medusa=medusa
     )
     run = None
     for item in recording:
@@ -71,7 +73,7 @@ def timed_run(
         laps = []
         for i, method in enumerate(methods, 1):
             lane = replace(timed, method=method)
-            runtime = lane_runtime(method, auto, draft)
+            runtime = lane_runtime(method, auto, draft, medusa)
             _, lap = yield from timed_lane(lm, prompt_ids, lane, runtime, part + i, parts, deadline.passed, learn)
             laps.append(lap)
         if any(lap.partial for lap in laps):

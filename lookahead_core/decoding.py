@@ -270,6 +270,7 @@ class GuessingDecoder:
             verification=verification,
             draft=report.draft,
             sliding=sliding_record(self.attention, fed.layout, position),
+            heads=report.heads,
         )
 
     def verify(self, fed: StepInput, result: Pass):

@@ -12,8 +12,10 @@ header naming the model they were trained for, and refuse to load for another.
 from __future__ import annotations
 
 import heapq
+import itertools
 import json
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -26,7 +28,7 @@ from torch.nn import functional
 from .config import SettingsError
 from .layout import CURRENT
 from .proposers import Candidate, Outcome, Proposal, ProposedBranch, ProposerReport, StepContext
-from .records import Branch, GuessReason, GuessSource
+from .records import Branch, GuessReason, GuessSource, HeadGuesses, HeadsRecord, MedusaSettings
 
 TreePath = tuple[int, ...]  # (i1, .., id): head 1's i1-th choice, then head 2's i2-th, ..., head d's id-th
 HEADER_KEY = "lookahead-lab.medusa"
@@ -35,6 +37,7 @@ DEFAULT_HEADS = 4
 # Rows a step verifies beyond c. On a CPU a step's cost grows with its rows, so the tree is kept far
 # below Medusa's GPU trees (63 nodes); not yet tuned against trained heads' measured acceptance.
 DEFAULT_TREE_SIZE = 16
+MAX_TREE_SIZE = 64  # the widest tree a fitted size may reach (Medusa's GPU trees have 63 nodes)
 
 
 class MedusaError(ValueError):
@@ -104,15 +107,16 @@ class MedusaHeads(nn.Module):
     model's own next-token row guesses. The bias costs d numbers per head and lets a head shift
     every guess toward what tends to come k + 1 places on, whatever h says (Medusa's blocks have one
     too). `accuracy[k][i]`, when measured, is how often head k's i-th choice was right on held-out
-    text; the sparse tree is built from it.
+    text; the sparse tree is built from it. `label` names the heads in records (a file's name, never
+    its folder).
     """
 
-    def __init__(self, *, target: HeadsTarget, heads: int = DEFAULT_HEADS, accuracy=None) -> None:
+    def __init__(self, *, target: HeadsTarget, heads: int = DEFAULT_HEADS, accuracy=None, label="untrained") -> None:
         super().__init__()
         if not isinstance(heads, int) or heads < 1:
             raise SettingsError(f"Medusa heads K must be an integer >= 1, got {heads!r}")
         d = target.hidden_size
-        self.target, self.accuracy = target, accuracy
+        self.target, self.accuracy, self.label = target, accuracy, label
         self.weight = nn.Parameter(torch.zeros(heads, d, d))
         self.bias = nn.Parameter(torch.zeros(heads, d))
 
@@ -130,11 +134,16 @@ class MedusaHeads(nn.Module):
         return output_logits(model, self.states(hidden))
 
     @torch.inference_mode()
-    def top_tokens(self, model, hidden: torch.Tensor, widths: Sequence[int]) -> list[list[int]]:
-        """Head k's `widths[k]` most likely tokens, best first, for one hidden state (d,)."""
+    def top_choices(self, model, hidden: torch.Tensor, widths: Sequence[int]) -> list[HeadGuesses]:
+        """Head k's `widths[k]` most likely tokens, best first, with their probabilities, for one hidden
+        state (d,)."""
         scores = output_scores(model, self.states(hidden.to(self.weight.dtype)))  # (vocab, K)
-        top = scores.topk(max(widths), dim=0).indices.T.tolist()
-        return [row[:width] for row, width in zip(top, widths, strict=False)]
+        top = scores.topk(max(widths), dim=0)
+        chances = (top.values - scores.logsumexp(dim=0)).exp().T.tolist()
+        return [
+            HeadGuesses(head=k + 1, tokens=tokens[:width], probabilities=chances[k][:width])
+            for k, (tokens, width) in enumerate(zip(top.indices.T.tolist(), widths, strict=False))
+        ]
 
     def header(self) -> dict:
         return {**asdict(self.target), "heads": self.heads, "accuracy": self.accuracy, "format": FORMAT}
@@ -153,9 +162,9 @@ def save_heads(heads: MedusaHeads, path: str | Path) -> None:
     save_file(tensors, str(path), metadata={HEADER_KEY: json.dumps(heads.header())})
 
 
-def load_heads(path: str | Path, model, name: str) -> MedusaHeads:
-    """Heads from `path` for `model` (called `name`). Raises MedusaError, one line, for heads trained for
-    another model or a file that holds no heads."""
+def load_heads(path: str | Path, model, name: str, label: str | None = None) -> MedusaHeads:
+    """Heads from `path` for `model` (called `name`), labelled `label` (default: the file's name). Raises
+    MedusaError, one line, for heads trained for another model or a file that holds no heads."""
     try:
         with safe_open(str(path), framework="pt") as opened:
             header = json.loads((opened.metadata() or {})[HEADER_KEY])
@@ -169,7 +178,7 @@ def load_heads(path: str | Path, model, name: str) -> MedusaHeads:
             "heads must be trained for the model they run on"
         )
     heads = heads_for(model, name, header["heads"])
-    heads.accuracy = header["accuracy"]
+    heads.accuracy, heads.label = header["accuracy"], label or Path(path).name
     with torch.no_grad():
         heads.weight.copy_(tensors["weight"])
         heads.bias.copy_(tensors["bias"])
@@ -187,22 +196,38 @@ def prior_accuracy(heads: int, width: int) -> list[list[float]]:
     return [[0.5 * 0.7**k / (i + 1) ** 1.5 for i in range(width)] for k in range(heads)]
 
 
-def sparse_tree(accuracy: Sequence[Sequence[float]], size: int) -> tuple[TreePath, ...]:
-    """Medusa's sparse tree: the `size` paths most likely to be accepted whole, taking head k's i-th
-    choice as right with probability accuracy[k][i], independently. A path's chance is the product along
-    it, so a child never beats its parent and a best-first search keeps the tree closed under prefixes.
-    Parents come before children (shorter paths first), so rows can be laid out in this order.
-    """
+def likeliest_paths(accuracy: Sequence[Sequence[float]], size: int) -> list[tuple[float, TreePath]]:
+    """The `size` paths most likely to be accepted whole, likeliest first, each with its chance: head k's
+    i-th choice taken as right with probability accuracy[k][i], independently. A path's chance is the
+    product along it, so a child never beats its parent and the best-first search stays closed under
+    prefixes."""
     frontier = [(-accuracy[0][i], (i,)) for i in range(len(accuracy[0]))]
     heapq.heapify(frontier)
-    chosen: list[TreePath] = []
+    chosen: list[tuple[float, TreePath]] = []
     while frontier and len(chosen) < size:
         minus_chance, path = heapq.heappop(frontier)
-        chosen.append(path)
+        chosen.append((-minus_chance, path))
         if len(path) < len(accuracy):
             for i, right in enumerate(accuracy[len(path)]):
                 heapq.heappush(frontier, (minus_chance * right, (*path, i)))
-    return tuple(sorted(chosen, key=lambda p: (len(p), p)))
+    return chosen
+
+
+def sparse_tree(accuracy: Sequence[Sequence[float]], size: int) -> tuple[TreePath, ...]:
+    """Medusa's sparse tree: the `size` likeliest paths (likeliest_paths), parents before children (shorter
+    paths first), so rows can be laid out in this order."""
+    return tuple(sorted((path for _, path in likeliest_paths(accuracy, size)), key=lambda p: (len(p), p)))
+
+
+def fitted_tree_size(
+    accuracy: Sequence[Sequence[float]], step_cost: Callable[[int], float], largest: int = MAX_TREE_SIZE
+) -> int:
+    """The tree size that commits the most tokens per unit of time: a step over a tree of s nodes commits
+    on average 1 + (the sum of its nodes' chances) tokens (c, and each node whose whole path is right),
+    and costs step_cost(1 + s), the measured cost of a step that feeds c and s nodes, in any unit."""
+    paths = likeliest_paths(accuracy, largest)
+    expected = list(itertools.accumulate((chance for chance, _ in paths), initial=1.0))
+    return max(range(1, len(paths) + 1), key=lambda s: expected[s] / step_cost(1 + s))
 
 
 def tree_widths(tree: Sequence[TreePath]) -> list[int]:
@@ -228,13 +253,13 @@ def tree_branch(tree: Sequence[TreePath], top: list[list[int]]) -> ProposedBranc
         Candidate(
             tuple(tokens[row[leaf[:j]]] for j in range(1, len(leaf) + 1)),
             tuple(row[leaf[:j]] for j in range(1, len(leaf) + 1)),
-            GuessSource.DRAFT,
-            GuessReason.DRAFT_MODEL,
+            GuessSource.HEADS,
+            GuessReason.TREE_PATH,
             lane,
         )
         for lane, leaf in enumerate(leaves)
     )
-    return ProposedBranch(Branch.DRAFT, tokens, parents, places, candidates)
+    return ProposedBranch(Branch.HEADS, tokens, parents, places, candidates)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -253,6 +278,15 @@ class Medusa:
         """How far past c the tree's deepest node sits."""
         return max((len(p) for p in self.tree), default=0)
 
+    def settings(self) -> MedusaSettings:
+        return MedusaSettings(
+            heads=self.heads.label,
+            model=self.heads.target.model,
+            count=self.heads.heads,
+            tree_size=len(self.tree),
+            tree_depth=self.reach,
+        )
+
 
 def make_medusa(heads: MedusaHeads, size: int = DEFAULT_TREE_SIZE) -> Medusa:
     """`heads` with a sparse tree of `size` nodes, from their measured accuracy (or the prior)."""
@@ -262,6 +296,13 @@ def make_medusa(heads: MedusaHeads, size: int = DEFAULT_TREE_SIZE) -> Medusa:
     return Medusa(heads, sparse_tree(accuracy, size))
 
 
+def fitted_medusa(heads: MedusaHeads, step_cost: Callable[[int], float]) -> Medusa:
+    """`heads` with the sparse tree whose size pays best on this hardware (fitted_tree_size), `step_cost(n)`
+    being the measured cost of a step that feeds n tokens."""
+    accuracy = heads.accuracy or prior_accuracy(heads.heads, MAX_TREE_SIZE)
+    return make_medusa(heads, fitted_tree_size(accuracy, step_cost))
+
+
 class MedusaProposer:
     """Medusa's proposer: the heads read the hidden state behind c (the step's context holds it) and
     their top choices fill the sparse tree. It keeps no state between steps."""
@@ -269,11 +310,17 @@ class MedusaProposer:
     def __init__(self, medusa: Medusa, model) -> None:
         self.medusa, self.model = medusa, model
         self.widths = tree_widths(medusa.tree)
+        self.record: HeadsRecord | None = None  # what the heads guessed for the last `propose`
 
     def propose(self, context: StepContext) -> Proposal:
-        top = self.medusa.heads.top_tokens(self.model, context.hidden, self.widths)
-        return Proposal(None, [tree_branch(self.medusa.tree, top)])
+        start = time.perf_counter()
+        choices = self.medusa.heads.top_choices(self.model, context.hidden, self.widths)
+        branch = tree_branch(self.medusa.tree, [head.tokens for head in choices])
+        tree = [list(path) for path in self.medusa.tree]
+        self.record = HeadsRecord(heads=choices, tree=tree, seconds=time.perf_counter() - start)
+        return Proposal(None, [branch])
 
     def observe(self, outcome: Outcome) -> ProposerReport:
-        """Nothing to learn: the next step's hidden state comes with its context."""
-        return ProposerReport()
+        """The heads' guesses, for the step's record; nothing to learn (the next hidden state comes with the
+        next step's context)."""
+        return ProposerReport(heads=self.record)

@@ -22,6 +22,7 @@ from .records import (
     DraftRecord,
     GuessReason,
     GuessSource,
+    HeadsRecord,
     NGram,
     PoolEntry,
     PoolRecord,
@@ -128,6 +129,7 @@ class ProposerReport:
     window: WindowRecord | None = None
     pool: PoolRecord | None = None
     draft: DraftRecord | None = None
+    heads: HeadsRecord | None = None
 
 
 class Proposer(Protocol):

@@ -17,11 +17,11 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 # Older versions whose records read as this one: each only added facts with defaults. Version 4 added
 # the sliding-window masks (a version 3 record is one of a model with no sliding layer); version 5 the
 # repeated timings of a Run and a race (a version 4 record timed each method once, and says so).
-UPGRADABLE = {3, 4}
+UPGRADABLE = {3, 4, 5}
 
 
 class SchemaError(ValueError):
@@ -50,6 +50,7 @@ class BenchMethod(enum.StrEnum):
     LOOKAHEAD = "lookahead"
     PROMPT_LOOKUP = "prompt-lookup"
     SPECULATIVE = "speculative"
+    MEDUSA = "medusa"
     HF_GREEDY = "hf-greedy"  # generate(do_sample=False), or sampled with the same P
     HF_PROMPT_LOOKUP = "hf-prompt-lookup"  # generate(prompt_lookup_num_tokens=...)
     HF_ASSISTED = "hf-assisted"  # generate(assistant_model=...) with the speculative method's draft
@@ -87,6 +88,7 @@ class Branch(enum.StrEnum):
     WINDOW = "window"  # the lookahead branch: the 2D Jacobi window
     GUESS = "guess"  # the verification branch: one candidate n-gram (lookahead) or match (prompt lookup)
     DRAFT = "draft"  # a draft model's chain
+    HEADS = "heads"  # Medusa's sparse tree of the heads' guesses
 
 
 class GuessSource(enum.StrEnum):
@@ -97,6 +99,7 @@ class GuessSource(enum.StrEnum):
     OUTPUT = "output"  # an n-gram of the committed output
     TRAJECTORY = "trajectory"  # a Jacobi trajectory inside the window, verified as it stands
     DRAFT = "draft"  # proposed by a draft model, one token at a time
+    HEADS = "heads"  # Medusa's heads: a path of their top choices through the sparse tree
 
 
 class GuessReason(enum.StrEnum):
@@ -107,6 +110,7 @@ class GuessReason(enum.StrEnum):
     JACOBI_TRAJECTORY = "jacobi trajectory"  # the window computed this chain anyway: free to check
     SUFFIX_MATCH = "suffix match"  # prompt lookup: the last tokens occurred earlier; these followed them
     DRAFT_MODEL = "draft model"  # the draft model's own continuation
+    TREE_PATH = "tree path"  # Medusa: a root-to-leaf path of the sparse tree, one head's choice per place
 
 
 class Verdict(enum.StrEnum):
@@ -149,8 +153,9 @@ class InputRow:
     """One token fed to the step's forward pass, where it sits, and what it may attend to.
 
     `lane` and `index` place it: (level, column) in the window, (guess number, token index) in
-    a guess, (0, 0) for c. `sees` lists the rows of this step it attends to (its ancestors and
-    itself); every row also sees the committed prefix. This is the mask the engine passed.
+    a guess, (choice rank, head - 1) in Medusa's tree, (0, 0) for c. `sees` lists the rows of this
+    step it attends to (its ancestors and itself); every row also sees the committed prefix. This is
+    the mask the engine passed.
     """
 
     token: int
@@ -323,6 +328,27 @@ class DraftRecord:
 
 
 @dataclass(kw_only=True)
+class HeadGuesses:
+    """One Medusa head's top choices this step, best first, with the probabilities its softmax gave them.
+    Head k guesses the token k places after c (head 1: the one right after c)."""
+
+    head: int
+    tokens: list[int]
+    probabilities: list[float]
+
+
+@dataclass(kw_only=True)
+class HeadsRecord:
+    """What Medusa's heads did before this step's pass: each head's top choices, read off the hidden state
+    of the row behind c, the sparse tree they filled (each node a path of choice ranks, head 1's first:
+    [0, 1] is head 1's first choice then head 2's second), and the heads' time."""
+
+    heads: list[HeadGuesses]
+    tree: list[list[int]]
+    seconds: float
+
+
+@dataclass(kw_only=True)
 class StepRecord:
     """One forward pass: what it fed, what it verified, what it committed, and how long it took.
 
@@ -346,6 +372,7 @@ class StepRecord:
     verification: VerificationRecord | None = None
     draft: DraftRecord | None = None
     sliding: SlidingRecord | None = None  # None: the model has no sliding-window layer
+    heads: HeadsRecord | None = None  # Medusa's heads (None for the other methods, and before schema 6)
 
     def token_ids(self) -> set[int]:
         """Every token id this record mentions (what a trace's vocabulary must cover)."""
@@ -361,6 +388,8 @@ class StepRecord:
             ids |= {t for c in self.verification.candidates for t in c.tokens + c.expected}
         if self.draft is not None:
             ids |= set(self.draft.tokens)
+        if self.heads is not None:
+            ids |= {t for head in self.heads.heads for t in head.tokens}
         return ids
 
 
@@ -421,6 +450,18 @@ class DraftSettings:
 
 
 @dataclass(kw_only=True)
+class MedusaSettings:
+    """Medusa decoding: the heads (where they came from, the model they were trained for, K) and the sparse
+    tree's size (nodes after c) and depth."""
+
+    heads: str
+    model: str
+    count: int
+    tree_size: int
+    tree_depth: int
+
+
+@dataclass(kw_only=True)
 class Machine:
     model: str
     architecture: str
@@ -461,6 +502,7 @@ class TraceMeta:
     sampling: SamplingRecord | None = None  # None: greedy decoding
     lookup: LookupSettings | None = None  # prompt lookup's settings
     draft: DraftSettings | None = None  # speculative decoding's draft
+    medusa: MedusaSettings | None = None  # Medusa's heads and tree
     prompt_shown: str = ""  # the prompt's ids decoded as one text (chat template included): every script whole
 
 
@@ -661,6 +703,7 @@ class RaceRecord(Document):
     ran_at: str
     sampling: SamplingRecord | None = None
     timing: Timing | None = None  # None: a race from before repeated timings (each lane timed once)
+    medusa: MedusaSettings | None = None  # Medusa's heads and tree, when it raced (schema 6 on)
     schema_version: int = SCHEMA_VERSION
 
     def lane(self, method: Method) -> RaceLane:
@@ -749,6 +792,7 @@ class BenchSettings:
     # An auto choice from before its regime was recorded said why in words (its `why`). None since.
     auto_why: str | None = None
     repeats: int | None = None  # interleaved rounds per prompt; None: a report from before rounds (timed once)
+    medusa: MedusaSettings | None = None  # Medusa's heads and tree, when it ran
 
 
 @dataclass(kw_only=True)

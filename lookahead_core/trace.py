@@ -309,6 +309,7 @@ def tracing(
         if method == Method.PROMPT_LOOKUP
         else None,
         draft=draft.settings() if method == Method.SPECULATIVE else None,
+        medusa=medusa.settings() if method == Method.MEDUSA and medusa is not None else None,
         prompt_shown=lm.tokenizer.decode(prompt_ids),
     )
     pieces = text_pieces(lm.tokenizer, [[token] for token in summary.new_token_ids])
@@ -341,6 +342,7 @@ def recording_run(
     draft: Draft | None = None,
     until: Callable[[Method, float], bool] | None = None,
     parts: int = RUN_PARTS,
+    medusa: Medusa | None = None,
 ) -> Iterator[Progress | Run]:
     """Both traces for one prompt, the request's method then plain decoding: a Progress after every forward
     pass (numbered out of `parts`, for a caller that decodes more afterwards), the Run last.
@@ -352,12 +354,12 @@ def recording_run(
     """
     method = request.method
     warming = replace(request, lookahead=auto.config) if auto is not None else request
-    yield from warming_up(lm, prompt_ids, warming, (method, Method.GREEDY), 1, parts, draft=draft)
+    yield from warming_up(lm, prompt_ids, warming, (method, Method.GREEDY), 1, parts, draft=draft, medusa=medusa)
 
     def deadline(of: Method) -> Callable[[float], bool] | None:
         return None if until is None else lambda upcoming: until(of, upcoming)
 
-    traced = tracing(lm, prompt_ids, request, prompt_text, auto, draft, deadline(method))
+    traced = tracing(lm, prompt_ids, request, prompt_text, auto, draft, deadline(method), medusa)
     trace = yield from reported(traced, 3, parts, method, request.max_new_tokens)
     plain = tracing(lm, prompt_ids, replace(request, method=Method.GREEDY), prompt_text, until=deadline(Method.GREEDY))
     greedy = yield from reported(plain, 4, parts, Method.GREEDY, request.max_new_tokens)

@@ -216,9 +216,9 @@ def test_an_auto_run_records_and_replays_each_steps_plan(client, steep_costs):
 def test_a_race_times_every_method_plays_them_back_and_says_why(client, steep_costs):
     race = ("def add(a, b):\n", False, 4, 3, 4, 12, "auto: measured for this hardware", 10, 4, *NO_SAMPLING)
     summary, playback, race_plot, cost_plot = client.predict(*race, api_name="/race")
-    for name in ("Greedy", "Lookahead", "Prompt lookup", "Speculative decoding"):
+    for name in ("Greedy", "Lookahead", "Prompt lookup", "Speculative decoding", "Medusa heads"):  # the shipped heads
         assert f">{name}</th>" in summary and f"<b>{name}</b>" in playback["value"]
-    assert summary.count("✓ same as greedy") == 4 and "best: " in summary
+    assert summary.count("✓ same as greedy") == 5 and "best: " in summary
     assert "costs 4.15x a 1-token step" in summary and "draft bf16-self (bfloat16), k = 4" in summary
     assert "CPU" in summary and "float32" in summary
     assert (" won on " in summary) or ("Within noise on " in summary) or ("decoding was fastest on" in summary)
@@ -226,7 +226,7 @@ def test_a_race_times_every_method_plays_them_back_and_says_why(client, steep_co
     assert "At the measured speed" in playback["value"] and "animation-delay" in playback["value"]
     lanes = re.findall(r'<div class="ll-lane-text"[^>]*>(.*?)</div>', playback["value"], re.DOTALL)
     texts = [unescape(re.sub(r"<[^>]+>", "", lane)) for lane in lanes]
-    assert len(texts) == 4 and texts[0] and all(text == texts[0] for text in texts)  # greedy: the same output
+    assert len(texts) == 5 and texts[0] and all(text == texts[0] for text in texts)  # greedy: the same output
     assert "Tokens against wall-clock time" in str(race_plot) and "speculative: " in str(race_plot)
     assert "Time of one step" in str(cost_plot) and "prompt lookup: " in str(cost_plot)
     slowed = client.predict(True, api_name="/race_playback")

@@ -18,6 +18,7 @@ from lab import bench as bench_module
 from lab.bench import METHODS, Timed, check_methods
 from lab.cli import main, summary_table
 from lookahead_core import costs as cost_module
+from lookahead_core.medusa import heads_for, save_heads
 from lookahead_core.records import (
     BenchMethod,
     BenchReport,
@@ -74,8 +75,10 @@ def char_tokenizer() -> PreTrainedTokenizerFast:
 @pytest.fixture(scope="module")
 def tiny_folder(tmp_path_factory):
     folder = tmp_path_factory.mktemp("tiny-llama")
-    tiny_model("llama").model.save_pretrained(folder)
+    model = tiny_model("llama").model
+    model.save_pretrained(folder)
     char_tokenizer().save_pretrained(folder)
+    save_heads(heads_for(model, str(folder)), folder / "heads.safetensors")  # untrained: they guess the model's row
     prompts = folder / "prompts.jsonl"
     lines = [
         {"id": "loop", "prompt": "for i in range(10):\n    for j in range(10):\n        print(i, j)\n"},
@@ -97,8 +100,12 @@ def bench(folder, tmp_path, *extra) -> BenchReport:
 
 def test_bench_runs_every_method_end_to_end(tiny_folder, tmp_path, capsys):
     html = tmp_path / "report.html"
-    report = bench(tiny_folder, tmp_path, "--window", "3", "--ngram", "4", "--guesses", "3", "--html", str(html))
+    heads = str(tiny_folder / "heads.safetensors")
+    report = bench(
+        tiny_folder, tmp_path, "--window", "3", "--ngram", "4", "--guesses", "3", "--html", str(html), "--heads", heads
+    )
     assert list(report.summary) == list(METHODS) == list(BenchMethod)
+    assert report.settings.medusa.heads == "heads.safetensors" and report.settings.medusa.tree_size >= 1
     for method, row in report.summary.items():
         assert row.prompts == 2 and row.exact == 2, method
     assert report.settings.baseline == BenchMethod.HF_GREEDY
@@ -109,6 +116,23 @@ def test_bench_runs_every_method_end_to_end(tiny_folder, tmp_path, capsys):
     page = html.read_text()
     assert page.startswith("<!doctype html>") and "Plotly.newPlot" in page and "src=" not in page.split("<body>")[0]
     assert "lookahead" in capsys.readouterr().out
+
+
+def test_without_heads_for_the_model_the_bench_leaves_medusa_out_unless_it_is_asked_for(tiny_folder, tmp_path, capsys):
+    report = bench(tiny_folder, tmp_path)  # every method by default
+    assert BenchMethod.MEDUSA not in report.summary and report.settings.medusa is None
+    assert "note: medusa left out: Medusa needs heads trained for" in capsys.readouterr().err
+    args = [
+        "bench",
+        "--dataset",
+        str(tiny_folder / "prompts.jsonl"),
+        "--model",
+        str(tiny_folder),
+        "--methods",
+        "medusa",
+    ]
+    assert main(args) == 2
+    assert "Medusa needs heads trained for" in capsys.readouterr().err
 
 
 def test_the_bench_json_keeps_the_keys_other_tools_read(tiny_folder, tmp_path):
@@ -210,8 +234,7 @@ def test_the_summary_of_a_report_from_before_rounds_says_it_was_timed_once():
 
 
 def test_bench_methods_are_the_engine_methods_and_the_peers():
-    # Medusa joins the bench once heads trained for the default model ship (issue 29)
-    assert {m.method for m in BenchMethod} == {*Method, None} - {Method.MEDUSA}
+    assert {m.method for m in BenchMethod} == {*Method, None}
     assert all(m.method.value == m.value for m in BenchMethod if m.method is not None)
     assert [m for m in BenchMethod if m.method is None] == ["hf-greedy", "hf-prompt-lookup", "hf-assisted"]
     assert check_methods(["lookahead", "hf-greedy"]) == [BenchMethod.LOOKAHEAD, BenchMethod.HF_GREEDY]

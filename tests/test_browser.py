@@ -122,7 +122,8 @@ def test_the_race_plays_every_lane_back_to_its_measured_output(browser_page):
     page.click("#ll-race-run")
     page.wait_for_selector("#ll-race-playback .ll-lane", timeout=180_000)
     lanes = page.evaluate(LANE_TEXTS)
-    assert [lane["name"] for lane in lanes] == ["Greedy", "Lookahead", "Prompt lookup", "Speculative decoding"]
+    names = ["Greedy", "Lookahead", "Prompt lookup", "Speculative decoding", "Medusa heads"]
+    assert [lane["name"] for lane in lanes] == names
     page.wait_for_function(  # every lane has shown its last step: all of its text is visible
         f"() => ({LANE_TEXTS})().every(lane => lane.text === lane.all && lane.count.endsWith(' s'))",
         timeout=60_000,

@@ -28,7 +28,7 @@ from lookahead_core.medusa import (
     sparse_tree,
     tree_branch,
 )
-from lookahead_core.records import Branch, Method
+from lookahead_core.records import Branch, Method, StepKind
 from lookahead_core.request import DecodeRequest
 from lookahead_core.sampling import GREEDY, SamplingConfig
 from lookahead_core.trace import decode_steps, summarize
@@ -181,7 +181,7 @@ def test_a_tree_branch_lays_nodes_after_their_parents_with_each_leaf_a_candidate
     tree = ((0,), (1,), (0, 0), (0, 1), (0, 0, 0))
     top = [[10, 11], [20, 21], [30]]
     branch = tree_branch(tree, top)
-    assert branch.kind == Branch.DRAFT
+    assert branch.kind == Branch.HEADS
     assert branch.tokens == (10, 11, 20, 21, 30)
     assert branch.parents == (-1, -1, 0, 0, 2)
     assert [(c.tokens, c.rows) for c in branch.candidates] == [
@@ -252,9 +252,10 @@ def test_a_stopped_run_resumes_from_its_checkpoint_to_the_same_state(tmp_path):
     lm = tiny_model("llama")
     settings = TrainSettings(heads=2, steps=8, batch=16, learning_rate=1e-2, checkpoint_every=4, answer_tokens=12)
     whole = train(lm, PROMPTS, SOURCE, settings, tmp_path / "whole")
-    train(lm, PROMPTS, SOURCE, TrainSettings(**{**settings.__dict__, "steps": 4}), tmp_path / "stopped")
+    stopped = train(lm, PROMPTS, SOURCE, TrainSettings(**{**settings.__dict__, "steps": 4}), tmp_path / "stopped")
     resumed = train(lm, PROMPTS, SOURCE, settings, tmp_path / "stopped")
     assert resumed.loss == whole.loss
+    assert resumed.seconds > stopped.seconds  # the record counts the time spent before the resumption
     a = load_heads(tmp_path / "whole" / "heads.safetensors", lm.model, lm.name)
     b = load_heads(tmp_path / "stopped" / "heads.safetensors", lm.model, lm.name)
     assert torch.equal(a.weight, b.weight) and torch.equal(a.bias, b.bias)
@@ -280,4 +281,41 @@ def test_the_cli_decodes_with_heads_and_refuses_heads_of_another_model_in_one_li
     refusal = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error")]
     assert len(refusal) == 1 and refusal[0].startswith("error: ") and "another-model" in refusal[0]
     assert main([*common, "medusa"]) == 2
-    assert "--method medusa needs --heads PATH" in capsys.readouterr().err
+    assert "Medusa needs heads trained for" in capsys.readouterr().err
+
+
+def test_the_fitted_tree_is_wide_where_width_is_free_and_narrow_where_each_row_costs():
+    """On a GPU-like curve (flat) the tree grows to its limit; on a CPU-like one (each row costs as much as
+    the first) it keeps only nodes likelier than the cost they add; a no-guess tree is never chosen."""
+    from lookahead_core.medusa import MAX_TREE_SIZE, fitted_tree_size
+
+    accuracy = [[0.6, 0.2, 0.1], [0.5, 0.2], [0.4]]
+    assert fitted_tree_size(accuracy, lambda rows: 1.0) == min(MAX_TREE_SIZE, 3 + 3 * 2 + 3 * 2 * 1)
+    steep = fitted_tree_size(accuracy, lambda rows: float(rows))  # (1 + sum of chances) / (1 + s)
+    assert steep == 1  # 1.6 / 2 beats 1.9 / 3: past head 1's first choice no node pays for its row
+    assert 1 < fitted_tree_size(accuracy, lambda rows: 1 + 0.1 * rows) < 15
+
+
+def test_each_step_records_the_heads_choices_with_their_probabilities_and_the_tree_it_fed():
+    """A Medusa step's record holds each head's top choices (best first, with the softmax probabilities of
+    the heads' logits on the hidden state behind c) and the tree; the rows fed are that tree's tokens."""
+    lm = tiny_model("llama")
+    medusa = tiny_medusa(lm, heads=3, size=8, seed=1, scale=1.0)
+    prompt = [3, 4, 5, 3, 4, 5, 3]
+    _, steps = medusa_output(lm, medusa, prompt, 12)
+    sequence = list(prompt)
+    for step in steps:
+        if step.kind == StepKind.DECODE:
+            record = step.heads
+            assert record.tree == [list(path) for path in medusa.tree] and record.seconds > 0
+            fed = [row.token for row in step.rows if row.branch == Branch.HEADS]
+            assert fed == [record.heads[len(p) - 1].tokens[p[-1]] for p in record.tree]
+            with torch.no_grad():
+                hidden = lm.model.base_model(input_ids=torch.tensor([sequence[:-1]])).last_hidden_state[0, -1]
+                chances = medusa.heads.logits(lm.model, hidden).softmax(dim=-1)
+            for guesses in record.heads:
+                want = chances[guesses.head - 1].topk(len(guesses.tokens))
+                assert guesses.tokens == want.indices.tolist()
+                torch.testing.assert_close(torch.tensor(guesses.probabilities), want.values, atol=1e-5, rtol=1e-4)
+        sequence += step.committed
+    assert all(s.heads is None for s in steps if s.kind != StepKind.DECODE)

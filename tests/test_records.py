@@ -140,7 +140,7 @@ def test_a_version_3_run_reads_as_a_run_of_a_model_without_sliding_layers(run):
         for key in ("layers", "sliding_layers", "sliding_window"):
             trace["meta"]["machine"].pop(key)
     read = Run.from_json(json.dumps(old))
-    assert read.schema_version == read.trace.schema_version == SCHEMA_VERSION == 5
+    assert read.schema_version == read.trace.schema_version == SCHEMA_VERSION == 6
     assert read.trace.meta.machine.layers == 0 and all(s.sliding is None for s in read.trace.steps)
     assert read.trace.steps == run.trace.steps
 
@@ -150,6 +150,22 @@ def test_a_version_4_run_reads_as_a_run_timed_once(run):
     old = {k: v for k, v in data.items() if k != "timing"} | {"schema_version": 4}
     read = Run.from_json(json.dumps(old))
     assert read.schema_version == SCHEMA_VERSION and read.timing is None and read.trace == run.trace
+
+
+def test_a_version_5_run_reads_as_a_run_with_no_heads(run):
+    """Schema 6 added Medusa's records (a step's heads; a trace's, race's and bench's Medusa settings): a
+    version 5 run, without them, reads with none."""
+
+    def version_5(node):
+        if isinstance(node, dict):
+            return {
+                k: 5 if k == "schema_version" else version_5(v) for k, v in node.items() if k not in ("heads", "medusa")
+            }
+        return [version_5(v) for v in node] if isinstance(node, list) else node
+
+    read = Run.from_json(json.dumps(version_5(to_data(run))))
+    assert read.schema_version == SCHEMA_VERSION and read.trace.meta.medusa is None
+    assert read.trace.steps == run.trace.steps
 
 
 def test_an_old_trace_without_a_schema_version_is_refused_as_such(run):

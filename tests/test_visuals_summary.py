@@ -24,6 +24,9 @@ def test_summary_names_settings_machine_and_result(run):
     elif meta.method == Method.SPECULATIVE:
         assert f"draft {meta.draft.model} ({meta.draft.dtype}), k={meta.draft.tokens}" in html
         assert "Speculative decoding ran" in html and "went to the draft model" in html
+    elif meta.method == Method.MEDUSA:
+        assert f"{meta.medusa.count} heads, a tree of {meta.medusa.tree_size} nodes" in html
+        assert "Medusa heads ran" in html and "ms on average went to the heads" in html
     else:
         assert f"match ≤{meta.lookup.ngram} tokens, propose {meta.lookup.tokens}" in html
         assert "Prompt lookup ran" in html

@@ -153,7 +153,7 @@ def expected_row(record: StepRecord, candidate: CandidateRecord) -> tuple[str, l
     if candidate.reason == GuessReason.DRAFT_MODEL:
         odds = [f" · q = {q:.2f} under the draft" for q in candidate.draft_probabilities]
         return "draft chain", [f"draft chain token {k}{odds[k]}" for k in range(len(candidate.tokens))]
-    kind = "match" if candidate.reason == GuessReason.SUFFIX_MATCH else "guess"
+    kind = {GuessReason.SUFFIX_MATCH: "match", GuessReason.TREE_PATH: "path"}.get(candidate.reason, "guess")
     return f"{kind} {candidate.lane + 1}", [f"{kind} token {k}" for k in range(len(candidate.tokens))]
 
 
@@ -256,6 +256,12 @@ def check_caption(trace: Trace, index: int) -> None:
         drafted = caption.plural(len(record.draft.tokens), "token")
         assert f"The draft model drafted {drafted}" in html
         assert (f"the target agreed with the first {winner.matched}" in html) == (winner is not None)
+        return
+    if trace.meta.method == Method.MEDUSA:
+        nodes = caption.plural(len(record.heads.tree), "node")
+        assert f"The heads' guesses filled a tree of {nodes}" in html
+        said = f"; path {winner.lane + 1} matched {caption.plural(winner.matched, 'token')}" if winner else "; path"
+        assert (said in html) == (winner is not None)
         return
     if trace.meta.method == Method.PROMPT_LOOKUP:
         said = f"match {winner.lane + 1} agreed for {caption.plural(winner.matched, 'token')}" if winner else "occur"

@@ -14,7 +14,7 @@ import plotly.io as pio
 from lookahead_core.records import BenchMethod, BenchReport, BenchResult, BenchSettings, BenchTotals
 
 from .markup import escape
-from .palette import BLUE, GREEN, GREY, ORANGE, PURPLE, SKY, VERMILLION
+from .palette import BLACK, BLUE, GREEN, GREY, ORANGE, PURPLE, SKY, VERMILLION
 from .timing import bench_rate, bench_rounds_words, bench_speedup, busy_words
 
 HUES = {
@@ -22,6 +22,7 @@ HUES = {
     BenchMethod.LOOKAHEAD: SKY,
     BenchMethod.PROMPT_LOOKUP: GREEN,
     BenchMethod.SPECULATIVE: PURPLE,
+    BenchMethod.MEDUSA: BLACK,
     BenchMethod.HF_GREEDY: GREY,
     BenchMethod.HF_PROMPT_LOOKUP: ORANGE,
     BenchMethod.HF_ASSISTED: VERMILLION,

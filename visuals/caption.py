@@ -45,13 +45,17 @@ def prefill_caption(trace: Trace, record: StepRecord) -> str:
 
 
 def guesses_clause(record: StepRecord, vocab: dict) -> str:
-    """Prompt lookup's matches or the draft's chain, and how far the winner matched."""
+    """Prompt lookup's matches, the draft's chain or the heads' tree, and how far the winner matched."""
     candidates = record.verification.candidates
     winner = winner_of(record)
     if record.draft is not None:
         drafted, passes = len(record.draft.tokens), plural(record.draft.forward_passes, "pass", "passes")
         clause = f"The draft model drafted {plural(drafted, 'token')} in {passes}"
         return clause + (f"; the target agreed with the first {winner.matched}" if winner else "; the first was wrong")
+    if record.heads is not None:
+        paths = plural(len(candidates), "path")
+        clause = f"The heads' guesses filled a tree of {plural(len(record.heads.tree), 'node')}: {paths} verified"
+        return clause + (f"; path {winner.lane + 1} matched {plural(winner.matched, 'token')}" if winner else "")
     if not candidates:
         return "The last tokens occur nowhere earlier in the text, so nothing was verified"
     clause = f"The last tokens occur earlier in the text: {plural(len(candidates), 'match', 'matches')} verified"

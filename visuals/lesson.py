@@ -1,4 +1,4 @@
-"""The guided lesson: lookahead decoding told in twelve short steps, on the shipped example runs.
+"""The guided lesson: lookahead decoding and its family told in thirteen short steps, on the shipped example runs.
 
 Each lesson step names a preset's example run, the step of it to show, and the panel the eye should
 land on. Its text states only what that recorded step shows: the figures in it are read from the
@@ -208,6 +208,8 @@ SUMMARY = {
     "date": says("recorded {}"),
 }
 
+MEDUSA_STEP = 2  # a step of the Medusa example where a head's guess was accepted
+
 LESSON: tuple[LessonStep, ...] = (
     LessonStep(
         "One pass, one token",
@@ -334,6 +336,19 @@ LESSON: tuple[LessonStep, ...] = (
         "verification",
         lambda run, index: run.trace.meta.method == Method.SPECULATIVE and accepted(run, index, 2),
         {"matched": MATCHED, "committed": COMMITTED},
+    ),
+    LessonStep(
+        "Heads instead of a draft model",
+        "**Medusa** gives the model small extra *heads*: each reads the model's own last hidden state and guesses "
+        "one token further ahead, and a tree of their top choices is checked in the next pass. No second model "
+        "runs. Here {matched} of the heads' guesses matched along one path of the tree. Medusa's own recipe "
+        "can also accept a guess that is merely *typical*; the lab does not, because that would change what the "
+        "model writes.",
+        "study-tips-medusa",
+        MEDUSA_STEP,
+        "pool",
+        lambda run, index: run.trace.meta.method == Method.MEDUSA and accepted(run, index),
+        {"matched": says("{} of the heads' guesses matched")},
     ),
     LessonStep(
         "Your turn",

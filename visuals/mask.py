@@ -48,6 +48,8 @@ def row_roles(record: StepRecord) -> list[tuple[str, str, str]]:
             roles.append(("lookahead", f"L{row.lane}:{row.index}", f"level {row.lane}"))
         elif row.branch == Branch.DRAFT:
             roles.append(("verification", f"D:{row.index}", "draft"))
+        elif row.branch == Branch.HEADS:
+            roles.append(("verification", f"H{row.index + 1}.{row.lane + 1}", "tree"))
         else:
             roles.append(("verification", f"G{row.lane + 1}:{row.index}", f"guess {row.lane + 1}"))
     return roles

@@ -49,7 +49,6 @@ NO_POOL = {
         "Prompt lookup keeps no n-gram pool: the prompt and the output so far are searched afresh every step."
     ),
     Method.SPECULATIVE: "Speculative decoding keeps no n-gram pool: its guesses come from the draft model.",
-    Method.MEDUSA: "Medusa keeps no n-gram pool: its guesses come from the heads, read off the last pass.",
 }
 
 
@@ -61,6 +60,8 @@ def method_settings(meta: TraceMeta) -> str:
         return f"match ≤{meta.lookup.ngram} tokens, propose {meta.lookup.tokens}"
     if meta.method == Method.SPECULATIVE and meta.draft is not None:
         return f"draft {meta.draft.model} ({meta.draft.dtype}), k={meta.draft.tokens}"
+    if meta.method == Method.MEDUSA and meta.medusa is not None:
+        return f"{meta.medusa.count} heads, a tree of {meta.medusa.tree_size} nodes"
     return ""
 
 
@@ -76,7 +77,8 @@ def candidate_kind(candidate: CandidateRecord) -> str:
     """What kind of path it is: a pool guess, a prompt match, the draft chain, a window trajectory."""
     if candidate.source == GuessSource.TRAJECTORY:
         return "trajectory"
-    return {GuessReason.DRAFT_MODEL: "draft chain", GuessReason.SUFFIX_MATCH: "match"}.get(candidate.reason, "guess")
+    kinds = {GuessReason.DRAFT_MODEL: "draft chain", GuessReason.SUFFIX_MATCH: "match", GuessReason.TREE_PATH: "path"}
+    return kinds.get(candidate.reason, "guess")
 
 
 def candidate_label(candidate: CandidateRecord) -> str:
@@ -89,6 +91,8 @@ def candidate_why(candidate: CandidateRecord) -> str:
     """Why the path was verified, in a sentence fragment."""
     if candidate.reason == GuessReason.DRAFT_MODEL:
         return "the draft model's own continuation, one draft pass per token"
+    if candidate.reason == GuessReason.TREE_PATH:
+        return "a root-to-leaf path of the heads' sparse tree: one head's choice per place, head 1's first"
     if candidate.reason == GuessReason.SUFFIX_MATCH:
         start = candidate.found_at - candidate.key_length
         return (

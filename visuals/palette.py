@@ -17,6 +17,7 @@ VERMILLION = "#D55E00"
 PURPLE = "#CC79A7"
 YELLOW = "#F0E442"
 GREY = "#9A9A9A"
+BLACK = "#000000"  # Okabe and Ito's eighth colour: Medusa in the race and the bench
 
 # kind -> (colour, label, what it means)
 KINDS: dict[str, tuple[str, str, str]] = {

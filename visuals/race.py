@@ -16,7 +16,7 @@ from lookahead_core.records import Method, RaceLane, RaceRecord
 from .caption import plural
 from .markup import escape, scroll_region
 from .methods import NAMES, SHORT_NAMES
-from .palette import BLUE, GREEN, GREY, PURPLE, SKY
+from .palette import BLACK, BLUE, GREEN, GREY, PURPLE, SKY
 from .plans import settings_words
 from .summary import stat, used_words
 from .timing import rate_words, times, timing_notes, verdict
@@ -26,7 +26,7 @@ HUES = {
     Method.LOOKAHEAD: SKY,
     Method.PROMPT_LOOKUP: GREEN,
     Method.SPECULATIVE: PURPLE,
-    Method.MEDUSA: GREY,
+    Method.MEDUSA: BLACK,
 }
 LAYOUT = {
     "template": "none",

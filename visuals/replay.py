@@ -12,6 +12,7 @@ import math
 from lookahead_core.records import Method, Run
 
 from .caption import caption_html
+from .heads import heads_html
 from .markup import escape
 from .mask import mask_html
 from .methods import no_pool_html, no_window_html
@@ -103,7 +104,13 @@ def panels(run: Run, index: int) -> dict[str, str]:
     drawers = {
         "caption": lambda: caption_html(trace, index),
         "window": lambda: window_html(record, vocab, settings.ngram) if lookahead else no_window_html(method),
-        "pool": lambda: pool_html(record, vocab, settings.guesses) if lookahead else no_pool_html(method),
+        "pool": lambda: (
+            pool_html(record, vocab, settings.guesses)
+            if lookahead
+            else heads_html(record, vocab)
+            if method == Method.MEDUSA
+            else no_pool_html(method)
+        ),
         "verification": lambda: verification_html(record, vocab),
         "output": lambda: output_html(trace, index),
         "mask": lambda: mask_html(record, vocab),

@@ -73,6 +73,9 @@ def speed_story(run: Run) -> str:
     if ours.meta.method == Method.SPECULATIVE:
         drafting = sum(r.draft.seconds for r in decode if r.draft is not None) / len(decode)
         story += f" Of each step, {drafting:.3f} s on average went to the draft model's passes."
+    if ours.meta.method == Method.MEDUSA:
+        heads = sum(r.heads.seconds for r in decode if r.heads is not None) / len(decode)
+        story += f" Of each step, {heads * 1000:.1f} ms on average went to the heads."
     if ours.meta.method == Method.LOOKAHEAD and all(r.window.warming_up for r in decode):
         story += " The run ended while the window was still warming up, before any n-gram was harvested."
     elif compression < 1.15:
