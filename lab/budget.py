@@ -29,7 +29,11 @@ from lookahead_core.request import DecodeRequest
 from lookahead_core.trace import WARM_UP_TOKENS, warm_up
 
 RUN_SECONDS = 30.0  # a Run: the method and greedy decoding, each warmed up
-RACE_SECONDS = 60.0  # a race: four methods, each warmed up
+RACE_SECONDS = 60.0  # a race: every method, each warmed up
+# The share of a request's time its decodings are not given: what no deadline check can stop (each decoding's
+# prefill and the step after it, priced as the prefill) is paid from it. Beside two CPU burners a race whose
+# last lanes started with their shares spent held the model 1.13x its time without it.
+RESERVE = 0.1
 PREFILL_SHARE = 0.5  # the prompt's prefills may take at most this share of a request's time
 # A prefill of a long prompt costs more than the curve's straight line (measured at a 256-token
 # context) says: attention grows with the square of its length.
@@ -73,10 +77,11 @@ class Prices:
 
 
 class Deadline:
-    """The time one request may hold the model, counted from its start and shared out among its decodings."""
+    """The time one request may hold the model, counted from its start and shared out among its decodings;
+    `reserve` (a fraction of `seconds`) is kept back from them, for what no check can stop."""
 
-    def __init__(self, seconds: float, clock: Callable[[], float] = time.perf_counter) -> None:
-        self.seconds = seconds
+    def __init__(self, seconds: float, clock: Callable[[], float] = time.perf_counter, reserve: float = 0.0) -> None:
+        self.seconds, self.reserve = seconds, reserve
         self._clock = clock
         self._started = clock()
 
@@ -84,7 +89,8 @@ class Deadline:
         return self._clock() - self._started
 
     def left(self) -> float:
-        return self.seconds - self.elapsed()
+        """The time left to share out: the request's time, less the reserve, less what has passed."""
+        return self.seconds * (1 - self.reserve) - self.elapsed()
 
     def passed(self, upcoming: float = 0.0) -> bool:
         """Whether the time is up, or would be after a step of `upcoming` seconds."""

@@ -79,7 +79,8 @@ def timed_lane(
     The clock runs only while a step runs, up to the device's sync: whatever the consumer does with
     a Progress is not charged to the method. The step figures leave out the prefill, which all
     methods share. `until` (a deadline) is asked before every step after the prefill, with the seconds
-    the last step took (what the next is expected to take): True stops the lane there, its lap partial.
+    the last step took (what the next is expected to take; after the prefill, the prefill's): True stops
+    the lane there, its lap partial.
     `learn` takes the step records at the end (the budget's prices).
     """
     method, max_new_tokens = request.method, request.max_new_tokens
@@ -88,7 +89,7 @@ def timed_lane(
     synchronize(lm.device)
     partial = False
     while True:
-        upcoming = records[-1].step_seconds if len(records) > 1 else 0.0  # the next step, as the last one
+        upcoming = records[-1].step_seconds if records else 0.0  # the next step, as the last (the prefill first)
         if records and records[-1].stop is None and until is not None and until(upcoming):
             partial = True
             break
@@ -186,8 +187,10 @@ def racing(
     reach = max(method_reach(m, config, lookup, draft, medusa) for m in methods)
     check_request(prompt_ids, max_new_tokens, lm.context_length, reach)  # before any warm-up is spent
     parts = len(methods) * (1 + planned_rounds)
+    warm = deadline.share(len(methods) + 1) if deadline is not None else None  # all warm-ups: one lane's share
     for part, method in enumerate(methods, 1):
-        yield from warming_up(lm, prompt_ids, request, [method], part, parts, **runtime(method))
+        if warm is None or not warm(0.0):  # past the warm-ups' share, the rest start cold
+            yield from warming_up(lm, prompt_ids, request, [method], part, parts, warm, **runtime(method))
     rounds: list[list[tuple[RaceLane, Lap]]] = []
     longest, cut = 0.0, False
     while not cut and (not rounds or another_round(deadline, len(rounds), longest)):

@@ -26,7 +26,7 @@ from lookahead_core.tuning import auto_settings, choose_settings
 
 from . import space
 from .access import access_from_environment
-from .budget import RACE_SECONDS, RUN_SECONDS, Deadline, Prices, check_budget
+from .budget import RACE_SECONDS, RESERVE, RUN_SECONDS, Deadline, Prices, check_budget
 from .holding import ModelHolder
 from .race import RACED, ROUNDS, raced, racing
 from .requests import MAX_NEW_TOKENS, InputError, ModelRequest
@@ -101,7 +101,7 @@ def record(request: ModelRequest) -> Iterator[Progress | tuple[Run, float]]:
     lm = held.lm
     auto_choice = auto_settings(lm) if d.auto and d.method == Method.LOOKAHEAD else None
     started = time.perf_counter()  # a model's first load and cost curve are not the request's: its time starts here
-    deadline = Deadline(RUN_SECONDS)
+    deadline = Deadline(RUN_SECONDS, reserve=RESERVE)
     prompt_ids = encode_prompt(lm.tokenizer, request.prompt, request.chat)
     within_budget(held.prices, prompt_ids, d, decodings=2, seconds=RUN_SECONDS)
     draft = held.draft(d.draft_tokens) if d.method == Method.SPECULATIVE else None
@@ -124,7 +124,7 @@ def timed_race(request: ModelRequest) -> Iterator[Progress | tuple[RaceRecord, f
     lm = held.lm
     costs = step_costs(lm)
     started = time.perf_counter()  # a model's first load and cost curve are not the request's: its time starts here
-    deadline = Deadline(RACE_SECONDS)
+    deadline = Deadline(RACE_SECONDS, reserve=RESERVE)
     prompt_ids = encode_prompt(lm.tokenizer, request.prompt, request.chat)
     auto_choice = choose_settings(costs) if d.auto else None
     medusa = held.medusa()

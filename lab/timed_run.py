@@ -55,7 +55,16 @@ def timed_run(
     watch = CpuWatch()
     parts = RUN_PARTS + len(methods) * (RUN_ROUNDS - 1)
     recording = recording_run(
-        lm, prompt_ids, request, prompt_text, auto, draft, until=deadline.shares(methods), parts=parts, medusa=medusa
+        lm,
+        prompt_ids,
+        request,
+        prompt_text,
+        auto,
+        draft,
+        until=deadline.shares(methods),
+        parts=parts,
+        medusa=medusa,
+        warm_until=deadline.share(len(methods) + 1),  # the warm-ups together: one share, as a decoding gets
     )
     run = None
     for item in recording:

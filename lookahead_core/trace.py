@@ -39,7 +39,6 @@ from .records import (
     Method,
     Progress,
     Run,
-    StepKind,
     StepRecord,
     StopReason,
     Summary,
@@ -129,12 +128,35 @@ def reported(steps: Iterator[StepRecord], part: int, parts: int, method: Method,
 
 
 def warming_up(
-    lm: LoadedModel, prompt_ids: list[int], request: DecodeRequest, methods, first_part: int, parts: int, **runtime
+    lm: LoadedModel,
+    prompt_ids: list[int],
+    request: DecodeRequest,
+    methods,
+    first_part: int,
+    parts: int,
+    until: Callable[[float], bool] | None = None,
+    **runtime,
 ):
-    """`warm_up`, one forward pass at a time: a Progress after each pass, the first numbered `first_part`."""
+    """`warm_up`, one forward pass at a time: a Progress after each pass, the first numbered `first_part`.
+
+    `until` (a deadline for all the warm-ups) is asked before every pass after a method's first, with the
+    seconds the last one took: True ends the warm-ups there (a warm-up is untimed, so one cut short only
+    warms less)."""
     for part, method in enumerate(methods, first_part):
         steps = decode_steps(lm, prompt_ids, replace(request, method=method, max_new_tokens=WARM_UP_TOKENS), **runtime)
+        if until is not None:
+            steps = stopping(steps, until)
         yield from reported(steps, part, parts, method, WARM_UP_TOKENS, warming_up=True)
+        if until is not None and until(0.0):
+            return
+
+
+def stopping(steps: Iterator[StepRecord], until: Callable[[float], bool]) -> Iterator[StepRecord]:
+    """`steps` until `until(the last step's seconds)` says True after a step."""
+    for record in steps:
+        yield record
+        if until(record.step_seconds):
+            return
 
 
 def warm_up(lm: LoadedModel, prompt_ids: list[int], request: DecodeRequest, methods, **runtime) -> None:
@@ -273,9 +295,9 @@ def tracing(
 
     With `auto` (the lab's resolution of the request's auto flag), lookahead runs its settings and a fresh
     planner of its kind, and the trace keeps the measured step costs that planner weighed. `until` (a
-    deadline) is asked before every step after the prefill, with the seconds the last decoding step took
-    (what the next is expected to take): once it says True, decoding stops there and the trace is partial,
-    its stop reason DEADLINE.
+    deadline) is asked before every step after the prefill, with the seconds the last step took (what the
+    next is expected to take; after the prefill, the prefill's): once it says True, decoding stops there
+    and the trace is partial, its stop reason DEADLINE.
     """
     method, sampling, lookup = request.method, request.sampling, request.lookup
     config = auto.config if auto is not None else request.lookahead
@@ -285,7 +307,7 @@ def tracing(
     for record in decode_steps(lm, prompt_ids, replace(request, lookahead=config), planner, draft, medusa):
         steps.append(record)
         yield record
-        upcoming = record.step_seconds if record.kind == StepKind.DECODE else 0.0  # the next step, as this one
+        upcoming = record.step_seconds  # the next step, as this one (the first, as the prefill)
         if record.stop is None and until is not None and until(upcoming):
             cut = True
             break
@@ -343,6 +365,7 @@ def recording_run(
     until: Callable[[Method, float], bool] | None = None,
     parts: int = RUN_PARTS,
     medusa: Medusa | None = None,
+    warm_until: Callable[[float], bool] | None = None,
 ) -> Iterator[Progress | Run]:
     """Both traces for one prompt, the request's method then plain decoding: a Progress after every forward
     pass (numbered out of `parts`, for a caller that decodes more afterwards), the Run last.
@@ -354,7 +377,8 @@ def recording_run(
     """
     method = request.method
     warming = replace(request, lookahead=auto.config) if auto is not None else request
-    yield from warming_up(lm, prompt_ids, warming, (method, Method.GREEDY), 1, parts, draft=draft, medusa=medusa)
+    methods = (method, Method.GREEDY)
+    yield from warming_up(lm, prompt_ids, warming, methods, 1, parts, warm_until, draft=draft, medusa=medusa)
 
     def deadline(of: Method) -> Callable[[float], bool] | None:
         return None if until is None else lambda upcoming: until(of, upcoming)

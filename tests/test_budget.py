@@ -120,3 +120,14 @@ def test_a_decoding_stops_before_a_step_that_would_end_past_its_share():
     assert not until(3.0)  # a 3 s step would end at 9 s: inside
     now[0] = 8.0
     assert until(3.0) and not until(1.0)  # ending at 11 s would overrun; a 1 s step still fits
+
+
+def test_a_reserve_is_kept_back_from_the_shares_for_what_no_check_can_stop():
+    """With a 10% reserve a 60 s race shares out 54 s: a lane that starts with its share spent still runs its
+    prefill and one step, and those are paid from the 6 s kept back (negative control: no reserve, no room)."""
+    now = [0.0]
+    kept = Deadline(60.0, clock=lambda: now[0], reserve=0.1)
+    bare = Deadline(60.0, clock=lambda: now[0])
+    now[0] = 54.0
+    assert kept.passed() and abs(kept.left()) < 1e-9 and not bare.passed()
+    assert kept.share(2)(0.1) and not bare.share(2)(0.1)

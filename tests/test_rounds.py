@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from lab.budget import Deadline
-from lab.race import ROUNDS, race
+from lab.race import ROUNDS, race, racing
 from lab.timed_run import RUN_ROUNDS, timed_run
 from lookahead_core.config import LookaheadConfig
 from lookahead_core.costs import StepCosts
@@ -121,3 +121,17 @@ def test_a_race_of_one_round_says_it_is_no_verdict(tiny_lm, slow_clock):
     result = race(tiny_lm, PROMPT, request, StepCosts.of(cost_table(0.1)), tiny_draft("llama"), deadline=deadline)
     assert result.timing.rounds == 1 and len(result.timing.leaders) == len(result.lanes)
     assert "Only one round fitted in the time" in race_html(result) and " won on " not in race_html(result)
+
+
+def test_the_warm_ups_stop_at_their_share_of_the_deadline(tiny_lm, slow_clock):
+    """Beside CPU burners the warm-ups (never timed) once took a 60 s race past 140 s: they now get one
+    decoding's share of the time, and the race still measures every method (negative control: without a
+    deadline every warm-up runs whole)."""
+    request = DecodeRequest(lookahead=LookaheadConfig(4, 3, 4), max_new_tokens=200)
+    costs = StepCosts.of(cost_table(0.1))
+    deadline = Deadline(1.0, clock=slow_clock)
+    *progress, result = racing(tiny_lm, PROMPT, request, costs, tiny_draft("llama"), deadline=deadline)
+    assert slow_clock.now <= 1.0 + PAUSE + 1e-9
+    assert all(lane.tokens[-1] > 0 for lane in result.lanes)
+    *untimed, _ = racing(tiny_lm, PROMPT, request, costs, tiny_draft("llama"))
+    assert sum(p.warming_up for p in progress) < sum(p.warming_up for p in untimed)
