@@ -2,9 +2,9 @@
 
 Usage: python scripts/bench_plot.py [--out assets/bench.png]
 Each docs/bench/*.json is a `python -m lab bench --json` report (or one written by
-scripts/gpu_check.py). The overview of the float32 reports is photographed with Debian's
-headless chromium into --out. (A full HTML report of one bench: `bench --html`; at about 5 MB with
-plotly.js inside, those are not kept in the repo.)
+scripts/gpu_check.py). The overview of the newest greedy float32 report of each set and machine is
+photographed with Debian's headless chromium into --out. (A full HTML report of one bench: `bench
+--html`; at about 5 MB with plotly.js inside, those are not kept in the repo.)
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from lookahead_core.models import DEFAULT_MODEL  # noqa: E402
 from lookahead_core.records import BenchReport  # noqa: E402
 from scripts.serving import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
 from visuals.bench import overview_figure  # noqa: E402
@@ -34,7 +35,9 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=ROOT / "assets" / "bench.png")
     args = parser.parse_args()
     reports = [BenchReport.from_json(path.read_text()) for path in sorted(BENCH.glob("*.json"))]
-    chosen = {label(r): r for r in reports if r.machine.dtype == "float32"}
+    greedy = [r for r in reports if r.machine.dtype == "float32" and r.settings.sampling is None]
+    newest_last = sorted((r for r in greedy if r.machine.model == DEFAULT_MODEL), key=lambda r: r.settings.ran_at)
+    chosen = {label(r): r for r in newest_last}  # per set and machine, the newest greedy float32 bench
     page_html = overview_figure(chosen).to_html(include_plotlyjs="inline", full_html=True)
     from playwright.sync_api import sync_playwright
 
