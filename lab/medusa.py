@@ -86,6 +86,7 @@ class TrainingRecord:
     loss: list[float]  # the weighted loss at every step, on its batch
     accuracy: list[HeadAccuracy]  # on the held-out prompts' answers
     seconds: float  # wall time over every invocation of the run: answers, hidden states, training, accuracy
+    spot_check: dict | None = None  # on the first SPOT_PROMPTS held-out prompts: what a re-measurement must find
 
 
 # ----------------------------------------------------------------------------------------------
@@ -223,6 +224,20 @@ def rank_accuracy(heads: MedusaHeads, model, data: Examples, batch: int = 256) -
     return (hits / counts.clamp(min=1)[:, None]).tolist()
 
 
+SPOT_PROMPTS = 3  # held-out prompts a later re-measurement answers again (tests/test_medusa_shipped.py)
+
+
+def spot_check(lm: LoadedModel, heads: MedusaHeads, prompts: list[list[int]], tokens: int) -> dict:
+    """Each head's top-1 accuracy on the model's answers to `prompts`, answered here in one batch: what a
+    re-measurement on the same prompts must find again."""
+    data = examples(lm.model, prompts, greedy_answers(lm, prompts, tokens), heads.heads)
+    return {
+        "prompts": len(prompts),
+        "positions": len(data),
+        "top1": [row[0] for row in rank_accuracy(heads, lm.model, data)],
+    }
+
+
 def summary_accuracy(accuracy: list[list[float]]) -> list[HeadAccuracy]:
     return [HeadAccuracy(head=k + 1, top1=a[0], top5=sum(a[:5])) for k, a in enumerate(accuracy)]
 
@@ -313,6 +328,7 @@ def train(
         loss=losses,
         accuracy=summary_accuracy(heads.accuracy),
         seconds=clock.seconds(),
+        spot_check=spot_check(lm, heads, prompts[cut:][:SPOT_PROMPTS], settings.answer_tokens) if kept else None,
     )
     clock.save()
     (folder / RECORD).write_text(json.dumps(asdict(record), indent=1) + "\n")
