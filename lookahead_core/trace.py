@@ -288,7 +288,7 @@ def tracing(
     prompt_text: str | None = None,
     auto: AutoSettings | None = None,
     draft: Draft | None = None,
-    until: Callable[[], bool] | None = None,
+    until: Callable[[float], bool] | None = None,
     medusa: Medusa | None = None,
 ) -> Generator[StepRecord, None, Trace]:
     """Decode once, yielding each step record as it is produced, and return the Trace that keeps them all.
