@@ -34,8 +34,8 @@ TreePath = tuple[int, ...]  # (i1, .., id): head 1's i1-th choice, then head 2's
 HEADER_KEY = "lookahead-lab.medusa"
 FORMAT = 1
 DEFAULT_HEADS = 4
-# Rows a step verifies beyond c. On a CPU a step's cost grows with its rows, so the tree is kept far
-# below Medusa's GPU trees (63 nodes); not yet tuned against trained heads' measured acceptance.
+# Rows a step verifies beyond c, when no step costs are given (make_medusa); the lab fits the size to the
+# measured costs instead (fitted_medusa).
 DEFAULT_TREE_SIZE = 16
 MAX_TREE_SIZE = 64  # the widest tree a fitted size may reach (Medusa's GPU trees have 63 nodes)
 
@@ -310,14 +310,14 @@ class MedusaProposer:
     def __init__(self, medusa: Medusa, model) -> None:
         self.medusa, self.model = medusa, model
         self.widths = tree_widths(medusa.tree)
+        self.paths = [list(path) for path in medusa.tree]  # the tree as each step's record keeps it
         self.record: HeadsRecord | None = None  # what the heads guessed for the last `propose`
 
     def propose(self, context: StepContext) -> Proposal:
         start = time.perf_counter()
         choices = self.medusa.heads.top_choices(self.model, context.hidden, self.widths)
         branch = tree_branch(self.medusa.tree, [head.tokens for head in choices])
-        tree = [list(path) for path in self.medusa.tree]
-        self.record = HeadsRecord(heads=choices, tree=tree, seconds=time.perf_counter() - start)
+        self.record = HeadsRecord(heads=choices, tree=self.paths, seconds=time.perf_counter() - start)
         return Proposal(None, [branch])
 
     def observe(self, outcome: Outcome) -> ProposerReport:

@@ -24,9 +24,11 @@ def accepted_path(record: StepRecord) -> tuple[int, ...]:
     return tuple(record.heads.tree[rows[-1] - first]) if rows else ()
 
 
-def choice_cell(record: StepRecord, vocab: dict, head: int, rank: int, token: int, chance: float) -> str:
-    """One choice: its token chip, its probability, and whether it was accepted, fed, or left out."""
-    path = accepted_path(record)
+def choice_cell(
+    record: StepRecord, path: tuple[int, ...], vocab: dict, head: int, rank: int, token: int, chance: float
+) -> str:
+    """One choice: its token chip, its probability, and whether it was accepted (on `path`, the accepted
+    path), fed, or left out."""
     used = any(len(p) >= head and p[head - 1] == rank for p in record.heads.tree)
     if len(path) >= head and path[head - 1] == rank:
         state, mark, kind = "accepted", "✓ accepted", "accepted"
@@ -48,18 +50,18 @@ def heads_html(record: StepRecord, vocab: dict[str, str]) -> str:
             '<p class="ll-empty">The heads read the hidden state of the row behind the current token: the first '
             "pass gives it, so their first guesses are verified from step 1.</p>"
         )
-    heads = record.heads
+    heads, path = record.heads, accepted_path(record)
     widest = max(len(h.tokens) for h in heads.heads)
     ranks = "".join(f'<th scope="col">choice {r + 1}</th>' for r in range(widest))
     rows = []
     for guesses in heads.heads:
         cells = "".join(
-            choice_cell(record, vocab, guesses.head, rank, token, chance)
+            choice_cell(record, path, vocab, guesses.head, rank, token, chance)
             for rank, (token, chance) in enumerate(zip(guesses.tokens, guesses.probabilities, strict=True))
         )
         place = "right after c" if guesses.head == 1 else f"{guesses.head} places after c"
         rows.append(f'<tr><th scope="row">head {guesses.head} <span class="ll-dim">({place})</span></th>{cells}</tr>')
-    accepted = len(accepted_path(record))
+    accepted = len(path)
     said = (
         f"{accepted} of the heads' guesses matched along one path of the tree"
         if accepted

@@ -208,8 +208,6 @@ SUMMARY = {
     "date": says("recorded {}"),
 }
 
-MEDUSA_STEP = 2  # a step of the Medusa example where a head's guess was accepted
-
 LESSON: tuple[LessonStep, ...] = (
     LessonStep(
         "One pass, one token",
@@ -345,7 +343,7 @@ LESSON: tuple[LessonStep, ...] = (
         "can also accept a guess that is merely *typical*; the lab does not, because that would change what the "
         "model writes.",
         "study-tips-medusa",
-        MEDUSA_STEP,
+        2,
         "pool",
         lambda run, index: run.trace.meta.method == Method.MEDUSA and accepted(run, index),
         {"matched": says("{} of the heads' guesses matched")},
