@@ -1,7 +1,8 @@
 """The benchmark: plain decoding, the guessing methods and their transformers peers on the same prompts, in one process.
 
 Methods of this engine: `greedy`, `lookahead`, `prompt-lookup`, `speculative` (a draft model), `medusa`
-(heads trained for the model, with a sparse tree sized from the measured step costs).
+(heads trained for the model, with a sparse tree sized from the measured step costs) and `eagle`
+(speculative decoding with an EAGLE layer, trained for the model, as its draft).
 Peers, what a user would otherwise run: `hf-greedy` (`model.generate(do_sample=False)`),
 `hf-prompt-lookup` (`generate(prompt_lookup_num_tokens=10)`) and `hf-assisted`
 (`generate(assistant_model=...)` with the same draft as `speculative`, at transformers' own
@@ -135,13 +136,19 @@ def run_generate(
 @dataclass(frozen=True)
 class MethodSetup:
     """What the guessing methods of a bench run take: lookahead's W, N, G (or auto settings), prompt lookup's
-    settings, the draft, and Medusa's heads with their tree."""
+    settings, the draft, Medusa's heads with their tree, and the EAGLE entrant's draft (an EAGLE layer)."""
 
     config: LookaheadConfig
     auto: AutoSettings | None = None
     lookup: LookupConfig = PROMPT_LOOKUP
     draft: Draft | None = None
     medusa: Medusa | None = None
+    eagle: Draft | None = None
+
+    def entrant(self, method: BenchMethod) -> MethodSetup:
+        """The setup `method` runs with: the EAGLE entrant is speculative decoding with the EAGLE layer as its
+        draft."""
+        return replace(self, draft=self.eagle) if method == BenchMethod.EAGLE else self
 
 
 def run_engine(
@@ -183,7 +190,7 @@ def run_method(
         return run_generate(lm, prompt_ids, max_new_tokens, sampling, prompt_lookup_num_tokens=PROMPT_LOOKUP_TOKENS)
     if method == BenchMethod.HF_ASSISTED:
         return run_generate(lm, prompt_ids, max_new_tokens, sampling, assistant_model=setup.draft.model)
-    return run_engine(lm, prompt_ids, method.method, setup, max_new_tokens, sampling)
+    return run_engine(lm, prompt_ids, method.method, setup.entrant(method), max_new_tokens, sampling)
 
 
 def check_methods(names: list[str]) -> list[BenchMethod]:
@@ -284,7 +291,7 @@ def encoded_prompts(
     encoded = [encode_prompt(lm.tokenizer, p["prompt"], p["chat"]) for p in prompts]
     reach = max(
         (
-            method_reach(m.method, setup.config, setup.lookup, setup.draft, setup.medusa)
+            method_reach(m.method, setup.config, setup.lookup, setup.entrant(m).draft, setup.medusa)
             for m in methods
             if m.method is not None
         ),
@@ -321,6 +328,8 @@ def run_bench(
         raise ValueError(f"{', '.join(m for m in methods if m in NEEDS_DRAFT)} need a draft model")
     if BenchMethod.MEDUSA in methods and setup.medusa is None:
         raise ValueError("medusa needs heads trained for this model (--heads PATH)")
+    if BenchMethod.EAGLE in methods and setup.eagle is None:
+        raise ValueError("eagle needs an EAGLE layer trained for this model (--eagle PATH)")
     if setup.auto is not None:
         setup = replace(setup, config=setup.auto.config)
     encoded = encoded_prompts(lm, prompts, methods, setup, max_new_tokens)
@@ -373,6 +382,7 @@ def run_bench(
             prompt_lookup=LookupSettings(ngram=lookup.ngram, tokens=lookup.tokens, candidates=lookup.candidates),
             draft=setup.draft.settings() if setup.draft is not None else None,
             medusa=setup.medusa.settings() if BenchMethod.MEDUSA in methods else None,
+            eagle=setup.eagle.settings() if BenchMethod.EAGLE in methods else None,
             prompt_lookup_num_tokens=PROMPT_LOOKUP_TOKENS,
             ran_at=time.strftime("%Y-%m-%dT%H:%M:%S"),
             repeats=repeats,

@@ -23,7 +23,8 @@ from tqdm import tqdm
 
 from lookahead_core.config import LookaheadConfig, LookupConfig, SettingsError, check_draft_tokens
 from lookahead_core.decoding import DecodingError
-from lookahead_core.draft import DEFAULT_DRAFT, DEFAULT_DRAFT_TOKENS, SELF_DRAFTS, make_draft
+from lookahead_core.draft import DEFAULT_DRAFT, DEFAULT_DRAFT_TOKENS, SELF_DRAFTS, Draft
+from lookahead_core.eagle import EAGLE
 from lookahead_core.models import ModelLoadError, encode_prompt, load_model, unicode_problem
 from lookahead_core.records import BenchMethod, BenchReport, Method
 from lookahead_core.request import DecodeRequest
@@ -35,7 +36,7 @@ from visuals.timing import bench_rate, bench_rounds_words, bench_speedup, busy_w
 
 from .bench import METHODS, REPEATS, MethodSetup, check_methods, check_repeats, needs_draft, run_bench
 from .datasets import load_prompts, read_prompts_file
-from .heads import NoHeads, medusa_for
+from .heads import NoHeads, draft_for, eagle_for, medusa_for
 
 
 def add_model_options(command: argparse.ArgumentParser) -> None:
@@ -75,8 +76,9 @@ def add_method_options(command: argparse.ArgumentParser) -> None:
     command.add_argument(
         "--draft-model",
         default=DEFAULT_DRAFT,
-        metavar="ID|" + "|".join(SELF_DRAFTS),
-        help="speculative decoding's draft: a copy of the target, or a hub id / folder with the same tokenizer",
+        metavar="ID|" + "|".join((*SELF_DRAFTS, EAGLE)),
+        help="speculative decoding's draft: a copy of the target, an EAGLE layer on the target's own features "
+        "(eagle), or a hub id / folder with the same tokenizer",
     )
     command.add_argument(
         "--draft-tokens", type=int, default=DEFAULT_DRAFT_TOKENS, metavar="K", help="tokens drafted per step"
@@ -96,6 +98,12 @@ def add_method_options(command: argparse.ArgumentParser) -> None:
         metavar="PATH",
         help="Medusa heads trained for this model (default: the shipped heads, for the embedded model; "
         "python -m lab.medusa train writes others)",
+    )
+    command.add_argument(
+        "--eagle",
+        metavar="PATH",
+        help="the EAGLE layer of --draft-model eagle and of the bench's eagle entrant (default: the shipped layer, "
+        "for the embedded model; python -m lab.eagle train writes others)",
     )
 
 
@@ -181,7 +189,7 @@ def generate(args: argparse.Namespace) -> None:
     lm = load_model(args.model, device=args.device, dtype=args.dtype, trust_remote_code=args.trust_remote_code)
     lookahead, speculative = method == Method.LOOKAHEAD, method == Method.SPECULATIVE
     config, auto = chosen_settings(asked, lm) if lookahead else (asked or LookaheadConfig(), None)
-    draft = make_draft(lm, args.draft_model, args.draft_tokens) if speculative else None
+    draft = draft_for(lm, args.draft_model, args.draft_tokens, args.eagle) if speculative else None
     medusa = medusa_for(lm, args.heads) if method == Method.MEDUSA else None
     for index, item in enumerate(prompts):
         prompt_ids = encode_prompt(lm.tokenizer, item["prompt"], args.chat)
@@ -254,6 +262,20 @@ def bench_medusa(lm, args: argparse.Namespace, methods: list[BenchMethod]):
         return None
 
 
+def bench_eagle(lm, args: argparse.Namespace, methods: list[BenchMethod]) -> Draft | None:
+    """The bench's EAGLE draft (see lab.heads.eagle_for), or None when it does not run: not asked for, or left out
+    of the default methods because no layer ships for this model (said on stderr). Asked for by name, it must run."""
+    if BenchMethod.EAGLE not in methods:
+        return None
+    try:
+        return eagle_for(lm, args.draft_tokens, args.eagle)
+    except NoHeads as missing:
+        if args.methods != ",".join(METHODS):
+            raise
+        print(f"note: eagle left out: {missing}", file=sys.stderr)
+        return None
+
+
 def bench(args: argparse.Namespace) -> None:
     methods = check_methods([m.strip() for m in args.methods.split(",") if m.strip()])
     asked, sampling, lookup = asked_settings(args), asked_sampling(args), asked_lookup(args)
@@ -268,11 +290,14 @@ def bench(args: argparse.Namespace) -> None:
         raise ValueError(f"no prompts in {args.dataset}")
     lm = load_model(args.model, device=args.device, dtype=args.dtype, trust_remote_code=args.trust_remote_code)
     config, auto = chosen_settings(asked, lm)
-    draft = make_draft(lm, args.draft_model, args.draft_tokens) if needs_draft(methods) else None
+    draft = draft_for(lm, args.draft_model, args.draft_tokens, args.eagle) if needs_draft(methods) else None
     medusa = bench_medusa(lm, args, methods)
     if medusa is None and BenchMethod.MEDUSA in methods:
         methods.remove(BenchMethod.MEDUSA)
-    setup = MethodSetup(config, auto, lookup, draft, medusa)
+    eagle = bench_eagle(lm, args, methods)
+    if eagle is None and BenchMethod.EAGLE in methods:
+        methods.remove(BenchMethod.EAGLE)
+    setup = MethodSetup(config, auto, lookup, draft, medusa, eagle)
     with tqdm(total=len(prompts) * len(methods) * args.repeats, unit="run", file=sys.stderr) as bar:
 
         def progress(done: int, total: int, label: str) -> None:

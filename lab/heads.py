@@ -1,8 +1,9 @@
-"""The Medusa heads the lab ships, and the Medusa a run decodes with: heads for the model, with the sparse
-tree that pays best on this hardware.
+"""The Medusa heads and the EAGLE layer the lab ships, and what a run decodes with: heads for the model with
+the sparse tree that pays best on this hardware, and speculative decoding's draft, a model or an EAGLE layer.
 
-The shipped heads were trained here for the embedded SmolLM2-135M-Instruct (python -m lab.medusa train,
-their record beside them in assets/heads/). Any other model needs heads trained for it (--heads PATH).
+The shipped heads and layer were trained here for the embedded SmolLM2-135M-Instruct (python -m lab.medusa
+train, python -m lab.eagle train; their records beside them in assets/heads/). Any other model needs its
+own (--heads PATH, --eagle PATH).
 """
 
 from __future__ import annotations
@@ -10,6 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from lookahead_core.costs import step_costs
+from lookahead_core.draft import DEFAULT_DRAFT_TOKENS, Draft, make_draft
+from lookahead_core.eagle import EAGLE, load_eagle
 from lookahead_core.medusa import Medusa, fitted_medusa, load_heads
 from lookahead_core.models import DEFAULT_MODEL, LoadedModel
 
@@ -17,6 +20,8 @@ SHIPPED = Path(__file__).resolve().parent.parent / "assets" / "heads"
 SHIPPED_HEADS = SHIPPED / f"{DEFAULT_MODEL}.safetensors"
 SHIPPED_RECORD = SHIPPED / f"{DEFAULT_MODEL}.training.json"
 SHIPPED_LABEL = "the lab's heads"
+SHIPPED_EAGLE = SHIPPED / f"{DEFAULT_MODEL}.eagle.safetensors"
+SHIPPED_EAGLE_RECORD = SHIPPED / f"{DEFAULT_MODEL}.eagle.training.json"
 
 
 class NoHeads(ValueError):
@@ -36,3 +41,22 @@ def medusa_for(lm: LoadedModel, path: str | Path | None = None) -> Medusa:
     else:
         heads = load_heads(path, lm.model, lm.name)
     return fitted_medusa(heads, step_costs(lm).fitted_relative)
+
+
+def eagle_for(lm: LoadedModel, tokens: int = DEFAULT_DRAFT_TOKENS, path: str | Path | None = None) -> Draft:
+    """Speculative decoding's draft for `lm` as an EAGLE layer drafting `tokens` per step: the layer at `path`
+    (default: the shipped one, for the embedded model only). NoHeads when none is given and none ships for
+    `lm`; MedusaError (one line) for a layer trained for another model."""
+    if path is None:
+        if lm.name != DEFAULT_MODEL or not SHIPPED_EAGLE.exists():
+            raise NoHeads(
+                f"EAGLE needs a layer trained for {lm.name}: none ships for it (train one: python -m lab.eagle train)"
+            )
+        path = SHIPPED_EAGLE
+    return Draft(load_eagle(path, lm.model, lm.name), EAGLE, tokens)
+
+
+def draft_for(lm: LoadedModel, name: str, tokens: int = DEFAULT_DRAFT_TOKENS, eagle: str | Path | None = None) -> Draft:
+    """The draft called `name`: "eagle" for an EAGLE layer (eagle_for, the layer at `eagle` or the shipped
+    one), else a draft model (make_draft)."""
+    return eagle_for(lm, tokens, eagle) if name == EAGLE else make_draft(lm, name, tokens)

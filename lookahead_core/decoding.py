@@ -21,6 +21,7 @@ import torch
 from .attention import AttentionPlan, attention_plan, sliding_view
 from .config import LookaheadConfig, LookupConfig
 from .draft import Draft, DraftProposer
+from .eagle import EagleLayer, EagleProposer
 from .forward import Pass, decode_one_token, forward_tree, keep_rows, output_device, prefill
 from .layout import CURRENT, StepLayout, tree_layout
 from .lookup import PromptLookupProposer
@@ -187,7 +188,7 @@ class GuessingDecoder:
 
     `make_proposer(sequence)` builds the method's proposer once the prefill has committed the
     first token; `method` names the records. With `keep_hidden`, each pass also keeps its rows' last
-    hidden states, and each step's context holds the one behind c (Medusa's heads read it). Raises
+    hidden states, and each step's context holds those of the positions the last pass committed. Raises
     UnsupportedModel (attention.py) at once for a model whose attention cannot take a token tree's masks.
     """
 
@@ -204,7 +205,7 @@ class GuessingDecoder:
         keep_hidden: bool = False,
     ):
         self.model, self.method, self.max_new_tokens, self.eos_ids = model, method, max_new_tokens, eos_ids
-        self.keep_hidden, self.hidden = keep_hidden, None
+        self.keep_hidden, self.fresh = keep_hidden, None
         self.attention = attention_plan(model.config)
         self.make_proposer = make_proposer
         self.planner = planner or FullPlanner()
@@ -218,7 +219,7 @@ class GuessingDecoder:
         """Step 0: run the prompt, commit the first token, start the proposer from the prompt."""
         start = time.perf_counter()
         self.cache, result = prefill(self.model, self.prompt_ids, self.keep_hidden)
-        self.hidden = result.hidden[-1] if self.keep_hidden else None
+        self.fresh = result.hidden if self.keep_hidden else None
         token = next_token(result, self.sampling, self.generator)
         committed, self.stop = commit([token], self.max_new_tokens, self.eos_ids)
         self.sequence = self.prompt_ids + committed
@@ -238,7 +239,7 @@ class GuessingDecoder:
         start = time.perf_counter()
         self.step_index += 1
         position = len(self.sequence) - 1
-        proposal = self.proposer.propose(StepContext(self.sequence, self.step_index, self.hidden))
+        proposal = self.proposer.propose(StepContext(self.sequence, self.step_index, self.fresh))
         plan = self.planner.plan(proposal)
         fed = lay_out(self.sequence[-1], proposal, plan)
         result = forward_tree(self.model, self.cache, fed.tokens, fed.layout, self.attention, self.keep_hidden)
@@ -246,7 +247,8 @@ class GuessingDecoder:
         winner = fed.candidates[verification.winner] if verification.accepted else None
         committed = self.commit(verification.block, winner)
         if self.keep_hidden:
-            self.hidden = result.hidden[winner.rows[verification.accepted - 1] if winner is not None else 0]
+            accepted = winner.rows[: verification.accepted] if winner is not None else ()
+            self.fresh = result.hidden[[0, *accepted]]
         argmax = result.argmax
         window_argmax = [argmax[0], *(argmax[r] for r in fed.window_rows)] if plan.feed_window else []
         outcome = Outcome(self.sequence, self.step_index, plan.feed_window, window_argmax, verification)
@@ -342,15 +344,20 @@ def speculative_steps(
     eos_ids: frozenset[int],
     sampling: SamplingConfig = GREEDY,
 ) -> Iterator[StepRecord]:
-    """Speculative decoding with a draft model: greedy output equals greedy decoding's; sampled, the
-    speculative sampling rule with the draft's q keeps the distribution of ordinary sampling."""
+    """Speculative decoding with a draft model, or an EAGLE layer reading the model's own features (kept
+    from each pass): greedy output equals greedy decoding's; sampled, the speculative sampling rule with
+    the draft's q keeps the distribution of ordinary sampling."""
     vocabulary = model.get_output_embeddings().weight.shape[0]
+    features = isinstance(draft.model, EagleLayer)
 
-    def drafter(sequence: list[int]) -> DraftProposer:
+    def drafter(sequence: list[int]) -> DraftProposer | EagleProposer:
+        if features:
+            return EagleProposer(draft, model, sampling)
         return DraftProposer(draft, sequence, vocabulary, sampling)
 
     method = Method.SPECULATIVE
-    return GuessingDecoder(model, prompt_ids, method, drafter, max_new_tokens, eos_ids, None, sampling).steps()
+    decoder = GuessingDecoder(model, prompt_ids, method, drafter, max_new_tokens, eos_ids, None, sampling, features)
+    return decoder.steps()
 
 
 def medusa_steps(

@@ -105,6 +105,18 @@ def draft_chain(tokens: list[int], probabilities_: list[float], distributions) -
     return chain_branch(candidate, Branch.DRAFT)
 
 
+def draft_token(logits: torch.Tensor, sampling: SamplingConfig, generator) -> tuple[int, float, torch.Tensor | None]:
+    """A draft's next token from its logits (1 x vocab), its probability under the draft, and q over the
+    vocabulary (sampled only): the argmax when greedy, else a draw from q warped like the target's P."""
+    if sampling.is_greedy:
+        q = torch.softmax(logits[0].float(), dim=-1)
+        token = int(q.argmax())
+        return token, float(q[token]), None
+    q = probabilities(logits, sampling)[0]
+    token = draw(q, generator)
+    return token, float(q[token]), q
+
+
 class DraftProposer:
     """Drafts up to k tokens after c with the draft model; keeps the draft's cache in step with the sequence.
 
@@ -127,7 +139,7 @@ class DraftProposer:
         feed, tokens, chances, rows = context.sequence[self.cached :], [], [], []
         while len(tokens) < self.draft.tokens:
             logits = fit_vocabulary(extend(self.draft.model, self.cache, feed).logits[-1:], self.vocabulary)
-            token, chance, q = self.next_draft(logits)
+            token, chance, q = draft_token(logits, self.sampling, self.generator)
             tokens.append(token)
             chances.append(chance)
             rows.append(q)
@@ -139,16 +151,6 @@ class DraftProposer:
         distributions = None if self.sampling.is_greedy else torch.stack(rows)
         self.record = DraftRecord(tokens=list(tokens), forward_passes=len(tokens), seconds=time.perf_counter() - start)
         return Proposal(None, [draft_chain(tokens, chances, distributions)])
-
-    def next_draft(self, logits: torch.Tensor) -> tuple[int, float, torch.Tensor | None]:
-        """The draft's next token, its probability under the draft, and q over the vocabulary (sampled only)."""
-        if self.sampling.is_greedy:
-            q = torch.softmax(logits[0].float(), dim=-1)
-            token = int(q.argmax())
-            return token, float(q[token]), None
-        q = probabilities(logits, self.sampling)[0]
-        token = draw(q, self.generator)
-        return token, float(q[token]), q
 
     def observe(self, outcome: Outcome) -> ProposerReport:
         """Keep in the draft's cache the committed prefix and the drafted tokens that were committed."""

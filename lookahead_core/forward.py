@@ -73,24 +73,24 @@ class Pass:
     argmax: list[int]
     logits: torch.Tensor
     seconds: float
-    hidden: torch.Tensor | None = None  # (rows x d) the final layer's normed output, only when asked for
+    hidden: torch.Tensor | None = None  # (fed rows x d) the final layer's normed output, only when asked for
 
 
 @torch.inference_mode()
 def run_rows(
     model, last_only: bool = False, hidden: bool = False, **inputs
 ) -> tuple[list[int], torch.Tensor, torch.Tensor | None]:
-    """The argmax and logits of each fed row (or of the last one), and their last hidden states when
-    `hidden`: one forward pass of the model."""
+    """The argmax and logits of each fed row (or of the last one), and, when `hidden`, the last hidden
+    states of every fed row (even with `last_only`): one forward pass of the model."""
     head = plain_head(model)
     if head is None:
         out = model(**inputs, logits_to_keep=1 if last_only else 0, output_hidden_states=hidden)
         logits = out.logits[0]
-        states = out.hidden_states[-1][0, -logits.shape[0] :] if hidden else None
+        states = out.hidden_states[-1][0] if hidden else None
         return logits.argmax(dim=-1).tolist(), logits, states
-    states = model.base_model(**inputs).last_hidden_state[0]
-    states = (states[-1:] if last_only else states).to(head.weight.device)
-    scores = head.weight @ states.T  # (vocab, rows): the matrix-vector shape CPU kernels run fastest
+    states = model.base_model(**inputs).last_hidden_state[0].to(head.weight.device)
+    scored = states[-1:] if last_only else states
+    scores = head.weight @ scored.T  # (vocab, rows): the matrix-vector shape CPU kernels run fastest
     if head.bias is not None:
         scores += head.bias[:, None]
     return scores.argmax(dim=0).tolist(), scores.T, states if hidden else None
@@ -106,7 +106,7 @@ def timed(model, last_only: bool = False, hidden: bool = False, **inputs) -> Pas
 
 def extend(model, cache: DynamicCache, tokens: list[int], hidden: bool = False) -> Pass:
     """Feed `tokens` after the cached prefix, in order; the pass holds the last row's argmax and logits
-    (and its last hidden state when `hidden`)."""
+    (and every fed row's last hidden state when `hidden`)."""
     input_ids = torch.tensor([tokens], device=model.device)
     return timed(model, last_only=True, hidden=hidden, input_ids=input_ids, past_key_values=cache, use_cache=True)
 

@@ -98,13 +98,20 @@ class Proposal:
 class StepContext:
     """What a proposer may read before a step: the committed sequence (prompt first) and the step number.
 
-    `hidden` is the last hidden state (d,) of the row whose prediction is c, from the pass that made it
-    (Medusa's heads read it); None unless the decoder was asked to keep hidden states.
+    `fresh_hidden` (m x d) holds the last hidden states of the m committed positions the last pass ran
+    (the prompt, after the prefill; c's row and the accepted rows, after a step): the positions
+    len(sequence) - 1 - m .. len(sequence) - 2, the last of them the row whose prediction is c (Medusa's
+    heads read it; an EAGLE draft reads them all). None unless the decoder was asked to keep hidden states.
     """
 
     sequence: list[int]
     step: int
-    hidden: object = None  # torch.Tensor | None
+    fresh_hidden: object = None  # torch.Tensor | None
+
+    @property
+    def hidden(self):
+        """The last hidden state (d,) of the row whose prediction is c (None without hidden states)."""
+        return None if self.fresh_hidden is None else self.fresh_hidden[-1]
 
 
 @dataclass

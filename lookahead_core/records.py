@@ -17,11 +17,12 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 # Older versions whose records read as this one: each only added facts with defaults. Version 4 added
 # the sliding-window masks (a version 3 record is one of a model with no sliding layer); version 5 the
-# repeated timings of a Run and a race (a version 4 record timed each method once, and says so).
-UPGRADABLE = {3, 4, 5}
+# repeated timings of a Run and a race (a version 4 record timed each method once, and says so); version 6
+# Medusa's heads; version 7 the bench's EAGLE entrant and its layer (a version 6 bench ran none).
+UPGRADABLE = {3, 4, 5, 6}
 
 
 class SchemaError(ValueError):
@@ -51,6 +52,7 @@ class BenchMethod(enum.StrEnum):
     PROMPT_LOOKUP = "prompt-lookup"
     SPECULATIVE = "speculative"
     MEDUSA = "medusa"
+    EAGLE = "eagle"  # speculative decoding with an EAGLE layer on the model's own features as its draft
     HF_GREEDY = "hf-greedy"  # generate(do_sample=False), or sampled with the same P
     HF_PROMPT_LOOKUP = "hf-prompt-lookup"  # generate(prompt_lookup_num_tokens=...)
     HF_ASSISTED = "hf-assisted"  # generate(assistant_model=...) with the speculative method's draft
@@ -58,6 +60,8 @@ class BenchMethod(enum.StrEnum):
     @property
     def method(self) -> Method | None:
         """This engine's method that the entrant runs; None for a peer."""
+        if self == BenchMethod.EAGLE:
+            return Method.SPECULATIVE
         return next((method for method in Method if method.value == self.value), None)
 
 
@@ -793,6 +797,7 @@ class BenchSettings:
     auto_why: str | None = None
     repeats: int | None = None  # interleaved rounds per prompt; None: a report from before rounds (timed once)
     medusa: MedusaSettings | None = None  # Medusa's heads and tree, when it ran
+    eagle: DraftSettings | None = None  # the EAGLE entrant's layer (its name) and k, when it ran
 
 
 @dataclass(kw_only=True)

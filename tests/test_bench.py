@@ -18,6 +18,7 @@ from lab import bench as bench_module
 from lab.bench import METHODS, Timed, check_methods
 from lab.cli import main, summary_table
 from lookahead_core import costs as cost_module
+from lookahead_core.eagle import eagle_for, save_eagle
 from lookahead_core.medusa import heads_for, save_heads
 from lookahead_core.records import (
     BenchMethod,
@@ -79,6 +80,7 @@ def tiny_folder(tmp_path_factory):
     model.save_pretrained(folder)
     char_tokenizer().save_pretrained(folder)
     save_heads(heads_for(model, str(folder)), folder / "heads.safetensors")  # untrained: they guess the model's row
+    save_eagle(eagle_for(model, str(folder)), folder / "eagle.safetensors")  # untrained: exact all the same
     prompts = folder / "prompts.jsonl"
     lines = [
         {"id": "loop", "prompt": "for i in range(10):\n    for j in range(10):\n        print(i, j)\n"},
@@ -100,12 +102,26 @@ def bench(folder, tmp_path, *extra) -> BenchReport:
 
 def test_bench_runs_every_method_end_to_end(tiny_folder, tmp_path, capsys):
     html = tmp_path / "report.html"
-    heads = str(tiny_folder / "heads.safetensors")
+    heads, eagle = str(tiny_folder / "heads.safetensors"), str(tiny_folder / "eagle.safetensors")
     report = bench(
-        tiny_folder, tmp_path, "--window", "3", "--ngram", "4", "--guesses", "3", "--html", str(html), "--heads", heads
+        tiny_folder,
+        tmp_path,
+        "--window",
+        "3",
+        "--ngram",
+        "4",
+        "--guesses",
+        "3",
+        "--html",
+        str(html),
+        "--heads",
+        heads,
+        "--eagle",
+        eagle,
     )
     assert list(report.summary) == list(METHODS) == list(BenchMethod)
     assert report.settings.medusa.heads == "heads.safetensors" and report.settings.medusa.tree_size >= 1
+    assert report.settings.eagle.model == "eagle" and report.settings.draft.model == "bf16-self"
     for method, row in report.summary.items():
         assert row.prompts == 2 and row.exact == 2, method
     assert report.settings.baseline == BenchMethod.HF_GREEDY
@@ -121,7 +137,10 @@ def test_bench_runs_every_method_end_to_end(tiny_folder, tmp_path, capsys):
 def test_without_heads_for_the_model_the_bench_leaves_medusa_out_unless_it_is_asked_for(tiny_folder, tmp_path, capsys):
     report = bench(tiny_folder, tmp_path)  # every method by default
     assert BenchMethod.MEDUSA not in report.summary and report.settings.medusa is None
-    assert "note: medusa left out: Medusa needs heads trained for" in capsys.readouterr().err
+    assert BenchMethod.EAGLE not in report.summary and report.settings.eagle is None
+    notes = capsys.readouterr().err
+    assert "note: medusa left out: Medusa needs heads trained for" in notes
+    assert "note: eagle left out: EAGLE needs a layer trained for" in notes
     args = [
         "bench",
         "--dataset",
@@ -235,7 +254,8 @@ def test_the_summary_of_a_report_from_before_rounds_says_it_was_timed_once():
 
 def test_bench_methods_are_the_engine_methods_and_the_peers():
     assert {m.method for m in BenchMethod} == {*Method, None}
-    assert all(m.method.value == m.value for m in BenchMethod if m.method is not None)
+    assert all(m.method.value == m.value for m in BenchMethod if m.method is not None and m != BenchMethod.EAGLE)
+    assert BenchMethod.EAGLE.method == Method.SPECULATIVE  # with the EAGLE layer as its draft
     assert [m for m in BenchMethod if m.method is None] == ["hf-greedy", "hf-prompt-lookup", "hf-assisted"]
     assert check_methods(["lookahead", "hf-greedy"]) == [BenchMethod.LOOKAHEAD, BenchMethod.HF_GREEDY]
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from lab.heads import eagle_for
 from lookahead_core.config import LookaheadConfig
 from lookahead_core.decoding import DecodingError
 from lookahead_core.draft import make_draft
@@ -132,6 +133,16 @@ def test_prompt_lookup_and_speculative_equal_hf_greedy_in_float32(default_model,
     assert summarize(steps).new_token_ids == reference(default_model, name)
     if method == Method.SPECULATIVE:  # the copy agrees with the model almost everywhere
         assert summarize(steps).tokens_per_step > 2.0
+
+
+@pytest.mark.parametrize("name", ["code-humaneval", "chat-health"])
+def test_the_shipped_eagle_layer_drafts_exactly_in_float32(default_model, name):
+    """Speculative decoding with the shipped EAGLE layer as its draft: exact, and some drafts accepted."""
+    ids = prompt_ids(default_model, name)
+    request = DecodeRequest(method=Method.SPECULATIVE, max_new_tokens=MAX_NEW_TOKENS)
+    steps = list(decode_steps(default_model, ids, request, draft=eagle_for(default_model)))
+    assert summarize(steps).new_token_ids == reference(default_model, name)
+    assert all(s.draft is not None for s in steps[1:]) and sum(s.verification.accepted for s in steps[1:]) > 0
 
 
 def test_greedy_decoder_equals_hf_greedy(default_model):

@@ -16,7 +16,10 @@ def ignored_under(folder: str) -> list[str]:
     """The files under `folder` that exist here but that git ignores (never committed, so absent from a clone)."""
     listing = subprocess.run(
         ["git", "ls-files", "--others", "--ignored", "--exclude-standard", "--", folder],
-        cwd=ROOT, capture_output=True, text=True, check=True,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
     )
     return [line for line in listing.stdout.splitlines() if "__pycache__" not in line]
 

@@ -23,10 +23,13 @@ HUES = {
     BenchMethod.PROMPT_LOOKUP: GREEN,
     BenchMethod.SPECULATIVE: PURPLE,
     BenchMethod.MEDUSA: BLACK,
+    BenchMethod.EAGLE: PURPLE,  # speculative decoding too, its draft an EAGLE layer: hatched (PATTERNS)
     BenchMethod.HF_GREEDY: GREY,
     BenchMethod.HF_PROMPT_LOOKUP: ORANGE,
     BenchMethod.HF_ASSISTED: VERMILLION,
 }
+
+PATTERNS = {BenchMethod.EAGLE: "/"}  # a second entrant in one hue is told apart by its hatching and its name
 
 
 def exact_words(totals: BenchTotals) -> str:
@@ -57,6 +60,7 @@ def speedup_figure(report: BenchReport) -> go.Figure:
             y=[report.summary[m].speedup for m in methods],
             error_y=error_bars(list(report.summary.values())),
             marker_color=[HUES[m] for m in methods],
+            marker_pattern_shape=[PATTERNS.get(m, "") for m in methods],
             text=[f"{s.speedup:.2f}x · exact {exact_words(s)}" for s in report.summary.values()],
             textposition="outside",
         )
@@ -82,6 +86,7 @@ def per_prompt_figure(report: BenchReport, figure_of: Callable[[BenchResult], fl
             y=[figure_of(row.methods[method]) for row in report.prompts],
             name=method.value,
             marker_color=HUES[method],
+            marker_pattern_shape=PATTERNS.get(method, ""),
         )
     figure.update_layout(template="none", height=360, barmode="group", title=title, yaxis={"rangemode": "tozero"})
     return figure
@@ -174,6 +179,7 @@ def overview_figure(reports: dict[str, BenchReport]) -> go.Figure:
             error_y=error_bars(rows),
             name=method.value,
             marker_color=HUES[method],
+            marker_pattern_shape=PATTERNS.get(method, ""),
             text=[f"{row.speedup:.2f}x" if row else "" for row in rows],
             textposition="outside",
         )
