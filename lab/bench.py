@@ -30,6 +30,7 @@ import torch
 
 from lookahead_core.config import PROMPT_LOOKUP, LookaheadConfig, LookupConfig
 from lookahead_core.draft import Draft
+from lookahead_core.eagle import EagleLayer
 from lookahead_core.forward import synchronize
 from lookahead_core.medusa import Medusa
 from lookahead_core.models import LoadedModel, encode_prompt
@@ -328,6 +329,10 @@ def run_bench(
         raise ValueError(f"{', '.join(m for m in methods if m in NEEDS_DRAFT)} need a draft model")
     if BenchMethod.MEDUSA in methods and setup.medusa is None:
         raise ValueError("medusa needs heads trained for this model (--heads PATH)")
+    if BenchMethod.HF_ASSISTED in methods and setup.draft is not None and isinstance(setup.draft.model, EagleLayer):
+        raise ValueError(
+            "hf-assisted needs a draft model: transformers' assisted generation cannot draft with an EAGLE layer"
+        )
     if BenchMethod.EAGLE in methods and setup.eagle is None:
         raise ValueError("eagle needs an EAGLE layer trained for this model (--eagle PATH)")
     if setup.auto is not None:

@@ -36,7 +36,7 @@ from visuals.timing import bench_rate, bench_rounds_words, bench_speedup, busy_w
 
 from .bench import METHODS, REPEATS, MethodSetup, check_methods, check_repeats, needs_draft, run_bench
 from .datasets import load_prompts, read_prompts_file
-from .heads import NoHeads, draft_for, eagle_for, medusa_for
+from .heads import NoHeads, draft_for, eagle_draft, medusa_for
 
 
 def add_model_options(command: argparse.ArgumentParser) -> None:
@@ -186,6 +186,8 @@ def generate(args: argparse.Namespace) -> None:
         if problem is not None:
             raise ValueError(f"prompt {item['id']} cannot be tokenized: {problem}; remove that character")
     method = Method(args.method)
+    if args.eagle is not None and not (method == Method.SPECULATIVE and args.draft_model == EAGLE):
+        raise ValueError("--eagle PATH is the layer of --method speculative --draft-model eagle: add both, or drop it")
     lm = load_model(args.model, device=args.device, dtype=args.dtype, trust_remote_code=args.trust_remote_code)
     lookahead, speculative = method == Method.LOOKAHEAD, method == Method.SPECULATIVE
     config, auto = chosen_settings(asked, lm) if lookahead else (asked or LookaheadConfig(), None)
@@ -263,12 +265,12 @@ def bench_medusa(lm, args: argparse.Namespace, methods: list[BenchMethod]):
 
 
 def bench_eagle(lm, args: argparse.Namespace, methods: list[BenchMethod]) -> Draft | None:
-    """The bench's EAGLE draft (see lab.heads.eagle_for), or None when it does not run: not asked for, or left out
+    """The bench's EAGLE draft (see lab.heads.eagle_draft), or None when it does not run: not asked for, or left out
     of the default methods because no layer ships for this model (said on stderr). Asked for by name, it must run."""
     if BenchMethod.EAGLE not in methods:
         return None
     try:
-        return eagle_for(lm, args.draft_tokens, args.eagle)
+        return eagle_draft(lm, args.draft_tokens, args.eagle)
     except NoHeads as missing:
         if args.methods != ",".join(METHODS):
             raise
@@ -290,6 +292,9 @@ def bench(args: argparse.Namespace) -> None:
         raise ValueError(f"no prompts in {args.dataset}")
     lm = load_model(args.model, device=args.device, dtype=args.dtype, trust_remote_code=args.trust_remote_code)
     config, auto = chosen_settings(asked, lm)
+    if args.draft_model == EAGLE and BenchMethod.HF_ASSISTED in methods and args.methods == ",".join(METHODS):
+        print("note: hf-assisted left out: transformers' assisted generation drafts with models only", file=sys.stderr)
+        methods.remove(BenchMethod.HF_ASSISTED)
     draft = draft_for(lm, args.draft_model, args.draft_tokens, args.eagle) if needs_draft(methods) else None
     medusa = bench_medusa(lm, args, methods)
     if medusa is None and BenchMethod.MEDUSA in methods:

@@ -23,14 +23,14 @@ from pathlib import Path
 
 import torch
 from torch.nn import functional
-from tqdm import tqdm
 
 from lookahead_core.eagle import EagleLayer, draft_head, eagle_for, save_eagle
 from lookahead_core.medusa import output_logits
 from lookahead_core.models import LoadedModel, cache_root, encode_prompt, load_model
 
 from .datasets import SHIPPED_SETS
-from .medusa import SELF_INSTRUCT, DataSource, RunClock, answers, read_prompts, resume, save_checkpoint
+from .medusa import SELF_INSTRUCT, DataSource, answers, read_prompts
+from .training import RunClock, TrainingLoop
 
 LAYER, RECORD = "eagle.safetensors", "training.json"
 TOP = 5  # the accuracy covers the layer's first TOP choices
@@ -128,8 +128,8 @@ def eagle_loss(layer: EagleLayer, model, batch, settings: TrainSettings, generat
 
 
 def draft_vocabulary(data: list[Sequence], size: int) -> torch.Tensor | None:
-    """The `size` tokens the model chose most often in `data` (only tokens it chose), most frequent first;
-    None for `size` 0 (every token)."""
+    """The `size` tokens the model chose most often in `data` (only tokens it chose), most frequent first (the
+    lower id first among equals); None for `size` 0 (every token)."""
     if size == 0:
         return None
     counts = torch.bincount(torch.cat([s.choice for s in data]))
@@ -158,30 +158,17 @@ def first_guess_accuracy(layer: EagleLayer, model, data: list[Sequence]) -> dict
 def train_layer(
     layer: EagleLayer, model, data: list[Sequence], settings: TrainSettings, folder: Path, clock: RunClock
 ) -> list[float]:
-    """AdamW on the layer alone, random batches of sequences from a seeded generator, checkpointed and resumed
-    like Medusa's heads. The loss curve."""
+    """AdamW (beta2 0.95, EAGLE's) on the layer alone, random batches of sequences from a seeded generator,
+    gradients clipped at 1, checkpointed and resumed (lab.training). The loss curve."""
     model.requires_grad_(False)
+
+    def batch_loss(generator: torch.Generator) -> torch.Tensor:
+        chosen = torch.randint(len(data), (settings.batch,), generator=generator).tolist()
+        return eagle_loss(layer, model, batch_of(data, chosen), settings, generator)
+
     optimizer = torch.optim.AdamW(layer.parameters(), lr=settings.learning_rate, betas=(0.9, 0.95))
-    generator = torch.Generator().manual_seed(settings.seed)
-    step, losses = resume(folder, layer, optimizer, generator)
-    layer.train()
-    with torch.enable_grad(), tqdm(total=settings.steps, initial=step, desc="eagle layer") as bar:
-        while step < settings.steps:
-            chosen = torch.randint(len(data), (settings.batch,), generator=generator).tolist()
-            loss = eagle_loss(layer, model, batch_of(data, chosen), settings, generator)
-            optimizer.zero_grad()
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(layer.parameters(), 1.0)
-            optimizer.step()
-            step += 1
-            losses.append(float(loss.detach()))
-            bar.update(1)
-            bar.set_postfix(loss=f"{losses[-1]:.3f}")
-            if step % settings.checkpoint_every == 0 or step == settings.steps:
-                save_checkpoint(folder, step, layer, optimizer, generator, losses)
-                clock.save()
-    layer.eval()
-    return losses
+    loop = TrainingLoop(steps=settings.steps, checkpoint_every=settings.checkpoint_every, seed=settings.seed, clip=1.0)
+    return loop.run(layer, optimizer, batch_loss, folder, clock, "eagle layer")
 
 
 def train(

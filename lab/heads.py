@@ -43,7 +43,7 @@ def medusa_for(lm: LoadedModel, path: str | Path | None = None) -> Medusa:
     return fitted_medusa(heads, step_costs(lm).fitted_relative)
 
 
-def eagle_for(lm: LoadedModel, tokens: int = DEFAULT_DRAFT_TOKENS, path: str | Path | None = None) -> Draft:
+def eagle_draft(lm: LoadedModel, tokens: int = DEFAULT_DRAFT_TOKENS, path: str | Path | None = None) -> Draft:
     """Speculative decoding's draft for `lm` as an EAGLE layer drafting `tokens` per step: the layer at `path`
     (default: the shipped one, for the embedded model only). NoHeads when none is given and none ships for
     `lm`; MedusaError (one line) for a layer trained for another model."""
@@ -53,10 +53,11 @@ def eagle_for(lm: LoadedModel, tokens: int = DEFAULT_DRAFT_TOKENS, path: str | P
                 f"EAGLE needs a layer trained for {lm.name}: none ships for it (train one: python -m lab.eagle train)"
             )
         path = SHIPPED_EAGLE
-    return Draft(load_eagle(path, lm.model, lm.name), EAGLE, tokens)
+    layer = load_eagle(path, lm.model, lm.name)
+    return Draft(layer, f"{EAGLE}: {layer.label}", tokens)
 
 
 def draft_for(lm: LoadedModel, name: str, tokens: int = DEFAULT_DRAFT_TOKENS, eagle: str | Path | None = None) -> Draft:
-    """The draft called `name`: "eagle" for an EAGLE layer (eagle_for, the layer at `eagle` or the shipped
-    one), else a draft model (make_draft)."""
-    return eagle_for(lm, tokens, eagle) if name == EAGLE else make_draft(lm, name, tokens)
+    """The draft called `name`: "eagle" for an EAGLE layer (eagle_draft, the layer at `eagle` or the shipped
+    one; named "eagle: FILE" in records), else a draft model (make_draft)."""
+    return eagle_draft(lm, tokens, eagle) if name == EAGLE else make_draft(lm, name, tokens)

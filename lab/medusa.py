@@ -17,7 +17,6 @@ import argparse
 import json
 import math
 import sys
-import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -29,13 +28,13 @@ from lookahead_core.medusa import DEFAULT_HEADS, MedusaHeads, heads_for, save_he
 from lookahead_core.models import LoadedModel, cache_root, encode_prompt, load_model
 
 from .datasets import SHIPPED_SETS
+from .training import RunClock, TrainingLoop
 
 DECAY = 0.8  # head k's loss weighs 0.8^k (Medusa-1)
 IGNORE = -100  # a target cross-entropy skips: past the end, or text the model did not write
 ACCURACY_RANKS = 10  # how many of each head's choices the accuracy (and so the sparse tree) covers
-ANSWERS, CHECKPOINT, HEADS, RECORD = "answers.jsonl", "checkpoint.pt", "heads.safetensors", "training.json"
+ANSWERS, HEADS, RECORD = "answers.jsonl", "heads.safetensors", "training.json"
 ANSWER_BATCH = 16  # prompts answered in one batched generate
-CLOCK = "clock.json"  # the wall time a run has spent, over every invocation
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -116,22 +115,6 @@ def greedy_answers(lm: LoadedModel, prompts: list[list[int]], tokens: int) -> li
         ids, attention_mask=mask, do_sample=False, max_new_tokens=tokens, min_new_tokens=0, pad_token_id=pad
     )
     return [cut_after_eos(row[width:].tolist(), lm.eos_ids) for row in output]
-
-
-class RunClock:
-    """The wall time a training run has spent in all its invocations: kept in the run's folder and saved with
-    its work (each batch of answers, each checkpoint), so a resumed run's record counts the time before it."""
-
-    def __init__(self, folder: Path) -> None:
-        self.path = folder / CLOCK
-        self.before = json.loads(self.path.read_text())["seconds"] if self.path.exists() else 0.0
-        self.start = time.perf_counter()
-
-    def seconds(self) -> float:
-        return self.before + time.perf_counter() - self.start
-
-    def save(self) -> None:
-        self.path.write_text(json.dumps({"seconds": self.seconds()}))
 
 
 def answers(lm: LoadedModel, prompts: list[list[int]], tokens: int, folder: Path, clock: RunClock) -> list[list[int]]:
@@ -246,57 +229,20 @@ def summary_accuracy(accuracy: list[list[float]]) -> list[HeadAccuracy]:
 # Training, checkpointed
 
 
-def save_checkpoint(folder: Path, step: int, heads, optimizer, generator, losses: list[float]) -> None:
-    """Everything a resumed run needs to go on exactly as this one would have; written whole or not at all."""
-    state = {
-        "step": step,
-        "heads": heads.state_dict(),
-        "optimizer": optimizer.state_dict(),
-        "generator": generator.get_state(),
-        "losses": losses,
-    }
-    partial = folder / (CHECKPOINT + ".partial")
-    torch.save(state, partial)
-    partial.replace(folder / CHECKPOINT)
-
-
-def resume(folder: Path, heads, optimizer, generator) -> tuple[int, list[float]]:
-    """Load the folder's last checkpoint into the heads, the optimizer and the batch generator, if there is one;
-    the step it was taken after and the loss curve so far."""
-    path = folder / CHECKPOINT
-    if not path.exists():
-        return 0, []
-    state = torch.load(path, weights_only=True)
-    heads.load_state_dict(state["heads"])
-    optimizer.load_state_dict(state["optimizer"])
-    generator.set_state(state["generator"])
-    return state["step"], state["losses"]
-
-
 def train_heads(
     heads: MedusaHeads, model, data: Examples, settings: TrainSettings, folder: Path, clock: RunClock
 ) -> list[float]:
-    """AdamW on the heads alone, random batches of positions from a seeded generator, a checkpoint every
-    `checkpoint_every` steps and at the end; resumes from the folder's checkpoint. The loss curve."""
+    """AdamW on the heads alone, random batches of positions from a seeded generator, checkpointed every
+    `checkpoint_every` steps and resumed (lab.training). The loss curve."""
     model.requires_grad_(False)  # the output layer is shared and frozen
+
+    def batch_loss(generator: torch.Generator) -> torch.Tensor:
+        rows = torch.randint(len(data), (settings.batch,), generator=generator)
+        return medusa_loss(head_losses(heads, model, data.hidden[rows], data.targets[rows]))
+
     optimizer = torch.optim.AdamW(heads.parameters(), lr=settings.learning_rate)
-    generator = torch.Generator().manual_seed(settings.seed)
-    step, losses = resume(folder, heads, optimizer, generator)
-    with torch.enable_grad(), tqdm(total=settings.steps, initial=step, desc="medusa heads") as bar:
-        while step < settings.steps:
-            rows = torch.randint(len(data), (settings.batch,), generator=generator)
-            loss = medusa_loss(head_losses(heads, model, data.hidden[rows], data.targets[rows]))
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
-            step += 1
-            losses.append(float(loss.detach()))
-            bar.update(1)
-            bar.set_postfix(loss=f"{losses[-1]:.3f}")
-            if step % settings.checkpoint_every == 0 or step == settings.steps:
-                save_checkpoint(folder, step, heads, optimizer, generator, losses)
-                clock.save()
-    return losses
+    loop = TrainingLoop(steps=settings.steps, checkpoint_every=settings.checkpoint_every, seed=settings.seed)
+    return loop.run(heads, optimizer, batch_loss, folder, clock, "medusa heads")
 
 
 def train(

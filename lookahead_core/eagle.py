@@ -23,14 +23,13 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import torch
-from safetensors import SafetensorError, safe_open
 from safetensors.torch import save_file
 from torch import nn
 from transformers import DynamicCache, LlamaConfig, LlamaModel
 
 from .draft import Draft, draft_chain, draft_token
 from .forward import output_device
-from .medusa import HeadsTarget, MedusaError, logit_transform, target_of
+from .medusa import HeadsTarget, MedusaError, logit_transform, read_checked, target_of
 from .proposers import Outcome, Proposal, ProposerReport, StepContext
 from .records import DraftRecord
 from .sampling import SamplingConfig
@@ -108,6 +107,14 @@ class EagleLayer(nn.Module):
     def header(self) -> dict:
         return {**asdict(self.target), **asdict(self.shape), "accuracy": self.accuracy, "format": FORMAT}
 
+    def head_for(self, model) -> DraftHead:
+        """The output layer's rows for this layer's vocabulary, taken from `model` once and kept (a layer serves
+        one model; changing `vocabulary` takes them again)."""
+        key = (id(model), id(self.vocabulary))
+        if getattr(self, "_head", (None,))[0] != key:
+            self._head = (key, draft_head(model, self.vocabulary))
+        return self._head[1]
+
 
 @dataclass
 class DraftHead:
@@ -165,24 +172,17 @@ def load_eagle(path: str | Path, model, name: str, label: str | None = None) -> 
     """The layer at `path` for `model` (called `name`), in the model's dtype, labelled `label` (default: the
     file's name). Raises MedusaError, one line, for a layer trained for another model or a file that holds
     none."""
-    try:
-        with safe_open(str(path), framework="pt") as opened:
-            header = json.loads((opened.metadata() or {})[HEADER_KEY])
-            tensors = {key: opened.get_tensor(key) for key in opened.keys()}  # noqa: SIM118 (not a dict)
-    except (OSError, KeyError, ValueError, SafetensorError) as error:
-        raise MedusaError(f"{path} holds no EAGLE layer ({type(error).__name__}: {error})") from None
-    theirs, ours = HeadsTarget(**{k: header[k] for k in ("model", "hidden_size", "vocab_size")}), target_of(model, name)
-    if theirs != ours:
-        raise MedusaError(
-            f"{path} holds an EAGLE layer trained for {theirs.describe()}, not for {ours.describe()}: "
-            "a draft layer must be trained for the model it runs on"
-        )
+    header, tensors = read_checked(path, HEADER_KEY, "EAGLE layer", model, name)
     weight = model.get_output_embeddings().weight
-    shape = EagleShape(**{k: header[k] for k in ("heads", "kv_heads", "intermediate")})
-    layer = EagleLayer(target=ours, shape=shape, accuracy=header["accuracy"], label=label or Path(path).name)
-    vocabulary = tensors.pop("vocabulary", None)
-    layer.load_state_dict(tensors)
-    layer.vocabulary = vocabulary
+    try:
+        shape = EagleShape(**{k: header[k] for k in ("heads", "kv_heads", "intermediate")})
+        layer = EagleLayer(target=target_of(model, name), shape=shape, accuracy=header["accuracy"])
+        vocabulary = tensors.pop("vocabulary", None)
+        layer.load_state_dict(tensors)
+    except (KeyError, RuntimeError) as error:
+        message = str(error).splitlines()[0] if str(error) else ""
+        raise MedusaError(f"{path} holds no usable EAGLE layer ({type(error).__name__}: {message})") from None
+    layer.vocabulary, layer.label = vocabulary, label or Path(path).name
     return layer.to(device=weight.device, dtype=weight.dtype).eval()
 
 
@@ -197,7 +197,7 @@ class EagleProposer:
     def __init__(self, draft: Draft, model, sampling: SamplingConfig) -> None:
         self.draft, self.model, self.sampling = draft, model, sampling
         self.embed = model.get_input_embeddings()
-        self.head = draft_head(model, draft.model.vocabulary)
+        self.head = draft.model.head_for(model)
         self.size = model.get_output_embeddings().weight.shape[0]
         self.generator = None if sampling.is_greedy else sampling.generator(output_device(model), stream=1)
         self.cache, self.cached = DynamicCache(), 0
@@ -207,7 +207,8 @@ class EagleProposer:
     def advance(self, features: torch.Tensor, tokens: list[int]) -> torch.Tensor:
         """Feed (feature, next token) rows after the cache; the predicted feature of the last row (1, d)."""
         layer = self.draft.model
-        embedded = self.embed(torch.tensor([tokens], device=features.device)).to(layer.dtype)
+        embedded = self.embed(torch.tensor([tokens], device=self.embed.weight.device))
+        embedded = embedded.to(features.device, layer.dtype)
         return layer.features(features[None].to(layer.dtype), embedded, self.cache)[0, -1:]
 
     def propose(self, context: StepContext) -> Proposal:

@@ -88,12 +88,12 @@ def run_rows(
         logits = out.logits[0]
         states = out.hidden_states[-1][0] if hidden else None
         return logits.argmax(dim=-1).tolist(), logits, states
-    states = model.base_model(**inputs).last_hidden_state[0].to(head.weight.device)
-    scored = states[-1:] if last_only else states
+    states = model.base_model(**inputs).last_hidden_state[0]
+    scored = (states[-1:] if last_only else states).to(head.weight.device)
     scores = head.weight @ scored.T  # (vocab, rows): the matrix-vector shape CPU kernels run fastest
     if head.bias is not None:
         scores += head.bias[:, None]
-    return scores.argmax(dim=0).tolist(), scores.T, states if hidden else None
+    return scores.argmax(dim=0).tolist(), scores.T, states.to(head.weight.device) if hidden else None
 
 
 def timed(model, last_only: bool = False, hidden: bool = False, **inputs) -> Pass:

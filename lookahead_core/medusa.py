@@ -162,26 +162,38 @@ def save_heads(heads: MedusaHeads, path: str | Path) -> None:
     save_file(tensors, str(path), metadata={HEADER_KEY: json.dumps(heads.header())})
 
 
+def read_checked(path: str | Path, key: str, what: str, model, name: str) -> tuple[dict, dict[str, torch.Tensor]]:
+    """The header (under metadata `key`) and the tensors of a safetensors file of trained `what` (for instance
+    "Medusa heads") for `model` (called `name`). MedusaError, one line, for a file that holds none or holds
+    them for another model."""
+    try:
+        with safe_open(str(path), framework="pt") as opened:
+            header = json.loads((opened.metadata() or {})[key])
+            tensors = {k: opened.get_tensor(k) for k in opened.keys()}  # noqa: SIM118 (not a dict)
+        theirs = HeadsTarget(**{k: header[k] for k in ("model", "hidden_size", "vocab_size")})
+    except (OSError, KeyError, TypeError, ValueError, SafetensorError) as error:
+        raise MedusaError(f"{path} holds no {what} ({type(error).__name__}: {error})") from None
+    ours = target_of(model, name)
+    if theirs != ours:
+        raise MedusaError(
+            f"{path}: {what} trained for {theirs.describe()}, not for {ours.describe()}; "
+            f"{what} work only on the model they were trained for"
+        )
+    return header, tensors
+
+
 def load_heads(path: str | Path, model, name: str, label: str | None = None) -> MedusaHeads:
     """Heads from `path` for `model` (called `name`), labelled `label` (default: the file's name). Raises
     MedusaError, one line, for heads trained for another model or a file that holds no heads."""
+    header, tensors = read_checked(path, HEADER_KEY, "Medusa heads", model, name)
     try:
-        with safe_open(str(path), framework="pt") as opened:
-            header = json.loads((opened.metadata() or {})[HEADER_KEY])
-            tensors = {key: opened.get_tensor(key) for key in ("weight", "bias")}
-    except (OSError, KeyError, ValueError, SafetensorError) as error:
-        raise MedusaError(f"{path} holds no Medusa heads ({type(error).__name__}: {error})") from None
-    theirs, ours = HeadsTarget(**{k: header[k] for k in ("model", "hidden_size", "vocab_size")}), target_of(model, name)
-    if theirs != ours:
-        raise MedusaError(
-            f"{path} holds Medusa heads trained for {theirs.describe()}, not for {ours.describe()}: "
-            "heads must be trained for the model they run on"
-        )
-    heads = heads_for(model, name, header["heads"])
-    heads.accuracy, heads.label = header["accuracy"], label or Path(path).name
-    with torch.no_grad():
-        heads.weight.copy_(tensors["weight"])
-        heads.bias.copy_(tensors["bias"])
+        heads = heads_for(model, name, header["heads"])
+        heads.accuracy, heads.label = header["accuracy"], label or Path(path).name
+        with torch.no_grad():
+            heads.weight.copy_(tensors["weight"])
+            heads.bias.copy_(tensors["bias"])
+    except (KeyError, RuntimeError, SettingsError) as error:
+        raise MedusaError(f"{path} holds no usable Medusa heads ({type(error).__name__}: {error})") from None
     return heads
 
 

@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from lab.bench import METHODS, REPEATS, MethodSetup, run_bench
 from lab.datasets import load_prompts
-from lab.heads import eagle_for, medusa_for
+from lab.heads import eagle_draft, medusa_for
 from lookahead_core.costs import step_costs
 from lookahead_core.draft import DEFAULT_DRAFT, DEFAULT_DRAFT_TOKENS, make_draft
 from lookahead_core.models import load_model
@@ -63,7 +63,7 @@ def main() -> None:
         for name in args.sets:
             prompts = load_prompts(name, args.limit)
             draft = make_draft(lm, DEFAULT_DRAFT, DEFAULT_DRAFT_TOKENS)
-            setup = MethodSetup(auto.config, auto, draft=draft, medusa=medusa_for(lm), eagle=eagle_for(lm))
+            setup = MethodSetup(auto.config, auto, draft=draft, medusa=medusa_for(lm), eagle=eagle_draft(lm))
             report = run_bench(
                 lm, prompts, list(METHODS), setup, args.max_new_tokens, dataset=name, repeats=args.repeats
             )

@@ -121,7 +121,7 @@ def test_bench_runs_every_method_end_to_end(tiny_folder, tmp_path, capsys):
     )
     assert list(report.summary) == list(METHODS) == list(BenchMethod)
     assert report.settings.medusa.heads == "heads.safetensors" and report.settings.medusa.tree_size >= 1
-    assert report.settings.eagle.model == "eagle" and report.settings.draft.model == "bf16-self"
+    assert report.settings.eagle.model == "eagle: eagle.safetensors" and report.settings.draft.model == "bf16-self"
     for method, row in report.summary.items():
         assert row.prompts == 2 and row.exact == 2, method
     assert report.settings.baseline == BenchMethod.HF_GREEDY

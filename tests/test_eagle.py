@@ -14,10 +14,11 @@ import pytest
 import torch
 
 from lab.eagle import Sequence, TrainSettings, draft_vocabulary, sequences, train, train_layer
-from lab.medusa import DataSource, RunClock
+from lab.medusa import DataSource
+from lab.training import RunClock
 from lookahead_core import verify as verify_module
 from lookahead_core.draft import Draft
-from lookahead_core.eagle import EAGLE, eagle_for, load_eagle, save_eagle
+from lookahead_core.eagle import EAGLE, EagleProposer, eagle_for, load_eagle, save_eagle
 from lookahead_core.medusa import MedusaError, output_logits
 from lookahead_core.records import BenchMethod, Method
 from lookahead_core.request import DecodeRequest
@@ -118,22 +119,53 @@ def test_sampled_eagle_has_the_distribution_of_ordinary_sampling(small_lm, monke
 # The layer
 
 
-def test_each_first_draft_reads_the_true_features_of_every_committed_position(tmp_path):
-    """Step by step, the layer's first drafted token equals what the layer predicts from scratch over the
-    model's true features of the whole committed sequence: its cache holds true features only, fed as the
-    passes made them, and none of its own drafts survive a step."""
+def test_each_first_draft_reads_the_true_features_of_every_committed_position(tmp_path, monkeypatch):
+    """Step by step, the feature the layer predicts at c (from which it drafts its first token) equals what it
+    predicts from scratch over the model's true features of the whole committed sequence: its cache holds true
+    features only, at the right positions, fed as the passes made them, and none of its own drafts survive."""
     lm = tiny_model("llama")
     draft = trained_draft(lm, tmp_path, steps=40)
+    predicted_at = {}  # position -> the feature the layer predicted there from true features
+    real_propose, real_advance = EagleProposer.propose, EagleProposer.advance
+
+    def propose(self, context):
+        self.reading_true_features = True
+        return real_propose(self, context)
+
+    def advance(self, features, tokens):
+        out = real_advance(self, features, tokens)
+        if self.reading_true_features:  # the step's first call: the features the last pass made
+            predicted_at[self.cache.get_seq_length() - 1] = out[0]
+            self.reading_true_features = False
+        return out
+
+    monkeypatch.setattr(EagleProposer, "propose", propose)
+    monkeypatch.setattr(EagleProposer, "advance", advance)
     prompt = motif_prompts(random.Random(7), 1)[0]
     output, steps = eagle_output(lm, draft, prompt, 30)
+    ids = torch.tensor([prompt + output])
     with torch.inference_mode():
-        hidden = lm.model.base_model(input_ids=torch.tensor([prompt + output])).last_hidden_state[0]
-        embedded = lm.model.get_input_embeddings()(torch.tensor([prompt + output]))[0]
-        predicted = draft.model.features(hidden[None, :-1], embedded[None, 1:])[0]
-        first_guesses = output_logits(lm.model, predicted).argmax(dim=-1).tolist()
-    for step in steps[1:]:
-        c = step.position  # c's position: the layer's last row read the feature before it and c
-        assert step.draft.tokens[0] == first_guesses[c - 1], f"step {step.step}"
+        hidden = lm.model.base_model(input_ids=ids).last_hidden_state
+        scratch = draft.model.features(hidden[:, :-1], lm.model.get_input_embeddings()(ids)[:, 1:])[0]
+    assert sorted(predicted_at) == [step.position - 1 for step in steps[1:]]  # the row before each step's c
+    for position, feature in predicted_at.items():
+        torch.testing.assert_close(feature, scratch[position], atol=1e-4, rtol=1e-4)
+    first_guesses = output_logits(lm.model, scratch).argmax(dim=-1).tolist()
+    assert all(step.draft.tokens[0] == first_guesses[step.position - 1] for step in steps[1:])
+
+
+def test_an_output_layer_with_a_bias_drafts_through_its_bias(tmp_path):
+    lm = tiny_model("llama")
+    with torch.no_grad():
+        lm.model.lm_head.bias = torch.nn.Parameter(torch.randn(TINY_VOCAB))
+    draft = trained_draft(lm, tmp_path, steps=5)
+    draft.model.vocabulary = torch.tensor([9, 2, 40, 7])
+    features = torch.randn(3, 32)
+    with torch.inference_mode():
+        head = draft.model.head_for(lm.model)
+        torch.testing.assert_close(head.scores(lm.model, features), output_logits(lm.model, features)[:, [9, 2, 40, 7]])
+    prompt = motif_prompts(random.Random(5), 1)[0]
+    assert eagle_output(lm, draft, prompt, 20)[0] == greedy_reference(lm.model, prompt, 20, None)
 
 
 def test_a_layer_drafts_only_from_its_vocabulary_and_stays_exact(tmp_path):
@@ -150,7 +182,7 @@ def test_a_layer_drafts_only_from_its_vocabulary_and_stays_exact(tmp_path):
 
 def test_the_draft_vocabulary_is_the_models_likeliest_choices():
     data = [Sequence(torch.tensor([0, 0, 0, 0]), torch.zeros(4, 2), torch.tensor([5, 7, 5, 9]))]
-    assert draft_vocabulary(data, 2).tolist() == [5, 7]  # 5 twice; 7 and 9 once: the first seen wins the tie
+    assert draft_vocabulary(data, 2).tolist() == [5, 7]  # 5 twice; 7 and 9 once: the lower id first
     assert draft_vocabulary(data, 10).tolist() == [5, 7, 9] and draft_vocabulary(data, 0) is None
 
 
@@ -241,3 +273,5 @@ def test_the_cli_drafts_with_a_layer_and_refuses_a_layer_of_another_model_in_one
     assert len(refusal) == 1 and refusal[0].startswith("error: ") and "another-model" in refusal[0]
     assert main([*speculative]) == 2
     assert "EAGLE needs a layer trained for" in capsys.readouterr().err
+    assert main([*common, "--method", "greedy", "--eagle", str(ours)]) == 2
+    assert "--eagle PATH is the layer of --method speculative --draft-model eagle" in capsys.readouterr().err

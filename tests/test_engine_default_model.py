@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from lab.heads import eagle_for
+from lab.heads import eagle_draft
 from lookahead_core.config import LookaheadConfig
 from lookahead_core.decoding import DecodingError
 from lookahead_core.draft import make_draft
@@ -140,7 +140,7 @@ def test_the_shipped_eagle_layer_drafts_exactly_in_float32(default_model, name):
     """Speculative decoding with the shipped EAGLE layer as its draft: exact, and some drafts accepted."""
     ids = prompt_ids(default_model, name)
     request = DecodeRequest(method=Method.SPECULATIVE, max_new_tokens=MAX_NEW_TOKENS)
-    steps = list(decode_steps(default_model, ids, request, draft=eagle_for(default_model)))
+    steps = list(decode_steps(default_model, ids, request, draft=eagle_draft(default_model)))
     assert summarize(steps).new_token_ids == reference(default_model, name)
     assert all(s.draft is not None for s in steps[1:]) and sum(s.verification.accepted for s in steps[1:]) > 0
 
