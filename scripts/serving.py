@@ -39,14 +39,16 @@ def free_port() -> int:
 def running_app(lm=None) -> Iterator[str]:
     """The app's `demo` served with its theme, CSS and keyboard script; yields its URL.
 
-    `lm`, an already loaded model, is what Run will use; without it the model loads on the first Run
-    (replaying the shipped examples needs none).
+    `lm`, an already loaded model, is what Run will use, warmed up and priced here (the first Run's work on a
+    fresh machine: half a minute, minutes on a busy one) so that a page's wait times only its Run; without it
+    the model loads on the first Run (replaying the shipped examples needs none).
     """
     import app
     from lab import server
 
     if lm is not None:
         server.MODEL.put(lm)
+        server.MODEL.get()
     port = free_port()
     app.demo.launch(
         server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, **app.LAUNCH_OPTIONS
@@ -92,6 +94,23 @@ def caption(page) -> str:
 def wait_for_step(page, step: int) -> None:
     """Wait until the caption shows step `step`."""
     page.wait_for_function(f"() => document.querySelector('#ll-caption').innerText.startsWith('Step {step} of')")
+
+
+def run_on_model(page, tokens: int) -> None:
+    """Set Max new tokens to `tokens`, press Run and wait until the summary shows a run of that many new tokens;
+    if none shows within two minutes, fail with what the page says instead (the note under Run, the summary)."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    max_tokens = page.locator("#ll-max input[type=number]")
+    max_tokens.fill(str(tokens))
+    max_tokens.press("Enter")
+    page.click("#ll-run")
+    shown = f"() => document.querySelector('#ll-summary').innerText.includes('{tokens}\\nnew tokens')"
+    try:
+        page.wait_for_function(shown, timeout=120_000)
+    except PlaywrightTimeout:
+        said = {part: page.inner_text(part) for part in ("#ll-run-notice", "#ll-summary")}
+        raise AssertionError(f"no run of {tokens} new tokens shown in two minutes; the page says {said}") from None
 
 
 def choose_preset(page, label: str) -> None:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from scripts.serving import PHONE, chromium_page, open_page, running_app, wait_for_step
+from scripts.serving import PHONE, chromium_page, open_page, run_on_model, running_app, wait_for_step
 from tests.chromium import needs_chromium
 from visuals.lesson import LESSON
 
@@ -111,13 +111,7 @@ def test_every_lesson_step(desktop, served):
 
 def test_a_runs_result(desktop):
     page, errors = desktop
-    tokens = page.locator("#ll-max input[type=number]")
-    tokens.fill("12")
-    tokens.press("Enter")
-    page.click("#ll-run")
-    page.wait_for_function(
-        "() => document.querySelector('#ll-summary').innerText.includes('12\\nnew tokens')", timeout=120_000
-    )
+    run_on_model(page, 12)
     page.click("#ll-forward")
     wait_for_step(page, 1)
     assert audited(page, "a Run's result") == {}
