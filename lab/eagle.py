@@ -8,17 +8,14 @@ training text (lookahead_core.eagle).
 
     python -m lab.eagle train [--prompts FILE --source NAME --licence LICENCE] [--out FOLDER]
 
-The prompts, their rules and the run's folder work as lab.medusa's: answers kept as they are generated,
-a checkpoint every N steps, and the same command resumes a stopped run.
+The prompts and their rules are lab.distillation's, and the run's folder works as lab.medusa's: answers
+kept as they are generated, a checkpoint every N steps, and the same command resumes a stopped run.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
-import math
 import sys
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -26,13 +23,12 @@ from torch.nn import functional
 
 from lookahead_core.eagle import EagleLayer, draft_head, eagle_for, save_eagle
 from lookahead_core.medusa import output_logits
-from lookahead_core.models import LoadedModel, cache_root, encode_prompt, load_model
+from lookahead_core.models import LoadedModel
 
-from .datasets import SHIPPED_SETS
-from .medusa import SELF_INSTRUCT, DataSource, answers, read_prompts
+from .distillation import DataSource, answers, command_inputs, held_out_cut, train_command, write_record
 from .training import RunClock, TrainingLoop
 
-LAYER, RECORD = "eagle.safetensors", "training.json"
+LAYER = "eagle.safetensors"
 TOP = 5  # the accuracy covers the layer's first TOP choices
 
 
@@ -180,8 +176,8 @@ def train(
     clock = RunClock(folder)
     torch.manual_seed(settings.seed)
     replies = answers(lm, prompts, settings.answer_tokens, folder, clock)
-    kept = max(1, math.ceil(settings.held_out * len(prompts))) if len(prompts) > 1 else 0
-    cut = len(prompts) - kept
+    cut = held_out_cut(len(prompts), settings.held_out)
+    kept = len(prompts) - cut
     training = sequences(lm.model, prompts[:cut], replies[:cut])
     held_out = sequences(lm.model, prompts[cut:], replies[cut:]) if kept else training
     layer = eagle_for(lm.model, lm.name).float()
@@ -202,33 +198,16 @@ def train(
         accuracy=layer.accuracy,
         seconds=clock.seconds(),
     )
-    clock.save()
-    (folder / RECORD).write_text(json.dumps(asdict(record), indent=1) + "\n")
+    write_record(folder, record, clock)
     return record
 
 
-def parser() -> argparse.ArgumentParser:
-    top = argparse.ArgumentParser(prog="python -m lab.eagle", description=__doc__.split("\n\n")[0])
-    commands = top.add_subparsers(dest="command", required=True)
-    run = commands.add_parser("train", help="train an EAGLE draft layer for a model on its own greedy answers")
-    run.add_argument("--prompts", type=Path, default=SHIPPED_SETS["self-instruct"])
-    run.add_argument("--source", default=SELF_INSTRUCT.name, help="where the prompts come from (recorded)")
-    run.add_argument("--licence", default=SELF_INSTRUCT.licence, help="the prompts' licence (recorded)")
-    run.add_argument("--out", type=Path, default=cache_root() / "eagle-training", help="the run's folder")
-    run.add_argument("--model", default=None, help="hub id or folder (default: the embedded SmolLM2-135M-Instruct)")
-    run.add_argument("--raw", action="store_true", help="feed prompts raw, not as a chat turn")
-    defaults = TrainSettings()
-    for name, value in asdict(defaults).items():
-        run.add_argument(f"--{name.replace('_', '-')}", type=type(value), default=value)
-    return top
-
-
 def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(argv)
-    lm = load_model(args.model, device="cpu", dtype="float32")
-    prompts = [encode_prompt(lm.tokenizer, text, chat=not args.raw) for text in read_prompts(args.prompts)]
-    settings = TrainSettings(**{name: getattr(args, name) for name in asdict(TrainSettings())})
-    record = train(lm, prompts, DataSource(name=args.source, licence=args.licence), settings, args.out)
+    args = train_command(
+        "python -m lab.eagle", __doc__.split("\n\n")[0], "an EAGLE draft layer", "eagle-training", TrainSettings
+    ).parse_args(argv)
+    lm, prompts, source, settings = command_inputs(args, TrainSettings)
+    record = train(lm, prompts, source, settings, args.out)
     top1, top5, count = (record.accuracy[k] for k in ("top1", "top5", "positions"))
     print(f"first guess: top-1 {top1:.3f}, top-5 {top5:.3f} on {count} held-out positions")
     print(f"layer and record in {args.out}")

@@ -4,51 +4,38 @@ W_k (and b_k) train, with loss = sum_k 0.8^k * CE(logits_k at t, token at t+k+1)
 
     python -m lab.medusa train [--prompts FILE --source NAME --licence LICENCE] [--out FOLDER]
 
-By default the prompts are the shipped Self-Instruct set (assets/prompts/, Apache-2.0). Other prompts
-must not overlap the prompt sets the lab measures on (HumanEval, MT-Bench, GSM8K): name where they come
-from and under which licence; both go into the training record. A run keeps what it has done in its
-folder: answers as they are generated, a checkpoint every N steps, so a stopped run loses minutes, not
-the job: run the same command again and it resumes from the last checkpoint.
+The prompts and their rules are lab.distillation's. A run keeps what it has done in its folder: answers
+as they are generated, a checkpoint every N steps, so a stopped run loses minutes, not the job: run the
+same command again and it resumes from the last checkpoint.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
-import math
 import sys
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 from torch.nn import functional
-from tqdm import tqdm
 
 from lookahead_core.medusa import DEFAULT_HEADS, MedusaHeads, heads_for, save_heads
-from lookahead_core.models import LoadedModel, cache_root, encode_prompt, load_model
+from lookahead_core.models import LoadedModel
 
-from .datasets import SHIPPED_SETS
+from .distillation import (
+    DataSource,
+    answers,
+    command_inputs,
+    greedy_answers,
+    held_out_cut,
+    train_command,
+    write_record,
+)
 from .training import RunClock, TrainingLoop
 
 DECAY = 0.8  # head k's loss weighs 0.8^k (Medusa-1)
 IGNORE = -100  # a target cross-entropy skips: past the end, or text the model did not write
 ACCURACY_RANKS = 10  # how many of each head's choices the accuracy (and so the sparse tree) covers
-ANSWERS, HEADS, RECORD = "answers.jsonl", "heads.safetensors", "training.json"
-ANSWER_BATCH = 16  # prompts answered in one batched generate
-
-
-@dataclass(frozen=True, kw_only=True)
-class DataSource:
-    """Where the training prompts come from and under which licence (both recorded)."""
-
-    name: str
-    licence: str
-
-
-SELF_INSTRUCT = DataSource(
-    name="Self-Instruct (yizhongw/self-instruct at 0b26cca): its 175 seed tasks and 252 user-oriented instructions",
-    licence="Apache-2.0",
-)
+HEADS = "heads.safetensors"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -89,51 +76,7 @@ class TrainingRecord:
 
 
 # ----------------------------------------------------------------------------------------------
-# Data: the model's own greedy answers and its last hidden states on them
-
-
-def cut_after_eos(tokens: list[int], eos_ids) -> list[int]:
-    """`tokens` up to and including the first end-of-sequence token (generate pads a finished row after it)."""
-    end = next((i + 1 for i, t in enumerate(tokens) if t in eos_ids), len(tokens))
-    return tokens[:end]
-
-
-@torch.inference_mode()
-def greedy_answers(lm: LoadedModel, prompts: list[list[int]], tokens: int) -> list[list[int]]:
-    """The model's greedy continuations of a batch of prompts, in one left-padded `generate`.
-
-    Batching changes float rounding a little, so where two tokens are all but tied a batched answer
-    may part from the one-at-a-time greedy answer: the targets are still the model's own argmax
-    choices, which is what self-distillation asks of them, and a batch makes them several times faster
-    on a CPU (16 rows cost about what 3 do)."""
-    pad = getattr(lm.tokenizer, "pad_token_id", None)
-    pad = pad if pad is not None else min(lm.eos_ids, default=0)
-    width = max(map(len, prompts))
-    ids = torch.tensor([[pad] * (width - len(p)) + p for p in prompts], device=lm.device)
-    mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts], device=lm.device)
-    output = lm.model.generate(
-        ids, attention_mask=mask, do_sample=False, max_new_tokens=tokens, min_new_tokens=0, pad_token_id=pad
-    )
-    return [cut_after_eos(row[width:].tolist(), lm.eos_ids) for row in output]
-
-
-def answers(lm: LoadedModel, prompts: list[list[int]], tokens: int, folder: Path, clock: RunClock) -> list[list[int]]:
-    """Each prompt's greedy answer, generated once, ANSWER_BATCH prompts at a time: appended to the folder's
-    answers file as each batch is done and read back by a later run, which generates only the rest."""
-    path = folder / ANSWERS
-    done = [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
-    if [d["prompt"] for d in done] != prompts[: len(done)]:
-        raise ValueError(f"{path} holds answers to other prompts: use another folder")
-    with path.open("a") as out, tqdm(desc="answers", initial=len(done), total=len(prompts)) as bar:
-        for start in range(len(done), len(prompts), ANSWER_BATCH):
-            batch = prompts[start : start + ANSWER_BATCH]
-            for prompt, answer in zip(batch, greedy_answers(lm, batch, tokens), strict=True):
-                done.append({"prompt": prompt, "answer": answer})
-                out.write(json.dumps(done[-1]) + "\n")
-            out.flush()
-            clock.save()
-            bar.update(len(batch))
-    return [d["answer"] for d in done]
+# Data: the model's last hidden states on its own answers, and each head's targets
 
 
 @dataclass
@@ -254,8 +197,8 @@ def train(
     clock = RunClock(folder)
     torch.manual_seed(settings.seed)
     replies = answers(lm, prompts, settings.answer_tokens, folder, clock)
-    kept = max(1, math.ceil(settings.held_out * len(prompts))) if len(prompts) > 1 else 0
-    cut = len(prompts) - kept
+    cut = held_out_cut(len(prompts), settings.held_out)
+    kept = len(prompts) - cut
     training = examples(lm.model, prompts[:cut], replies[:cut], settings.heads)
     held_out = examples(lm.model, prompts[cut:], replies[cut:], settings.heads) if kept else training
     heads = heads_for(lm.model, lm.name, settings.heads).float()
@@ -276,8 +219,7 @@ def train(
         seconds=clock.seconds(),
         spot_check=spot_check(lm, heads, prompts[cut:][:SPOT_PROMPTS], settings.answer_tokens) if kept else None,
     )
-    clock.save()
-    (folder / RECORD).write_text(json.dumps(asdict(record), indent=1) + "\n")
+    write_record(folder, record, clock)
     return record
 
 
@@ -285,65 +227,12 @@ def train(
 # The command line
 
 
-def read_prompts(path: Path) -> list[str]:
-    """Prompts from a file: JSON lines with a "prompt", "instruction" or "text" field, or plain text, one a line."""
-    lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-    if path.suffix != ".jsonl":
-        return lines
-    fields = ("prompt", "instruction", "text")
-    return [next(item[f] for f in fields if f in item) for item in map(json.loads, lines)]
-
-
-def parser() -> argparse.ArgumentParser:
-    top = argparse.ArgumentParser(prog="python -m lab.medusa", description=__doc__.split("\n\n")[0])
-    commands = top.add_subparsers(dest="command", required=True)
-    run = commands.add_parser("train", help="train Medusa heads for a model on its own greedy answers")
-    run.add_argument(
-        "--prompts",
-        type=Path,
-        default=SHIPPED_SETS["self-instruct"],
-        help=".jsonl or plain text, one prompt a line (default: the shipped Self-Instruct prompts)",
-    )
-    run.add_argument("--source", default=SELF_INSTRUCT.name, help="where the prompts come from (recorded)")
-    run.add_argument("--licence", default=SELF_INSTRUCT.licence, help="the prompts' licence (recorded)")
-    run.add_argument(
-        "--out",
-        type=Path,
-        default=cache_root() / "medusa-training",
-        help="the run's folder: answers, checkpoints, heads, record (default: in the user cache)",
-    )
-    run.add_argument("--model", default=None, help="hub id or folder (default: the embedded SmolLM2-135M-Instruct)")
-    run.add_argument("--raw", action="store_true", help="feed prompts raw, not as a chat turn")
-    defaults = TrainSettings()
-    for name, kind in (
-        ("heads", int),
-        ("steps", int),
-        ("batch", int),
-        ("learning_rate", float),
-        ("checkpoint_every", int),
-        ("seed", int),
-        ("held_out", float),
-        ("answer_tokens", int),
-    ):
-        run.add_argument(f"--{name.replace('_', '-')}", type=kind, default=getattr(defaults, name))
-    return top
-
-
 def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(argv)
-    lm = load_model(args.model, device="cpu", dtype="float32")
-    prompts = [encode_prompt(lm.tokenizer, text, chat=not args.raw) for text in read_prompts(args.prompts)]
-    settings = TrainSettings(
-        heads=args.heads,
-        steps=args.steps,
-        batch=args.batch,
-        learning_rate=args.learning_rate,
-        checkpoint_every=args.checkpoint_every,
-        seed=args.seed,
-        held_out=args.held_out,
-        answer_tokens=args.answer_tokens,
-    )
-    record = train(lm, prompts, DataSource(name=args.source, licence=args.licence), settings, args.out)
+    args = train_command(
+        "python -m lab.medusa", __doc__.split("\n\n")[0], "Medusa heads", "medusa-training", TrainSettings
+    ).parse_args(argv)
+    lm, prompts, source, settings = command_inputs(args, TrainSettings)
+    record = train(lm, prompts, source, settings, args.out)
     for head in record.accuracy:
         print(f"head {head.head}: top-1 {head.top1:.3f}, top-5 {head.top5:.3f} on {record.held_out_tokens} tokens")
     print(f"heads and record in {args.out}")

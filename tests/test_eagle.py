@@ -13,8 +13,8 @@ from collections import Counter
 import pytest
 import torch
 
+from lab.distillation import DataSource
 from lab.eagle import Sequence, TrainSettings, draft_vocabulary, sequences, train, train_layer
-from lab.medusa import DataSource
 from lab.training import RunClock
 from lookahead_core import verify as verify_module
 from lookahead_core.draft import Draft

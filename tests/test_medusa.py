@@ -14,7 +14,8 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, Gemma2Config
 
-from lab.medusa import DataSource, TrainSettings, head_targets, train
+from lab.distillation import DataSource
+from lab.medusa import TrainSettings, head_targets, train
 from lookahead_core import verify as verify_module
 from lookahead_core.decoding import DecodingError
 from lookahead_core.medusa import (
