@@ -16,18 +16,19 @@ from lookahead_core.records import Fit, Machine
 from lookahead_core.trace import machine_facts
 
 from .budget import Prices, fit, warmed_prices
-from .heads import NoHeads, medusa_for
+from .heads import NoHeads, eagle_draft, medusa_for
 
 
 @dataclass
 class Held:
     """One loaded model and what is made from it: its prices on this hardware (None: not priced) and, on
-    first use, its bfloat16 copy (the speculative draft) and its Medusa heads, where they ship."""
+    first use, its bfloat16 copy (the speculative draft), and its Medusa heads and EAGLE layer, where they ship."""
 
     lm: LoadedModel
     prices: Prices | None = None
     copy: Draft | None = None
     heads: Medusa | NoHeads | None = None  # None: not looked for yet
+    layer: Draft | NoHeads | None = None  # the EAGLE layer as a draft; None: not looked for yet
 
     def medusa(self) -> Medusa | None:
         """Medusa with the heads that ship for this model, fitted to this hardware (looked for once); None when
@@ -38,6 +39,16 @@ class Held:
             except NoHeads as missing:
                 self.heads = missing
         return self.heads if isinstance(self.heads, Medusa) else None
+
+    def eagle(self, tokens: int) -> Draft | None:
+        """The EAGLE layer that ships for this model as a draft of `tokens` tokens per step (looked for once);
+        None when none ships for it."""
+        if self.layer is None:
+            try:
+                self.layer = eagle_draft(self.lm)
+            except NoHeads as missing:
+                self.layer = missing
+        return Draft(self.layer.model, self.layer.name, tokens) if isinstance(self.layer, Draft) else None
 
     def draft(self, tokens: int) -> Draft:
         """The model's bf16 copy as a draft of `tokens` tokens per step (the copy is made once)."""

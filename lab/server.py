@@ -19,6 +19,8 @@ import time
 from collections.abc import Iterator
 
 from lookahead_core.costs import step_costs
+from lookahead_core.draft import Draft
+from lookahead_core.eagle import EAGLE
 from lookahead_core.models import encode_prompt, load_model
 from lookahead_core.records import Method, Progress, RaceRecord, Run
 from lookahead_core.request import DecodeRequest
@@ -27,7 +29,7 @@ from lookahead_core.tuning import auto_settings, choose_settings
 from . import space
 from .access import access_from_environment
 from .budget import RACE_SECONDS, RESERVE, RUN_SECONDS, Deadline, Prices, check_budget
-from .holding import ModelHolder
+from .holding import Held, ModelHolder
 from .race import RACED, ROUNDS, raced, racing
 from .requests import MAX_NEW_TOKENS, InputError, ModelRequest
 from .shelf import Shelf
@@ -46,6 +48,9 @@ SHELF = Shelf(capacity=300, seconds=SESSION_SECONDS)  # recorded and opened runs
 GPU_WORK = []  # the functions that hold a GPU slot on ZeroGPU: all the model work there is
 NO_HEADS = (
     "Medusa needs heads trained for the model: the lab ships them for SmolLM2-135M-Instruct only. Pick another method."
+)
+NO_LAYER = (
+    "EAGLE needs a layer trained for the model: the lab ships one for SmolLM2-135M-Instruct only. Pick another method."
 )
 
 
@@ -104,7 +109,7 @@ def record(request: ModelRequest) -> Iterator[Progress | tuple[Run, float]]:
     deadline = Deadline(RUN_SECONDS, reserve=RESERVE)
     prompt_ids = encode_prompt(lm.tokenizer, request.prompt, request.chat)
     within_budget(held.prices, prompt_ids, d, decodings=2, seconds=RUN_SECONDS)
-    draft = held.draft(d.draft_tokens) if d.method == Method.SPECULATIVE else None
+    draft = drafting(held, request) if d.method == Method.SPECULATIVE else None
     medusa = held.medusa() if d.method == Method.MEDUSA else None
     if d.method == Method.MEDUSA and medusa is None:
         raise InputError(NO_HEADS)
@@ -112,6 +117,17 @@ def record(request: ModelRequest) -> Iterator[Progress | tuple[Run, float]]:
     work = timed_run(lm, prompt_ids, d, deadline, request.prompt, auto_choice, draft, learn, medusa)
     for item in work:
         yield item if isinstance(item, Progress) else (item, time.perf_counter() - started)
+
+
+def drafting(held: Held, request: ModelRequest) -> Draft:
+    """The draft a Run of speculative decoding asked for: the model's bf16 copy, or the EAGLE layer that ships
+    for it (InputError where none does)."""
+    if request.draft != EAGLE:
+        return held.draft(request.decode.draft_tokens)
+    layer = held.eagle(request.decode.draft_tokens)
+    if layer is None:
+        raise InputError(NO_LAYER)
+    return layer
 
 
 @on_gpu(race_slot)

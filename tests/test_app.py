@@ -153,6 +153,16 @@ def test_a_real_run_on_the_default_model(client):
     print(f"\n16-token lookahead + greedy run through the app: {seconds:.1f} s")
 
 
+def test_an_eagle_run_drafts_with_the_shipped_layer_and_writes_what_greedy_writes(client):
+    eagle = ("eagle", 10, 3)
+    result = client.predict("def add(a, b):\n", False, 4, 3, 4, 12, False, *eagle, *NO_SAMPLING, api_name="/run")
+    summary = result[1]
+    assert "<b>12</b><span>new tokens" in summary and "Not run" not in result[-1]
+    assert "draft eagle: SmolLM2-135M-Instruct.eagle.safetensors" in summary and "k=3" in summary
+    last = client.predict(result[0]["maximum"], api_name="/scrub")
+    assert "output identical to greedy so far ✓" in last[PANELS][-1]
+
+
 def test_a_replay_step_round_trip_is_fast(client):
     client.predict("pencils", api_name="/preset")
     times = []
@@ -408,8 +418,8 @@ def model_folders(default_model, tmp_path_factory):
     )
 
 
-def run_on(client, choice: str, dtype: str = "auto"):
-    settings = (4, 3, 4, 8, False, *LOOKAHEAD, *NO_SAMPLING)
+def run_on(client, choice: str, dtype: str = "auto", method: str = "lookahead"):
+    settings = (4, 3, 4, 8, False, method, *LOOKAHEAD[1:], *NO_SAMPLING)
     return client.predict("def add(a, b):\n", False, *settings, choice, dtype, api_name="/run")
 
 
@@ -422,6 +432,8 @@ def test_switching_models_runs_each_and_a_bad_choice_leaves_the_held_model(
     try:
         result = run_on(client, llama)
         assert escape(llama) in result[-3] and "llama" in result[-3] and "Not run" not in result[-1]
+        for method, message in [("eagle", server.NO_LAYER), ("medusa", server.NO_HEADS)]:
+            assert escape(message) in run_on(client, llama, method=method)[-1]
         for choice, message in [
             ("/no/such/folder", "it is no Hugging Face id, model folder or .gguf file that this machine can load"),
             (bloom, "bloom cannot be run exactly by lookahead: its ALiBi position biases"),

@@ -16,6 +16,8 @@ from lab.requests import (
     sampling_of,
 )
 from lookahead_core.config import SettingsError
+from lookahead_core.draft import DEFAULT_DRAFT
+from lookahead_core.eagle import EAGLE
 from lookahead_core.records import Method
 
 
@@ -122,7 +124,14 @@ def test_a_request_becomes_one_frozen_record_with_each_value_checked():
         d.max_new_tokens = 9  # frozen
     with pytest.raises(TypeError):
         type(d)(8)  # keywords only: no value can land in the wrong field
+    assert checked.draft == DEFAULT_DRAFT
     with pytest.raises(InputError, match="Choose a method to run"):
         request(method="greedy")
+
+
+def test_eagle_is_speculative_decoding_with_the_eagle_layer_as_its_draft():
+    checked = request(method="eagle")
+    assert (checked.decode.method, checked.draft) == (Method.SPECULATIVE, EAGLE)
+    assert request(method="medusa").draft == DEFAULT_DRAFT
     with pytest.raises(AccessError, match="operator has not opened it"):
         request(model=("/etc", "auto"))

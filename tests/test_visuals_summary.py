@@ -23,7 +23,7 @@ def test_summary_names_settings_machine_and_result(run):
         assert f"lookahead settings, {settings.planner.value} plan" in html
     elif meta.method == Method.SPECULATIVE:
         assert f"draft {meta.draft.model} ({meta.draft.dtype}), k={meta.draft.tokens}" in html
-        assert "Speculative decoding ran" in html and "went to the draft model" in html
+        assert "Speculative decoding ran" in html and "went to drafting" in html
     elif meta.method == Method.MEDUSA:
         assert f"{meta.medusa.count} heads, a tree of {meta.medusa.tree_size} nodes" in html
         assert "Medusa heads ran" in html and "ms on average went to the heads" in html

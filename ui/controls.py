@@ -11,12 +11,12 @@ from dataclasses import dataclass
 import gradio as gr
 
 from lab.budget import RACE_SECONDS, RUN_SECONDS
-from lab.requests import GUESSING_METHODS, InputError, lookahead_of
+from lab.requests import RUN_METHODS, InputError, lookahead_of
 from lab.server import CAP, ZERO_GPU
 from lookahead_core.config import MAX_TOKENS_PER_STEP, LookupConfig, SettingsError
 from lookahead_core.draft import DEFAULT_DRAFT_TOKENS
 from lookahead_core.records import Method
-from visuals.methods import NAMES
+from visuals.methods import entrant_name
 from visuals.summary import feed_html, notice_html, preset_note
 
 # W=N=G at their maximum would feed 1 + 31 + 8*32 + 32*9 = 576 > 512 tokens: the budget refuses it, not the slider
@@ -84,7 +84,7 @@ def build_controls(presets: list[dict]) -> Controls:
     notice = gr.HTML(RUN_NOTICE, elem_id="ll-run-notice", min_height=30)
     note = gr.HTML(preset_note(first["caption"]), elem_id="ll-preset-caption")
     method = gr.Radio(
-        [(NAMES[m], m.value) for m in GUESSING_METHODS],
+        [(entrant_name(m), m.value) for m in RUN_METHODS],
         value=Method.LOOKAHEAD.value,
         label="Method to run against greedy",
         elem_id="ll-method",
@@ -99,7 +99,7 @@ def build_controls(presets: list[dict]) -> Controls:
             1, 32, value=LookupConfig.tokens, step=1, label="Prompt lookup: tokens copied after a match"
         )
         draft_tokens = gr.Slider(
-            1, 16, value=DEFAULT_DRAFT_TOKENS, step=1, label="Speculative: tokens k the draft (a bf16 copy) writes"
+            1, 16, value=DEFAULT_DRAFT_TOKENS, step=1, label="Speculative and EAGLE: tokens k the draft writes per step"
         )
     sampling = build_sampling()
     return Controls(

@@ -6,7 +6,16 @@ DraftSettings) and StepRecord (a draft's DraftRecord, a match's place).
 
 from __future__ import annotations
 
-from lookahead_core.records import CandidateRecord, GuessReason, GuessSource, Method, StepRecord, StopReason, TraceMeta
+from lookahead_core.records import (
+    BenchMethod,
+    CandidateRecord,
+    GuessReason,
+    GuessSource,
+    Method,
+    StepRecord,
+    StopReason,
+    TraceMeta,
+)
 
 from .markup import escape
 from .plans import triple
@@ -36,8 +45,9 @@ WHERE_GUESSES_COME_FROM = {
         "and the output, and guesses that what followed them there comes again. See Verification."
     ),
     Method.SPECULATIVE: (
-        "Speculative decoding has no Jacobi window: a draft model writes k tokens, one small forward pass "
-        "each, and the target checks them all in one pass. See Verification."
+        "Speculative decoding has no Jacobi window: a draft (a smaller model, or an EAGLE layer on the model's "
+        "own features) writes k tokens, one small forward pass each, and the target checks them all in one "
+        "pass. See Verification."
     ),
     Method.MEDUSA: (
         "Medusa has no Jacobi window: small heads read the model's own last hidden state and guess the next few "
@@ -50,6 +60,11 @@ NO_POOL = {
     ),
     Method.SPECULATIVE: "Speculative decoding keeps no n-gram pool: its guesses come from the draft model.",
 }
+
+
+def entrant_name(entrant: BenchMethod) -> str:
+    """A method as Run offers it: its name, or for speculative decoding with an EAGLE layer, that layer's."""
+    return "EAGLE draft layer" if entrant == BenchMethod.EAGLE else NAMES[entrant.method]
 
 
 def method_settings(meta: TraceMeta) -> str:

@@ -72,7 +72,7 @@ def speed_story(run: Run) -> str:
         story += " " + verdict(run.timing, device, plain)
     if ours.meta.method == Method.SPECULATIVE:
         drafting = sum(r.draft.seconds for r in decode if r.draft is not None) / len(decode)
-        story += f" Of each step, {drafting:.3f} s on average went to the draft model's passes."
+        story += f" Of each step, {drafting:.3f} s on average went to drafting."
     if ours.meta.method == Method.MEDUSA:
         heads = sum(r.heads.seconds for r in decode if r.heads is not None) / len(decode)
         story += f" Of each step, {heads * 1000:.1f} ms on average went to the heads."
