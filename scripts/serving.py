@@ -113,10 +113,39 @@ def run_on_model(page, tokens: int) -> None:
         raise AssertionError(f"no run of {tokens} new tokens shown in two minutes; the page says {said}") from None
 
 
+LANE_TEXTS = """() => [...document.querySelectorAll('#ll-race-playback .ll-lane')].map(lane => ({
+  name: lane.querySelector('b').innerText,
+  text: [...lane.querySelectorAll('.ll-lane-text > span')].filter(s => getComputedStyle(s).opacity === '1')
+        .map(s => s.textContent).join(''),
+  all: [...lane.querySelectorAll('.ll-lane-text > span')].map(s => s.textContent).join(''),
+  count: [...lane.querySelectorAll('.ll-counts > span')].filter(s => getComputedStyle(s).opacity === '1')
+        .map(s => s.innerText).join('|'),
+}))"""  # each lane of the race's playback: its name, its text shown so far and in all, its counters shown
+
+
+def race_to_end(page) -> list[dict]:
+    """Press Race, wait (three minutes at most) for its playback, then for every lane to have shown its last
+    step (all its text, and its seconds); the lanes, as LANE_TEXTS reads them."""
+    page.click("#ll-race-run")
+    page.wait_for_selector("#ll-race-playback .ll-lane", timeout=180_000)
+    page.wait_for_function(
+        f"() => ({LANE_TEXTS})().every(lane => lane.text === lane.all && lane.count.endsWith(' s'))",
+        timeout=60_000,
+    )
+    return page.evaluate(LANE_TEXTS)
+
+
 def choose_preset(page, label: str) -> None:
-    """Pick the preset labelled `label` in the dropdown and wait for its example run at step 0."""
+    """Pick the preset labelled `label` in the dropdown and wait for its example run at step 0: for its
+    description, which comes with the run (step 0 alone may still be the previous preset's)."""
+    from visuals import library
+
+    described = next(preset["caption"] for preset in library.load_presets() if preset["label"] == label)
     page.click("#ll-controls input[role=listbox], #ll-controls .wrap input")
     page.get_by_role("option", name=label).click()
+    page.wait_for_function(
+        "start => document.querySelector('#ll-preset-caption').innerText.startsWith(start)", arg=described[:60]
+    )
     wait_for_step(page, 0)
 
 

@@ -18,6 +18,7 @@ from scripts.serving import (
     choose_preset,
     chromium_page,
     open_page,
+    race_to_end,
     run_on_model,
     running_app,
     screenshot_step,
@@ -104,29 +105,14 @@ def test_screenshot_of_a_step_with_accepted_guesses(browser_page):
 
 
 RACE_SCREENSHOT = SCREENSHOT.with_name("race.png")
-LANE_TEXTS = """() => [...document.querySelectorAll('#ll-race-playback .ll-lane')].map(lane => ({
-  name: lane.querySelector('b').innerText,
-  text: [...lane.querySelectorAll('.ll-lane-text > span')].filter(s => getComputedStyle(s).opacity === '1')
-        .map(s => s.textContent).join(''),
-  all: [...lane.querySelectorAll('.ll-lane-text > span')].map(s => s.textContent).join(''),
-  count: [...lane.querySelectorAll('.ll-counts > span')].filter(s => getComputedStyle(s).opacity === '1')
-        .map(s => s.innerText).join('|'),
-}))"""
 
 
 def test_the_race_plays_every_lane_back_to_its_measured_output(browser_page):
     page, errors = browser_page
     set_max_tokens(page, 16)
-    page.click("#ll-race-run")
-    page.wait_for_selector("#ll-race-playback .ll-lane", timeout=180_000)
-    lanes = page.evaluate(LANE_TEXTS)
+    lanes = race_to_end(page)
     names = ["Greedy", "Lookahead", "Prompt lookup", "Speculative decoding", "Medusa heads"]
     assert [lane["name"] for lane in lanes] == names
-    page.wait_for_function(  # every lane has shown its last step: all of its text is visible
-        f"() => ({LANE_TEXTS})().every(lane => lane.text === lane.all && lane.count.endsWith(' s'))",
-        timeout=60_000,
-    )
-    lanes = page.evaluate(LANE_TEXTS)
     assert all(lane["text"] == lanes[0]["text"] != "" for lane in lanes), "greedy: every method writes the same"
     assert all(lane["count"].startswith("16 tokens") for lane in lanes)
     page.locator("#ll-race-playback").scroll_into_view_if_needed()

@@ -24,9 +24,10 @@ from .events import PROGRESS, REFUSALS, announced_load, reporting, warned
 
 RACE_AUTO, RACE_SLIDERS = "auto: measured for this hardware", "the sliders' W, N, G"
 RACE_INTRO = (
-    '<div class="ll-budget">The race decodes your prompt with greedy decoding, lookahead, prompt lookup and '
-    "speculative decoding (a bfloat16 copy of the model as the draft) on the model loaded here, each warmed up "
-    f"first, then in interleaved rounds (all four, then all four again: up to {ROUNDS}, as many as fit its time), "
+    '<div class="ll-budget">The race decodes your prompt with greedy decoding, lookahead, prompt lookup, '
+    "speculative decoding (a bfloat16 copy of the model as the draft) and, where heads ship for the model, Medusa "
+    "heads, on the model loaded here, each warmed up first, then in interleaved rounds (all of them, then all "
+    f"again: up to {ROUNDS}, as many as fit its time), "
     "timed with the device synchronised and nothing drawn. Each speed is the median over the rounds, with its "
     "range; it names a winner only when the ranges say so, and says what else used the machine meanwhile. Then "
     "it plays one round back side by side at the measured speed: what this hardware really gains, and why. "
@@ -54,8 +55,8 @@ class RaceCard:
 def build_race(session_seconds: int) -> RaceCard:
     with gr.Column(elem_classes="ll-card", elem_id="ll-race"):
         gr.HTML(
-            "<h2>7 · The race: greedy, lookahead, prompt lookup and a draft model, timed<small>same prompt, "
-            "same model, one after the other, played back side by side</small></h2>",
+            "<h2>7 · The race: greedy, lookahead, prompt lookup, a draft model and Medusa heads, timed"
+            "<small>same prompt, same model, one after the other, played back side by side</small></h2>",
             elem_classes="ll-card-head",
         )
         result = gr.State(None, time_to_live=session_seconds)
