@@ -7,6 +7,8 @@ and the result is partial and says so; a quick model gets its full rounds, exact
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from lab.budget import Deadline
@@ -18,6 +20,7 @@ from lookahead_core.records import Method, Progress, StopReason
 from lookahead_core.request import DecodeRequest
 from visuals.race import NOISE, cost_figure, race_html
 from visuals.summary import summary_html
+from visuals.timing import FEWEST_COMPARED
 
 from .conftest import cost_table, tiny_draft
 
@@ -111,7 +114,8 @@ def test_a_step_timed_below_a_one_token_step_is_marked_as_noise(tiny_lm):
     assert NOISE in names and any(name.endswith("(its step time: noise)") for name in names)
     assert "this difference is timing noise" in race_html(result)
     steady = race(tiny_lm, PROMPT, REQUEST, StepCosts.of(cost_table(0.1)), tiny_draft("llama"))
-    steady.lane(Method.LOOKAHEAD).decode_step_seconds = steady.lane(Method.GREEDY).decode_step_seconds * 1.5
+    for lane in steady.lanes[1:]:  # every guessing lane, as a quiet machine times it: a wide step costs more
+        lane.decode_step_seconds = steady.lane(Method.GREEDY).decode_step_seconds * 1.5
     assert not any("noise" in trace.name for trace in cost_figure(steady).data)  # the negative control
 
 
@@ -121,6 +125,25 @@ def test_a_race_of_one_round_says_it_is_no_verdict(tiny_lm, slow_clock):
     result = race(tiny_lm, PROMPT, request, StepCosts.of(cost_table(0.1)), tiny_draft("llama"), deadline=deadline)
     assert result.timing.rounds == 1 and len(result.timing.leaders) == len(result.lanes)
     assert "Only one round fitted in the time" in race_html(result) and " won on " not in race_html(result)
+
+
+def test_a_round_cut_to_a_few_tokens_gives_no_speedup(tiny_lm, slow_clock):
+    """Beside CPU burners a partial round once compared its methods over a few tokens and showed speedups of
+    0.04x to 3.65x: the prefill's noise. Under FEWEST_COMPARED tokens none is shown, in the race or a Run;
+    at FEWEST_COMPARED they are (the negative control)."""
+    request = DecodeRequest(lookahead=LookaheadConfig(4, 3, 4), max_new_tokens=200)
+    race_result = race(tiny_lm, PROMPT, request, StepCosts.of(cost_table(0.1)), tiny_draft("llama"),
+                       deadline=Deadline(1.0, clock=slow_clock))  # fmt: skip
+    run = finished_run(tiny_lm, PROMPT, request, Deadline(0.6, clock=slow_clock))
+    assert race_result.timing.partial and run.timing.partial
+    for tokens, shown in [(FEWEST_COMPARED - 1, False), (FEWEST_COMPARED, True)]:
+        race_result.timing = replace(race_result.timing, compared_tokens=tokens)
+        run.timing = replace(run.timing, compared_tokens=tokens)
+        html, summary = race_html(race_result), summary_html(run)
+        assert ("not compared" not in html + summary) == shown
+        assert ("best: " in html) == shown and ("no method named" in html) != shown
+        assert ("too few to tell the methods&#x27; speeds apart" in html + summary) != shown
+        assert ("as fast as greedy" in summary) == shown
 
 
 def test_the_warm_ups_stop_at_their_share_of_the_deadline(tiny_lm, slow_clock):

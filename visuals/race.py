@@ -19,7 +19,7 @@ from .methods import NAMES, SHORT_NAMES
 from .palette import BLACK, BLUE, GREEN, GREY, PURPLE, SKY
 from .plans import settings_words
 from .summary import stat, used_words
-from .timing import rate_words, times, timing_notes, verdict
+from .timing import rate_words, speedup_words, timing_notes, too_short, verdict
 
 HUES = {
     Method.GREEDY: BLUE,
@@ -166,7 +166,7 @@ def race_story(result: RaceRecord) -> str:
         leader = max((timing.of(m) for m in timing.leaders), key=lambda t: t.speedup.median).method
         why = (
             f" {SHORT_NAMES[leader].capitalize()}: {lane_reason(result, result.lane(leader))}."
-            if (leader != Method.GREEDY)
+            if leader != Method.GREEDY and not too_short(timing)
             else ""
         )
         return verdict(result.timing, where) + why
@@ -190,8 +190,7 @@ def lane_speed(result: RaceRecord, lane: RaceLane) -> str:
     """A lane's speedup (with its interval over the rounds) and its rate, or the one timing of an older race."""
     if result.timing is None:
         return f"{lane.speedup:.2f}×"
-    timing = result.timing.of(lane.method)
-    return f"{times(timing.speedup)} · {rate_words(timing)}"
+    return f"{speedup_words(result.timing, lane.method)} · {rate_words(result.timing.of(lane.method))}"
 
 
 def lane_row(result: RaceRecord, lane: RaceLane) -> str:
@@ -216,10 +215,15 @@ def race_html(result: RaceRecord, used: float | None = None, gpu: bool = False) 
     `used`: the seconds the whole request held the model (on ZeroGPU, the visitor's GPU quota).
     """
     machine, best = result.machine, max(result.lanes[1:], key=lambda lane: lane.speedup)
-    speed = times(result.timing.of(best.method).speedup) if result.timing is not None else f"{best.speedup:.2f}×"
+    speed = speedup_words(result.timing, best.method) if result.timing is not None else f"{best.speedup:.2f}×"
     rounds = result.timing.rounds if result.timing is not None else 1
+    short = result.timing is not None and too_short(result.timing)
     stats = [
-        stat(speed, f"best: {SHORT_NAMES[best.method]}", "median tokens per second / greedy's, over the rounds"),
+        stat(
+            speed,
+            "no method named" if short else f"best: {SHORT_NAMES[best.method]}",
+            "median tokens per second / greedy's, over the rounds",
+        ),
         stat(f"{result.max_new_tokens}", "max new tokens", "every method decoded the same prompt"),
         stat(str(rounds), "interleaved rounds" if rounds > 1 else "round", "every method once per round"),
     ]

@@ -11,7 +11,7 @@ from lookahead_core.records import Fit, Machine, Method, Progress, Run, Trace
 from .markup import escape
 from .methods import NAMES, SHORT_NAMES, method_settings
 from .plans import settings_words
-from .timing import times, timing_notes, verdict
+from .timing import speedup_words, timing_notes, too_short, verdict
 
 
 def plain_name(run: Run) -> str:
@@ -42,7 +42,7 @@ def measured_speedup(run: Run) -> str:
     """The method's speedup: the ratio of median rates over the rounds with its interval, or the one timing
     of a run recorded before repeated rounds."""
     if run.timing is not None:
-        return times(run.timing.of(run.trace.meta.method).speedup)
+        return speedup_words(run.timing, run.trace.meta.method)
     rate = run.greedy.summary.tokens_per_second
     return f"{run.trace.summary.tokens_per_second / rate if rate else 0.0:.2f}×"
 
@@ -61,6 +61,11 @@ def speed_story(run: Run) -> str:
         f"{NAMES[ours.meta.method]} ran {measured_speedup(run)} as fast as {plain} on {device}: it committed "
         f"{compression:.2f} tokens per step, and one of its steps took {cost:.2f}× as long as a {plain} step"
     )
+    if run.timing is not None and too_short(run.timing):
+        story = (
+            f"{NAMES[ours.meta.method]} committed {compression:.2f} tokens per step on {device}, and one of its steps "
+            f"took {cost:.2f}× as long as a {plain} step"
+        )
     mean_fed = sum(r.tokens_fed for r in decode) / len(decode)
     if cost < 1 and mean_fed > 1:
         story += (

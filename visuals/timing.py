@@ -12,6 +12,21 @@ from lookahead_core.records import BenchSettings, BenchTotals, Busy, Method, Met
 
 from .methods import SHORT_NAMES
 
+FEWEST_COMPARED = 8  # tokens: a round the deadline cut shorter gives speedups that are mostly its prefill's
+
+
+def too_short(timing: Timing) -> bool:
+    """Whether the deadline cut the round shown so short (fewer than FEWEST_COMPARED tokens compared) that its
+    speedups measure the prefill and the first steps, not the methods: then none is shown."""
+    return timing.partial and timing.compared_tokens < FEWEST_COMPARED
+
+
+def speedup_words(timing: Timing, method: Method) -> str:
+    """A method's speedup as shown: its median with its interval, or that too few tokens were compared."""
+    if too_short(timing):
+        return f"not compared ({timing.compared_tokens} tokens)"
+    return times(timing.of(method).speedup)
+
 
 def times(spread: Spread) -> str:
     """A speedup: its median, and its interval when the rounds give one."""
@@ -52,6 +67,11 @@ def rounds_words(timing: Timing, what: str, shown: str) -> str:
 def verdict(timing: Timing, where: str, plain: str = "greedy") -> str:
     """The winner when the intervals say so, or which methods are within noise of each other; after a single
     round, only which was fastest in it, since one round has no spread to judge by."""
+    if too_short(timing):
+        return (
+            f"The request's time ran out on {where} after {timing.compared_tokens} tokens were compared: too few to "
+            "tell the methods' speeds apart (the prefill and the first steps weigh most), so no speedup is given."
+        )
     if timing.rounds == 1:
         fastest = max(timing.methods, key=lambda t: t.speedup.median)
         name = SHORT_NAMES[fastest.method] if fastest.method != Method.GREEDY else plain
