@@ -97,10 +97,13 @@ def measure_step_costs(lm: LoadedModel, sizes=SIZES, context: int = CONTEXT, rep
     )
 
 
+CURVE_VERSION = 2  # a cached curve is measured again when the engine's passes change what they cost (2: products.py)
+
+
 def costs_path(lm: LoadedModel):
     facts = lm.describe()
     key = re.sub(r"[^A-Za-z0-9.]+", "-", f"{lm.name}-{facts['device_name']}-{facts['dtype']}").strip("-")
-    return cache_root() / "step-costs" / f"{key}.json"
+    return cache_root() / "step-costs" / f"{key}-v{CURVE_VERSION}.json"
 
 
 def step_costs(lm: LoadedModel, refresh: bool = False) -> StepCosts:

@@ -1,15 +1,13 @@
-"""What a pass of a few rows costs on this machine, and how much of it is the matrix products' kernel.
+"""What a pass of a few rows costs on this machine, and what the engine's products change (products.py).
 
-Usage: python scripts/row_cost.py [--sizes 1 2 3 4 5 8] [--context 256] [--repeats 7] [--json OUT]
+Usage: python scripts/row_cost.py [--sizes 1 2 3 4 5 8 16 32 64] [--context 256] [--repeats 7] [--json OUT]
 
 nn.Linear computes x @ W.T. For one row a BLAS runs that as a matrix-vector product; for a few rows
 it may run it row by row, where the same product taken as W @ x.T is a small matrix-matrix product
 that streams each weight once on every core. This prints, as Markdown:
 1. every linear layer of the model's body, applied to random rows with cold weights, both ways;
-2. one engine pass (lookahead_core.forward.forward_tree) of each size after a `context`-token prefix
-   in three kernels, interleaved round by round: nn.Linear's own product (what the engine runs); the
-   passes of 2 to 5 rows as W @ x.T; and also one row as W @ x.T, fed twice.
-The engine does not take these products (see docs/engine.md); this measures what they would change.
+2. one engine pass (lookahead_core.forward.forward_tree) of each size after a `context`-token prefix,
+   with nn.Linear's product throughout and as the engine takes it, interleaved round by round.
 """
 
 from __future__ import annotations
@@ -19,7 +17,6 @@ import json
 import statistics
 import sys
 import time
-import types
 from pathlib import Path
 
 import torch
@@ -27,41 +24,13 @@ from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from lookahead_core import products  # noqa: E402
 from lookahead_core.attention import attention_plan  # noqa: E402
 from lookahead_core.forward import forward_tree, keep_rows, prefill  # noqa: E402
 from lookahead_core.layout import chain_layout  # noqa: E402
 from lookahead_core.models import device_name, load_model  # noqa: E402
 
-KERNELS = {  # the widest pass each takes as W @ x.T, and whether one row is fed twice to get there
-    "nn.Linear (x @ W.T)": None,
-    "W @ x.T, 2-5 rows": (2, 5),
-    "W @ x.T, 1-5 rows": (1, 5),
-}
-
-
-def transposed_linear(rows_taken: tuple[int, int]):
-    """A forward for nn.Linear that takes a pass of rows_taken[0] to rows_taken[1] rows as W @ x.T."""
-    low, high = rows_taken
-
-    def forward(module: nn.Linear, x: torch.Tensor) -> torch.Tensor:
-        rows = x.numel() // x.shape[-1]
-        if not low <= rows <= high:
-            return nn.functional.linear(x, module.weight, module.bias)
-        flat = x.reshape(rows, x.shape[-1])
-        y = (module.weight @ (flat.repeat(2, 1) if rows == 1 else flat).T).T[:rows]
-        y = y + module.bias if module.bias is not None else y
-        return y.reshape(*x.shape[:-1], module.weight.shape[0])
-
-    return forward
-
-
-def use_kernel(model, kernel: tuple[int, int] | None) -> None:
-    for module in model.modules():
-        if type(module) is nn.Linear:
-            if kernel is None:
-                module.__dict__.pop("forward", None)
-            else:
-                module.forward = types.MethodType(transposed_linear(kernel), module)
+KERNELS = {"nn.Linear (x @ W.T)": 0, "the engine's (W @ x.T)": products.FEW_ROWS}  # the widest pass taken as W @ x.T
 
 
 def products_table(model, sizes: list[int], repeats: int) -> list[dict]:
@@ -85,21 +54,21 @@ def products_table(model, sizes: list[int], repeats: int) -> list[dict]:
 
 
 def passes_table(lm, sizes: list[int], context: int, repeats: int) -> list[dict]:
-    """One forward_tree pass of each size in each kernel, interleaved: every kernel and size once a round."""
+    """One forward_tree pass of each size with each kernel, interleaved: every kernel and size once a round."""
     generator = torch.Generator().manual_seed(0)
     prefix = torch.randint(0, lm.model.config.vocab_size, (context,), generator=generator).tolist()
     cache, _ = prefill(lm.model, prefix)
     plan = attention_plan(lm.model.config)
     seconds = {(kernel, size): [] for kernel in KERNELS for size in sizes}
     for attempt in range(repeats + 1):
-        for kernel, taken in KERNELS.items():
-            use_kernel(lm.model, taken)
+        for kernel, widest in KERNELS.items():
+            products.FEW_ROWS = widest
             for size in sizes:
                 took = forward_tree(lm.model, cache, prefix[:size], chain_layout(size), plan).seconds
                 keep_rows(cache, context, [])
                 if attempt:
                     seconds[kernel, size].append(took)
-    use_kernel(lm.model, None)
+    products.FEW_ROWS = KERNELS["the engine's (W @ x.T)"]
     return [{"rows": size} | {k: statistics.median(seconds[k, size]) * 1e3 for k in KERNELS} for size in sizes]
 
 
@@ -112,7 +81,7 @@ def markdown(rows: list[dict]) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", type=int, nargs="+", default=[1, 2, 3, 4, 5, 8])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1, 2, 3, 4, 5, 8, 16, 32, 64])
     parser.add_argument("--context", type=int, default=256)
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--json", type=Path, help="also write both tables here")
