@@ -31,7 +31,7 @@ def engine_linear(module: nn.Linear, x: torch.Tensor) -> torch.Tensor:
     """`nn.Linear`'s forward, except in an engine pass of at most FEW_ROWS rows: W @ x.T, one row fed twice
     (as a single column it would run the one-core matrix-vector kernel again)."""
     rows = x.numel() // x.shape[-1]
-    if not ENGINE_PASS.get() or rows > FEW_ROWS:
+    if not ENGINE_PASS.get() or rows > FEW_ROWS or module.weight.dtype != torch.float32:  # a copy cast to bf16
         return nn.functional.linear(x, module.weight, module.bias)
     flat = x.reshape(rows, x.shape[-1])
     y = (module.weight @ (flat.repeat(2, 1) if rows == 1 else flat).T).T[:rows]

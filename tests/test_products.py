@@ -40,6 +40,13 @@ def test_a_deep_copy_takes_its_own_weights_and_other_dtypes_keep_nn_linear():
     half = nn.Linear(8, 4).to(torch.bfloat16)
     take_products(half)
     assert "forward" not in vars(half)  # measured for float32 only
+    cast = copy.deepcopy(layer).to(torch.bfloat16)  # speculative decoding's draft: a copy of the target, cast
+    x = torch.randn(3, 8, dtype=torch.bfloat16)
+    token = ENGINE_PASS.set(True)
+    try:
+        assert torch.equal(cast(x), nn.functional.linear(x, cast.weight, cast.bias))  # nn.Linear's kernel
+    finally:
+        ENGINE_PASS.reset(token)
 
 
 def test_only_the_engines_passes_change_and_generate_is_untouched():
