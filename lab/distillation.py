@@ -99,10 +99,51 @@ def answers(lm: LoadedModel, prompts: list[list[int]], tokens: int, folder: Path
     return [d["answer"] for d in done]
 
 
+@dataclass(frozen=True)
+class Split:
+    """The prompts (token ids) and the model's answers to them: those to train on, and those held out to
+    measure on (none when there was one prompt)."""
+
+    training: tuple[list[list[int]], list[list[int]]]
+    held_out: tuple[list[list[int]], list[list[int]]]
+
+    @property
+    def kept(self) -> int:
+        return len(self.held_out[0])
+
+
+def distilled(lm: LoadedModel, prompts: list[list[int]], settings, folder: Path) -> tuple[RunClock, Split]:
+    """A run's start in `folder`: its clock, the seed set, the model's greedy answers to `prompts`
+    (settings.answer_tokens each, generated once) split by settings.held_out."""
+    folder.mkdir(parents=True, exist_ok=True)
+    clock = RunClock(folder)
+    torch.manual_seed(settings.seed)
+    replies = answers(lm, prompts, settings.answer_tokens, folder, clock)
+    cut = held_out_cut(len(prompts), settings.held_out)
+    return clock, Split((prompts[:cut], replies[:cut]), (prompts[cut:], replies[cut:]))
+
+
 def held_out_cut(prompts: int, share: float) -> int:
     """How many of `prompts` (the first ones) train: the last `share` of them, at least one, is held out to
     measure on; a single prompt is not split (it trains, and is measured on)."""
     return prompts - max(1, math.ceil(share * prompts)) if prompts > 1 else prompts
+
+
+def run_facts(
+    lm: LoadedModel, source: DataSource, split: Split, settings, losses: list[float], clock: RunClock
+) -> dict:
+    """What every training record says of its run: the model, the prompts' source and licence, how many
+    prompts trained and were held out, the settings, the loss curve and the run's seconds so far."""
+    return {
+        "model": lm.name,
+        "source": source.name,
+        "licence": source.licence,
+        "prompts": len(split.training[0]),
+        "held_out_prompts": split.kept,
+        "settings": settings,
+        "loss": losses,
+        "seconds": clock.seconds(),
+    }
 
 
 def write_record(folder: Path, record, clock: RunClock) -> None:

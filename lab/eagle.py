@@ -25,7 +25,7 @@ from lookahead_core.eagle import EagleLayer, draft_head, eagle_for, save_eagle
 from lookahead_core.medusa import output_logits
 from lookahead_core.models import LoadedModel
 
-from .distillation import DataSource, answers, command_inputs, held_out_cut, train_command, write_record
+from .distillation import DataSource, command_inputs, distilled, run_facts, train_command, write_record
 from .training import RunClock, TrainingLoop
 
 LAYER = "eagle.safetensors"
@@ -172,31 +172,20 @@ def train(
 ) -> TrainingRecord:
     """Train an EAGLE layer for `lm` on its greedy answers to `prompts`; write the layer (with its measured
     accuracy) and the training record into `folder`."""
-    folder.mkdir(parents=True, exist_ok=True)
-    clock = RunClock(folder)
-    torch.manual_seed(settings.seed)
-    replies = answers(lm, prompts, settings.answer_tokens, folder, clock)
-    cut = held_out_cut(len(prompts), settings.held_out)
-    kept = len(prompts) - cut
-    training = sequences(lm.model, prompts[:cut], replies[:cut])
-    held_out = sequences(lm.model, prompts[cut:], replies[cut:]) if kept else training
+    clock, split = distilled(lm, prompts, settings, folder)
+    kept = split.kept
+    training = sequences(lm.model, *split.training)
+    held_out = sequences(lm.model, *split.held_out) if kept else training
     layer = eagle_for(lm.model, lm.name).float()
     losses = train_layer(layer, lm.model, training, settings, folder, clock)
     layer.vocabulary = draft_vocabulary(training, settings.vocabulary)
     layer.accuracy = first_guess_accuracy(layer, lm.model, held_out)
     save_eagle(layer, folder / LAYER)
     record = TrainingRecord(
-        model=lm.name,
-        source=source.name,
-        licence=source.licence,
-        prompts=cut,
-        held_out_prompts=kept,
+        **run_facts(lm, source, split, settings, losses, clock),
         train_tokens=positions(training),
         held_out_tokens=positions(held_out) if kept else 0,
-        settings=settings,
-        loss=losses,
         accuracy=layer.accuracy,
-        seconds=clock.seconds(),
     )
     write_record(folder, record, clock)
     return record

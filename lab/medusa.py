@@ -23,10 +23,10 @@ from lookahead_core.models import LoadedModel
 
 from .distillation import (
     DataSource,
-    answers,
     command_inputs,
+    distilled,
     greedy_answers,
-    held_out_cut,
+    run_facts,
     train_command,
     write_record,
 )
@@ -193,31 +193,20 @@ def train(
 ) -> TrainingRecord:
     """Train heads for `lm` on its greedy answers to `prompts` (token ids); write the heads (with their
     measured accuracy, which shapes their sparse tree) and the training record into `folder`."""
-    folder.mkdir(parents=True, exist_ok=True)
-    clock = RunClock(folder)
-    torch.manual_seed(settings.seed)
-    replies = answers(lm, prompts, settings.answer_tokens, folder, clock)
-    cut = held_out_cut(len(prompts), settings.held_out)
-    kept = len(prompts) - cut
-    training = examples(lm.model, prompts[:cut], replies[:cut], settings.heads)
-    held_out = examples(lm.model, prompts[cut:], replies[cut:], settings.heads) if kept else training
+    clock, split = distilled(lm, prompts, settings, folder)
+    kept = split.kept
+    training = examples(lm.model, *split.training, settings.heads)
+    held_out = examples(lm.model, *split.held_out, settings.heads) if kept else training
     heads = heads_for(lm.model, lm.name, settings.heads).float()
     losses = train_heads(heads, lm.model, training, settings, folder, clock)
     heads.accuracy = rank_accuracy(heads, lm.model, held_out)
     save_heads(heads, folder / HEADS)
     record = TrainingRecord(
-        model=lm.name,
-        source=source.name,
-        licence=source.licence,
-        prompts=cut,
-        held_out_prompts=kept,
+        **run_facts(lm, source, split, settings, losses, clock),
         train_tokens=len(training),
         held_out_tokens=len(held_out) if kept else 0,
-        settings=settings,
-        loss=losses,
         accuracy=summary_accuracy(heads.accuracy),
-        seconds=clock.seconds(),
-        spot_check=spot_check(lm, heads, prompts[cut:][:SPOT_PROMPTS], settings.answer_tokens) if kept else None,
+        spot_check=spot_check(lm, heads, split.held_out[0][:SPOT_PROMPTS], settings.answer_tokens) if kept else None,
     )
     write_record(folder, record, clock)
     return record

@@ -27,7 +27,7 @@ from lookahead_core.trace import decode_steps, summarize
 
 from .conftest import TINY_VOCAB, tiny_model
 from .test_bench import char_tokenizer
-from .test_engine_tiny_models import greedy_reference
+from .test_engine_tiny_models import greedy_case, greedy_reference
 from .test_sampling import PROMPT, TOKENS, exact_sequences, fits, keep_p, marginal, small_vocab_model
 
 CASES = 8
@@ -72,10 +72,7 @@ def test_greedy_eagle_equals_greedy_generate(family, tmp_path):
         draft.tokens = rng.randint(1, 6)
         prompt = motif_prompts(rng, 1)[0][: rng.randint(1, 30)]
         max_new_tokens = rng.randint(1, 40)
-        reference = greedy_reference(lm.model, prompt, max_new_tokens, None)
-        eos = rng.choice(reference) if case % 3 == 0 else None
-        if eos is not None:
-            reference = greedy_reference(lm.model, prompt, max_new_tokens, eos)
+        reference, eos = greedy_case(lm.model, prompt, max_new_tokens, rng, case % 3 == 0)
         output, steps = eagle_output(lm, draft, prompt, max_new_tokens, eos)
         assert output == reference, f"case {case}: {prompt} k={draft.tokens} {max_new_tokens} eos={eos}"
         accepted += sum(s.verification.accepted for s in steps[1:])

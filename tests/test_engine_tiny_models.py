@@ -37,6 +37,16 @@ def greedy_reference(model, prompt_ids: list[int], max_new_tokens: int, eos: int
     return output[0, len(prompt_ids) :].tolist()
 
 
+def greedy_case(model, prompt_ids: list[int], max_new_tokens: int, rng, with_eos: bool) -> tuple[list[int], int | None]:
+    """generate's greedy output for a random case and its end-of-sequence token: with `with_eos`, one of the
+    tokens greedy writes, drawn from `rng`, so the output stops there; else none."""
+    reference = greedy_reference(model, prompt_ids, max_new_tokens, None)
+    if not with_eos:
+        return reference, None
+    eos = rng.choice(reference)
+    return greedy_reference(model, prompt_ids, max_new_tokens, eos), eos
+
+
 def lookahead_output(lm: LoadedModel, prompt_ids, config, max_new_tokens, eos) -> tuple[list[int], list[StepRecord]]:
     lm.eos_ids = frozenset() if eos is None else frozenset({eos})
     steps = list(decode_steps(lm, prompt_ids, DecodeRequest(lookahead=config, max_new_tokens=max_new_tokens)))
@@ -60,10 +70,7 @@ def test_lookahead_equals_greedy_generate_on_random_settings(family, attention):
         prompt = (motif * 8)[: rng.randint(1, 30)]
         config = LookaheadConfig(window=rng.randint(1, 8), ngram=rng.randint(2, 6), guesses=rng.randint(0, 8))
         max_new_tokens = rng.randint(1, 40)
-        reference = greedy_reference(lm.model, prompt, max_new_tokens, None)
-        eos = rng.choice(reference) if case % 2 else None
-        if eos is not None:
-            reference = greedy_reference(lm.model, prompt, max_new_tokens, eos)
+        reference, eos = greedy_case(lm.model, prompt, max_new_tokens, rng, case % 2)
         output, steps = lookahead_output(lm, prompt, config, max_new_tokens, eos)
         assert output == reference, f"case {case}: prompt={prompt} {config} max_new_tokens={max_new_tokens} eos={eos}"
         assert len(output) <= max_new_tokens

@@ -24,7 +24,7 @@ from lookahead_core.sampling import GREEDY
 from lookahead_core.trace import decode_steps, summarize
 
 from .conftest import TINY_VOCAB, tiny_draft, tiny_model
-from .test_engine_tiny_models import greedy_reference
+from .test_engine_tiny_models import greedy_case
 
 CASES = 24
 
@@ -53,10 +53,7 @@ def test_every_method_equals_greedy_generate(family, method):
         lookup = LookupConfig(ngram=rng.randint(1, 4), tokens=rng.randint(1, 10), candidates=rng.randint(1, 4))
         draft = drafts[case % 2]
         draft.tokens, draft.confidence = rng.randint(1, 6), rng.choice([0.0, 0.4])
-        reference = greedy_reference(lm.model, prompt, max_new_tokens, None)
-        eos = rng.choice(reference) if case % 3 == 0 else None
-        if eos is not None:
-            reference = greedy_reference(lm.model, prompt, max_new_tokens, eos)
+        reference, eos = greedy_case(lm.model, prompt, max_new_tokens, rng, case % 3 == 0)
         output, steps = family_output(lm, method, prompt, max_new_tokens, eos, lookup, draft)
         assert output == reference, f"case {case}: {prompt} {lookup} k={draft.tokens} {max_new_tokens} eos={eos}"
         multi_token_steps += sum(len(s.committed) > 1 for s in steps)

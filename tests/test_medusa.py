@@ -36,7 +36,7 @@ from lookahead_core.trace import decode_steps, summarize
 
 from .conftest import TINY_VOCAB, tiny_medusa, tiny_model
 from .test_bench import char_tokenizer
-from .test_engine_tiny_models import greedy_reference
+from .test_engine_tiny_models import greedy_case
 from .test_sampling import PROMPT, TOKENS, accept_the_argmax, exact_sequences, fits, marginal, small_vocab_model
 
 CASES = 8
@@ -63,10 +63,7 @@ def test_greedy_medusa_equals_greedy_generate(family):
         motif = [rng.randrange(TINY_VOCAB) for _ in range(rng.randint(1, 6))]
         prompt = (motif * 8)[: rng.randint(1, 30)]
         max_new_tokens = rng.randint(1, 40)
-        reference = greedy_reference(lm.model, prompt, max_new_tokens, None)
-        eos = rng.choice(reference) if case % 3 == 0 else None
-        if eos is not None:
-            reference = greedy_reference(lm.model, prompt, max_new_tokens, eos)
+        reference, eos = greedy_case(lm.model, prompt, max_new_tokens, rng, case % 3 == 0)
         output, steps = medusa_output(lm, medusa, prompt, max_new_tokens, eos)
         assert output == reference, f"case {case}: {prompt} tree={medusa.tree} {max_new_tokens} eos={eos}"
         assert all(s.method == Method.MEDUSA for s in steps)
