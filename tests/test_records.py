@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import typing
 
 import pytest
 
+from lookahead_core import records
 from lookahead_core.config import LookaheadConfig
 from lookahead_core.records import (
     SCHEMA_VERSION,
@@ -188,3 +190,14 @@ def test_stop_reasons_and_optional_parts_read_back_as_recorded(run):
     greedy_step = read.greedy.steps[1]
     assert (greedy_step.plan, greedy_step.window, greedy_step.pool, greedy_step.verification) == (None,) * 4
     assert greedy_step.rows == []
+
+
+RECORD_TYPES = [kind for kind in (getattr(records, name) for name in records.__all__) if dataclasses.is_dataclass(kind)]
+
+
+@pytest.mark.parametrize("kind", RECORD_TYPES, ids=lambda kind: kind.__name__)
+def test_every_record_type_resolves_its_field_types_where_it_is_defined(kind):
+    """The decoder reads a field's type from its annotation, a string resolved in the module of the schema
+    that defines the record: each module must import every type its records' fields name."""
+    hints = typing.get_type_hints(kind)
+    assert set(hints) >= {f.name for f in dataclasses.fields(kind)}

@@ -1,72 +1,62 @@
-"""The record schema: the one contract between the engine and everything above it.
-
-The whole schema still lives in `step`, moved here from records.py so that its history follows; the
-names every importer uses are re-exported, so `from lookahead_core.records import ...` reads as before.
+"""The record schema: the one contract between the engine and everything above it, in plain Python (no
+torch), so a trace can be read, checked and drawn with no model. Its modules: `names` (the version and
+the enums), `step`, `run`, `timing`, `race`, `bench`, `live` (never saved), `codec` (JSON) and `legacy`
+(older files). Every public name is re-exported here: import from `lookahead_core.records`.
 """
 
-from .step import (
+from .bench import BenchPrompt, BenchReport, BenchResult, BenchSettings, BenchTotals
+from .codec import Document, from_data, from_json, parse_json, to_data, to_json
+from .legacy import unversioned_bench_report
+from .live import Fit, Progress
+from .names import (
     SCHEMA_VERSION,
     UPGRADABLE,
     BenchMethod,
-    BenchPrompt,
-    BenchReport,
-    BenchResult,
-    BenchSettings,
-    BenchTotals,
     Branch,
-    Busy,
-    CandidateRecord,
-    Document,
-    DraftRecord,
-    DraftSettings,
-    Draw,
-    Fit,
     GuessReason,
     GuessSource,
-    HeadGuesses,
-    HeadsRecord,
-    InputRow,
+    Method,
+    PlannerKind,
+    PlanReason,
+    Regime,
+    SchemaError,
+    StepKind,
+    StopReason,
+    TokenSource,
+    Verdict,
+)
+from .race import RaceLane, RaceRecord
+from .run import (
+    DraftSettings,
     LookaheadSettings,
     LookupSettings,
     Machine,
     MedusaSettings,
-    Method,
-    MethodTiming,
+    Run,
+    SamplingRecord,
+    StepCostCurve,
+    Summary,
+    Trace,
+    TraceMeta,
+)
+from .step import (
+    CandidateRecord,
+    DraftRecord,
+    Draw,
+    HeadGuesses,
+    HeadsRecord,
+    InputRow,
     NGram,
-    PlannerKind,
-    PlanReason,
     PlanRecord,
     PoolEntry,
     PoolRecord,
-    Progress,
-    RaceLane,
-    RaceRecord,
-    Regime,
-    Run,
     SampledPosition,
-    SamplingRecord,
-    SchemaError,
     SlidingRecord,
-    Spread,
-    StepCostCurve,
-    StepKind,
     StepRecord,
-    StopReason,
-    Summary,
-    Timing,
-    TokenSource,
-    Trace,
-    TraceMeta,
-    Verdict,
     VerificationRecord,
     WindowRecord,
-    from_data,
-    from_json,
-    parse_json,
-    to_data,
-    to_json,
-    unversioned_bench_report,
 )
+from .timing import Busy, MethodTiming, Spread, Timing
 
 __all__ = [
     "SCHEMA_VERSION",

@@ -1,0 +1,114 @@
+"""The bench report: every method and its transformers peers on a prompt set, in one process: each
+prompt's results, each method's totals, the settings, the machine and what else used the CPU. A report
+from before bench reports were versioned reads through legacy.unversioned_bench_report.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .codec import Document, from_data, parse_json
+from .legacy import unversioned_bench_report
+from .names import SCHEMA_VERSION, BenchMethod
+from .run import DraftSettings, LookaheadSettings, LookupSettings, Machine, MedusaSettings, SamplingRecord
+from .timing import Busy, Spread
+
+
+@dataclass(kw_only=True)
+class BenchResult:
+    """One method on one prompt. `speedup` is its tokens per second over the baseline's on this prompt,
+    `exact` whether its output equals greedy `generate` (None when sampled), `offered` and `accepted`
+    the candidate tokens it verified and those accepted (None for plain decoding and the peers). Timed in
+    rounds, these are the figures of its median round on this prompt (by seconds; the lower middle of an
+    even count), the baseline's likewise."""
+
+    tokens: int
+    steps: int  # forward passes of the target, the prefill counted as one
+    tokens_per_step: float
+    seconds: float
+    tokens_per_second: float
+    exact: bool | None
+    offered: int | None
+    accepted: int | None
+    speedup: float
+    # A sampled report from before versioned bench reports counted, in place of `offered`, the candidate
+    # tokens the sampling rule tried; its `accepted` and acceptance count over these. None since.
+    draws: int | None = None
+
+
+@dataclass(kw_only=True)
+class BenchPrompt:
+    """One prompt of the set: its id, its length in tokens, and each method's result on it, in run order."""
+
+    id: str
+    prompt_tokens: int
+    methods: dict[BenchMethod, BenchResult]
+
+
+@dataclass(kw_only=True)
+class BenchTotals:
+    """One method's totals over the prompts. `speedup` is its tokens per second over the baseline's,
+    `exact` the prompts whose output equals greedy `generate` (None when sampled), `acceptance` the
+    share of verified candidate tokens accepted (None for plain decoding and the peers).
+
+    Timed in rounds (`round_tokens` and `round_seconds` set, one entry per round, summed over the prompts):
+    a round's rate is its tokens over its seconds; `rate` is the median, min and max of the rounds' rates,
+    `tokens_per_second` its median; `seconds` is the median of the rounds' seconds; `speedup_interval` the
+    ratio of this method's median rate to the baseline's with a bootstrap interval over the rounds, and
+    `speedup` its median. `tokens`, `steps`, `exact` and `acceptance` are those of the prompts' results.
+    A report from before rounds (these four None) timed each method once per prompt."""
+
+    prompts: int
+    tokens: int
+    steps: int
+    tokens_per_step: float
+    seconds: float
+    tokens_per_second: float
+    speedup: float
+    exact: int | None
+    acceptance: float | None
+    round_tokens: list[int] | None = None
+    round_seconds: list[float] | None = None
+    rate: Spread | None = None
+    speedup_interval: Spread | None = None
+
+
+@dataclass(kw_only=True)
+class BenchSettings:
+    """What a bench ran: the prompt set, the methods in run order, the baseline of every speedup, and each
+    method's settings (`prompt_lookup` None: a report from before this engine had prompt lookup)."""
+
+    dataset: str
+    methods: list[BenchMethod]
+    baseline: BenchMethod
+    max_new_tokens: int
+    lookahead: LookaheadSettings
+    auto: LookaheadSettings | None  # lookahead's auto choice, with the measured curve behind it
+    sampling: SamplingRecord | None  # None: greedy decoding
+    prompt_lookup: LookupSettings | None
+    draft: DraftSettings | None  # the draft of speculative and hf-assisted, when either ran
+    prompt_lookup_num_tokens: int  # what hf-prompt-lookup passed to generate
+    ran_at: str
+    # An auto choice from before its regime was recorded said why in words (its `why`). None since.
+    auto_why: str | None = None
+    repeats: int | None = None  # interleaved rounds per prompt; None: a report from before rounds (timed once)
+    medusa: MedusaSettings | None = None  # Medusa's heads and tree, when it ran
+    eagle: DraftSettings | None = None  # the EAGLE entrant's layer (its name) and k, when it ran
+
+
+@dataclass(kw_only=True)
+class BenchReport(Document):
+    """A bench: each method's totals (`summary`, in run order), each prompt's results, the machine, the
+    settings and what other programs used of the CPU while it was timed (`busy`, None: a report from before
+    that reading). Reports from before bench reports were versioned read through `unversioned_bench_report`."""
+
+    summary: dict[BenchMethod, BenchTotals]
+    prompts: list[BenchPrompt]
+    machine: Machine
+    settings: BenchSettings
+    busy: Busy | None = None
+    schema_version: int = SCHEMA_VERSION
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> BenchReport:
+        return from_data(cls, unversioned_bench_report(parse_json(text)))

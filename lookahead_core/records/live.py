@@ -1,0 +1,41 @@
+"""Live records, never saved in a document: how far a recording has come (Progress, yielded after every
+forward pass) and what fits in a request's time at the latest prices (Fit).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .names import Method
+
+
+@dataclass(frozen=True, kw_only=True)
+class Progress:
+    """How far a recording has come, yielded after every forward pass: a live record, never stored in a trace.
+
+    `part` of `parts` numbers the decodings a request makes (warm-ups included), `method` is the
+    one decoding now, `warming_up` says it is an untimed warm-up; `steps` and `tokens` count its
+    forward passes and new tokens so far, out of at most `max_new_tokens`.
+    """
+
+    part: int
+    parts: int
+    method: Method
+    warming_up: bool
+    steps: int
+    tokens: int
+    max_new_tokens: int
+
+
+@dataclass(kw_only=True)
+class Fit:
+    """What fits in a request's time on this machine at its latest prices: the most new tokens for which
+    `rounds` rounds of a Run (two decodings) and of a race (four) fit, every decoding priced at one
+    `step_seconds` step per token (plain decoding's pace, learned from the latest steps)."""
+
+    step_seconds: float
+    rounds: int
+    run_seconds: float
+    run_tokens: int
+    race_seconds: float
+    race_tokens: int

@@ -1,0 +1,135 @@
+"""The schema's names: its version, the error raised by a record that does not fit, and every enum.
+
+An enum's values are what the JSON holds. They live together, so that a new method, source or reason
+is added in one place, beside the schema version it may need.
+"""
+
+from __future__ import annotations
+
+import enum
+
+SCHEMA_VERSION = 7
+# Older versions whose records read as this one: each only added facts with defaults. Version 4 added
+# the sliding-window masks (a version 3 record is one of a model with no sliding layer); version 5 the
+# repeated timings of a Run and a race (a version 4 record timed each method once, and says so); version 6
+# Medusa's heads; version 7 the bench's EAGLE entrant and its layer (a version 6 bench ran none).
+UPGRADABLE = {3, 4, 5, 6}
+
+
+class SchemaError(ValueError):
+    """A record does not fit this schema; the message names the field and what was wrong."""
+
+
+class Method(enum.StrEnum):
+    """A decoding method. All but greedy guess tokens and verify them in one pass, each its own way."""
+
+    LOOKAHEAD = "lookahead"  # Jacobi window + n-gram pool
+    GREEDY = "greedy"  # plain autoregressive decoding (greedy or sampled)
+    PROMPT_LOOKUP = "prompt-lookup"  # the tokens after an earlier occurrence of the last few tokens
+    SPECULATIVE = "speculative"  # a draft model's chain of k tokens
+    MEDUSA = "medusa"  # Medusa heads' sparse tree of guesses, read off the last accepted row's hidden state
+
+
+class BenchMethod(enum.StrEnum):
+    """A bench entrant: this engine's methods (the values of Method) and, prefixed hf-, transformers' own
+    `generate` as a user would otherwise run it: the peers."""
+
+    GREEDY = "greedy"
+    LOOKAHEAD = "lookahead"
+    PROMPT_LOOKUP = "prompt-lookup"
+    SPECULATIVE = "speculative"
+    MEDUSA = "medusa"
+    EAGLE = "eagle"  # speculative decoding with an EAGLE layer on the model's own features as its draft
+    HF_GREEDY = "hf-greedy"  # generate(do_sample=False), or sampled with the same P
+    HF_PROMPT_LOOKUP = "hf-prompt-lookup"  # generate(prompt_lookup_num_tokens=...)
+    HF_ASSISTED = "hf-assisted"  # generate(assistant_model=...) with the speculative method's draft
+
+    @property
+    def method(self) -> Method | None:
+        """This engine's method that the entrant runs; None for a peer."""
+        if self == BenchMethod.EAGLE:
+            return Method.SPECULATIVE
+        return next((method for method in Method if method.value == self.value), None)
+
+
+class StepKind(enum.StrEnum):
+    PREFILL = "prefill"  # the prompt in one pass; commits the first new token
+    DECODE = "decode"
+
+
+class TokenSource(enum.StrEnum):
+    """How a committed token was produced."""
+
+    GUARANTEED = "guaranteed"  # argmax of the current token's row: what greedy decoding emits
+    ACCEPTED = "accepted"  # a candidate's token that verification accepted
+    BONUS = "bonus"  # the prediction after the last accepted token (sampled: a draw from that row's P)
+    SAMPLED = "sampled"  # sampling: drawn from P, or from what remained of it after every candidate was rejected
+
+
+class StopReason(enum.StrEnum):
+    EOS = "eos"  # an end-of-sequence token was committed
+    MAX_NEW_TOKENS = "max_new_tokens"
+    DEADLINE = "deadline"  # the request's time ran out first: a partial run (a run's summary only)
+
+
+class Branch(enum.StrEnum):
+    """Which part of a step's input a row belongs to."""
+
+    CURRENT = "current"  # the current token c
+    WINDOW = "window"  # the lookahead branch: the 2D Jacobi window
+    GUESS = "guess"  # the verification branch: one candidate n-gram (lookahead) or match (prompt lookup)
+    DRAFT = "draft"  # a draft model's chain
+    HEADS = "heads"  # Medusa's sparse tree of the heads' guesses
+
+
+class GuessSource(enum.StrEnum):
+    """Where a candidate's (or a pool n-gram's) tokens came from."""
+
+    PROMPT = "prompt"  # an n-gram of the prompt
+    WINDOW = "window"  # an n-gram harvested from a column of the Jacobi window
+    OUTPUT = "output"  # an n-gram of the committed output
+    TRAJECTORY = "trajectory"  # a Jacobi trajectory inside the window, verified as it stands
+    DRAFT = "draft"  # proposed by a draft model, one token at a time
+    HEADS = "heads"  # Medusa's heads: a path of their top choices through the sparse tree
+
+
+class GuessReason(enum.StrEnum):
+    """Why a candidate was verified."""
+
+    TWO_TOKEN_KEY = "two-token key"  # a pool n-gram whose key and preceding token both match
+    ONE_TOKEN_KEY = "one-token key"  # a pool n-gram whose key matches the current token
+    JACOBI_TRAJECTORY = "jacobi trajectory"  # the window computed this chain anyway: free to check
+    SUFFIX_MATCH = "suffix match"  # prompt lookup: the last tokens occurred earlier; these followed them
+    DRAFT_MODEL = "draft model"  # the draft model's own continuation
+    TREE_PATH = "tree path"  # Medusa: a root-to-leaf path of the sparse tree, one head's choice per place
+
+
+class Verdict(enum.StrEnum):
+    """A candidate's outcome in verification."""
+
+    WON = "won"  # the longest match (first on ties): its accepted tokens were committed
+    SHORTER = "shorter"  # matched, but fewer tokens than the winner
+    TIED_LATER = "tied-later"  # matched as many as the winner, but came later
+    NO_MATCH = "no-match"  # its first token differs from the guaranteed next token
+
+
+class PlanReason(enum.StrEnum):
+    """Why a step fed what it fed."""
+
+    PAPER = "paper"  # the paper's plan: the whole window and every guess, every step
+    ALL_PROPOSED = "all-proposed"  # a method with no window: every candidate it proposed
+    BEST_RATIO = "best-ratio"  # cost-aware: the most expected tokens per unit of measured step time
+    PROBE_WINDOW = "probe-window"  # cost-aware: the window sat out too long and is fed to measure it again
+
+
+class PlannerKind(enum.StrEnum):
+    FULL = "full"
+    COST_AWARE = "cost-aware"
+
+
+class Regime(enum.StrEnum):
+    """How a wide step's measured cost sorts the hardware (auto settings)."""
+
+    FLAT = "flat"  # a wide step costs about what a 1-token step does: the paper's settings
+    MODERATE = "moderate"  # a middle window, planned step by step
+    STEEP = "steep"  # a small window, planned step by step

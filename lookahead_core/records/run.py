@@ -1,0 +1,159 @@
+"""A trace and a run: every step record of one decoding (Trace), and a guessing method's trace beside
+plain decoding's on the same prompt (Run), with what it takes to read them with no model: each method's
+settings, the measured step-cost curve, the machine, sampling's settings, the meta and the summary.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .codec import Document
+from .names import SCHEMA_VERSION, Method, PlannerKind, Regime, StopReason
+from .step import StepRecord
+from .timing import Timing
+
+
+@dataclass(kw_only=True)
+class StepCostCurve:
+    """Median seconds of one forward pass for each number of tokens fed, after `context` cached tokens."""
+
+    sizes: list[int]
+    seconds: list[float]
+    context: int
+    hardware: str
+    model: str
+    dtype: str
+    measured_at: str
+
+
+@dataclass(kw_only=True)
+class LookaheadSettings:
+    """Lookahead's W, N, G, the planner that chose each step's input, and the auto choice if any.
+
+    With auto settings, `regime` is how the measured `step_costs` sorted this hardware: a
+    `probe_tokens`-token step costs `probe_ratio` 1-token steps. The curve is what a cost-aware
+    planner weighed, so the run can be decoded again, plan for plan.
+    """
+
+    window: int
+    ngram: int
+    guesses: int
+    planner: PlannerKind = PlannerKind.FULL
+    regime: Regime | None = None
+    probe_tokens: int | None = None
+    probe_ratio: float | None = None
+    step_costs: StepCostCurve | None = None
+
+
+@dataclass(kw_only=True)
+class LookupSettings:
+    """Prompt lookup: match the last `ngram` tokens (down to 1) earlier in the sequence, propose the
+    `tokens` that followed, from up to `candidates` distinct matches (most recent first)."""
+
+    ngram: int
+    tokens: int
+    candidates: int
+
+
+@dataclass(kw_only=True)
+class DraftSettings:
+    """Speculative decoding: the draft model (a name such as "bf16-self", a hub id or a folder), its
+    dtype, and how many tokens it drafts per step."""
+
+    model: str
+    dtype: str
+    tokens: int
+
+
+@dataclass(kw_only=True)
+class MedusaSettings:
+    """Medusa decoding: the heads (where they came from, the model they were trained for, K) and the sparse
+    tree's size (nodes after c) and depth."""
+
+    heads: str
+    model: str
+    count: int
+    tree_size: int
+    tree_depth: int
+
+
+@dataclass(kw_only=True)
+class Machine:
+    model: str
+    architecture: str
+    parameters: int
+    device: str
+    device_name: str
+    dtype: str
+    attention: str
+    torch: str
+    transformers: str
+    python: str
+    platform: str
+    layers: int = 0  # 0: not recorded (a record from before schema version 4)
+    sliding_layers: int = 0
+    sliding_window: int | None = None
+
+
+@dataclass(kw_only=True)
+class SamplingRecord:
+    """Sampled decoding's settings: P is the logits warped by temperature, top-k (0 = off), top-p (1 = off)."""
+
+    temperature: float
+    top_k: int
+    top_p: float
+    seed: int
+
+
+@dataclass(kw_only=True)
+class TraceMeta:
+    method: Method
+    settings: LookaheadSettings | None  # lookahead's W, N, G (None for the other methods)
+    max_new_tokens: int
+    prompt_text: str | None
+    prompt_token_ids: list[int]
+    eos_ids: list[int]
+    machine: Machine
+    recorded_at: str
+    sampling: SamplingRecord | None = None  # None: greedy decoding
+    lookup: LookupSettings | None = None  # prompt lookup's settings
+    draft: DraftSettings | None = None  # speculative decoding's draft
+    medusa: MedusaSettings | None = None  # Medusa's heads and tree
+    prompt_shown: str = ""  # the prompt's ids decoded as one text (chat template included): every script whole
+
+
+@dataclass(kw_only=True)
+class Summary:
+    """A run's totals: forward passes count the prefill as one."""
+
+    new_token_ids: list[int]
+    tokens: int
+    steps: int
+    tokens_per_step: float
+    seconds: float
+    tokens_per_second: float
+    stop: StopReason | None
+    text: str
+
+
+@dataclass(kw_only=True)
+class Trace(Document):
+    """Every step record of one decoding run, plus what it takes to read it with no model."""
+
+    meta: TraceMeta
+    steps: list[StepRecord]
+    vocab: dict[str, str]  # str(token id) -> its text, decoded alone
+    summary: Summary
+    pieces: list[str] = field(default_factory=list)  # the text each committed token added (see trace.text_pieces)
+    schema_version: int = SCHEMA_VERSION
+
+
+@dataclass(kw_only=True)
+class Run(Document):
+    """A guessing method's trace (lookahead, prompt lookup, speculative) beside plain decoding's on
+    the same prompt: what a replay of the comparison needs."""
+
+    trace: Trace
+    greedy: Trace
+    timing: Timing | None = None  # None: a run from before repeated timings (each trace timed once)
+    schema_version: int = SCHEMA_VERSION
