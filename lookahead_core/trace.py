@@ -1,4 +1,4 @@
-"""Recording: decode once and keep every step record as a Trace (see records.py), or a Run of two.
+"""Recording: decode once and keep every step record as a Trace (see records/), or a Run of two.
 
 A trace holds the meta facts (model, hardware, settings, prompt), one record per forward pass
 (the prefill first), the text of every token id the steps mention, and the run's totals, so it
