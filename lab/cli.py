@@ -4,7 +4,8 @@ generate: with --json, one JSON object per prompt per line, keys: id, method, wi
 guesses (lookahead's, else null), lookup_ngram, lookup_tokens (prompt lookup's), draft_model,
 draft_tokens (speculative's), prompt_token_ids, new_token_ids, text, steps (forward passes of the
 target, the prefill counted as one), seconds, temperature, top_k, top_p, seed. Without it, the
-text and a one-line summary.
+prompt and the continuation, each labelled, and a one-line summary. The prompt is the positional
+argument or --prompt (not both), or a --prompts-file.
 bench: a table of every method's totals on stdout (medians over --repeats interleaved rounds, with
 their spread), what other programs used of the CPU meanwhile, a progress bar on stderr, and the
 BenchReport of `bench.run_bench` as JSON with --json and as a self-contained Plotly page with --html.
@@ -112,7 +113,8 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     gen = commands.add_parser("generate", help="decode prompts with lookahead, prompt lookup, a draft or greedy")
     source = gen.add_mutually_exclusive_group(required=True)
-    source.add_argument("--prompt", help="one prompt text")
+    source.add_argument("text", nargs="?", metavar="PROMPT", help="one prompt text, as --prompt takes it")
+    source.add_argument("--prompt", metavar="TEXT", help="one prompt text")
     source.add_argument("--prompts-file", help='JSONL file, one {"id": str, "prompt": str} per line')
     add_model_options(gen)
     gen.add_argument("--method", default="lookahead", choices=[m.value for m in Method])
@@ -178,9 +180,10 @@ def writable(path: str | None) -> None:
 def generate(args: argparse.Namespace) -> None:
     asked, sampling, lookup = asked_settings(args), asked_sampling(args), asked_lookup(args)
     check_draft_tokens(args.draft_tokens)
-    if args.prompt is not None and not args.prompt.strip():
-        raise ValueError("the prompt is empty: give some text with --prompt")
-    prompts = read_prompts_file(args.prompts_file) if args.prompts_file else [{"id": "prompt", "prompt": args.prompt}]
+    prompt = args.prompt if args.prompt is not None else args.text
+    if prompt is not None and not prompt.strip():
+        raise ValueError("the prompt is empty: give some text")
+    prompts = read_prompts_file(args.prompts_file) if args.prompts_file else [{"id": "prompt", "prompt": prompt}]
     for item in prompts:  # refused before the model loads
         problem = unicode_problem(item["prompt"])
         if problem is not None:
@@ -241,13 +244,19 @@ def generate(args: argparse.Namespace) -> None:
             if not sampling.is_greedy:
                 settings += f", T={seeded.temperature} top-k={seeded.top_k} top-p={seeded.top_p} seed={seeded.seed}"
             settings += f", {auto.planner.value} plan" if lookahead and auto is not None else ""
-            print(f"--- {item['id']} ---\n{text}")
+            print(f"--- {item['id']} ---\n{labelled('Prompt', item['prompt'])}\n{labelled('Continuation', text)}")
             print(
                 f"[{args.method} {settings}] {summary.tokens} tokens in {summary.steps} steps "
                 f"({summary.tokens_per_step:.2f} tokens/step), {summary.seconds:.2f} s "
                 f"on {lm.describe()['device_name']}, {lm.describe()['dtype']}",
                 flush=True,
             )
+
+
+def labelled(label: str, text: str) -> str:
+    """`label: text`, verbatim; a text that opens with a line break (code often does) starts under its label."""
+    gap = "" if text.startswith("\n") else " "
+    return f"{label}:{gap}{text}"
 
 
 def bench_medusa(lm, args: argparse.Namespace, methods: list[BenchMethod]):

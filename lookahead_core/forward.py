@@ -8,10 +8,10 @@ keeps every position on every layer; only the transformers Cache API (`crop`, an
 key/value tensors) is used to keep the accepted rows.
 Where the model's head is a plain linear layer the engine runs the model's own base and applies
 that layer's weights itself, as weight @ hidden: on a CPU that product costs a fraction of the
-batched linear for a few rows, and the body's linear layers take their rows the same way
-(products.py). Each pass returns every row's argmax (greedy decoding, the Jacobi update) and logits
-(sampled verification), and, when asked, each row's last hidden state (what Medusa's heads read),
-taken from the same pass.
+batched linear for a few rows, and the body's linear layers take their rows the same way, in the
+engine's own view of the model (products.py). Each pass returns every row's argmax (greedy decoding,
+the Jacobi update) and logits (sampled verification), and, when asked, each row's last hidden state
+(what Medusa's heads read), taken from the same pass.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from transformers import DynamicCache
 
 from .attention import AttentionPlan, step_masks
 from .layout import StepLayout
-from .products import taking_products
+from .products import engine_model
 
 
 def synchronize(device: torch.device) -> None:
@@ -102,8 +102,7 @@ def timed(model, last_only: bool = False, hidden: bool = False, **inputs) -> Pas
     device = model.device
     synchronize(device)
     start = time.perf_counter()
-    with taking_products(model):
-        argmax, logits, states = run_rows(model, last_only, hidden, **inputs)
+    argmax, logits, states = run_rows(engine_model(model), last_only, hidden, **inputs)
     return Pass(argmax, logits, time.perf_counter() - start, states)
 
 

@@ -6,59 +6,101 @@ product taken as W @ x.T is a matrix-matrix product that reads each weight once 
 SmolLM2-135M took 27.4 ms for one row (fed twice) instead of 39.6, 33.8 ms for 4 rows instead of 50.1,
 86.9 for 32 instead of 91.8, and the same at 64 (`python scripts/row_cost.py`, docs/engine.md).
 
-Inside `taking_products(model)`, every float32 nn.Linear of a model on a CPU takes a pass of up to
-FEW_ROWS rows as W @ x.T. Outside it nothing changes: transformers' own `generate` (the reference that
-exactness is checked against, and the bench's peers) runs `nn.Linear`'s kernel, as a user would run it.
-The two kernels round differently in the last bits; exactness is checked as for any pass, token for
-token against `generate`.
+The engine runs its passes of a CPU model on its own view of it (`engine_model`), never on a changed model:
+each float32 nn.Linear appears there as an EngineLinear that shares the layer's attributes (one __dict__:
+weights, hooks, all of it) and takes up to FEW_ROWS rows as W @ x.T; each module above one is a shallow copy
+holding those views, its attributes made its original's again before every pass; every other module is the
+model's own. The model is left as loaded, so transformers' own `generate` (the reference that exactness is
+checked against, and the bench's peers) runs `nn.Linear`'s kernel, as a user would run it. The two kernels
+round differently in the last bits; exactness is checked as for any pass, token for token against `generate`.
 """
 
 from __future__ import annotations
 
-import types
-from collections.abc import Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
+import copy
+import weakref
+from dataclasses import dataclass
 
 import torch
 from torch import nn
+from torch.nn.functional import linear
 
 FEW_ROWS = 32  # the widest pass taken as W @ x.T: cheaper here up to 32 rows, level at 64, dearer at 128
-ENGINE_PASS: ContextVar[bool] = ContextVar("engine_pass", default=False)
 
 
-def engine_linear(module: nn.Linear, x: torch.Tensor) -> torch.Tensor:
-    """`nn.Linear`'s forward, except in an engine pass of at most FEW_ROWS rows: W @ x.T, one row fed twice
-    (as a single column it would run the one-core matrix-vector kernel again)."""
+def engine_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
+    """`linear(x, weight, bias)`, taken as W @ x.T for float32 CPU rows, at most FEW_ROWS of them, one row
+    fed twice (as a single column it would run the one-core matrix-vector kernel again)."""
     rows = x.numel() // x.shape[-1]
-    if not ENGINE_PASS.get() or rows > FEW_ROWS or module.weight.dtype != torch.float32:  # a copy cast to bf16
-        return nn.functional.linear(x, module.weight, module.bias)
+    if rows > FEW_ROWS or weight.dtype != torch.float32 or x.dtype != torch.float32 or weight.device.type != "cpu":
+        return linear(x, weight, bias)  # measured for float32 on a CPU only (a draft cast to bf16 keeps this)
     flat = x.reshape(rows, x.shape[-1])
-    y = (module.weight @ (flat.repeat(2, 1) if rows == 1 else flat).T).T[:rows]
-    if module.bias is not None:
-        y = y + module.bias
-    return y.reshape(*x.shape[:-1], module.weight.shape[0])
+    y = (weight @ (flat.repeat(2, 1) if rows == 1 else flat).T).T[:rows]
+    if bias is not None:
+        y = y + bias
+    return y.reshape(*x.shape[:-1], weight.shape[0])
 
 
-def take_products(model: nn.Module) -> None:
-    """Give every float32 nn.Linear of `model` engine_linear as its forward, once (a deep copy of the model
-    keeps it, bound to the copy's own weights)."""
-    for module in model.modules():
-        if type(module) is not nn.Linear or module.weight.dtype != torch.float32:
-            continue
-        if getattr(module.forward, "__func__", None) is not engine_linear:
-            module.forward = types.MethodType(engine_linear, module)
+class EngineLinear(nn.Linear):
+    """A float32 nn.Linear in the engine's view: the layer's own __dict__, its rows taken by engine_linear."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return engine_linear(x, self.weight, self.bias)
 
 
-@contextmanager
-def taking_products(model: nn.Module) -> Iterator[None]:
-    """An engine pass of `model`: on a CPU its float32 linear layers take up to FEW_ROWS rows as W @ x.T."""
+@dataclass(frozen=True)
+class Copy:
+    """A module above a float32 linear layer, copied into the view: its original (weakly held, so the view
+    keeps no model alive), the copy, the copy's children and the original's children the view was built on."""
+
+    original: weakref.ref
+    copy: nn.Module
+    children: dict
+    built_on: tuple
+
+
+class EngineView:
+    """The engine's own module tree over a model: views of its float32 linear layers, copies above them."""
+
+    def __init__(self, model: nn.Module):
+        self.copies: list[Copy] = []
+        self.model = self.view(model)
+
+    def view(self, module: nn.Module) -> nn.Module:
+        if type(module) is nn.Linear and module.weight.dtype == torch.float32:
+            view = EngineLinear.__new__(EngineLinear)
+            object.__setattr__(view, "__dict__", module.__dict__)
+            return view
+        children = {name: child if child is None else self.view(child) for name, child in module._modules.items()}
+        if all(view is module._modules[name] for name, view in children.items()):
+            return module  # no linear layer below: the model's own module
+        twin = copy.copy(module)
+        object.__setattr__(twin, "__dict__", module.__dict__ | {"_modules": children})
+        self.copies.append(Copy(weakref.ref(module), twin, children, tuple(module._modules.values())))
+        return twin
+
+    def current(self) -> nn.Module | None:
+        """The view, each copy's attributes its original's again (a train/eval switch, a new hook dict); None
+        when a module was swapped for another since it was built (or its model is gone)."""
+        for kept in self.copies:
+            original = kept.original()
+            if original is None or tuple(original._modules.values()) != kept.built_on:
+                return None
+            object.__setattr__(kept.copy, "__dict__", original.__dict__ | {"_modules": kept.children})
+        return self.model
+
+
+VIEWS: weakref.WeakKeyDictionary[nn.Module, EngineView] = weakref.WeakKeyDictionary()
+
+
+def engine_model(model: nn.Module) -> nn.Module:
+    """What the engine runs a pass of `model` on: on a CPU, its view (built once per model, again after a
+    module of it was swapped); elsewhere the model itself."""
     if model.device.type != "cpu":
-        yield
-        return
-    take_products(model)
-    token = ENGINE_PASS.set(True)
-    try:
-        yield
-    finally:
-        ENGINE_PASS.reset(token)
+        return model
+    view = VIEWS.get(model)
+    current = view.current() if view is not None else None
+    if current is None:
+        view = VIEWS[model] = EngineView(model)
+        current = view.model
+    return current

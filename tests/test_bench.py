@@ -16,7 +16,7 @@ from transformers import PreTrainedTokenizerFast
 
 from lab import bench as bench_module
 from lab.bench import METHODS, Timed, check_methods
-from lab.cli import main, summary_table
+from lab.cli import labelled, main, summary_table
 from lookahead_core import costs as cost_module
 from lookahead_core.eagle import eagle_for, save_eagle
 from lookahead_core.medusa import heads_for, save_heads
@@ -400,12 +400,56 @@ def test_a_draft_that_cannot_be_used_is_refused_in_one_line(tiny_folder, tmp_pat
     assert "no such folder" in errors[0] and "draft tokens k must be an integer >= 1" in errors[1]
 
 
-def test_generate_without_json_prints_the_text_and_a_summary_line(tiny_folder, capsys):
+def test_generate_without_json_prints_the_prompt_the_continuation_and_a_summary_line(tiny_folder, capsys):
     args = ["generate", "--prompt", "a, b, a, b, a,", "--model", str(tiny_folder), "--device", "cpu"]
     assert main([*args, "--max-new-tokens", "12", "--window", "2", "--ngram", "3", "--guesses", "2"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("--- prompt ---\n")
+    assert out.startswith("--- prompt ---\nPrompt: a, b, a, b, a,\nContinuation:")
     assert re.search(r"\n\[lookahead W=2 N=3 G=2\] \d+ tokens in \d+ steps \(\d\.\d\d tokens/step\)", out)
+
+
+def test_generate_takes_the_prompt_as_its_one_positional_argument_as_a_newcomer_types_it(tiny_folder, capsys):
+    """`python -m lab generate "def fib(n):"` decodes what `--prompt "def fib(n):"` does and labels both parts."""
+    typed = ["generate", "def fib(n):", "--model", str(tiny_folder), "--device", "cpu", "--max-new-tokens", "12"]
+    assert main(typed) == 0
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    assert lines[:2] == ["--- prompt ---", "Prompt: def fib(n):"] and lines[2].startswith("Continuation:")
+    assert re.search(r"\n\[lookahead W=\d+ N=\d+ G=\d+\] 12 tokens in \d+ steps", out)
+    (positional,) = generated(capsys, tiny_folder, "def fib(n):")
+    (flagged,) = generated(capsys, tiny_folder, "--prompt", "def fib(n):")
+    del positional["seconds"], flagged["seconds"]
+    assert positional == flagged
+
+
+@pytest.mark.parametrize(
+    ("given", "message"),
+    [
+        (["def fib(n):", "--prompt", "def fib(n):"], "argument --prompt: not allowed with argument PROMPT"),
+        (
+            ["def fib(n):", "--prompts-file", "prompts.jsonl"],
+            "argument --prompts-file: not allowed with argument PROMPT",
+        ),
+        ([], "one of the arguments PROMPT --prompt --prompts-file is required"),
+    ],
+    ids=["both", "prompt-and-file", "neither"],
+)
+def test_generate_wants_exactly_one_prompt_source(capsys, given, message):
+    with pytest.raises(SystemExit) as exit_:
+        main(["generate", *given])
+    assert exit_.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_a_positional_prompt_that_is_blank_is_refused_like_a_blank_prompt_option(tiny_folder, capsys):
+    assert main(["generate", "   ", "--model", str(tiny_folder), "--device", "cpu"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: the prompt is empty") and err.count("\n") == 1
+
+
+def test_a_continuation_that_opens_a_new_line_starts_under_its_label():
+    assert labelled("Prompt", "def fib(n):") == "Prompt: def fib(n):"
+    assert labelled("Continuation", "\n    return n") == "Continuation:\n    return n"
+    assert labelled("Continuation", " Paris.") == "Continuation:  Paris."  # verbatim: the model's own space kept
 
 
 def test_python_m_lab_runs_and_lists_its_commands():
