@@ -28,13 +28,11 @@ from dataclasses import dataclass, replace
 
 import torch
 
-from lookahead_core.config import PROMPT_LOOKUP, LookaheadConfig, LookupConfig
-from lookahead_core.draft import Draft
-from lookahead_core.eagle import EagleLayer
 from lookahead_core.forward import synchronize
-from lookahead_core.medusa import Medusa
+from lookahead_core.methods import lookup_settings, reach
 from lookahead_core.models import LoadedModel, encode_prompt
 from lookahead_core.records import (
+    METHODS,
     BenchMethod,
     BenchPrompt,
     BenchReport,
@@ -42,21 +40,19 @@ from lookahead_core.records import (
     BenchSettings,
     BenchTotals,
     LookaheadSettings,
-    LookupSettings,
-    Method,
+    Needs,
     Spread,
 )
 from lookahead_core.request import DecodeRequest
+from lookahead_core.runtime import Runtime
 from lookahead_core.sampling import GREEDY, SamplingConfig
-from lookahead_core.trace import WARM_UP_TOKENS, candidate_tokens, decode_steps, machine_facts, method_reach, summarize
-from lookahead_core.tuning import AutoSettings
+from lookahead_core.trace import WARM_UP_TOKENS, candidate_tokens, decode_steps, machine_facts, summarize
 
 from .busy import CpuWatch
 from .timing import rate, ratio_of_medians, spread_of
 
-METHODS = tuple(BenchMethod)
+ENTRANTS = tuple(BenchMethod)
 REPEATS = 3  # interleaved rounds per prompt by default: the fewest with a median between a min and a max
-NEEDS_DRAFT = (BenchMethod.SPECULATIVE, BenchMethod.HF_ASSISTED)
 PROMPT_LOOKUP_TOKENS = 10  # transformers' documented default for prompt_lookup_num_tokens
 
 
@@ -134,64 +130,46 @@ def run_generate(
     return Timed(new_token_ids=output[0, len(prompt_ids) :].tolist(), steps=counter.count, seconds=seconds)
 
 
-@dataclass(frozen=True)
-class MethodSetup:
-    """What the guessing methods of a bench run take: lookahead's W, N, G (or auto settings), prompt lookup's
-    settings, the draft, Medusa's heads with their tree, and the EAGLE entrant's draft (an EAGLE layer)."""
+def run_engine(lm: LoadedModel, prompt_ids: list[int], request: DecodeRequest, runtime: Runtime) -> Timed:
+    """One of this engine's methods (the request's), timed end to end (step bookkeeping included).
 
-    config: LookaheadConfig
-    auto: AutoSettings | None = None
-    lookup: LookupConfig = PROMPT_LOOKUP
-    draft: Draft | None = None
-    medusa: Medusa | None = None
-    eagle: Draft | None = None
-
-    def entrant(self, method: BenchMethod) -> MethodSetup:
-        """The setup `method` runs with: the EAGLE entrant is speculative decoding with the EAGLE layer as its
-        draft."""
-        return replace(self, draft=self.eagle) if method == BenchMethod.EAGLE else self
-
-
-def run_engine(
-    lm: LoadedModel, prompt_ids: list[int], method: Method, setup: MethodSetup, max_new_tokens: int, sampling
-) -> Timed:
-    """One of this engine's methods, timed end to end (step bookkeeping included).
-
-    With auto settings, lookahead gets a fresh planner of their kind. Guessing methods also count
-    the candidate tokens they verified and the tokens accepted.
+    With the runtime's auto settings, lookahead gets a fresh planner of their kind. Guessing methods also
+    count the candidate tokens they verified and the tokens accepted.
     """
-    auto = setup.auto
-    planner = auto.make_planner() if auto is not None and method == Method.LOOKAHEAD else None
     synchronize(lm.device)
     start = time.perf_counter()
-    request = DecodeRequest(
-        method=method, lookahead=setup.config, lookup=setup.lookup, sampling=sampling, max_new_tokens=max_new_tokens
-    )
-    records = list(decode_steps(lm, prompt_ids, request, planner, setup.draft, setup.medusa))
+    records = list(decode_steps(lm, prompt_ids, request, runtime))
     synchronize(lm.device)
     seconds = time.perf_counter() - start
     summary = summarize(records)
-    offered, accepted = candidate_tokens(records) if method != Method.GREEDY else (None, None)
+    offered, accepted = candidate_tokens(records) if METHODS[request.method].guesses else (None, None)
     return Timed(
         new_token_ids=summary.new_token_ids, steps=summary.steps, seconds=seconds, offered=offered, accepted=accepted
     )
 
 
+# transformers' own generate as a user would run it: each peer's arguments, from what the bench runs with
+PEERS: dict[BenchMethod, Callable[[Runtime], dict]] = {
+    BenchMethod.HF_GREEDY: lambda runtime: {},
+    BenchMethod.HF_PROMPT_LOOKUP: lambda runtime: {"prompt_lookup_num_tokens": PROMPT_LOOKUP_TOKENS},
+    BenchMethod.HF_ASSISTED: lambda runtime: {"assistant_model": runtime.draft.model},
+}
+PEER_NEEDS = {BenchMethod.HF_ASSISTED: Needs.DRAFT}  # assisted generation drafts with the engine's draft model
+
+
 def run_method(
-    lm: LoadedModel,
-    method: BenchMethod,
-    prompt_ids: list[int],
-    setup: MethodSetup,
-    max_new_tokens: int,
-    sampling=GREEDY,
+    lm: LoadedModel, method: BenchMethod, prompt_ids: list[int], request: DecodeRequest, runtime: Runtime
 ) -> Timed:
-    if method == BenchMethod.HF_GREEDY:
-        return run_generate(lm, prompt_ids, max_new_tokens, sampling)
-    if method == BenchMethod.HF_PROMPT_LOOKUP:
-        return run_generate(lm, prompt_ids, max_new_tokens, sampling, prompt_lookup_num_tokens=PROMPT_LOOKUP_TOKENS)
-    if method == BenchMethod.HF_ASSISTED:
-        return run_generate(lm, prompt_ids, max_new_tokens, sampling, assistant_model=setup.draft.model)
-    return run_engine(lm, prompt_ids, method.method, setup.entrant(method), max_new_tokens, sampling)
+    """One entrant on one prompt with the request's settings, budget and sampling: a peer's `generate`, or the
+    engine's method of that name."""
+    if method in PEERS:
+        return run_generate(lm, prompt_ids, request.max_new_tokens, request.sampling, **PEERS[method](runtime))
+    return run_engine(lm, prompt_ids, replace(request, method=method.method), runtime)
+
+
+def needs_of(method: BenchMethod) -> Needs:
+    """What an entrant runs with besides the model: a peer's (PEER_NEEDS), or its engine method's (the table)."""
+    return METHODS[method.method].needs if method.method is not None else PEER_NEEDS.get(method, Needs.NOTHING)
 
 
 def check_methods(names: list[str]) -> list[BenchMethod]:
@@ -199,12 +177,21 @@ def check_methods(names: list[str]) -> list[BenchMethod]:
     known = {method.value: method for method in BenchMethod}
     unknown = [name for name in names if name not in known]
     if unknown or not names:
-        raise ValueError(f"unknown method(s) {', '.join(unknown) or '(none)'}: choose from {', '.join(METHODS)}")
+        raise ValueError(f"unknown method(s) {', '.join(unknown) or '(none)'}: choose from {', '.join(ENTRANTS)}")
     return [known[name] for name in names]
 
 
-def needs_draft(methods: list[BenchMethod]) -> bool:
-    return any(m in NEEDS_DRAFT for m in methods)
+def needs(methods: list[BenchMethod]) -> set[Needs]:
+    """What the entrants run with besides the model, together."""
+    return {needs_of(method) for method in methods}
+
+
+def check_runtime(methods: list[BenchMethod], runtime: Runtime) -> None:
+    """ValueError naming the first entrant whose needs the runtime lacks."""
+    for method in methods:
+        if not runtime.has(needs_of(method)):
+            missing = METHODS[method.method].missing if method.method is not None else "it needs a draft model"
+            raise ValueError(f"{method}: {missing}")
 
 
 def baseline_of(methods: list[BenchMethod]) -> BenchMethod:
@@ -286,20 +273,14 @@ def acceptance(results: list[BenchResult]) -> float | None:
 
 
 def encoded_prompts(
-    lm: LoadedModel, prompts: list[dict], methods: list[BenchMethod], setup: MethodSetup, max_new_tokens: int
+    lm: LoadedModel, prompts: list[dict], methods: list[BenchMethod], request: DecodeRequest, runtime: Runtime
 ) -> list[list[int]]:
     """Each prompt's token ids; ValueError naming a prompt too long for the model's context with the methods' reach."""
     encoded = [encode_prompt(lm.tokenizer, p["prompt"], p["chat"]) for p in prompts]
-    reach = max(
-        (
-            method_reach(m.method, setup.config, setup.lookup, setup.entrant(m).draft, setup.medusa)
-            for m in methods
-            if m.method is not None
-        ),
-        default=0,
-    )
+    engine = [m.method for m in methods if m.method is not None]
+    farthest = max((reach(replace(request, method=m), runtime) for m in engine), default=0)
     for item, ids in zip(prompts, encoded, strict=True):
-        if lm.context_length is not None and len(ids) + max_new_tokens + reach > lm.context_length:
+        if lm.context_length is not None and len(ids) + request.max_new_tokens + farthest > lm.context_length:
             raise ValueError(f"prompt {item['id']} has {len(ids)} tokens: too long for the model's context")
     return encoded
 
@@ -308,89 +289,115 @@ def run_bench(
     lm: LoadedModel,
     prompts: list[dict],
     methods: list[str],
-    setup: MethodSetup,
-    max_new_tokens: int,
+    request: DecodeRequest,
+    runtime: Runtime,
     progress: Callable[[int, int, str], None] | None = None,
     dataset: str = "",
-    sampling: SamplingConfig = GREEDY,
     *,
     repeats: int = REPEATS,
 ) -> BenchReport:
     """Benchmark `methods` (BenchMethods or their names) on `prompts` ({id, prompt, chat}) in `repeats`
     interleaved rounds per prompt: a BenchReport of the figures documented in the module docstring.
 
-    With auto settings in `setup`, lookahead runs them and their planner instead of W, N, G.
-    Sampled (temperature > 0), every method samples prompt k with seed S + k in every round, `generate`
-    with the same warpers; outputs are not compared (`exact` is None). `progress` hears of every timed run.
+    `request` holds the settings (W, N, G, prompt lookup's), the budget of new tokens and the sampling
+    settings; `runtime` what the entrants run with (with auto settings, lookahead runs them and their planner
+    instead of W, N, G). Sampled (temperature > 0), every method samples prompt k with seed S + k in every
+    round, `generate` with the same warpers; outputs are not compared (`exact` is None). `progress` hears of
+    every timed run.
     """
     methods = check_methods(methods)
     check_repeats(repeats)
-    if needs_draft(methods) and setup.draft is None:
-        raise ValueError(f"{', '.join(m for m in methods if m in NEEDS_DRAFT)} need a draft model")
-    if BenchMethod.MEDUSA in methods and setup.medusa is None:
-        raise ValueError("medusa needs heads trained for this model (--heads PATH)")
-    if BenchMethod.HF_ASSISTED in methods and setup.draft is not None and isinstance(setup.draft.model, EagleLayer):
-        raise ValueError(
-            "hf-assisted needs a draft model: transformers' assisted generation cannot draft with an EAGLE layer"
-        )
-    if BenchMethod.EAGLE in methods and setup.eagle is None:
-        raise ValueError("eagle needs an EAGLE layer trained for this model (--eagle PATH)")
-    if setup.auto is not None:
-        setup = replace(setup, config=setup.auto.config)
-    encoded = encoded_prompts(lm, prompts, methods, setup, max_new_tokens)
+    check_runtime(methods, runtime)
+    request = runtime.settled(request)
+    encoded = encoded_prompts(lm, prompts, methods, request, runtime)
+    warming = replace(request, max_new_tokens=min(request.max_new_tokens, WARM_UP_TOKENS))
     for method in methods:  # warm-up, as trace.warm_up does for this engine's methods, the peers included
-        run_method(lm, method, encoded[0], setup, min(max_new_tokens, WARM_UP_TOKENS), sampling)
+        run_method(lm, method, encoded[0], warming, runtime)
     baseline = baseline_of(methods)
     watch = CpuWatch()
     rows, timed = [], []
-    per_prompt = len(methods) * repeats
-    total = len(prompts) * per_prompt
     for index, (item, ids) in enumerate(zip(prompts, encoded, strict=True)):
-        greedy = sampling.is_greedy
-        reference = (
-            run_generate(lm, ids, max_new_tokens).new_token_ids
-            if greedy and BenchMethod.HF_GREEDY not in methods
-            else None
-        )
-
-        def run(method: BenchMethod, r: int, index=index, label=item["id"], ids=ids) -> Timed:  # this prompt's
-            if progress is not None:
-                done = index * per_prompt + r * len(methods) + methods.index(method)
-                progress(done, total, f"{label} {method} round {r + 1}/{repeats}")
-            return run_method(lm, method, ids, setup, max_new_tokens, sampling.for_prompt(index))
-
-        rounds = timed_rounds(run, methods, repeats)
-        if greedy and reference is None:
-            reference = rounds[0][BenchMethod.HF_GREEDY].new_token_ids
+        rounds = prompt_rounds(lm, methods, (index, item["id"], ids), request, runtime, progress, repeats, len(prompts))
+        reference = bench_reference(lm, methods, ids, request, rounds)
         shown = {method: median_round(rounds, method) for method in methods}
         results = {method: t.result(shown[baseline], reference) for method, t in shown.items()}
         rows.append(BenchPrompt(id=item["id"], prompt_tokens=len(ids), methods=results))
         timed.append(rounds)
     busy = watch.reading()
     if progress is not None:
+        total = len(prompts) * len(methods) * repeats
         progress(total, total, "done")
     sums = {m: round_sums(timed, m) for m in methods}
     baseline_rates = [rate(t, s) for t, s in zip(*sums[baseline], strict=True)]
-    config, lookup = setup.config, setup.lookup
     return BenchReport(
         summary={m: totals(rows, m, sums[m], baseline_rates) for m in methods},
         prompts=rows,
         machine=machine_facts(lm),
-        settings=BenchSettings(
-            dataset=dataset,
-            methods=methods,
-            baseline=baseline,
-            max_new_tokens=max_new_tokens,
-            lookahead=LookaheadSettings(window=config.window, ngram=config.ngram, guesses=config.guesses),
-            auto=setup.auto.settings() if setup.auto is not None else None,
-            sampling=sampling.record(),
-            prompt_lookup=LookupSettings(ngram=lookup.ngram, tokens=lookup.tokens, candidates=lookup.candidates),
-            draft=setup.draft.settings() if setup.draft is not None else None,
-            medusa=setup.medusa.settings() if BenchMethod.MEDUSA in methods else None,
-            eagle=setup.eagle.settings() if BenchMethod.EAGLE in methods else None,
-            prompt_lookup_num_tokens=PROMPT_LOOKUP_TOKENS,
-            ran_at=time.strftime("%Y-%m-%dT%H:%M:%S"),
-            repeats=repeats,
-        ),
+        settings=bench_settings(methods, baseline, request, runtime, dataset, repeats),
         busy=busy,
+    )
+
+
+def prompt_rounds(
+    lm: LoadedModel,
+    methods: list[BenchMethod],
+    prompt: tuple[int, str, list[int]],
+    request: DecodeRequest,
+    runtime: Runtime,
+    progress: Callable[[int, int, str], None] | None,
+    repeats: int,
+    prompts: int,
+) -> Rounds:
+    """One prompt's interleaved rounds: `prompt` is its index, id and token ids; sampled, prompt k draws with seed
+    S + k in every round. `progress` hears of every run, counted over all `prompts`."""
+    index, label, ids = prompt
+    seeded = replace(request, sampling=request.sampling.for_prompt(index))
+    per_prompt = len(methods) * repeats
+
+    def run(method: BenchMethod, r: int) -> Timed:
+        if progress is not None:
+            done = index * per_prompt + r * len(methods) + methods.index(method)
+            progress(done, prompts * per_prompt, f"{label} {method} round {r + 1}/{repeats}")
+        return run_method(lm, method, ids, seeded, runtime)
+
+    return timed_rounds(run, methods, repeats)
+
+
+def bench_reference(
+    lm: LoadedModel, methods: list[BenchMethod], ids: list[int], request: DecodeRequest, rounds: Rounds
+) -> list[int] | None:
+    """What every output is compared with: greedy `generate`'s (hf-greedy's first round, or run here when
+    hf-greedy is not benched); None when sampling."""
+    if not request.sampling.is_greedy:
+        return None
+    if BenchMethod.HF_GREEDY in methods:
+        return rounds[0][BenchMethod.HF_GREEDY].new_token_ids
+    return run_generate(lm, ids, request.max_new_tokens).new_token_ids
+
+
+def bench_settings(
+    methods: list[BenchMethod],
+    baseline: BenchMethod,
+    request: DecodeRequest,
+    runtime: Runtime,
+    dataset: str,
+    repeats: int,
+) -> BenchSettings:
+    """What the bench ran with, as its report keeps it."""
+    config = request.lookahead
+    return BenchSettings(
+        dataset=dataset,
+        methods=methods,
+        baseline=baseline,
+        max_new_tokens=request.max_new_tokens,
+        lookahead=LookaheadSettings(window=config.window, ngram=config.ngram, guesses=config.guesses),
+        auto=runtime.auto.settings() if runtime.auto is not None else None,
+        sampling=request.sampling.record(),
+        prompt_lookup=lookup_settings(request),
+        draft=runtime.draft.settings() if runtime.draft is not None else None,
+        medusa=runtime.heads.settings() if BenchMethod.MEDUSA in methods else None,
+        eagle=runtime.layer.settings() if BenchMethod.EAGLE in methods else None,
+        prompt_lookup_num_tokens=PROMPT_LOOKUP_TOKENS,
+        ran_at=time.strftime("%Y-%m-%dT%H:%M:%S"),
+        repeats=repeats,
     )

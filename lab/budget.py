@@ -24,8 +24,9 @@ from collections.abc import Callable
 from lookahead_core.costs import StepCosts, step_costs
 from lookahead_core.draft import Draft
 from lookahead_core.models import LoadedModel, encode_prompt
-from lookahead_core.records import Fit, Method, StepKind, StepRecord
+from lookahead_core.records import METHODS, Fit, Method, StepKind, StepRecord
 from lookahead_core.request import DecodeRequest
+from lookahead_core.runtime import Runtime
 from lookahead_core.trace import WARM_UP_TOKENS, warm_up
 
 RUN_SECONDS = 30.0  # a Run: the method and greedy decoding, each warmed up
@@ -126,8 +127,9 @@ def warmed_prices(lm: LoadedModel, draft: Draft) -> Prices:
     have been measured on a busy machine: the prices learn from every step after it (Prices.learn).
     """
     prompt_ids = encode_prompt(lm.tokenizer, WARM_UP_PROMPT, chat=False)
-    methods = (Method.GREEDY, Method.LOOKAHEAD, Method.PROMPT_LOOKUP, Method.SPECULATIVE)
-    warm_up(lm, prompt_ids, DecodeRequest(max_new_tokens=WARM_UP_TOKENS), methods, draft=draft)
+    runtime = Runtime(draft=draft)
+    methods = [method for method, entry in METHODS.items() if runtime.has(entry.needs)]
+    warm_up(lm, prompt_ids, DecodeRequest(max_new_tokens=WARM_UP_TOKENS), runtime, methods)
     return Prices(step_costs(lm))
 
 

@@ -18,26 +18,30 @@ import argparse
 import json
 import os
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from tqdm import tqdm
 
 from lookahead_core.config import LookaheadConfig, LookupConfig, SettingsError, check_draft_tokens
 from lookahead_core.decoding import DecodingError
-from lookahead_core.draft import DEFAULT_DRAFT, DEFAULT_DRAFT_TOKENS, SELF_DRAFTS, Draft
+from lookahead_core.draft import DEFAULT_DRAFT, DEFAULT_DRAFT_TOKENS, SELF_DRAFTS
 from lookahead_core.eagle import EAGLE
+from lookahead_core.methods import recorded_settings
 from lookahead_core.models import ModelLoadError, encode_prompt, load_model, unicode_problem
-from lookahead_core.records import BenchMethod, BenchReport, Method
+from lookahead_core.records import METHODS, BenchMethod, BenchReport, Branch, Method, Needs
 from lookahead_core.request import DecodeRequest
+from lookahead_core.runtime import Runtime
 from lookahead_core.sampling import SamplingConfig
 from lookahead_core.trace import decode_steps, summarize
 from lookahead_core.tuning import AutoSettings, auto_settings
+from visuals.methods import recorded_words
 from visuals.plans import settings_words
 from visuals.timing import bench_rate, bench_rounds_words, bench_speedup, busy_words
 
-from .bench import METHODS, REPEATS, MethodSetup, check_methods, check_repeats, needs_draft, run_bench
+from .bench import ENTRANTS, REPEATS, check_methods, check_repeats, needs, needs_of, run_bench
 from .datasets import load_prompts, read_prompts_file
-from .heads import NoHeads, draft_for, eagle_draft, medusa_for
+from .heads import NONE_SHIP, runtime_for, ships
 
 
 def add_model_options(command: argparse.ArgumentParser) -> None:
@@ -78,8 +82,8 @@ def add_method_options(command: argparse.ArgumentParser) -> None:
         "--draft-model",
         default=DEFAULT_DRAFT,
         metavar="ID|" + "|".join((*SELF_DRAFTS, EAGLE)),
-        help="speculative decoding's draft: a copy of the target, an EAGLE layer on the target's own features "
-        "(eagle), or a hub id / folder with the same tokenizer",
+        help="speculative decoding's draft: a copy of the target, or a hub id / folder with the same tokenizer "
+        "(eagle, with generate: --method eagle)",
     )
     command.add_argument(
         "--draft-tokens", type=int, default=DEFAULT_DRAFT_TOKENS, metavar="K", help="tokens drafted per step"
@@ -103,7 +107,7 @@ def add_method_options(command: argparse.ArgumentParser) -> None:
     command.add_argument(
         "--eagle",
         metavar="PATH",
-        help="the EAGLE layer of --draft-model eagle and of the bench's eagle entrant (default: the shipped layer, "
+        help="the layer of --method eagle and of the bench's eagle entrant (default: the shipped layer, "
         "for the embedded model; python -m lab.eagle train writes others)",
     )
 
@@ -135,7 +139,7 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"interleaved rounds per prompt: every method once per round (default {REPEATS})",
     )
     bench.add_argument(
-        "--methods", default=",".join(METHODS), help=f"comma-separated, from {', '.join(METHODS)} (default: all)"
+        "--methods", default=",".join(ENTRANTS), help=f"comma-separated, from {', '.join(ENTRANTS)} (default: all)"
     )
     add_model_options(bench)
     add_settings_options(bench)
@@ -177,6 +181,17 @@ def writable(path: str | None) -> None:
             raise ValueError(f"cannot write {path}: {folder} is not a writable folder")
 
 
+def asked_method(args: argparse.Namespace) -> Method:
+    """The method asked for; `--method speculative --draft-model eagle` is EAGLE's (as before EAGLE was a method of
+    its own). ValueError for --eagle without an EAGLE method."""
+    method = Method(args.method)
+    if method == Method.SPECULATIVE and args.draft_model == EAGLE:
+        return Method.EAGLE
+    if args.eagle is not None and method != Method.EAGLE:
+        raise ValueError("--eagle PATH is the layer of --method eagle: add it, or drop --eagle")
+    return method
+
+
 def generate(args: argparse.Namespace) -> None:
     asked, sampling, lookup = asked_settings(args), asked_sampling(args), asked_lookup(args)
     check_draft_tokens(args.draft_tokens)
@@ -188,69 +203,48 @@ def generate(args: argparse.Namespace) -> None:
         problem = unicode_problem(item["prompt"])
         if problem is not None:
             raise ValueError(f"prompt {item['id']} cannot be tokenized: {problem}; remove that character")
-    method = Method(args.method)
-    if args.eagle is not None and not (method == Method.SPECULATIVE and args.draft_model == EAGLE):
-        raise ValueError("--eagle PATH is the layer of --method speculative --draft-model eagle: add both, or drop it")
+    method = asked_method(args)
     lm = load_model(args.model, device=args.device, dtype=args.dtype, trust_remote_code=args.trust_remote_code)
-    lookahead, speculative = method == Method.LOOKAHEAD, method == Method.SPECULATIVE
-    config, auto = chosen_settings(asked, lm) if lookahead else (asked or LookaheadConfig(), None)
-    draft = draft_for(lm, args.draft_model, args.draft_tokens, args.eagle) if speculative else None
-    medusa = medusa_for(lm, args.heads) if method == Method.MEDUSA else None
+    config, auto = chosen_settings(asked, lm) if METHODS[method].window else (asked or LookaheadConfig(), None)
+    runtime = runtime_for(
+        lm, [method], auto=auto, draft=args.draft_model, tokens=args.draft_tokens, heads=args.heads, layer=args.eagle
+    )
+    request = DecodeRequest(method=method, lookahead=config, lookup=lookup, max_new_tokens=args.max_new_tokens)
     for index, item in enumerate(prompts):
         prompt_ids = encode_prompt(lm.tokenizer, item["prompt"], args.chat)
-        planner = auto.make_planner() if auto is not None else None
-        seeded = sampling.for_prompt(index)
-        request = DecodeRequest(
-            method=method, lookahead=config, lookup=lookup, sampling=seeded, max_new_tokens=args.max_new_tokens
-        )
-        records = decode_steps(lm, prompt_ids, request, planner, draft, medusa)
-        summary = summarize(list(records))
-        text = lm.tokenizer.decode(summary.new_token_ids, skip_special_tokens=True)
-        looking_up = method == Method.PROMPT_LOOKUP
-        if args.json:
-            print(
-                json.dumps(
-                    {
-                        "id": item["id"],
-                        "method": args.method,
-                        "window": config.window if lookahead else None,
-                        "ngram": config.ngram if lookahead else None,
-                        "guesses": config.guesses if lookahead else None,
-                        "lookup_ngram": lookup.ngram if looking_up else None,
-                        "lookup_tokens": lookup.tokens if looking_up else None,
-                        "draft_model": args.draft_model if speculative else None,
-                        "draft_tokens": args.draft_tokens if speculative else None,
-                        "prompt_token_ids": prompt_ids,
-                        "new_token_ids": summary.new_token_ids,
-                        "text": text,
-                        "steps": summary.steps,
-                        "seconds": round(summary.seconds, 6),
-                        "temperature": seeded.temperature,
-                        "top_k": seeded.top_k,
-                        "top_p": seeded.top_p,
-                        "seed": seeded.seed,
-                    }
-                ),
-                flush=True,
-            )
-        else:
-            plain = "greedy" if sampling.is_greedy else "sampling"
-            settings = {
-                Method.LOOKAHEAD: f"W={config.window} N={config.ngram} G={config.guesses}",
-                Method.PROMPT_LOOKUP: f"n-gram {lookup.ngram}, {lookup.tokens} tokens",
-                Method.SPECULATIVE: f"draft {args.draft_model}, k={args.draft_tokens}",
-                Method.MEDUSA: f"heads {medusa.settings().heads if medusa else ''}",
-            }.get(method, plain)
-            if not sampling.is_greedy:
-                settings += f", T={seeded.temperature} top-k={seeded.top_k} top-p={seeded.top_p} seed={seeded.seed}"
-            settings += f", {auto.planner.value} plan" if lookahead and auto is not None else ""
-            print(f"--- {item['id']} ---\n{labelled('Prompt', item['prompt'])}\n{labelled('Continuation', text)}")
-            print(
-                f"[{args.method} {settings}] {summary.tokens} tokens in {summary.steps} steps "
-                f"({summary.tokens_per_step:.2f} tokens/step), {summary.seconds:.2f} s "
-                f"on {lm.describe()['device_name']}, {lm.describe()['dtype']}",
-                flush=True,
-            )
+        seeded = replace(request, sampling=sampling.for_prompt(index))
+        summary = summarize(list(decode_steps(lm, prompt_ids, seeded, runtime)))
+        summary.text = lm.tokenizer.decode(summary.new_token_ids, skip_special_tokens=True)
+        shown = generated_json if args.json else generated_words
+        print(shown(item, prompt_ids, seeded, runtime, summary, lm), flush=True)
+
+
+def generated_json(item: dict, prompt_ids: list[int], request: DecodeRequest, runtime: Runtime, summary, lm) -> str:
+    """One prompt's decoding as the JSON line documented in the module's docstring."""
+    entry, config, lookup, sampling = METHODS[request.method], request.lookahead, request.lookup, request.sampling
+    looking_up, draft = entry.branch == Branch.GUESS, recorded_settings(request, runtime).get("draft")
+    return json.dumps(
+        {
+            "id": item["id"],
+            "method": request.method.value,
+            "window": config.window if entry.window else None,
+            "ngram": config.ngram if entry.window else None,
+            "guesses": config.guesses if entry.window else None,
+            "lookup_ngram": lookup.ngram if looking_up else None,
+            "lookup_tokens": lookup.tokens if looking_up else None,
+            "draft_model": draft.model if draft is not None else None,
+            "draft_tokens": draft.tokens if draft is not None else None,
+            "prompt_token_ids": prompt_ids,
+            "new_token_ids": summary.new_token_ids,
+            "text": summary.text,
+            "steps": summary.steps,
+            "seconds": round(summary.seconds, 6),
+            "temperature": sampling.temperature,
+            "top_k": sampling.top_k,
+            "top_p": sampling.top_p,
+            "seed": sampling.seed,
+        }
+    )
 
 
 def labelled(label: str, text: str) -> str:
@@ -259,32 +253,42 @@ def labelled(label: str, text: str) -> str:
     return f"{label}:{gap}{text}"
 
 
-def bench_medusa(lm, args: argparse.Namespace, methods: list[BenchMethod]):
-    """The bench's Medusa (see lab.heads.medusa_for), or None when it does not run: not asked for, or left out of
-    the default methods because no heads ship for this model (said on stderr). Asked for by name, it must run."""
-    if BenchMethod.MEDUSA not in methods:
-        return None
-    try:
-        return medusa_for(lm, args.heads)
-    except NoHeads as missing:
-        if args.methods != ",".join(METHODS):
-            raise
-        print(f"note: medusa left out: {missing}", file=sys.stderr)
-        return None
+def generated_words(item: dict, prompt_ids: list[int], request: DecodeRequest, runtime: Runtime, summary, lm) -> str:
+    """One prompt's decoding as text: the continuation and a line of what ran, how, where and how fast."""
+    sampling, machine = request.sampling, lm.describe()
+    settings = recorded_words(recorded_settings(request, runtime)) or ("greedy" if sampling.is_greedy else "sampling")
+    if not sampling.is_greedy:
+        settings += f", T={sampling.temperature} top-k={sampling.top_k} top-p={sampling.top_p} seed={sampling.seed}"
+    settings += f", {runtime.auto.planner.value} plan" if runtime.planner(request.method) is not None else ""
+    return (
+        f"--- {item['id']} ---\n{labelled('Prompt', item['prompt'])}\n{labelled('Continuation', summary.text)}\n"
+        f"[{request.method.value} {settings}] {summary.tokens} tokens in {summary.steps} steps "
+        f"({summary.tokens_per_step:.2f} tokens/step), {summary.seconds:.2f} s "
+        f"on {machine['device_name']}, {machine['dtype']}"
+    )
 
 
-def bench_eagle(lm, args: argparse.Namespace, methods: list[BenchMethod]) -> Draft | None:
-    """The bench's EAGLE draft (see lab.heads.eagle_draft), or None when it does not run: not asked for, or left out
-    of the default methods because no layer ships for this model (said on stderr). Asked for by name, it must run."""
-    if BenchMethod.EAGLE not in methods:
-        return None
-    try:
-        return eagle_draft(lm, args.draft_tokens, args.eagle)
-    except NoHeads as missing:
-        if args.methods != ",".join(METHODS):
-            raise
-        print(f"note: eagle left out: {missing}", file=sys.stderr)
-        return None
+def bench_runtime(lm, args: argparse.Namespace, methods: list[BenchMethod], auto: AutoSettings | None) -> Runtime:
+    """What the bench's entrants run with. Of the default methods, Medusa and EAGLE are left out (said on stderr,
+    and dropped from `methods`) where no heads or layer ship for this model; asked for by name, they must run."""
+    given = {Needs.HEADS: args.heads, Needs.LAYER: args.eagle}
+    if args.methods == ",".join(ENTRANTS):
+        for method in [m for m in methods if needs_of(m) in given and given[needs_of(m)] is None]:
+            if not ships(lm, needs_of(method)):
+                missing = NONE_SHIP[needs_of(method)].format(name=lm.name)
+                print(f"note: {method} left out: {missing}", file=sys.stderr)
+                methods.remove(method)
+    engine = [m.method for m in methods if m.method is not None]
+    drafted = [Method.SPECULATIVE] if Needs.DRAFT in needs(methods) else []
+    return runtime_for(
+        lm,
+        engine + drafted,
+        auto=auto,
+        draft=args.draft_model,
+        tokens=args.draft_tokens,
+        heads=args.heads,
+        layer=args.eagle,
+    )
 
 
 def bench(args: argparse.Namespace) -> None:
@@ -292,6 +296,10 @@ def bench(args: argparse.Namespace) -> None:
     asked, sampling, lookup = asked_settings(args), asked_sampling(args), asked_lookup(args)
     check_draft_tokens(args.draft_tokens)
     check_repeats(args.repeats)
+    if args.draft_model == EAGLE:
+        raise ValueError(
+            "the EAGLE layer is an entrant of its own: --methods ...,eagle (with --eagle PATH for another)"
+        )
     writable(args.json)
     writable(args.html)
     if args.limit is not None and args.limit < 1:
@@ -301,26 +309,15 @@ def bench(args: argparse.Namespace) -> None:
         raise ValueError(f"no prompts in {args.dataset}")
     lm = load_model(args.model, device=args.device, dtype=args.dtype, trust_remote_code=args.trust_remote_code)
     config, auto = chosen_settings(asked, lm)
-    if args.draft_model == EAGLE and BenchMethod.HF_ASSISTED in methods and args.methods == ",".join(METHODS):
-        print("note: hf-assisted left out: transformers' assisted generation drafts with models only", file=sys.stderr)
-        methods.remove(BenchMethod.HF_ASSISTED)
-    draft = draft_for(lm, args.draft_model, args.draft_tokens, args.eagle) if needs_draft(methods) else None
-    medusa = bench_medusa(lm, args, methods)
-    if medusa is None and BenchMethod.MEDUSA in methods:
-        methods.remove(BenchMethod.MEDUSA)
-    eagle = bench_eagle(lm, args, methods)
-    if eagle is None and BenchMethod.EAGLE in methods:
-        methods.remove(BenchMethod.EAGLE)
-    setup = MethodSetup(config, auto, lookup, draft, medusa, eagle)
+    runtime = bench_runtime(lm, args, methods, auto)
+    request = DecodeRequest(lookahead=config, lookup=lookup, sampling=sampling, max_new_tokens=args.max_new_tokens)
     with tqdm(total=len(prompts) * len(methods) * args.repeats, unit="run", file=sys.stderr) as bar:
 
         def progress(done: int, total: int, label: str) -> None:
             bar.update(done - bar.n)
             bar.set_postfix_str(label)
 
-        report = run_bench(
-            lm, prompts, methods, setup, args.max_new_tokens, progress, args.dataset, sampling, repeats=args.repeats
-        )
+        report = run_bench(lm, prompts, methods, request, runtime, progress, args.dataset, repeats=args.repeats)
     print(summary_table(report))
     if args.json:
         Path(args.json).write_text(report.to_json(indent=1))

@@ -15,18 +15,19 @@ import argparse
 import time
 
 from lookahead_core.config import LookaheadConfig, LookupConfig
-from lookahead_core.draft import DEFAULT_DRAFT, make_draft
+from lookahead_core.draft import DEFAULT_DRAFT_TOKENS
 from lookahead_core.models import LoadedModel, encode_prompt, load_model
-from lookahead_core.records import Method, Run
+from lookahead_core.records import METHODS, Method, Run
 from lookahead_core.request import DecodeRequest
 from lookahead_core.sampling import GREEDY, SamplingConfig
+from lookahead_core.trace import finished
 from lookahead_core.tuning import auto_settings
 from visuals.library import example_path, load_presets, save_run
 from visuals.summary import measured_speedup
 from visuals.timing import busy_words
 
 from .budget import Deadline
-from .heads import medusa_for
+from .heads import runtime_for
 from .timed_run import timed_run
 
 EXAMPLE_SECONDS = 300.0  # generous: an example is recorded once, so every round of it may fit on a shared CPU
@@ -50,12 +51,10 @@ def record_example(lm: LoadedModel, item: dict) -> Run:
     """The preset's Run with its Timing (auto: lookahead at this hardware's auto settings)."""
     request = preset_request(item)
     prompt_ids = encode_prompt(lm.tokenizer, item["prompt"], item["chat"])
-    auto = auto_settings(lm) if request.auto and request.method == Method.LOOKAHEAD else None
-    draft = make_draft(lm, DEFAULT_DRAFT, item["draft_tokens"]) if request.method == Method.SPECULATIVE else None
-    medusa = medusa_for(lm) if request.method == Method.MEDUSA else None
-    deadline = Deadline(EXAMPLE_SECONDS)
-    *_, run = timed_run(lm, prompt_ids, request, deadline, item["prompt"], auto, draft, medusa=medusa)
-    return run
+    auto = auto_settings(lm) if request.auto and METHODS[request.method].window else None
+    tokens = item.get("draft_tokens", DEFAULT_DRAFT_TOKENS)
+    runtime = runtime_for(lm, [request.method], auto=auto, tokens=tokens, deadline=Deadline(EXAMPLE_SECONDS))
+    return finished(timed_run(lm, prompt_ids, request, runtime, item["prompt"]))
 
 
 def quiet_example(lm: LoadedModel, item: dict) -> Run:

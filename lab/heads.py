@@ -8,13 +8,17 @@ own (--heads PATH, --eagle PATH).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from lookahead_core.costs import step_costs
-from lookahead_core.draft import DEFAULT_DRAFT_TOKENS, Draft, make_draft
+from lookahead_core.draft import DEFAULT_DRAFT, DEFAULT_DRAFT_TOKENS, Draft, make_draft
 from lookahead_core.eagle import EAGLE, load_eagle
 from lookahead_core.medusa import Medusa, fitted_medusa, load_heads
 from lookahead_core.models import DEFAULT_MODEL, LoadedModel
+from lookahead_core.records import METHODS, Needs, StepRecord
+from lookahead_core.runtime import Deadline, Runtime
+from lookahead_core.tuning import AutoSettings
 
 SHIPPED = Path(__file__).resolve().parent.parent / "assets" / "heads"
 SHIPPED_HEADS = SHIPPED / f"{DEFAULT_MODEL}.safetensors"
@@ -25,7 +29,19 @@ SHIPPED_EAGLE_RECORD = SHIPPED / f"{DEFAULT_MODEL}.eagle.training.json"
 
 
 class NoHeads(ValueError):
-    """Medusa was asked for on a model the lab has no heads for."""
+    """Medusa or EAGLE was asked for on a model the lab has no heads or layer for."""
+
+
+NONE_SHIP = {
+    Needs.HEADS: "Medusa needs heads trained for {name}: none ship for it (train them: python -m lab.medusa)",
+    Needs.LAYER: "EAGLE needs a layer trained for {name}: none ships for it (train one: python -m lab.eagle train)",
+}
+
+
+def ships(lm: LoadedModel, needs: Needs) -> bool:
+    """Whether the lab ships what `needs` names (heads, a layer) for `lm`: for the embedded model only."""
+    shipped = {Needs.HEADS: SHIPPED_HEADS, Needs.LAYER: SHIPPED_EAGLE}
+    return lm.name == DEFAULT_MODEL and shipped[needs].exists()
 
 
 def medusa_for(lm: LoadedModel, path: str | Path | None = None) -> Medusa:
@@ -33,10 +49,8 @@ def medusa_for(lm: LoadedModel, path: str | Path | None = None) -> Medusa:
     tree fitted to this hardware's measured step costs. NoHeads when none are given and none ship for `lm`;
     MedusaError (one line) for heads trained for another model."""
     if path is None:
-        if lm.name != DEFAULT_MODEL or not SHIPPED_HEADS.exists():
-            raise NoHeads(
-                f"Medusa needs heads trained for {lm.name}: none ship for it (train them: python -m lab.medusa)"
-            )
+        if not ships(lm, Needs.HEADS):
+            raise NoHeads(NONE_SHIP[Needs.HEADS].format(name=lm.name))
         heads = load_heads(SHIPPED_HEADS, lm.model, lm.name, label=SHIPPED_LABEL)
     else:
         heads = load_heads(path, lm.model, lm.name)
@@ -48,16 +62,34 @@ def eagle_draft(lm: LoadedModel, tokens: int = DEFAULT_DRAFT_TOKENS, path: str |
     (default: the shipped one, for the embedded model only). NoHeads when none is given and none ships for
     `lm`; MedusaError (one line) for a layer trained for another model."""
     if path is None:
-        if lm.name != DEFAULT_MODEL or not SHIPPED_EAGLE.exists():
-            raise NoHeads(
-                f"EAGLE needs a layer trained for {lm.name}: none ships for it (train one: python -m lab.eagle train)"
-            )
+        if not ships(lm, Needs.LAYER):
+            raise NoHeads(NONE_SHIP[Needs.LAYER].format(name=lm.name))
         path = SHIPPED_EAGLE
     layer = load_eagle(path, lm.model, lm.name)
     return Draft(layer, f"{EAGLE}: {layer.label}", tokens)
 
 
-def draft_for(lm: LoadedModel, name: str, tokens: int = DEFAULT_DRAFT_TOKENS, eagle: str | Path | None = None) -> Draft:
-    """The draft called `name`: "eagle" for an EAGLE layer (eagle_draft, the layer at `eagle` or the shipped
-    one; named "eagle: FILE" in records), else a draft model (make_draft)."""
-    return eagle_draft(lm, tokens, eagle) if name == EAGLE else make_draft(lm, name, tokens)
+def runtime_for(
+    lm: LoadedModel,
+    methods,
+    *,
+    auto: AutoSettings | None = None,
+    draft: str = DEFAULT_DRAFT,
+    tokens: int = DEFAULT_DRAFT_TOKENS,
+    heads: str | Path | None = None,
+    layer: str | Path | None = None,
+    deadline: Deadline | None = None,
+    learn: Callable[[list[StepRecord]], None] | None = None,
+) -> Runtime:
+    """What `methods` run with on `lm`, built once: for each, what its table entry needs (the draft model called
+    `draft`, the heads at `heads` and the EAGLE layer at `layer`, the shipped ones by default: NoHeads where
+    none ship for `lm`), drafting `tokens` per step; with the auto settings, deadline and learning given."""
+    needs = {METHODS[method].needs for method in methods}
+    return Runtime(
+        auto=auto,
+        draft=make_draft(lm, draft, tokens) if Needs.DRAFT in needs else None,
+        layer=eagle_draft(lm, tokens, layer) if Needs.LAYER in needs else None,
+        heads=medusa_for(lm, heads) if Needs.HEADS in needs else None,
+        deadline=deadline,
+        learn=learn,
+    )

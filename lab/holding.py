@@ -12,8 +12,11 @@ from dataclasses import dataclass
 from lookahead_core.draft import DEFAULT_DRAFT, DEFAULT_DRAFT_TOKENS, Draft, make_draft
 from lookahead_core.medusa import Medusa
 from lookahead_core.models import DEFAULT_MODEL, DTYPES, LoadedModel, load_model
-from lookahead_core.records import Fit, Machine
+from lookahead_core.records import METHODS, Fit, Machine, Needs
+from lookahead_core.request import DecodeRequest
+from lookahead_core.runtime import Deadline, Runtime
 from lookahead_core.trace import machine_facts
+from lookahead_core.tuning import AutoSettings
 
 from .budget import Prices, fit, warmed_prices
 from .heads import NoHeads, eagle_draft, medusa_for
@@ -55,6 +58,20 @@ class Held:
         if self.copy is None:
             self.copy = make_draft(self.lm, DEFAULT_DRAFT, DEFAULT_DRAFT_TOKENS)
         return Draft(self.copy.model, DEFAULT_DRAFT, tokens)
+
+    def runtime(self, methods, decode: DecodeRequest, auto: AutoSettings | None, deadline: Deadline) -> Runtime:
+        """What `methods` run with for one request, built once: what each one's table entry needs (heads and a
+        layer where they ship for this model: `Runtime.has` says), the auto settings, the deadline, the prices
+        that learn."""
+        needs = {METHODS[method].needs for method in methods}
+        return Runtime(
+            auto=auto,
+            draft=self.draft(decode.draft_tokens) if Needs.DRAFT in needs else None,
+            layer=self.eagle(decode.draft_tokens) if Needs.LAYER in needs else None,
+            heads=self.medusa() if Needs.HEADS in needs else None,
+            deadline=deadline,
+            learn=self.prices.learn if self.prices is not None else None,
+        )
 
 
 class ModelHolder:

@@ -14,46 +14,35 @@ method can be explained by what a wide step costs here, and what other programs 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Generator
 from dataclasses import replace
 
 from lookahead_core.costs import StepCosts
 from lookahead_core.decoding import check_request
-from lookahead_core.draft import Draft
 from lookahead_core.forward import synchronize
-from lookahead_core.medusa import Medusa
+from lookahead_core.methods import lookahead_settings, lookup_settings, reach
 from lookahead_core.models import LoadedModel
-from lookahead_core.records import (
-    LookaheadSettings,
-    LookupSettings,
-    Method,
-    RaceLane,
-    RaceRecord,
-    StepRecord,
-)
+from lookahead_core.records import METHODS, Method, RaceLane, RaceRecord, StepRecord
 from lookahead_core.request import DecodeRequest
+from lookahead_core.runtime import Deadline, Runtime
 from lookahead_core.trace import (
     Progress,
     candidate_tokens,
     decode_steps,
+    finished,
     machine_facts,
-    method_reach,
     summarize,
     text_pieces,
     warming_up,
 )
-from lookahead_core.tuning import AutoSettings
 
-from .budget import Deadline
 from .busy import CpuWatch
 from .timing import Lap, shown_round, timing_of
-
-RACED = (Method.GREEDY, Method.LOOKAHEAD, Method.PROMPT_LOOKUP, Method.SPECULATIVE)
 
 
 def acceptance(method: Method, records: list[StepRecord]) -> float | None:
     """Accepted candidate tokens over candidate tokens verified (None for plain decoding)."""
-    if method == Method.GREEDY:
+    if not METHODS[method].guesses:
         return None
     offered, accepted = candidate_tokens(records)
     return accepted / offered if offered else 0.0
@@ -67,11 +56,10 @@ def timed_lane(
     lm: LoadedModel,
     prompt_ids,
     request: DecodeRequest,
-    runtime: dict,
+    runtime: Runtime,
     part: int,
     parts: int,
     until: Callable[[float], bool] | None = None,
-    learn: Callable[[list[StepRecord]], None] | None = None,
 ) -> Generator[Progress, None, tuple[RaceLane, Lap]]:
     """Decode once, timed with nothing drawn, a Progress after every step; return the lane's figures
     (speedup and exact filled in later) and its lap.
@@ -81,11 +69,11 @@ def timed_lane(
     methods share. `until` (a deadline) is asked before every step after the prefill, with the seconds
     the last step took (what the next is expected to take; after the prefill, the prefill's): True stops
     the lane there, its lap partial.
-    `learn` takes the step records at the end (the budget's prices).
+    The runtime's `learn` takes the step records at the end (the budget's prices).
     """
     method, max_new_tokens = request.method, request.max_new_tokens
-    tokens, seconds, fed, records = [0], [0.0], [], []
-    steps = decode_steps(lm, prompt_ids, request, **runtime)
+    tokens, seconds, records = [0], [0.0], []
+    steps = decode_steps(lm, prompt_ids, request, runtime)
     synchronize(lm.device)
     partial = False
     while True:
@@ -100,7 +88,6 @@ def timed_lane(
         synchronize(lm.device)
         seconds.append(seconds[-1] + time.perf_counter() - start)
         tokens.append(tokens[-1] + len(record.committed))
-        fed.append(record.tokens_fed)
         records.append(record)
         yield Progress(
             part=part,
@@ -111,10 +98,18 @@ def timed_lane(
             tokens=tokens[-1],
             max_new_tokens=max_new_tokens,
         )
-    if learn is not None:
-        learn(records)
+    if runtime.learn is not None:
+        runtime.learn(records)
+    lane = race_lane(lm, method, records, tokens, seconds)
+    return lane, Lap(method=method, tokens=tokens, seconds=seconds, partial=partial)
+
+
+def race_lane(lm: LoadedModel, method: Method, records: list[StepRecord], tokens: list[int], seconds: list[float]):
+    """A lane's figures from its step records and the cumulative tokens and seconds after each step (speedup
+    and exact filled in later); the step figures leave out the prefill, which all methods share."""
+    fed = [record.tokens_fed for record in records]
     steps = len(fed) - 1
-    lane = RaceLane(
+    return RaceLane(
         method=method,
         tokens=tokens,
         seconds=seconds,
@@ -131,18 +126,12 @@ def timed_lane(
         exact=None,
         acceptance=acceptance(method, records),
     )
-    return lane, Lap(method=method, tokens=tokens, seconds=seconds, partial=partial)
 
 
-def lane_runtime(method: Method, auto: AutoSettings | None, draft: Draft | None, medusa: Medusa | None = None) -> dict:
-    """A lane's planner (lookahead with auto settings: a fresh one of their kind), the draft and the heads."""
-    planner = auto.make_planner() if auto is not None and method == Method.LOOKAHEAD else None
-    return {"planner": planner, "draft": draft, "medusa": medusa}
-
-
-def raced(medusa: Medusa | None) -> tuple[Method, ...]:
-    """The methods a race runs, in lane order: Medusa last, where the model has heads."""
-    return RACED + ((Method.MEDUSA,) if medusa is not None else ())
+def raced(runtime: Runtime) -> tuple[Method, ...]:
+    """The methods a race runs, in the table's order: those the table races, where the runtime has what they
+    need (Medusa where the model has heads)."""
+    return tuple(m for m, entry in METHODS.items() if entry.raced and runtime.has(entry.needs))
 
 
 def another_round(deadline: Deadline | None, done: int, longest: float) -> bool:
@@ -155,42 +144,32 @@ def racing(
     lm: LoadedModel,
     prompt_ids: list[int],
     request: DecodeRequest,
+    runtime: Runtime,
     costs: StepCosts,
-    draft: Draft,
-    auto: AutoSettings | None = None,
-    deadline: Deadline | None = None,
-    learn: Callable[[list[StepRecord]], None] | None = None,
     planned_rounds: int = ROUNDS,
-    medusa: Medusa | None = None,
-) -> Iterator[Progress | RaceRecord]:
-    """Every method of RACED, and Medusa given its heads, on one prompt with the request's settings (its
-    method is not read; lookahead with `auto`'s settings and planner if given), in interleaved rounds: a
-    Progress after every forward pass (warm-ups included, numbered as if `planned_rounds` rounds ran), the
-    RaceRecord last.
+) -> Generator[Progress, None, RaceRecord]:
+    """Every method `raced` names, on one prompt with the request's settings (its method is not read;
+    lookahead with the runtime's auto settings and planner if given), in interleaved rounds: a Progress after
+    every forward pass (warm-ups included, numbered as if `planned_rounds` rounds ran), and the RaceRecord
+    returned.
 
-    With a `deadline`, the first round shares the time left equally among the methods still to run (so each
-    is measured, partial if its share runs out), and further rounds (ROUNDS in all) run while they fit.
-    A round that the deadline stops is not counted. Speeds are compared over the same number of tokens in
+    With the runtime's deadline, the first round shares the time left equally among the methods still to run
+    (so each is measured, partial if its share runs out), and further rounds (ROUNDS in all) run while they
+    fit. A round that the deadline stops is not counted. Speeds are compared over the same number of tokens in
     each round (sampled runs stop at different lengths: cut to the shortest). Sampled, every method draws
     with the same settings and seed, so outputs are not compared (`exact` is None).
     """
-    config = auto.config if auto is not None else request.lookahead
-    lookup, max_new_tokens = request.lookup, request.max_new_tokens
-    request = replace(request, lookahead=config)
+    request = runtime.settled(request)
+    deadline = runtime.deadline
     watch = CpuWatch()
-
-    methods = raced(medusa)
-
-    def runtime(method: Method) -> dict:
-        return lane_runtime(method, auto, draft, medusa)
-
-    reach = max(method_reach(m, config, lookup, draft, medusa) for m in methods)
-    check_request(prompt_ids, max_new_tokens, lm.context_length, reach)  # before any warm-up is spent
+    methods = raced(runtime)
+    farthest = max(reach(replace(request, method=m), runtime) for m in methods)
+    check_request(prompt_ids, request.max_new_tokens, lm.context_length, farthest)  # before any warm-up is spent
     parts = len(methods) * (1 + planned_rounds)
     warm = deadline.share(len(methods) + 1) if deadline is not None else None  # all warm-ups: one lane's share
     for part, method in enumerate(methods, 1):
         if warm is None or not warm(0.0):  # past the warm-ups' share, the rest start cold
-            yield from warming_up(lm, prompt_ids, request, [method], part, parts, warm, **runtime(method))
+            yield from warming_up(lm, prompt_ids, request, runtime, [method], part, parts, warm)
     rounds: list[list[tuple[RaceLane, Lap]]] = []
     longest, cut = 0.0, False
     while not cut and (not rounds or another_round(deadline, len(rounds), longest)):
@@ -203,53 +182,49 @@ def racing(
                 until = deadline.share(len(methods) - i) if not rounds else deadline.passed
             part = len(methods) * (1 + len(rounds)) + i + 1
             lane = replace(request, method=method)
-            laps.append((yield from timed_lane(lm, prompt_ids, lane, runtime(method), part, parts, until, learn)))
+            laps.append((yield from timed_lane(lm, prompt_ids, lane, runtime, part, parts, until)))
         cut = bool(rounds) and any(lap.partial for _, lap in laps)  # a later round cut short is not counted
         if not cut:
             rounds.append(laps)
         longest = max(longest, time.perf_counter() - started)
-    yield race_record(lm, request, rounds, watch, deadline, auto, costs, draft, medusa)
+    return race_record(lm, request, runtime, rounds, watch, costs)
 
 
 def race_record(
     lm: LoadedModel,
     request: DecodeRequest,
+    runtime: Runtime,
     rounds: list[list[tuple[RaceLane, Lap]]],
     watch: CpuWatch,
-    deadline: Deadline | None,
-    auto: AutoSettings | None,
     costs: StepCosts,
-    draft: Draft,
-    medusa: Medusa | None = None,
 ) -> RaceRecord:
     """The race's record: the lanes of the round shown, and every round's figures in its Timing."""
     laps = [[lap for _, lap in r] for r in rounds]
     shown = shown_round(laps, Method.LOOKAHEAD)
+    deadline = runtime.deadline
     timing = timing_of(laps, shown, watch.reading(), deadline.seconds if deadline is not None else 0.0)
     lanes = [lane for lane, _ in rounds[shown]]
     greedy = lanes[0]
     for lane, figures in zip(lanes, timing.methods, strict=True):
         lane.speedup = figures.speedup.median
         lane.exact = lane.new_token_ids == greedy.new_token_ids if request.sampling.is_greedy else None
-    config, lookup = request.lookahead, request.lookup
     return RaceRecord(
         lanes=lanes,
-        settings=auto.settings()
-        if auto is not None
-        else LookaheadSettings(window=config.window, ngram=config.ngram, guesses=config.guesses),
-        lookup=LookupSettings(ngram=lookup.ngram, tokens=lookup.tokens, candidates=lookup.candidates),
-        draft=draft.settings(),
+        settings=lookahead_settings(request, runtime),
+        lookup=lookup_settings(request),
+        draft=runtime.draft.settings(),
         step_costs=costs.curve(),
         machine=machine_facts(lm),
         max_new_tokens=request.max_new_tokens,
         ran_at=time.strftime("%Y-%m-%dT%H:%M:%S"),
         sampling=request.sampling.record(),
         timing=timing,
-        medusa=medusa.settings() if medusa is not None else None,
+        medusa=runtime.heads.settings() if runtime.heads is not None else None,
     )
 
 
-def race(lm: LoadedModel, prompt_ids: list[int], *args, **kwargs) -> RaceRecord:
+def race(
+    lm: LoadedModel, prompt_ids: list[int], request: DecodeRequest, runtime: Runtime, *args, **kwargs
+) -> RaceRecord:
     """`racing` run to its end: the RaceRecord alone (same arguments)."""
-    *_, result = racing(lm, prompt_ids, *args, **kwargs)
-    return result
+    return finished(racing(lm, prompt_ids, request, runtime, *args, **kwargs))

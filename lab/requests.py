@@ -12,9 +12,7 @@ import math
 from dataclasses import dataclass
 
 from lookahead_core.config import LookaheadConfig, LookupConfig, check_draft_tokens
-from lookahead_core.draft import DEFAULT_DRAFT
-from lookahead_core.eagle import EAGLE
-from lookahead_core.records import BenchMethod, Method
+from lookahead_core.records import METHODS, Method
 from lookahead_core.request import DecodeRequest
 from lookahead_core.sampling import GREEDY, SamplingConfig
 
@@ -24,15 +22,9 @@ MAX_NEW_TOKENS = 256
 # The model's context is 8,192 tokens (about 4 characters each); far longer text is refused before
 # the tokenizer spends seconds on it, so one visitor's paste cannot stall the queue.
 MAX_PROMPT_CHARACTERS = 40_000
-# What Run sets against greedy (Medusa, and speculative decoding with the EAGLE layer as its draft, on a model the
-# lab ships heads and a layer for)
-RUN_METHODS = (
-    BenchMethod.LOOKAHEAD,
-    BenchMethod.PROMPT_LOOKUP,
-    BenchMethod.SPECULATIVE,
-    BenchMethod.MEDUSA,
-    BenchMethod.EAGLE,
-)
+# What Run sets against greedy: every method of the table that guesses (Medusa and EAGLE on a model the lab ships
+# heads and a layer for)
+RUN_METHODS = tuple(method for method, entry in METHODS.items() if entry.guesses)
 DTYPE_CHOICES = ("auto", "float32", "bfloat16")  # float32 (exact) everywhere, bfloat16 where there is a GPU
 QUOTED = 80  # characters of a visitor's value quoted back in a message
 
@@ -51,7 +43,6 @@ class ModelRequest:
     decode: DecodeRequest
     model: str
     dtype: str
-    draft: str = DEFAULT_DRAFT  # speculative decoding's draft: the model's bf16 copy, or EAGLE (the shipped layer)
 
 
 def short(value) -> str:
@@ -119,11 +110,11 @@ def sampling_of(sample, temperature, top_k, top_p, seed) -> SamplingConfig:
     return SamplingConfig(number(temperature, "Temperature"), k, number(top_p, "Top-p"), s)
 
 
-def method_of(method) -> BenchMethod:
+def method_of(method) -> Method:
     """The method chosen for Run (one of RUN_METHODS); InputError for anything else."""
     if not isinstance(method, str) or method not in {m.value for m in RUN_METHODS}:
         raise InputError(f"Choose a method to run: {', '.join(m.value for m in RUN_METHODS)}.")
-    return BenchMethod(method)
+    return Method(method)
 
 
 def lookup_of(lookup_tokens) -> LookupConfig:
@@ -171,16 +162,14 @@ def model_request(
     text = check_prompt(prompt)
     lookahead = lookahead_of(window, ngram, guesses)
     tokens = new_tokens_of(max_new_tokens, cap)
-    entrant = method_of(method)
     decode = DecodeRequest(
         max_new_tokens=tokens,
         lookahead=lookahead,
         sampling=sampling_of(*sampling),
-        method=entrant.method,
+        method=method_of(method),
         lookup=lookup_of(lookup_tokens),
         draft_tokens=draft_tokens_of(draft_tokens),
         auto=bool(auto),
     )
     name, dtype = model_of(*model, access=access)
-    draft = EAGLE if entrant == BenchMethod.EAGLE else DEFAULT_DRAFT
-    return ModelRequest(prompt=text, chat=bool(chat), decode=decode, model=name, dtype=dtype, draft=draft)
+    return ModelRequest(prompt=text, chat=bool(chat), decode=decode, model=name, dtype=dtype)

@@ -3,8 +3,10 @@
 `record` (a Run: one guessing method beside plain decoding) and `timed_race` (every method, timed)
 are the only functions that touch the model. Each takes one checked ModelRequest, yields a Progress
 after every forward pass (a consumer that stops iterating stops the work between two passes), and
-yields its result last with the seconds it took. On ZeroGPU each runs inside a GPU slot sized from
-its own request; elsewhere the decorator changes nothing.
+yields its result last with the seconds it took: on ZeroGPU, `spaces` runs each in another process inside a
+GPU slot sized from its own request and passes on only what it yields (a generator's return value would be
+lost), so here alone a result is yielded rather than returned (docs/engine.md). Elsewhere the decorator
+changes nothing.
 """
 
 from __future__ import annotations
@@ -19,18 +21,16 @@ import time
 from collections.abc import Iterator
 
 from lookahead_core.costs import step_costs
-from lookahead_core.draft import Draft
-from lookahead_core.eagle import EAGLE
 from lookahead_core.models import encode_prompt, load_model
-from lookahead_core.records import Method, Progress, RaceRecord, Run
+from lookahead_core.records import METHODS, Needs, Progress, RaceRecord, Run
 from lookahead_core.request import DecodeRequest
 from lookahead_core.tuning import auto_settings, choose_settings
 
 from . import space
 from .access import access_from_environment
 from .budget import RACE_SECONDS, RESERVE, RUN_SECONDS, Deadline, Prices, check_budget
-from .holding import Held, ModelHolder
-from .race import RACED, ROUNDS, raced, racing
+from .holding import ModelHolder
+from .race import ROUNDS, raced, racing
 from .requests import MAX_NEW_TOKENS, InputError, ModelRequest
 from .shelf import Shelf
 from .timed_run import timed_run
@@ -52,6 +52,8 @@ NO_HEADS = (
 NO_LAYER = (
     "EAGLE needs a layer trained for the model: the lab ships one for SmolLM2-135M-Instruct only. Pick another method."
 )
+NOT_SHIPPED = {Needs.HEADS: NO_HEADS, Needs.LAYER: NO_LAYER}  # what a Run of a method says where its needs do not ship
+RACING = tuple(method for method, entry in METHODS.items() if entry.raced)  # raced where what they need is here
 
 
 def on_gpu(duration):
@@ -73,7 +75,7 @@ def slot(request: ModelRequest) -> int:
 def race_slot(request: ModelRequest) -> int:
     """The GPU seconds a race asks for: every method (Medusa's too, where heads ship), each warmed up first;
     auto may measure step costs."""
-    return space.slot_seconds(request.decode.max_new_tokens, runs=len(RACED) + 2, measures_costs=request.decode.auto)
+    return space.slot_seconds(request.decode.max_new_tokens, runs=len(RACING) + 1, measures_costs=request.decode.auto)
 
 
 def within_budget(
@@ -104,30 +106,17 @@ def record(request: ModelRequest) -> Iterator[Progress | tuple[Run, float]]:
     held = MODEL.get(request.model, request.dtype)
     d = request.decode
     lm = held.lm
-    auto_choice = auto_settings(lm) if d.auto and d.method == Method.LOOKAHEAD else None
+    auto = auto_settings(lm) if d.auto and METHODS[d.method].window else None
     started = time.perf_counter()  # a model's first load and cost curve are not the request's: its time starts here
     deadline = Deadline(RUN_SECONDS, reserve=RESERVE)
     prompt_ids = encode_prompt(lm.tokenizer, request.prompt, request.chat)
     within_budget(held.prices, prompt_ids, d, decodings=2, seconds=RUN_SECONDS)
-    draft = drafting(held, request) if d.method == Method.SPECULATIVE else None
-    medusa = held.medusa() if d.method == Method.MEDUSA else None
-    if d.method == Method.MEDUSA and medusa is None:
-        raise InputError(NO_HEADS)
-    learn = held.prices.learn if held.prices is not None else None
-    work = timed_run(lm, prompt_ids, d, deadline, request.prompt, auto_choice, draft, learn, medusa)
-    for item in work:
-        yield item if isinstance(item, Progress) else (item, time.perf_counter() - started)
-
-
-def drafting(held: Held, request: ModelRequest) -> Draft:
-    """The draft a Run of speculative decoding asked for: the model's bf16 copy, or the EAGLE layer that ships
-    for it (InputError where none does)."""
-    if request.draft != EAGLE:
-        return held.draft(request.decode.draft_tokens)
-    layer = held.eagle(request.decode.draft_tokens)
-    if layer is None:
-        raise InputError(NO_LAYER)
-    return layer
+    runtime = held.runtime([d.method], d, auto, deadline)
+    needs = METHODS[d.method].needs
+    if not runtime.has(needs):
+        raise InputError(NOT_SHIPPED[needs])
+    run = yield from timed_run(lm, prompt_ids, d, runtime, request.prompt)
+    yield run, time.perf_counter() - started  # the result yielded last: spaces passes on only what is yielded
 
 
 @on_gpu(race_slot)
@@ -142,13 +131,10 @@ def timed_race(request: ModelRequest) -> Iterator[Progress | tuple[RaceRecord, f
     started = time.perf_counter()  # a model's first load and cost curve are not the request's: its time starts here
     deadline = Deadline(RACE_SECONDS, reserve=RESERVE)
     prompt_ids = encode_prompt(lm.tokenizer, request.prompt, request.chat)
-    auto_choice = choose_settings(costs) if d.auto else None
-    medusa = held.medusa()
-    methods = raced(medusa)
-    within_budget(held.prices, prompt_ids, d, decodings=len(methods), seconds=RACE_SECONDS)
-    draft = held.draft(d.draft_tokens)
-    learn = held.prices.learn if held.prices is not None else None
-    rounds = expected_rounds(held.prices, d, RACE_SECONDS, len(methods))
-    work = racing(lm, prompt_ids, d, costs, draft, auto_choice, deadline, learn, rounds, medusa)
-    for item in work:
-        yield item if isinstance(item, Progress) else (item, time.perf_counter() - started)
+    auto = choose_settings(costs) if d.auto else None
+    runtime = held.runtime(RACING, d, auto, deadline)
+    lanes = len(raced(runtime))
+    within_budget(held.prices, prompt_ids, d, decodings=lanes, seconds=RACE_SECONDS)
+    rounds = expected_rounds(held.prices, d, RACE_SECONDS, lanes)
+    result = yield from racing(lm, prompt_ids, d, runtime, costs, rounds)
+    yield result, time.perf_counter() - started  # the result yielded last: spaces passes on only what is yielded

@@ -10,20 +10,17 @@ round 1 traces (what the replay shows) and every round's figures (records.Timing
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterator
+from collections.abc import Generator
 from dataclasses import replace
 
-from lookahead_core.draft import Draft
-from lookahead_core.medusa import Medusa
 from lookahead_core.models import LoadedModel
-from lookahead_core.records import Method, Progress, Run, StepRecord, StopReason, Trace
+from lookahead_core.records import Method, Progress, Run, StopReason, Trace
 from lookahead_core.request import DecodeRequest
+from lookahead_core.runtime import Runtime
 from lookahead_core.trace import RUN_PARTS, recording_run
-from lookahead_core.tuning import AutoSettings
 
-from .budget import Deadline
 from .busy import CpuWatch
-from .race import ROUND_MARGIN, lane_runtime, timed_lane
+from .race import ROUND_MARGIN, timed_lane
 from .timing import Lap, timing_of
 
 RUN_ROUNDS = 3  # rounds a Run times at most, when they fit its time
@@ -39,55 +36,40 @@ def trace_lap(trace: Trace) -> Lap:
 
 
 def timed_run(
-    lm: LoadedModel,
-    prompt_ids: list[int],
-    request: DecodeRequest,
-    deadline: Deadline,
-    prompt_text: str | None = None,
-    auto: AutoSettings | None = None,
-    draft: Draft | None = None,
-    learn: Callable[[list[StepRecord]], None] | None = None,
-    medusa: Medusa | None = None,
-) -> Iterator[Progress | Run]:
-    """The Run of `request` within `deadline` (see the module's docstring): a Progress after every forward
-    pass, the Run with its Timing last. `learn` takes every step record (the budget's prices)."""
+    lm: LoadedModel, prompt_ids: list[int], request: DecodeRequest, runtime: Runtime, prompt_text: str | None = None
+) -> Generator[Progress, None, Run]:
+    """The Run of `request` within the runtime's deadline (see the module's docstring): a Progress after every
+    forward pass, and the Run with its Timing returned. The runtime's `learn` takes every step record (the
+    budget's prices)."""
+    deadline = runtime.deadline
     methods = (request.method, Method.GREEDY)
     watch = CpuWatch()
     parts = RUN_PARTS + len(methods) * (RUN_ROUNDS - 1)
-    recording = recording_run(
+    run = yield from recording_run(
         lm,
         prompt_ids,
         request,
+        runtime,
         prompt_text,
-        auto,
-        draft,
         until=deadline.shares(methods),
         parts=parts,
-        medusa=medusa,
         warm_until=deadline.share(len(methods) + 1),  # the warm-ups together: one share, as a decoding gets
     )
-    run = None
-    for item in recording:
-        if isinstance(item, Progress):
-            yield item
-        else:
-            run = item
-    if learn is not None:
-        learn(run.trace.steps + run.greedy.steps)
+    if runtime.learn is not None:
+        runtime.learn(run.trace.steps + run.greedy.steps)
     rounds = [[trace_lap(run.trace), trace_lap(run.greedy)]]
     longest = sum(lap.seconds[-1] for lap in rounds[0])
-    timed = replace(request, lookahead=auto.config) if auto is not None else request
+    timed = runtime.settled(request)
     while len(rounds) < RUN_ROUNDS and deadline.left() >= ROUND_MARGIN * longest:
         part = RUN_PARTS + len(methods) * (len(rounds) - 1)
         laps = []
         for i, method in enumerate(methods, 1):
             lane = replace(timed, method=method)
-            runtime = lane_runtime(method, auto, draft, medusa)
-            _, lap = yield from timed_lane(lm, prompt_ids, lane, runtime, part + i, parts, deadline.passed, learn)
+            _, lap = yield from timed_lane(lm, prompt_ids, lane, runtime, part + i, parts, deadline.passed)
             laps.append(lap)
         if any(lap.partial for lap in laps):
             break  # a round the deadline stopped is not counted
         rounds.append(laps)
         longest = max(longest, sum(lap.seconds[-1] for lap in laps))
     run.timing = timing_of(rounds, 0, watch.reading(), deadline.seconds)  # the replay shows round 1's traces
-    yield run
+    return run

@@ -19,16 +19,12 @@ from dataclasses import dataclass, replace
 import torch
 
 from .attention import AttentionPlan, attention_plan, sliding_view
-from .config import LookaheadConfig, LookupConfig
-from .draft import Draft, DraftProposer
-from .eagle import EagleLayer, EagleProposer
 from .forward import Pass, decode_one_token, forward_tree, keep_rows, output_device, prefill
 from .layout import CURRENT, StepLayout, tree_layout
-from .lookup import PromptLookupProposer
-from .medusa import Medusa, MedusaProposer
 from .planning import FullPlanner, Plan, StepPlanner
-from .proposers import Candidate, JacobiProposer, Outcome, Proposal, Proposer, StepContext
+from .proposers import Candidate, Outcome, Proposal, Proposer, StepContext
 from .records import Branch, InputRow, Method, SlidingRecord, StepKind, StepRecord, StopReason, TokenSource
+from .request import DecodeRequest
 from .sampling import GREEDY, SamplingConfig, draw, probabilities
 from .verify import commit, commit_sources, verify, verify_sampled
 
@@ -121,7 +117,7 @@ def greedy_steps(
 
 
 # ----------------------------------------------------------------------------------------------
-# Guess and verify: lookahead, prompt lookup, speculative decoding
+# Guess and verify: every method with a proposer (methods.py says which proposes how)
 
 
 @dataclass
@@ -187,29 +183,29 @@ class GuessingDecoder:
     """One guess-and-verify run's state: KV cache, committed sequence, the proposer and the planner.
 
     `make_proposer(sequence)` builds the method's proposer once the prefill has committed the
-    first token; `method` names the records. With `keep_hidden`, each pass also keeps its rows' last
-    hidden states, and each step's context holds those of the positions the last pass committed. Raises
-    UnsupportedModel (attention.py) at once for a model whose attention cannot take a token tree's masks.
+    first token; the request's method names the records, its sampling settings and budget of new tokens
+    hold. With `keep_hidden`, each pass also keeps its rows' last hidden states, and each step's context
+    holds those of the positions the last pass committed. Raises UnsupportedModel (attention.py) at once
+    for a model whose attention cannot take a token tree's masks.
     """
 
     def __init__(
         self,
         model,
         prompt_ids: list[int],
-        method: Method,
+        request: DecodeRequest,
         make_proposer: Callable[[list[int]], Proposer],
-        max_new_tokens: int,
         eos_ids: frozenset[int],
+        *,
         planner: StepPlanner | None = None,
-        sampling: SamplingConfig = GREEDY,
         keep_hidden: bool = False,
     ):
-        self.model, self.method, self.max_new_tokens, self.eos_ids = model, method, max_new_tokens, eos_ids
-        self.keep_hidden, self.fresh = keep_hidden, None
+        self.model, self.method, self.max_new_tokens = model, request.method, request.max_new_tokens
+        self.eos_ids, self.keep_hidden, self.fresh = eos_ids, keep_hidden, None
         self.attention = attention_plan(model.config)
         self.make_proposer = make_proposer
         self.planner = planner or FullPlanner()
-        self.sampling = sampling
+        self.sampling = sampling = request.sampling
         self.generator = None if sampling.is_greedy else sampling.generator(output_device(model))
         self.prompt_ids = list(prompt_ids)
         self.stop: StopReason | None = None
@@ -294,87 +290,3 @@ class GuessingDecoder:
     @property
     def produced(self) -> int:
         return len(self.sequence) - len(self.prompt_ids)
-
-
-def lookahead_steps(
-    model,
-    prompt_ids: list[int],
-    config: LookaheadConfig,
-    max_new_tokens: int,
-    eos_ids: frozenset[int],
-    seed: int = 0,
-    planner: StepPlanner | None = None,
-    sampling: SamplingConfig = GREEDY,
-) -> Iterator[StepRecord]:
-    """Lookahead decoding (Jacobi window + n-gram pool + verification): greedy output equals greedy
-    decoding's; sampled output has the distribution of ordinary sampling with the same settings.
-
-    `planner` picks each step's input (default: the paper's full window and G guesses).
-    """
-
-    def jacobi(sequence: list[int]) -> JacobiProposer:
-        return JacobiProposer(config, sequence, prompt_ids, seed)
-
-    decoder = GuessingDecoder(model, prompt_ids, Method.LOOKAHEAD, jacobi, max_new_tokens, eos_ids, planner, sampling)
-    return decoder.steps()
-
-
-def prompt_lookup_steps(
-    model,
-    prompt_ids: list[int],
-    lookup: LookupConfig,
-    max_new_tokens: int,
-    eos_ids: frozenset[int],
-    sampling: SamplingConfig = GREEDY,
-) -> Iterator[StepRecord]:
-    """Prompt lookup decoding, verified like lookahead's guesses: exact greedy, exact sampling."""
-
-    def lookup_proposer(sequence: list[int]) -> PromptLookupProposer:
-        return PromptLookupProposer(lookup, len(prompt_ids))
-
-    method = Method.PROMPT_LOOKUP
-    return GuessingDecoder(model, prompt_ids, method, lookup_proposer, max_new_tokens, eos_ids, None, sampling).steps()
-
-
-def speculative_steps(
-    model,
-    prompt_ids: list[int],
-    draft: Draft,
-    max_new_tokens: int,
-    eos_ids: frozenset[int],
-    sampling: SamplingConfig = GREEDY,
-) -> Iterator[StepRecord]:
-    """Speculative decoding with a draft model, or an EAGLE layer reading the model's own features (kept
-    from each pass): greedy output equals greedy decoding's; sampled, the speculative sampling rule with
-    the draft's q keeps the distribution of ordinary sampling."""
-    vocabulary = model.get_output_embeddings().weight.shape[0]
-    features = isinstance(draft.model, EagleLayer)
-
-    def drafter(sequence: list[int]) -> DraftProposer | EagleProposer:
-        if features:
-            return EagleProposer(draft, model, sampling)
-        return DraftProposer(draft, sequence, vocabulary, sampling)
-
-    method = Method.SPECULATIVE
-    decoder = GuessingDecoder(model, prompt_ids, method, drafter, max_new_tokens, eos_ids, None, sampling, features)
-    return decoder.steps()
-
-
-def medusa_steps(
-    model,
-    prompt_ids: list[int],
-    medusa: Medusa,
-    max_new_tokens: int,
-    eos_ids: frozenset[int],
-    sampling: SamplingConfig = GREEDY,
-) -> Iterator[StepRecord]:
-    """Medusa decoding: the heads read the hidden state of the row behind c, kept from the pass that made
-    it, and fill a sparse tree verified in the next pass. Their guesses are fixed guesses to the verifier:
-    greedy output equals greedy decoding's; sampled output has the distribution of ordinary sampling."""
-
-    def heads(sequence: list[int]) -> MedusaProposer:
-        return MedusaProposer(medusa, model)
-
-    method = Method.MEDUSA
-    decoder = GuessingDecoder(model, prompt_ids, method, heads, max_new_tokens, eos_ids, None, sampling, True)
-    return decoder.steps()

@@ -18,23 +18,11 @@ from dataclasses import replace
 import torch
 import transformers
 
-from .config import LookaheadConfig, LookupConfig
-from .decoding import (
-    DecodingError,
-    check_request,
-    greedy_steps,
-    lookahead_steps,
-    medusa_steps,
-    prompt_lookup_steps,
-    speculative_steps,
-)
-from .draft import Draft
-from .medusa import Medusa
+from .decoding import DecodingError, check_request, greedy_steps
+from .methods import guessing_decoder, reach, recorded_settings
 from .models import LoadedModel
-from .planning import StepPlanner
 from .records import (
-    LookaheadSettings,
-    LookupSettings,
+    METHODS,
     Machine,
     Method,
     Progress,
@@ -46,62 +34,23 @@ from .records import (
     TraceMeta,
 )
 from .request import DecodeRequest
-from .tuning import AutoSettings
+from .runtime import NOTHING, Runtime
 
 
-def lookahead_reach(config: LookaheadConfig) -> int:
-    """How many positions past the current token a lookahead step's rows can reach.
+def decode_steps(lm: LoadedModel, prompt_ids: list[int], request: DecodeRequest, runtime: Runtime = NOTHING):
+    """Validate the request, then yield the records of its method, one per forward pass.
 
-    The window's deepest row sits W + N - 3 past it (during warm-up and after), a guess's N - 1.
+    The request carries the method and every method's settings, the sampling settings (a temperature above 0
+    makes every method sample) and the budget of new tokens; `runtime` what the method runs with (the method
+    table says what each needs: a draft, a layer, heads; with auto settings lookahead gets a fresh planner of
+    their kind, else the paper's full plan). DecodingError names what is missing or out of range.
     """
-    return max(config.window + config.ngram - 3, config.ngram - 1)
-
-
-def method_reach(
-    method: Method, config: LookaheadConfig, lookup: LookupConfig, draft: Draft | None, medusa: Medusa | None = None
-) -> int:
-    """How far past the current token a step of `method` may feed rows."""
-    if method == Method.LOOKAHEAD:
-        return lookahead_reach(config)
-    if method == Method.PROMPT_LOOKUP:
-        return lookup.tokens
-    if method == Method.MEDUSA and medusa is not None:
-        return medusa.reach
-    return draft.tokens if method == Method.SPECULATIVE and draft is not None else 0
-
-
-def decode_steps(
-    lm: LoadedModel,
-    prompt_ids: list[int],
-    request: DecodeRequest,
-    planner: StepPlanner | None = None,
-    draft: Draft | None = None,
-    medusa: Medusa | None = None,
-) -> Iterator[StepRecord]:
-    """Validate the request, then yield the records of its method (greedy: plain autoregressive decoding).
-
-    The request carries the method, lookahead's W, N, G, prompt lookup's settings, the sampling settings
-    (a temperature above 0 makes every method sample) and the budget of new tokens. `planner` (lookahead
-    only) picks what each step feeds, None being the paper's full plan; `draft` is the draft model
-    speculative decoding needs, `medusa` the heads (and their tree) Medusa decoding needs.
-    """
-    method, config, lookup, sampling = request.method, request.lookahead, request.lookup, request.sampling
-    if method == Method.SPECULATIVE and draft is None:
-        raise DecodingError("speculative decoding needs a draft model: give one (for instance bf16-self)")
-    if method == Method.MEDUSA and medusa is None:
-        raise DecodingError("Medusa decoding needs heads trained for this model: give them (python -m lab.medusa)")
-    reach = method_reach(method, config, lookup, draft, medusa)
-    check_request(prompt_ids, request.max_new_tokens, lm.context_length, reach)
-    model, eos, tokens = lm.model, lm.eos_ids, request.max_new_tokens
-    if method == Method.GREEDY:
-        return greedy_steps(model, prompt_ids, tokens, eos, sampling)
-    if method == Method.PROMPT_LOOKUP:
-        return prompt_lookup_steps(model, prompt_ids, lookup, tokens, eos, sampling)
-    if method == Method.SPECULATIVE:
-        return speculative_steps(model, prompt_ids, draft, tokens, eos, sampling)
-    if method == Method.MEDUSA:
-        return medusa_steps(model, prompt_ids, medusa, tokens, eos, sampling)
-    return lookahead_steps(model, prompt_ids, config, tokens, eos, planner=planner, sampling=sampling)
+    if not runtime.has(METHODS[request.method].needs):
+        raise DecodingError(METHODS[request.method].missing)
+    check_request(prompt_ids, request.max_new_tokens, lm.context_length, reach(request, runtime))
+    if not METHODS[request.method].guesses:
+        return greedy_steps(lm.model, prompt_ids, request.max_new_tokens, lm.eos_ids, request.sampling)
+    return guessing_decoder(lm.model, prompt_ids, request, runtime, lm.eos_ids).steps()
 
 
 WARM_UP_TOKENS = 8
@@ -131,19 +80,20 @@ def warming_up(
     lm: LoadedModel,
     prompt_ids: list[int],
     request: DecodeRequest,
+    runtime: Runtime,
     methods,
     first_part: int,
     parts: int,
     until: Callable[[float], bool] | None = None,
-    **runtime,
-):
+) -> Generator[Progress, None, None]:
     """`warm_up`, one forward pass at a time: a Progress after each pass, the first numbered `first_part`.
 
     `until` (a deadline for all the warm-ups) is asked before every pass after a method's first, with the
     seconds the last one took: True ends the warm-ups there (a warm-up is untimed, so one cut short only
     warms less)."""
     for part, method in enumerate(methods, first_part):
-        steps = decode_steps(lm, prompt_ids, replace(request, method=method, max_new_tokens=WARM_UP_TOKENS), **runtime)
+        warming = replace(request, method=method, max_new_tokens=WARM_UP_TOKENS)
+        steps = decode_steps(lm, prompt_ids, warming, runtime)
         if until is not None:
             steps = stopping(steps, until)
         yield from reported(steps, part, parts, method, WARM_UP_TOKENS, warming_up=True)
@@ -159,16 +109,14 @@ def stopping(steps: Iterator[StepRecord], until: Callable[[float], bool]) -> Ite
             return
 
 
-def warm_up(lm: LoadedModel, prompt_ids: list[int], request: DecodeRequest, methods, **runtime) -> None:
+def warm_up(lm: LoadedModel, prompt_ids: list[int], request: DecodeRequest, runtime: Runtime, methods) -> None:
     """Decode a few tokens of each of `methods` with the request's settings, untimed, so that no timed run pays
     for another's cold start.
 
     The first passes of a method allocate, load kernels and fill caches (a draft's too); a run
-    timed right after another would be charged for what the other left undone. `runtime` are
-    `decode_steps`' planner and draft.
+    timed right after another would be charged for what the other left undone.
     """
-    for _ in warming_up(lm, prompt_ids, request, methods, 1, len(methods), **runtime):
-        pass
+    finished(warming_up(lm, prompt_ids, request, runtime, methods, 1, len(methods)))
 
 
 def summarize(steps: list[StepRecord], text: str = "") -> Summary:
@@ -270,41 +218,26 @@ def machine_facts(lm: LoadedModel) -> Machine:
     )
 
 
-def trace_settings(method: Method, config: LookaheadConfig, auto: AutoSettings | None) -> LookaheadSettings | None:
-    """Lookahead's settings as a trace records them: the auto choice with its figures, or W, N, G."""
-    if method != Method.LOOKAHEAD:
-        return None
-    return (
-        auto.settings()
-        if auto is not None
-        else LookaheadSettings(window=config.window, ngram=config.ngram, guesses=config.guesses)
-    )
-
-
 def tracing(
     lm: LoadedModel,
     prompt_ids: list[int],
     request: DecodeRequest,
+    runtime: Runtime = NOTHING,
     prompt_text: str | None = None,
-    auto: AutoSettings | None = None,
-    draft: Draft | None = None,
     until: Callable[[float], bool] | None = None,
-    medusa: Medusa | None = None,
 ) -> Generator[StepRecord, None, Trace]:
     """Decode once, yielding each step record as it is produced, and return the Trace that keeps them all.
 
-    With `auto` (the lab's resolution of the request's auto flag), lookahead runs its settings and a fresh
-    planner of its kind, and the trace keeps the measured step costs that planner weighed. `until` (a
-    deadline) is asked before every step after the prefill, with the seconds the last step took (what the
-    next is expected to take; after the prefill, the prefill's): once it says True, decoding stops there
-    and the trace is partial, its stop reason DEADLINE.
+    With the runtime's auto settings, lookahead runs their W, N, G and a fresh planner of their kind, and
+    the trace keeps the measured step costs that planner weighed. `until` (a deadline) is asked before every
+    step after the prefill, with the seconds the last step took (what the next is expected to take; after the
+    prefill, the prefill's): once it says True, decoding stops there and the trace is partial, its stop reason
+    DEADLINE.
     """
-    method, sampling, lookup = request.method, request.sampling, request.lookup
-    config = auto.config if auto is not None else request.lookahead
-    planner = auto.make_planner() if auto is not None else None
+    request = runtime.settled(request)
     steps, cut = [], False
     started = time.time()
-    for record in decode_steps(lm, prompt_ids, replace(request, lookahead=config), planner, draft, medusa):
+    for record in decode_steps(lm, prompt_ids, request, runtime):
         steps.append(record)
         yield record
         upcoming = record.step_seconds  # the next step, as this one (the first, as the prefill)
@@ -318,28 +251,23 @@ def tracing(
         summary.stop = StopReason.DEADLINE
     summary.text = lm.tokenizer.decode(summary.new_token_ids, skip_special_tokens=True)
     meta = TraceMeta(
-        method=method,
-        settings=trace_settings(method, config, auto),
+        method=request.method,
         max_new_tokens=request.max_new_tokens,
         prompt_text=prompt_text,
         prompt_token_ids=list(prompt_ids),
         eos_ids=sorted(lm.eos_ids),
         machine=machine_facts(lm),
         recorded_at=time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(started)),
-        sampling=sampling.record(),
-        lookup=LookupSettings(ngram=lookup.ngram, tokens=lookup.tokens, candidates=lookup.candidates)
-        if method == Method.PROMPT_LOOKUP
-        else None,
-        draft=draft.settings() if method == Method.SPECULATIVE else None,
-        medusa=medusa.settings() if method == Method.MEDUSA and medusa is not None else None,
+        sampling=request.sampling.record(),
         prompt_shown=lm.tokenizer.decode(prompt_ids),
+        **recorded_settings(request, runtime),
     )
     pieces = text_pieces(lm.tokenizer, [[token] for token in summary.new_token_ids])
     return Trace(meta=meta, steps=steps, vocab=vocab_for(lm.tokenizer, ids), summary=summary, pieces=pieces)
 
 
 def finished(work: Generator):
-    """Run a generator to its end and give what it returns."""
+    """Run a generator of work to its end and give what it returns (the convention: docs/engine.md)."""
     while True:
         try:
             next(work)
@@ -347,9 +275,11 @@ def finished(work: Generator):
             return done.value
 
 
-def record_trace(lm: LoadedModel, prompt_ids: list[int], request: DecodeRequest, **kwargs) -> Trace:
+def record_trace(
+    lm: LoadedModel, prompt_ids: list[int], request: DecodeRequest, runtime: Runtime = NOTHING, **kwargs
+) -> Trace:
     """`tracing` run to its end: the whole Trace at once (same arguments)."""
-    return finished(tracing(lm, prompt_ids, request, **kwargs))
+    return finished(tracing(lm, prompt_ids, request, runtime, **kwargs))
 
 
 RUN_PARTS = 4  # a Run decodes four times: the two warm-ups, the method, plain decoding
@@ -359,16 +289,15 @@ def recording_run(
     lm: LoadedModel,
     prompt_ids: list[int],
     request: DecodeRequest,
+    runtime: Runtime = NOTHING,
     prompt_text: str | None = None,
-    auto: AutoSettings | None = None,
-    draft: Draft | None = None,
+    *,
     until: Callable[[Method, float], bool] | None = None,
     parts: int = RUN_PARTS,
-    medusa: Medusa | None = None,
     warm_until: Callable[[float], bool] | None = None,
-) -> Iterator[Progress | Run]:
+) -> Generator[Progress, None, Run]:
     """Both traces for one prompt, the request's method then plain decoding: a Progress after every forward
-    pass (numbered out of `parts`, for a caller that decodes more afterwards), the Run last.
+    pass (numbered out of `parts`, for a caller that decodes more afterwards), and the Run returned.
 
     Both methods are warmed up first, so neither is timed cold. A consumer that stops iterating
     stops the work between two forward passes. `until(method, upcoming)` (a deadline) is asked before
@@ -376,21 +305,22 @@ def recording_run(
     both use the same settings and seed; their outputs differ draw by draw, not in distribution.
     """
     method = request.method
-    warming = replace(request, lookahead=auto.config) if auto is not None else request
     methods = (method, Method.GREEDY)
-    yield from warming_up(lm, prompt_ids, warming, methods, 1, parts, warm_until, draft=draft, medusa=medusa)
+    yield from warming_up(lm, prompt_ids, runtime.settled(request), runtime, methods, 1, parts, warm_until)
 
     def deadline(of: Method) -> Callable[[float], bool] | None:
         return None if until is None else lambda upcoming: until(of, upcoming)
 
-    traced = tracing(lm, prompt_ids, request, prompt_text, auto, draft, deadline(method), medusa)
+    traced = tracing(lm, prompt_ids, request, runtime, prompt_text, deadline(method))
     trace = yield from reported(traced, 3, parts, method, request.max_new_tokens)
-    plain = tracing(lm, prompt_ids, replace(request, method=Method.GREEDY), prompt_text, until=deadline(Method.GREEDY))
+    greedy = replace(request, method=Method.GREEDY)
+    plain = tracing(lm, prompt_ids, greedy, NOTHING, prompt_text, deadline(Method.GREEDY))
     greedy = yield from reported(plain, 4, parts, Method.GREEDY, request.max_new_tokens)
-    yield Run(trace=trace, greedy=greedy)
+    return Run(trace=trace, greedy=greedy)
 
 
-def record_run(lm: LoadedModel, prompt_ids: list[int], request: DecodeRequest, **kwargs) -> Run:
+def record_run(
+    lm: LoadedModel, prompt_ids: list[int], request: DecodeRequest, runtime: Runtime = NOTHING, **kwargs
+) -> Run:
     """`recording_run` run to its end: the Run alone (same arguments)."""
-    *_, run = recording_run(lm, prompt_ids, request, **kwargs)
-    return run
+    return finished(recording_run(lm, prompt_ids, request, runtime, **kwargs))

@@ -18,12 +18,13 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from lab.bench import METHODS, REPEATS, MethodSetup, run_bench
+from lab.bench import ENTRANTS, REPEATS, run_bench
 from lab.datasets import load_prompts
-from lab.heads import eagle_draft, medusa_for
+from lab.heads import runtime_for
 from lookahead_core.costs import step_costs
-from lookahead_core.draft import DEFAULT_DRAFT, DEFAULT_DRAFT_TOKENS, make_draft
 from lookahead_core.models import load_model
+from lookahead_core.records import METHODS
+from lookahead_core.request import DecodeRequest
 from lookahead_core.trace import machine_facts
 from lookahead_core.tuning import choose_settings
 
@@ -62,11 +63,9 @@ def main() -> None:
         )
         for name in args.sets:
             prompts = load_prompts(name, args.limit)
-            draft = make_draft(lm, DEFAULT_DRAFT, DEFAULT_DRAFT_TOKENS)
-            setup = MethodSetup(auto.config, auto, draft=draft, medusa=medusa_for(lm), eagle=eagle_draft(lm))
-            report = run_bench(
-                lm, prompts, list(METHODS), setup, args.max_new_tokens, dataset=name, repeats=args.repeats
-            )
+            runtime = runtime_for(lm, list(METHODS), auto=auto)
+            request = DecodeRequest(max_new_tokens=args.max_new_tokens)
+            report = run_bench(lm, prompts, list(ENTRANTS), request, runtime, dataset=name, repeats=args.repeats)
             if args.out is not None:
                 args.out.mkdir(parents=True, exist_ok=True)
                 stem = args.out / f"{name}-{dtype}"

@@ -25,9 +25,8 @@ from lab import server  # noqa: E402
 from lab.budget import RACE_SECONDS, BudgetError  # noqa: E402
 from lab.requests import model_request  # noqa: E402
 from lookahead_core.models import DEFAULT_MODEL  # noqa: E402
-from lookahead_core.records import Method, RaceRecord  # noqa: E402
+from lookahead_core.records import METHODS, Method, RaceRecord  # noqa: E402
 from visuals import library  # noqa: E402
-from visuals.methods import SHORT_NAMES  # noqa: E402
 from visuals.race import race_story  # noqa: E402
 
 
@@ -80,7 +79,7 @@ def row(condition: str, result: RaceRecord, seconds: float) -> dict:
 
 def printed(entry: dict) -> str:
     speeds = ", ".join(
-        f"{SHORT_NAMES[Method(m)]} {v[0]:.2f}× ({v[1]:.2f}–{v[2]:.2f})" for m, v in entry["speedups"].items()
+        f"{METHODS[Method(m)].short} {v[0]:.2f}× ({v[1]:.2f}–{v[2]:.2f})" for m, v in entry["speedups"].items()
     )
     others = entry["other_cores"]
     return (

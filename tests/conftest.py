@@ -12,9 +12,11 @@ from transformers import AutoModelForCausalLM, GPT2Config, LlamaConfig, Qwen2Con
 
 from lookahead_core.costs import StepCosts
 from lookahead_core.draft import Draft
+from lookahead_core.eagle import EAGLE, eagle_for
 from lookahead_core.medusa import Medusa, heads_for, make_medusa
 from lookahead_core.models import LoadedModel, load_model
 from lookahead_core.records import Run
+from lookahead_core.runtime import Runtime
 
 # The shared panel checks are asserts: rewritten as in a test module, their failures show the values compared
 pytest.register_assert_rewrite("tests.visual_checks")
@@ -143,3 +145,20 @@ def run(request) -> Run:
 def lookahead_run(request) -> Run:
     """The presets that run lookahead: the ones with a window and a pool to draw."""
     return example(request.param)
+
+
+def drained(work) -> tuple[list, object]:
+    """A generator of work run to its end: what it yielded (the Progress reports), and what it returned."""
+    yielded = []
+    while True:
+        try:
+            yielded.append(next(work))
+        except StopIteration as done:
+            return yielded, done.value
+
+
+def tiny_runtime(lm: LoadedModel, family: str, tokens: int = 4) -> Runtime:
+    """Everything every method of the table needs, for a tiny model: a tiny draft, an untrained EAGLE layer (exact
+    all the same: verification decides) and tiny Medusa heads."""
+    layer = Draft(eagle_for(lm.model, lm.name), EAGLE, tokens)
+    return Runtime(draft=tiny_draft(family, tokens), layer=layer, heads=tiny_medusa(lm))

@@ -33,8 +33,24 @@ from visuals.summary import preset_note
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore:.*(copy keyword|no_silent_downcasting)")
 
 PRESETS = library.load_presets()
-NO_SAMPLING = (False, 0.8, 0, 0.95, 0)  # the sampling switch off, the controls at their defaults
-LOOKAHEAD = ("lookahead", 10, 4)  # the method for Run, prompt lookup's tokens, the draft's k
+SENT_FIRST = ("prompt", "chat", "window", "ngram", "guesses", "max_new_tokens")  # the HTTP API's parameter names
+SENT_LAST = ("lookup_tokens", "draft_tokens", "sample", "temperature", "top_k", "top_p", "seed", "choice", "dtype")
+RUN_PARAMETERS = (*SENT_FIRST, "auto", "method", *SENT_LAST)
+RACE_PARAMETERS = (*SENT_FIRST, "settings", *SENT_LAST)
+USUAL = {  # the page's usual values of what Run and the race both send; the model and its dtype are left out
+    "chat": False,
+    "window": 4,
+    "ngram": 3,
+    "guesses": 4,
+    "max_new_tokens": 16,
+    "lookup_tokens": 10,  # prompt lookup's tokens
+    "draft_tokens": 4,  # the draft's k
+    "sample": False,  # the sampling switch off, its controls at their defaults
+    "temperature": 0.8,
+    "top_k": 0,
+    "top_p": 0.95,
+    "seed": 0,
+}
 PANELS = slice(3, 3 + len(replay.PANELS))  # outputs: step, summary, chart, the panels, timer (states are not sent)
 PRESET_CAPTION = 9  # /preset sends the nine settings, then the preset's description
 OPEN_CAPTION = 1 + PRESET_CAPTION  # /open sends the preset's choice first
@@ -51,6 +67,24 @@ def url(default_model):
 def client(url) -> Client:
     """A fresh browser-like session: its state is empty until an event loads a run."""
     return Client(url, verbose=False)
+
+
+def form(parameters: tuple[str, ...], values: dict) -> dict:
+    """`values` in the order of the API's `parameters` (the raw HTTP API takes them as a list, in that order)."""
+    unknown = set(values) - set(parameters)
+    if unknown:
+        raise TypeError(f"no such parameter: {', '.join(sorted(unknown))}")
+    return {name: values[name] for name in parameters if name in values}
+
+
+def run_form(prompt: str, **changes) -> dict:
+    """What Run sends for `prompt`: the page's usual settings, lookahead against greedy, with `changes` by name."""
+    return form(RUN_PARAMETERS, {"prompt": prompt, **USUAL, "auto": False, "method": "lookahead", **changes})
+
+
+def race_form(prompt: str, settings: str, **changes) -> dict:
+    """What the race sends for `prompt` and its `settings` choice: the page's usual values, with `changes` by name."""
+    return form(RACE_PARAMETERS, {"prompt": prompt, **USUAL, "settings": settings, **changes})
 
 
 def example(preset_id: str) -> Run:
@@ -105,17 +139,20 @@ def test_an_expired_session_gets_the_example_back_instead_of_an_error(client):
     assert client.predict(0, api_name="/step_forward")[PANELS][0] == replay.panel_values(run, 1)[0]
 
 
+FINE = {"window": 5, "ngram": 4, "guesses": 5}  # settings within every limit: each case below breaks one thing
+
+
 @pytest.mark.parametrize(
-    ("prompt", "settings", "message"),
+    ("prompt", "changes", "message"),
     [
-        ("", (5, 4, 5, 16), "The prompt is empty"),
-        ("  \n ", (5, 4, 5, 16), "The prompt is empty"),
-        ("Hello", (32, 10, 32, 16), "over the budget of 512"),
-        ("Hello", (5.5, 4, 5, 16), "W must be a whole number"),
-        ("Hello", (5, 4, 5, 0), "Max new tokens must be between 1 and 256, got 0"),
-        ("Hello", (5, 4, 5, 300), "Max new tokens must be between 1 and 256, got 300"),
-        ("a " * 9000, (5, 4, 5, 16), "which leaves room for at most"),
-        ("word " * 10_000, (5, 4, 5, 16), "the limit is 40,000"),
+        ("", FINE, "The prompt is empty"),
+        ("  \n ", FINE, "The prompt is empty"),
+        ("Hello", {"window": 32, "ngram": 10, "guesses": 32}, "over the budget of 512"),
+        ("Hello", {**FINE, "window": 5.5}, "W must be a whole number"),
+        ("Hello", {**FINE, "max_new_tokens": 0}, "Max new tokens must be between 1 and 256, got 0"),
+        ("Hello", {**FINE, "max_new_tokens": 300}, "Max new tokens must be between 1 and 256, got 300"),
+        ("a " * 9000, FINE, "which leaves room for at most"),
+        ("word " * 10_000, FINE, "the limit is 40,000"),
     ],
     ids=[
         "empty",
@@ -128,10 +165,10 @@ def test_an_expired_session_gets_the_example_back_instead_of_an_error(client):
         "huge",
     ],
 )
-def test_bad_input_gets_a_message_and_the_server_stays_up(client, prompt, settings, message):
+def test_bad_input_gets_a_message_and_the_server_stays_up(client, prompt, changes, message):
     client.predict(PRESETS[0]["id"], api_name="/preset")
     before = client.predict(3, api_name="/scrub")
-    result = client.predict(prompt, False, *settings, False, *LOOKAHEAD, *NO_SAMPLING, api_name="/run")
+    result = client.predict(**run_form(prompt, **changes), api_name="/run")
     assert escape(message) in result[-1] and "Not run" in result[-1]
     assert all(panel["__type__"] == "update" and "value" not in panel["props"] for panel in result[PANELS])
     after = client.predict(3, api_name="/scrub")
@@ -140,7 +177,7 @@ def test_bad_input_gets_a_message_and_the_server_stays_up(client, prompt, settin
 
 def test_a_real_run_on_the_default_model(client):
     started = time.perf_counter()
-    result = client.predict("def add(a, b):\n", False, 4, 3, 4, 16, False, *LOOKAHEAD, *NO_SAMPLING, api_name="/run")
+    result = client.predict(**run_form("def add(a, b):\n"), api_name="/run")
     seconds = time.perf_counter() - started
     summary, model_info = result[1], result[-3]
     assert "<b>16</b><span>new tokens" in summary
@@ -154,8 +191,8 @@ def test_a_real_run_on_the_default_model(client):
 
 
 def test_an_eagle_run_drafts_with_the_shipped_layer_and_writes_what_greedy_writes(client):
-    eagle = ("eagle", 10, 3)
-    result = client.predict("def add(a, b):\n", False, 4, 3, 4, 12, False, *eagle, *NO_SAMPLING, api_name="/run")
+    eagle = run_form("def add(a, b):\n", max_new_tokens=12, method="eagle", draft_tokens=3)
+    result = client.predict(**eagle, api_name="/run")
     summary = result[1]
     assert "<b>12</b><span>new tokens" in summary and "Not run" not in result[-1]
     assert "draft eagle: SmolLM2-135M-Instruct.eagle.safetensors" in summary and "k=3" in summary
@@ -180,18 +217,11 @@ def test_a_replay_step_round_trip_is_fast(client):
 def test_replay_does_not_wait_behind_model_work(url):
     runner, viewer = Client(url, verbose=False), Client(url, verbose=False)
     viewer.predict("pencils", api_name="/preset")
-    job = runner.submit(
-        "Once upon a time, in a small village by the sea,",
-        False,
-        5,
-        4,
-        5,
-        48,  # long enough to be still decoding when the viewer steps, on a busy machine too (8 was not, once)
-        False,
-        *LOOKAHEAD,
-        *NO_SAMPLING,
-        api_name="/run",
+    # 48 tokens: long enough to be still decoding when the viewer steps, on a busy machine too (8 was not, once)
+    long_run = run_form(
+        "Once upon a time, in a small village by the sea,", window=5, ngram=4, guesses=5, max_new_tokens=48
     )
+    job = runner.submit(**long_run, api_name="/run")
     deadline = time.monotonic() + 30
     while job.status().code != Status.PROCESSING and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -215,7 +245,7 @@ def steep_costs(monkeypatch):
 
 
 def test_an_auto_run_records_and_replays_each_steps_plan(client, steep_costs):
-    result = client.predict("def add(a, b):\n", False, 4, 3, 4, 16, True, *LOOKAHEAD, *NO_SAMPLING, api_name="/run")
+    result = client.predict(**run_form("def add(a, b):\n", auto=True), api_name="/run")
     summary = result[1]
     assert "W=4 N=8 G=4" in summary and "cost-aware plan" in summary
     captions = [client.predict(index, api_name="/scrub")[PANELS][0] for index in range(1, result[0]["maximum"] + 1)]
@@ -224,8 +254,8 @@ def test_an_auto_run_records_and_replays_each_steps_plan(client, steep_costs):
 
 
 def test_a_race_times_every_method_plays_them_back_and_says_why(client, steep_costs):
-    race = ("def add(a, b):\n", False, 4, 3, 4, 12, "auto: measured for this hardware", 10, 4, *NO_SAMPLING)
-    summary, playback, race_plot, cost_plot = client.predict(*race, api_name="/race")
+    race = race_form("def add(a, b):\n", "auto: measured for this hardware", max_new_tokens=12)
+    summary, playback, race_plot, cost_plot = client.predict(**race, api_name="/race")
     for name in ("Greedy", "Lookahead", "Prompt lookup", "Speculative decoding", "Medusa heads"):  # the shipped heads
         assert f">{name}</th>" in summary and f"<b>{name}</b>" in playback["value"]
     assert summary.count("✓ same as greedy") == 5 and "best: " in summary
@@ -244,20 +274,16 @@ def test_a_race_times_every_method_plays_them_back_and_says_why(client, steep_co
 
 
 def test_a_bad_race_request_gets_a_message(client, steep_costs):
-    summary, *_ = client.predict(
-        "   ", False, 4, 3, 4, 12, "the sliders' W, N, G", 10, 4, *NO_SAMPLING, api_name="/race"
-    )
+    summary, *_ = client.predict(**race_form("   ", "the sliders' W, N, G", max_new_tokens=12), api_name="/race")
     assert "Not raced" in summary and "The prompt is empty" in summary
-    summary, *_ = client.predict(
-        "Hi", False, 32, 10, 32, 12, "the sliders' W, N, G", 10, 4, *NO_SAMPLING, api_name="/race"
-    )
+    over = race_form("Hi", "the sliders' W, N, G", window=32, ngram=10, guesses=32, max_new_tokens=12)
+    summary, *_ = client.predict(**over, api_name="/race")
     assert "Not raced" in summary and "over the budget of 512" in summary
 
 
 def test_a_sampled_run_shows_each_draw(client):
-    result = client.predict(
-        "Tell me a story.", True, 4, 3, 4, 12, False, *LOOKAHEAD, True, 0.9, 0, 0.95, 3, api_name="/run"
-    )
+    sampled = run_form("Tell me a story.", chat=True, max_new_tokens=12, sample=True, temperature=0.9, seed=3)
+    result = client.predict(**sampled, api_name="/run")
     assert "plain sampling" in result[1] and "T=0.9" in result[1]
     captions = [client.predict(index, api_name="/scrub")[PANELS] for index in range(1, result[0]["maximum"] + 1)]
     assert all("So this one forward pass committed" in panels[0] for panels in captions)
@@ -270,7 +296,8 @@ def test_a_lone_surrogate_over_the_http_api_gets_a_message(url):
 
     import httpx
 
-    request = ["half an emoji \ud83d here", False, 5, 4, 5, 16, False, *LOOKAHEAD, *NO_SAMPLING, DEFAULT, "auto"]
+    sent = run_form("half an emoji \ud83d here", window=5, ngram=4, guesses=5, choice=DEFAULT, dtype="auto")
+    request = list(sent.values())
     payload = json.dumps({"data": request})
     with httpx.Client(base_url=url, timeout=30) as http:
         started = http.post("gradio_api/call/run", content=payload, headers={"content-type": "application/json"})
@@ -359,7 +386,7 @@ def test_an_opened_file_that_is_no_run_gets_a_message_and_the_page_stays(client,
 def test_a_link_to_a_recorded_run_opens_it_until_the_shelf_forgets_it(client):
     import app
 
-    result = client.predict("def add(a, b):\n", False, 4, 3, 4, 8, False, *LOOKAHEAD, *NO_SAMPLING, api_name="/run")
+    result = client.predict(**run_form("def add(a, b):\n", max_new_tokens=8), api_name="/run")
     key = result[-2]
     assert isinstance(key, str) and len(key) == 12
     c = app.PAGE.controls
@@ -419,8 +446,8 @@ def model_folders(default_model, tmp_path_factory):
 
 
 def run_on(client, choice: str, dtype: str = "auto", method: str = "lookahead"):
-    settings = (4, 3, 4, 8, False, method, *LOOKAHEAD[1:], *NO_SAMPLING)
-    return client.predict("def add(a, b):\n", False, *settings, choice, dtype, api_name="/run")
+    sent = run_form("def add(a, b):\n", max_new_tokens=8, method=method, choice=choice, dtype=dtype)
+    return client.predict(**sent, api_name="/run")
 
 
 def test_switching_models_runs_each_and_a_bad_choice_leaves_the_held_model(
@@ -538,9 +565,8 @@ def burn(seconds: float) -> None:
 def default_run(client: Client):
     """A Run with the page's first preset as it loads: its prompt, settings, and the default method."""
     preset = library.load_presets()[0]
-    settings = [preset[k] for k in ("prompt", "chat", "window", "ngram", "guesses", "max_new_tokens")]
-    auto = bool(preset.get("auto", False))
-    return client.predict(*settings, auto, "lookahead", 10, 4, False, 0.8, 0, 0.95, 0, api_name="/run")
+    settings = {name: preset[name] for name in SENT_FIRST}  # a preset names them as the API does
+    return client.predict(**run_form(**settings, auto=bool(preset.get("auto", False))), api_name="/run")
 
 
 def test_the_default_run_beside_two_cpu_burners_keeps_its_time_and_says_the_machine_was_busy(client):

@@ -15,7 +15,7 @@ from tokenizers import Tokenizer, models
 from transformers import PreTrainedTokenizerFast
 
 from lab import bench as bench_module
-from lab.bench import METHODS, Timed, check_methods
+from lab.bench import ENTRANTS, Timed, check_methods
 from lab.cli import labelled, main, summary_table
 from lookahead_core import costs as cost_module
 from lookahead_core.eagle import eagle_for, save_eagle
@@ -119,7 +119,7 @@ def test_bench_runs_every_method_end_to_end(tiny_folder, tmp_path, capsys):
         "--eagle",
         eagle,
     )
-    assert list(report.summary) == list(METHODS) == list(BenchMethod)
+    assert list(report.summary) == list(ENTRANTS) == list(BenchMethod)
     assert report.settings.medusa.heads == "heads.safetensors" and report.settings.medusa.tree_size >= 1
     assert report.settings.eagle.model == "eagle: eagle.safetensors" and report.settings.draft.model == "bf16-self"
     for method, row in report.summary.items():
@@ -127,7 +127,7 @@ def test_bench_runs_every_method_end_to_end(tiny_folder, tmp_path, capsys):
     assert report.settings.baseline == BenchMethod.HF_GREEDY
     assert report.summary[BenchMethod.HF_GREEDY].speedup == pytest.approx(1.0)
     assert [row.id for row in report.prompts] == ["loop", "list"]
-    assert all(list(row.methods) == list(METHODS) for row in report.prompts)
+    assert all(list(row.methods) == list(ENTRANTS) for row in report.prompts)
     assert report.settings.lookahead == LookaheadSettings(window=3, ngram=4, guesses=3)
     page = html.read_text()
     assert page.startswith("<!doctype html>") and "Plotly.newPlot" in page and "src=" not in page.split("<body>")[0]
@@ -254,8 +254,7 @@ def test_the_summary_of_a_report_from_before_rounds_says_it_was_timed_once():
 
 def test_bench_methods_are_the_engine_methods_and_the_peers():
     assert {m.method for m in BenchMethod} == {*Method, None}
-    assert all(m.method.value == m.value for m in BenchMethod if m.method is not None and m != BenchMethod.EAGLE)
-    assert BenchMethod.EAGLE.method == Method.SPECULATIVE  # with the EAGLE layer as its draft
+    assert all(m.method.value == m.value for m in BenchMethod if m.method is not None)
     assert [m for m in BenchMethod if m.method is None] == ["hf-greedy", "hf-prompt-lookup", "hf-assisted"]
     assert check_methods(["lookahead", "hf-greedy"]) == [BenchMethod.LOOKAHEAD, BenchMethod.HF_GREEDY]
 

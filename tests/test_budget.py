@@ -21,7 +21,7 @@ from lookahead_core.records import DraftRecord, Method, StepKind, StepRecord
 from lookahead_core.request import DecodeRequest
 from lookahead_core.trace import Progress, recording_run
 
-from .conftest import cost_table
+from .conftest import cost_table, drained
 
 PRICES = Prices(cost_table(0.05))
 RUN = 2  # a Run's decodings: the method and plain decoding
@@ -103,8 +103,8 @@ def test_a_deadline_shares_the_time_left_among_the_decodings_to_come():
 
 
 def test_a_recording_reports_every_forward_pass_and_ends_with_its_run(tiny_lm):
-    *progress, run = recording_run(
-        tiny_lm, [1, 2, 3, 4], DecodeRequest(lookahead=LookaheadConfig(4, 3, 4), max_new_tokens=12)
+    progress, run = drained(
+        recording_run(tiny_lm, [1, 2, 3, 4], DecodeRequest(lookahead=LookaheadConfig(4, 3, 4), max_new_tokens=12))
     )
     assert all(isinstance(p, Progress) for p in progress)
     timed = [p for p in progress if not p.warming_up]

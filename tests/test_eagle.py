@@ -17,11 +17,13 @@ from lab.distillation import DataSource
 from lab.eagle import Sequence, TrainSettings, draft_vocabulary, sequences, train, train_layer
 from lab.training import RunClock
 from lookahead_core import verify as verify_module
+from lookahead_core.decoding import DecodingError
 from lookahead_core.draft import Draft
 from lookahead_core.eagle import EAGLE, EagleProposer, eagle_for, load_eagle, save_eagle
 from lookahead_core.medusa import MedusaError, output_logits
 from lookahead_core.records import BenchMethod, Method
 from lookahead_core.request import DecodeRequest
+from lookahead_core.runtime import Runtime
 from lookahead_core.sampling import GREEDY, SamplingConfig
 from lookahead_core.trace import decode_steps, summarize
 
@@ -37,8 +39,8 @@ SOURCE = DataSource(name="inline test prompts", licence="CC0-1.0 (written for th
 
 def eagle_output(lm, draft, prompt, max_new_tokens, eos=None, sampling=GREEDY):
     lm.eos_ids = frozenset() if eos is None else frozenset({eos})
-    request = DecodeRequest(method=Method.SPECULATIVE, max_new_tokens=max_new_tokens, sampling=sampling)
-    steps = list(decode_steps(lm, prompt, request, draft=draft))
+    request = DecodeRequest(method=Method.EAGLE, max_new_tokens=max_new_tokens, sampling=sampling)
+    steps = list(decode_steps(lm, prompt, request, Runtime(layer=draft)))
     return summarize(steps).new_token_ids, steps
 
 
@@ -203,16 +205,19 @@ def test_layers_come_back_as_saved_in_half_precision_and_refuse_another_model(tm
     assert "\n" not in str(junk.value)
 
 
-def test_the_bench_entrant_eagle_is_speculative_decoding_with_the_layer_as_draft():
-    from lab.bench import MethodSetup
-    from lookahead_core.config import LookaheadConfig
-
+def test_eagle_is_a_method_of_its_own_that_drafts_with_the_layer_and_not_the_draft_model():
+    """The bench's entrant eagle runs the table's method eagle, whose chain is the layer's (a DraftRecord of its
+    passes); speculative decoding beside it drafts with the draft model. Without a layer EAGLE is refused."""
     lm = tiny_model("llama")
     model_draft, layer_draft = Draft(lm.model, "a-model", 3), Draft(eagle_for(lm.model, lm.name), EAGLE, 5)
-    setup = MethodSetup(LookaheadConfig(), draft=model_draft, eagle=layer_draft)
-    assert BenchMethod.EAGLE.method == Method.SPECULATIVE
-    assert setup.entrant(BenchMethod.EAGLE).draft is layer_draft
-    assert setup.entrant(BenchMethod.SPECULATIVE).draft is model_draft
+    runtime = Runtime(draft=model_draft, layer=layer_draft)
+    assert BenchMethod.EAGLE.method == Method.EAGLE and BenchMethod.SPECULATIVE.method == Method.SPECULATIVE
+    for method, k in ((Method.EAGLE, 5), (Method.SPECULATIVE, 3)):
+        steps = list(decode_steps(lm, [5, 6, 7], DecodeRequest(method=method, max_new_tokens=12), runtime))
+        assert all(s.method == method and len(s.verification.candidates[0].tokens) <= k for s in steps[1:])
+        assert any(len(s.verification.candidates[0].tokens) == k for s in steps[1:])
+    with pytest.raises(DecodingError, match="EAGLE needs a layer"):
+        decode_steps(lm, [5, 6, 7], DecodeRequest(method=Method.EAGLE, max_new_tokens=4), Runtime(draft=model_draft))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -260,7 +265,7 @@ def test_the_cli_drafts_with_a_layer_and_refuses_a_layer_of_another_model_in_one
     save_eagle(eagle_for(tiny_model("qwen2").model, "another-model"), theirs)
     capsys.readouterr()
     common = ["generate", "--model", str(folder), "--prompt", "a, b, c, a, b", "--max-new-tokens", "8"]
-    speculative = [*common, "--method", "speculative", "--draft-model", "eagle", "--json"]
+    speculative = [*common, "--method", "speculative", "--draft-model", "eagle", "--json"]  # EAGLE's old spelling
     assert main([*speculative, "--eagle", str(ours)]) == 0
     drafted = json.loads(capsys.readouterr().out)
     assert main([*common, "--method", "greedy", "--json"]) == 0
@@ -271,4 +276,6 @@ def test_the_cli_drafts_with_a_layer_and_refuses_a_layer_of_another_model_in_one
     assert main([*speculative]) == 2
     assert "EAGLE needs a layer trained for" in capsys.readouterr().err
     assert main([*common, "--method", "greedy", "--eagle", str(ours)]) == 2
-    assert "--eagle PATH is the layer of --method speculative --draft-model eagle" in capsys.readouterr().err
+    assert "--eagle PATH is the layer of --method eagle" in capsys.readouterr().err
+    assert main([*common, "--method", "eagle", "--eagle", str(ours), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["new_token_ids"] == drafted["new_token_ids"]

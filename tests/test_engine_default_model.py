@@ -16,6 +16,7 @@ from lookahead_core.draft import make_draft
 from lookahead_core.models import ModelLoadError, encode_prompt, load_model
 from lookahead_core.records import Method, StepRecord, StopReason
 from lookahead_core.request import DecodeRequest
+from lookahead_core.runtime import Runtime
 from lookahead_core.trace import decode_steps, summarize
 
 MAX_NEW_TOKENS = 40
@@ -127,7 +128,7 @@ def test_prompt_lookup_and_speculative_equal_hf_greedy_in_float32(default_model,
             default_model,
             ids,
             DecodeRequest(method=method, lookahead=SETTINGS[0], max_new_tokens=MAX_NEW_TOKENS),
-            draft=self_draft,
+            Runtime(draft=self_draft),
         )
     )
     assert summarize(steps).new_token_ids == reference(default_model, name)
@@ -137,10 +138,10 @@ def test_prompt_lookup_and_speculative_equal_hf_greedy_in_float32(default_model,
 
 @pytest.mark.parametrize("name", ["code-humaneval", "chat-health"])
 def test_the_shipped_eagle_layer_drafts_exactly_in_float32(default_model, name):
-    """Speculative decoding with the shipped EAGLE layer as its draft: exact, and some drafts accepted."""
+    """EAGLE with the shipped layer: exact, and some drafts accepted."""
     ids = prompt_ids(default_model, name)
-    request = DecodeRequest(method=Method.SPECULATIVE, max_new_tokens=MAX_NEW_TOKENS)
-    steps = list(decode_steps(default_model, ids, request, draft=eagle_draft(default_model)))
+    request = DecodeRequest(method=Method.EAGLE, max_new_tokens=MAX_NEW_TOKENS)
+    steps = list(decode_steps(default_model, ids, request, Runtime(layer=eagle_draft(default_model))))
     assert summarize(steps).new_token_ids == reference(default_model, name)
     assert all(s.draft is not None for s in steps[1:]) and sum(s.verification.accepted for s in steps[1:]) > 0
 

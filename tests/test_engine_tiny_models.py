@@ -17,6 +17,7 @@ from lookahead_core.models import LoadedModel
 from lookahead_core.planning import CostAwarePlanner
 from lookahead_core.records import Branch, GuessSource, Method, PlannerKind, PlanReason, StepRecord, StopReason, Trace
 from lookahead_core.request import DecodeRequest
+from lookahead_core.runtime import Runtime
 from lookahead_core.trace import decode_steps, record_trace, summarize
 from lookahead_core.tuning import choose_settings, replay_planner
 
@@ -93,7 +94,8 @@ def test_cost_aware_plans_change_what_is_tried_never_the_output(per_token):
         max_new_tokens = rng.randint(1, 48)
         lm.eos_ids = frozenset()
         planner = CostAwarePlanner(cost_table(per_token))
-        steps = list(decode_steps(lm, prompt, DecodeRequest(lookahead=config, max_new_tokens=max_new_tokens), planner))
+        request = DecodeRequest(lookahead=config, max_new_tokens=max_new_tokens)
+        steps = list(decode_steps(lm, prompt, request, Runtime(plan=lambda planner=planner: planner)))
         output = summarize(steps).new_token_ids
         assert output == greedy_reference(lm.model, prompt, max_new_tokens, None), f"case {case}: {prompt} {config}"
         for record in steps[1:]:
@@ -114,14 +116,19 @@ def test_a_recorded_auto_run_replays_step_for_step(tiny_lm):
     """The trace's settings carry the measured cost curve, so a fresh planner repeats every plan and so every step."""
     auto = choose_settings(cost_table(0.2))
     prompt = ([5, 6, 7, 8] * 8)[:30]
-    trace = record_trace(tiny_lm, prompt, DecodeRequest(max_new_tokens=48), auto=auto)
+    trace = record_trace(tiny_lm, prompt, DecodeRequest(max_new_tokens=48), Runtime(auto=auto))
     settings = Trace.from_json(trace.to_json()).meta.settings  # as a saved trace holds them
     assert settings.planner == PlannerKind.COST_AWARE
     plans = [step.plan for step in trace.steps[1:]]
     assert any(p.window_fed for p in plans) and any(not p.window_fed for p in plans), "the plans never varied"
     config = LookaheadConfig(settings.window, settings.ngram, settings.guesses)
     replay = list(
-        decode_steps(tiny_lm, prompt, DecodeRequest(lookahead=config, max_new_tokens=48), replay_planner(settings))
+        decode_steps(
+            tiny_lm,
+            prompt,
+            DecodeRequest(lookahead=config, max_new_tokens=48),
+            Runtime(plan=lambda: replay_planner(settings)),
+        )
     )
     assert len(replay) == len(trace.steps)
     for recorded, again in zip(trace.steps[1:], replay[1:], strict=True):

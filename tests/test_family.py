@@ -20,6 +20,7 @@ from lookahead_core.lookup import PromptLookupProposer, find_matches
 from lookahead_core.proposers import StepContext
 from lookahead_core.records import Branch, GuessReason, GuessSource, Method, Verdict
 from lookahead_core.request import DecodeRequest
+from lookahead_core.runtime import Runtime
 from lookahead_core.sampling import GREEDY
 from lookahead_core.trace import decode_steps, summarize
 
@@ -33,7 +34,7 @@ def family_output(lm, method, prompt, max_new_tokens, eos, lookup=PROMPT_LOOKUP,
     lm.eos_ids = frozenset() if eos is None else frozenset({eos})
     steps = list(
         decode_steps(
-            lm, prompt, DecodeRequest(method=method, max_new_tokens=max_new_tokens, lookup=lookup), draft=draft
+            lm, prompt, DecodeRequest(method=method, max_new_tokens=max_new_tokens, lookup=lookup), Runtime(draft=draft)
         )
     )
     return summarize(steps).new_token_ids, steps
@@ -146,5 +147,8 @@ def test_bad_draft_requests_get_clear_errors():
         LookupConfig(tokens=0)
     with pytest.raises(DecodingError, match="context"):
         decode_steps(
-            lm, [1] * 250, DecodeRequest(method=Method.SPECULATIVE, max_new_tokens=4), draft=Draft(lm.model, "x", 5)
+            lm,
+            [1] * 250,
+            DecodeRequest(method=Method.SPECULATIVE, max_new_tokens=4),
+            Runtime(draft=Draft(lm.model, "x", 5)),
         )

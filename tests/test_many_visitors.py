@@ -20,10 +20,10 @@ from scripts.serving import running_app
 from ui.page import MAX_WAITING
 from visuals import replay
 
+from .test_app import run_form
+
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore:.*(copy keyword|no_silent_downcasting)")
 
-NO_SAMPLING = (False, 0.8, 0, 0.95, 0)
-LOOKAHEAD = ("lookahead", 10, 4)
 OUTPUT = 3 + replay.PANELS.index("output")  # the output panel among a Run's or a step's outputs
 QUEUED = (Status.IN_QUEUE, Status.PROCESSING, Status.ITERATING, Status.PROGRESS)
 PROMPT = "Write a Python function that returns the n-th Fibonacci number."
@@ -32,9 +32,7 @@ PROMPT = "Write a Python function that returns the n-th Fibonacci number."
 @pytest.fixture(scope="module")
 def url(default_model):
     with running_app(default_model) as address:
-        Client(address, verbose=False).predict(
-            PROMPT, False, 3, 3, 3, 2, False, *LOOKAHEAD, *NO_SAMPLING, api_name="/run"
-        )
+        Client(address, verbose=False).predict(**run_request(2), api_name="/run")
         yield address  # the model is warmed up and priced: no test below pays for that
 
 
@@ -51,8 +49,9 @@ def cpu_rate(seconds: float) -> float:
     return (cpu_seconds() - before) / seconds
 
 
-def run_request(tokens: int) -> tuple:
-    return (PROMPT, False, 3, 3, 3, tokens, False, *LOOKAHEAD, *NO_SAMPLING)
+def run_request(tokens: int) -> dict:
+    """A lookahead Run of PROMPT at W = N = G = 3 for `tokens` new tokens, by the API's parameter names."""
+    return run_form(PROMPT, window=3, ngram=3, guesses=3, max_new_tokens=tokens)
 
 
 def wait_until_processing(job, timeout: float = 60) -> None:
@@ -64,7 +63,7 @@ def wait_until_processing(job, timeout: float = 60) -> None:
 
 def test_a_cancelled_run_stops_within_a_step(url):
     client = Client(url, verbose=False)
-    job = client.submit(*run_request(120), api_name="/run")
+    job = client.submit(**run_request(120), api_name="/run")
     wait_until_processing(job)
     time.sleep(1.0)
     working = cpu_rate(0.5)
@@ -80,13 +79,13 @@ def test_a_cancelled_run_stops_within_a_step(url):
         f"within {stopped:.2f} s"
     )
     assert stopped < 3 and idle < 0.2
-    result = Client(url, verbose=False).predict(*run_request(4), api_name="/run")
+    result = Client(url, verbose=False).predict(**run_request(4), api_name="/run")
     assert "<b>4</b><span>new tokens" in result[1]  # the slot is free again
 
 
 def test_eight_concurrent_clients_all_finish_with_the_single_client_output(url):
     def output_of(client: Client) -> str:
-        result = client.predict(*run_request(8), api_name="/run")
+        result = client.predict(**run_request(8), api_name="/run")
         return client.predict(result[0]["maximum"], api_name="/scrub")[OUTPUT]
 
     alone = output_of(Client(url, verbose=False))
@@ -100,7 +99,7 @@ def test_eight_concurrent_clients_all_finish_with_the_single_client_output(url):
 
 def test_past_the_queue_bound_a_client_is_told_the_lab_is_busy(url):
     clients = [Client(url, verbose=False) for _ in range(40)]
-    jobs = [client.submit(*run_request(16), api_name="/run") for client in clients]
+    jobs = [client.submit(**run_request(16), api_name="/run") for client in clients]
     deadline = time.monotonic() + 30
     while not all(job.done() or job.status().code in QUEUED for job in jobs) and time.monotonic() < deadline:
         time.sleep(0.1)

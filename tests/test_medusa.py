@@ -31,6 +31,7 @@ from lookahead_core.medusa import (
 )
 from lookahead_core.records import Branch, Method, StepKind
 from lookahead_core.request import DecodeRequest
+from lookahead_core.runtime import Runtime
 from lookahead_core.sampling import GREEDY, SamplingConfig
 from lookahead_core.trace import decode_steps, summarize
 
@@ -45,7 +46,7 @@ CASES = 8
 def medusa_output(lm, medusa, prompt, max_new_tokens, eos=None, sampling=GREEDY):
     lm.eos_ids = frozenset() if eos is None else frozenset({eos})
     request = DecodeRequest(method=Method.MEDUSA, max_new_tokens=max_new_tokens, sampling=sampling)
-    steps = list(decode_steps(lm, prompt, request, medusa=medusa))
+    steps = list(decode_steps(lm, prompt, request, Runtime(heads=medusa)))
     return summarize(steps).new_token_ids, steps
 
 

@@ -25,6 +25,7 @@ from lookahead_core.records import (
     to_data,
 )
 from lookahead_core.request import DecodeRequest
+from lookahead_core.runtime import Runtime
 from lookahead_core.trace import record_run, record_trace
 from lookahead_core.tuning import choose_settings
 from visuals import library
@@ -70,7 +71,7 @@ def test_a_run_that_never_wrote_its_end_of_sequence_token_passes_the_shape_check
 
 def test_an_auto_trace_reads_back_with_its_settings_and_cost_curve(tiny_lm):
     auto = choose_settings(cost_table(0.2))
-    trace = record_trace(tiny_lm, PROMPT, DecodeRequest(max_new_tokens=24), auto=auto)
+    trace = record_trace(tiny_lm, PROMPT, DecodeRequest(max_new_tokens=24), Runtime(auto=auto))
     read = Trace.from_json(trace.to_json())
     assert read == trace
     assert_same_types(trace, read, "trace")
@@ -142,7 +143,7 @@ def test_a_version_3_run_reads_as_a_run_of_a_model_without_sliding_layers(run):
         for key in ("layers", "sliding_layers", "sliding_window"):
             trace["meta"]["machine"].pop(key)
     read = Run.from_json(json.dumps(old))
-    assert read.schema_version == read.trace.schema_version == SCHEMA_VERSION == 7
+    assert read.schema_version == read.trace.schema_version == SCHEMA_VERSION == 8
     assert read.trace.meta.machine.layers == 0 and all(s.sliding is None for s in read.trace.steps)
     assert read.trace.steps == run.trace.steps
 

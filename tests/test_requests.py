@@ -8,6 +8,7 @@ import pytest
 
 from lab.access import AccessError, ModelAccess
 from lab.requests import (
+    RUN_METHODS,
     InputError,
     check_prompt,
     lookahead_of,
@@ -16,9 +17,7 @@ from lab.requests import (
     sampling_of,
 )
 from lookahead_core.config import SettingsError
-from lookahead_core.draft import DEFAULT_DRAFT
-from lookahead_core.eagle import EAGLE
-from lookahead_core.records import Method
+from lookahead_core.records import METHODS, Method
 
 
 @pytest.mark.parametrize("prompt", ["", "   \n\t", None, 42])
@@ -124,14 +123,15 @@ def test_a_request_becomes_one_frozen_record_with_each_value_checked():
         d.max_new_tokens = 9  # frozen
     with pytest.raises(TypeError):
         type(d)(8)  # keywords only: no value can land in the wrong field
-    assert checked.draft == DEFAULT_DRAFT
     with pytest.raises(InputError, match="Choose a method to run"):
         request(method="greedy")
 
 
-def test_eagle_is_speculative_decoding_with_the_eagle_layer_as_its_draft():
-    checked = request(method="eagle")
-    assert (checked.decode.method, checked.draft) == (Method.SPECULATIVE, EAGLE)
-    assert request(method="medusa").draft == DEFAULT_DRAFT
+def test_every_method_of_run_is_a_method_of_the_table():
+    assert (
+        request(method="eagle").decode.method == Method.EAGLE
+        and request(method="medusa").decode.method == Method.MEDUSA
+    )
+    assert RUN_METHODS == tuple(m for m, entry in METHODS.items() if entry.guesses) and Method.GREEDY not in RUN_METHODS
     with pytest.raises(AccessError, match="operator has not opened it"):
         request(model=("/etc", "auto"))

@@ -18,11 +18,12 @@ from lookahead_core.config import LookaheadConfig
 from lookahead_core.costs import StepCosts
 from lookahead_core.records import Method, Progress, StopReason
 from lookahead_core.request import DecodeRequest
+from lookahead_core.runtime import Runtime
 from visuals.race import NOISE, cost_figure, race_html
 from visuals.summary import summary_html
 from visuals.timing import FEWEST_COMPARED
 
-from .conftest import cost_table, tiny_draft
+from .conftest import cost_table, drained, tiny_draft
 
 PROMPT = [5, 6, 7, 8, 5, 6, 7, 8, 5, 6]
 REQUEST = DecodeRequest(lookahead=LookaheadConfig(4, 3, 4), max_new_tokens=48)
@@ -52,8 +53,8 @@ def slow_clock(tiny_lm):
     clock.hook.remove()
 
 
-def finished_run(*args, **kwargs):
-    *progress, run = timed_run(*args, **kwargs)
+def finished_run(lm, prompt, request, deadline, learn=None):
+    progress, run = drained(timed_run(lm, prompt, request, Runtime(deadline=deadline, learn=learn)))
     assert all(isinstance(p, Progress) for p in progress)
     return run
 
@@ -82,7 +83,7 @@ def test_a_quick_run_gets_its_rounds_and_stays_exact(tiny_lm):
 
 def test_a_race_runs_interleaved_rounds_and_shows_one(tiny_lm):
     draft = tiny_draft("llama")
-    result = race(tiny_lm, PROMPT, REQUEST, StepCosts.of(cost_table(0.1)), draft)
+    result = race(tiny_lm, PROMPT, REQUEST, Runtime(draft=draft), StepCosts.of(cost_table(0.1)))
     timing = result.timing
     assert timing.rounds == ROUNDS and timing.order == [lane.method for lane in result.lanes]
     assert all(lane.exact for lane in result.lanes) and not timing.partial
@@ -95,7 +96,7 @@ def test_a_race_out_of_time_measures_every_method_in_its_share(tiny_lm, slow_clo
     draft = tiny_draft("llama")
     request = DecodeRequest(lookahead=LookaheadConfig(4, 3, 4), max_new_tokens=200)
     deadline = Deadline(1.0, clock=slow_clock)
-    result = race(tiny_lm, PROMPT, request, StepCosts.of(cost_table(0.1)), draft, deadline=deadline)
+    result = race(tiny_lm, PROMPT, request, Runtime(draft=draft, deadline=deadline), StepCosts.of(cost_table(0.1)))
     timing = result.timing
     assert slow_clock.now <= 1.0 + PAUSE + 1e-9
     assert timing.rounds == 1 and timing.partial
@@ -107,13 +108,13 @@ def test_a_race_out_of_time_measures_every_method_in_its_share(tiny_lm, slow_clo
 def test_a_step_timed_below_a_one_token_step_is_marked_as_noise(tiny_lm):
     costs = cost_table(0.1)
     costs.seconds[1] = costs.seconds[0] * 0.9  # a 2-token pass timed cheaper than a 1-token pass
-    result = race(tiny_lm, PROMPT, REQUEST, StepCosts.of(costs), tiny_draft("llama"))
+    result = race(tiny_lm, PROMPT, REQUEST, Runtime(draft=tiny_draft("llama")), StepCosts.of(costs))
     lookahead = result.lane(Method.LOOKAHEAD)
     lookahead.decode_step_seconds = result.lane(Method.GREEDY).decode_step_seconds * 0.8
     names = [trace.name for trace in cost_figure(result).data]
     assert NOISE in names and any(name.endswith("(its step time: noise)") for name in names)
     assert "this difference is timing noise" in race_html(result)
-    steady = race(tiny_lm, PROMPT, REQUEST, StepCosts.of(cost_table(0.1)), tiny_draft("llama"))
+    steady = race(tiny_lm, PROMPT, REQUEST, Runtime(draft=tiny_draft("llama")), StepCosts.of(cost_table(0.1)))
     for lane in steady.lanes[1:]:  # every guessing lane, as a quiet machine times it: a wide step costs more
         lane.decode_step_seconds = steady.lane(Method.GREEDY).decode_step_seconds * 1.5
     assert not any("noise" in trace.name for trace in cost_figure(steady).data)  # the negative control
@@ -122,7 +123,9 @@ def test_a_step_timed_below_a_one_token_step_is_marked_as_noise(tiny_lm):
 def test_a_race_of_one_round_says_it_is_no_verdict(tiny_lm, slow_clock):
     request = DecodeRequest(lookahead=LookaheadConfig(4, 3, 4), max_new_tokens=200)
     deadline = Deadline(1.0, clock=slow_clock)
-    result = race(tiny_lm, PROMPT, request, StepCosts.of(cost_table(0.1)), tiny_draft("llama"), deadline=deadline)
+    result = race(
+        tiny_lm, PROMPT, request, Runtime(draft=tiny_draft("llama"), deadline=deadline), StepCosts.of(cost_table(0.1))
+    )
     assert result.timing.rounds == 1 and len(result.timing.leaders) == len(result.lanes)
     assert "Only one round fitted in the time" in race_html(result) and " won on " not in race_html(result)
 
@@ -132,8 +135,8 @@ def test_a_round_cut_to_a_few_tokens_gives_no_speedup(tiny_lm, slow_clock):
     0.04x to 3.65x: the prefill's noise. Under FEWEST_COMPARED tokens none is shown, in the race or a Run;
     at FEWEST_COMPARED they are (the negative control)."""
     request = DecodeRequest(lookahead=LookaheadConfig(4, 3, 4), max_new_tokens=200)
-    race_result = race(tiny_lm, PROMPT, request, StepCosts.of(cost_table(0.1)), tiny_draft("llama"),
-                       deadline=Deadline(1.0, clock=slow_clock))  # fmt: skip
+    runtime = Runtime(draft=tiny_draft("llama"), deadline=Deadline(1.0, clock=slow_clock))
+    race_result = race(tiny_lm, PROMPT, request, runtime, StepCosts.of(cost_table(0.1)))
     run = finished_run(tiny_lm, PROMPT, request, Deadline(0.6, clock=slow_clock))
     assert race_result.timing.partial and run.timing.partial
     for tokens, shown in [(FEWEST_COMPARED - 1, False), (FEWEST_COMPARED, True)]:
@@ -153,8 +156,10 @@ def test_the_warm_ups_stop_at_their_share_of_the_deadline(tiny_lm, slow_clock):
     request = DecodeRequest(lookahead=LookaheadConfig(4, 3, 4), max_new_tokens=200)
     costs = StepCosts.of(cost_table(0.1))
     deadline = Deadline(1.0, clock=slow_clock)
-    *progress, result = racing(tiny_lm, PROMPT, request, costs, tiny_draft("llama"), deadline=deadline)
+    progress, result = drained(
+        racing(tiny_lm, PROMPT, request, Runtime(draft=tiny_draft("llama"), deadline=deadline), costs)
+    )
     assert slow_clock.now <= 1.0 + PAUSE + 1e-9
     assert all(lane.tokens[-1] > 0 for lane in result.lanes)
-    *untimed, _ = racing(tiny_lm, PROMPT, request, costs, tiny_draft("llama"))
+    untimed, _ = drained(racing(tiny_lm, PROMPT, request, Runtime(draft=tiny_draft("llama")), costs))
     assert sum(p.warming_up for p in progress) < sum(p.warming_up for p in untimed)

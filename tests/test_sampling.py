@@ -21,11 +21,12 @@ from lookahead_core.draft import Draft
 from lookahead_core.models import LoadedModel
 from lookahead_core.records import Draw, GuessReason, GuessSource, Method, TokenSource
 from lookahead_core.request import DecodeRequest
+from lookahead_core.runtime import Runtime
 from lookahead_core.sampling import SamplingConfig, probabilities
 from lookahead_core.trace import decode_steps, summarize
 from lookahead_core.verify import verify_sampled
 
-from .conftest import tiny_draft, tiny_medusa, tiny_model
+from .conftest import tiny_model, tiny_runtime
 
 # ----------------------------------------------------------------------------------------------
 # The statistic
@@ -258,7 +259,7 @@ def method_samples(lm: LoadedModel, method: Method, sampling: SamplingConfig, ru
             lm,
             PROMPT,
             DecodeRequest(method=method, lookahead=config, max_new_tokens=TOKENS, sampling=seeded, lookup=lookup),
-            draft=draft,
+            Runtime(draft=draft),
         )
         counts[tuple(summarize(list(steps)).new_token_ids)] += 1
     return counts
@@ -296,8 +297,8 @@ def test_every_sampled_method_has_the_distribution_of_ordinary_sampling(
 
 @pytest.mark.parametrize("method", list(Method))
 def test_the_same_seed_gives_the_same_output(method):
-    lm, draft = tiny_model("llama"), tiny_draft("llama")
-    medusa = tiny_medusa(lm)
+    lm = tiny_model("llama")
+    runtime = tiny_runtime(lm, "llama")
     config, sampling = LookaheadConfig(4, 3, 4), SamplingConfig(temperature=0.8, top_p=0.9, seed=7)
     prompt = [5, 6, 7, 5, 6, 8, 5, 6]
 
@@ -308,8 +309,7 @@ def test_the_same_seed_gives_the_same_output(method):
                     lm,
                     prompt,
                     DecodeRequest(method=method, lookahead=config, max_new_tokens=24, sampling=s),
-                    draft=draft,
-                    medusa=medusa,
+                    runtime,
                 )
             )
         ).new_token_ids
@@ -321,7 +321,7 @@ def test_the_same_seed_gives_the_same_output(method):
 @pytest.mark.parametrize("family", ["llama", "qwen2", "gpt2"])
 def test_temperature_0_and_top_k_1_are_greedy(family):
     lm = tiny_model(family)
-    config, medusa = LookaheadConfig(5, 4, 5), tiny_medusa(lm)
+    config, runtime = LookaheadConfig(5, 4, 5), tiny_runtime(lm, family)
     for seed in range(4):
         prompt = [(seed * 7 + j * 3) % 40 + 10 for j in range(6)] * 2
         greedy = summarize(
@@ -333,8 +333,7 @@ def test_temperature_0_and_top_k_1_are_greedy(family):
                 lm,
                 prompt,
                 DecodeRequest(method=method, lookahead=config, max_new_tokens=30, sampling=top_1),
-                draft=tiny_draft(family),
-                medusa=medusa,
+                runtime,
             )
             sampled = summarize(list(steps))
             assert sampled.new_token_ids == greedy

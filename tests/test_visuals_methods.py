@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from lookahead_core.records import Method
+from lookahead_core.records import METHODS, Method
 from tests.visual_checks import PRESETS, example
 from visuals import methods, replay
 from visuals.heads import heads_html
@@ -22,7 +22,7 @@ def test_a_method_without_window_or_pool_says_so(preset_id):
             assert shown["pool"] == heads_html(run.trace.steps[index], run.trace.vocab)
         else:
             assert shown["pool"] == methods.no_pool_html(method) and "keeps no n-gram pool" in shown["pool"]
-    assert ">" + methods.SHORT_NAMES[method] + "<" in replay.panels(run, 1)["progress"]
+    assert ">" + METHODS[method].short + "<" in replay.panels(run, 1)["progress"]
 
 
 def test_the_heads_panel_shows_each_heads_choices_and_marks_the_accepted_one_in_words():

@@ -9,6 +9,7 @@ import pytest
 
 from lookahead_core.records import PlanReason, Run
 from lookahead_core.request import DecodeRequest
+from lookahead_core.runtime import Runtime
 from tests.visual_checks import TINY_MOTIFS, check_step, decode_steps, tiny_lm
 from visuals import caption, plans, replay, summary, window
 
@@ -22,7 +23,9 @@ def auto_run() -> Run:
     from .conftest import cost_table
 
     prompt = (TINY_MOTIFS[3] * 4)[:13]
-    return record_run(tiny_lm(), prompt, DecodeRequest(max_new_tokens=40), auto=choose_settings(cost_table(0.2)))
+    return record_run(
+        tiny_lm(), prompt, DecodeRequest(max_new_tokens=40), Runtime(auto=choose_settings(cost_table(0.2)))
+    )
 
 
 def test_an_auto_run_renders_its_plans_and_the_window_left_out(auto_run):

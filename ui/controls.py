@@ -15,8 +15,7 @@ from lab.requests import RUN_METHODS, InputError, lookahead_of
 from lab.server import CAP, ZERO_GPU
 from lookahead_core.config import MAX_TOKENS_PER_STEP, LookupConfig, SettingsError
 from lookahead_core.draft import DEFAULT_DRAFT_TOKENS
-from lookahead_core.records import Method
-from visuals.methods import entrant_name
+from lookahead_core.records import METHODS, Method
 from visuals.summary import feed_html, notice_html, preset_note
 
 # W=N=G at their maximum would feed 1 + 31 + 8*32 + 32*9 = 576 > 512 tokens: the budget refuses it, not the slider
@@ -84,7 +83,7 @@ def build_controls(presets: list[dict]) -> Controls:
     notice = gr.HTML(RUN_NOTICE, elem_id="ll-run-notice", min_height=30)
     note = gr.HTML(preset_note(first["caption"]), elem_id="ll-preset-caption")
     method = gr.Radio(
-        [(entrant_name(m), m.value) for m in RUN_METHODS],
+        [(METHODS[m].name, m.value) for m in RUN_METHODS],
         value=Method.LOOKAHEAD.value,
         label="Method to run against greedy",
         elem_id="ll-method",
@@ -103,9 +102,24 @@ def build_controls(presets: list[dict]) -> Controls:
         )
     sampling = build_sampling()
     return Controls(
-        preset, note, prompt, chat, method, window, ngram, guesses, feed, max_new_tokens, lookup_tokens,
-        draft_tokens, sampling, auto, run, stop, notice,
-    )  # fmt: skip
+        preset=preset,
+        preset_note=note,
+        prompt=prompt,
+        chat=chat,
+        method=method,
+        window=window,
+        ngram=ngram,
+        guesses=guesses,
+        feed=feed,
+        max_new_tokens=max_new_tokens,
+        lookup_tokens=lookup_tokens,
+        draft_tokens=draft_tokens,
+        sampling=sampling,
+        auto=auto,
+        run=run,
+        stop=stop,
+        notice=notice,
+    )
 
 
 def build_sampling() -> Sampling:

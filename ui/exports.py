@@ -61,7 +61,17 @@ def build_exports() -> Exports:
         html_file = gr.DownloadButton(visible="hidden", elem_id="ll-html-file")
         slide = gr.Textbox(visible="hidden", elem_id="ll-slide-source")
         run_id = gr.Textbox("", visible="hidden", elem_id="ll-run-id")
-    return Exports(json_button, html_button, png_button, upload, notice, json_file, html_file, slide, run_id)
+    return Exports(
+        json=json_button,
+        html=html_button,
+        png=png_button,
+        upload=upload,
+        notice=notice,
+        json_file=json_file,
+        html_file=html_file,
+        slide=slide,
+        run_id=run_id,
+    )
 
 
 def export_file(run: Run, suffix: str, text: str) -> str:

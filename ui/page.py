@@ -23,6 +23,7 @@ from . import player, race, run, scripts
 from .controls import Controls, build_controls
 from .events import LabBlocks, bound
 from .exports import Exports, build_exports
+from .form import RACE_FORM, RUN_FORM, inputs
 from .lesson import LessonBar, build_lesson, lesson_at
 from .links import opened
 from .model_box import ModelBox, build_model_box
@@ -104,16 +105,6 @@ class Page:
             self.exports.run_id,
             c.auto,
         ]
-
-    def requested(self) -> list:
-        """What Run and Race both send first: the prompt and lookahead's settings."""
-        c = self.controls
-        return [c.prompt, c.chat, c.window, c.ngram, c.guesses, c.max_new_tokens]
-
-    def shared(self) -> list:
-        """What Run and Race both send last: the other methods' settings, sampling and the model."""
-        c, m = self.controls, self.model_box
-        return [c.lookup_tokens, c.draft_tokens, *c.sampling.inputs(), m.choice, m.dtype]
 
     def model_buttons(self) -> list:
         return [self.controls.run, self.race.run, self.controls.stop, self.race.stop]
@@ -233,7 +224,7 @@ def wire_model_work(page: Page) -> None:
     busy, idle = bound(working, page), bound(waiting, page)
     ran = c.run.click(busy, None, buttons, **PRIVATE, **REPLAYING).then(
         bound(run.run_model, page),
-        [*page.requested(), c.auto, c.method, *page.shared()],
+        inputs(RUN_FORM, page),
         [*page.shown_run(), page.model_box.info, page.exports.run_id, c.notice],
         api_name="run",
         show_progress_on=c.notice,
@@ -241,7 +232,7 @@ def wire_model_work(page: Page) -> None:
     )
     raced = card.run.click(busy, None, buttons, **PRIVATE, **REPLAYING).then(
         bound(race.race_model, page),
-        [*page.requested(), card.settings, *page.shared()],
+        inputs(RACE_FORM, page),
         [card.summary, card.result, card.playback, card.chart, card.costs],
         api_name="race",
         show_progress_on=card.summary,

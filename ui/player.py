@@ -58,7 +58,18 @@ def build_replay(first: Run) -> Replay:
         step = gr.Slider(0, replay.last_step(first), value=0, step=1, label="Step", elem_id="ll-step", scale=4)
         speed = gr.Slider(0.5, 8, value=2, step=0.5, label="Speed (steps/s)", scale=1, min_width=160)
         link = gr.Button("🔗 Link", elem_id="ll-link", size="md", scale=0, min_width=80)
-    return Replay(run, playing, timer, summary, back, play, forward, step, speed, link)
+    return Replay(
+        run=run,
+        playing=playing,
+        timer=timer,
+        summary=summary,
+        back=back,
+        play=play,
+        forward=forward,
+        step=step,
+        speed=speed,
+        link=link,
+    )
 
 
 def panel_card(name: str, html: dict[str, str]) -> gr.HTML:

@@ -14,13 +14,12 @@ import gradio as gr
 from lab import server
 from lab.budget import RACE_SECONDS
 from lab.race import ROUNDS
-from lab.requests import model_request
-from lookahead_core.models import DEFAULT_MODEL
 from lookahead_core.records import RaceRecord
 from visuals.race import cost_figure, playback_html, race_figure, race_html
 from visuals.summary import notice_html
 
-from .events import PROGRESS, REFUSALS, announced_load, reporting, warned
+from .events import REFUSALS, announced_load, reporting, warned
+from .form import RACE_FORM, form_handler, model_request_of
 
 RACE_AUTO, RACE_SLIDERS = "auto: measured for this hardware", "the sliders' W, N, G"
 RACE_INTRO = (
@@ -72,53 +71,31 @@ def build_race(session_seconds: int) -> RaceCard:
         with gr.Row(equal_height=False):
             chart = gr.Plot(show_label=False, container=False, visible=False)
             costs = gr.Plot(show_label=False, container=False, visible=False)
-    return RaceCard(result, settings, run, stop, restart, slow, playback, summary, chart, costs)
+    return RaceCard(
+        result=result,
+        settings=settings,
+        run=run,
+        stop=stop,
+        restart=restart,
+        slow=slow,
+        playback=playback,
+        summary=summary,
+        chart=chart,
+        costs=costs,
+    )
 
 
 # ----------------------------------------------------------------------------------------------
 # Handlers
 
 
-def race_model(
-    page,
-    prompt,
-    chat,
-    window,
-    ngram,
-    guesses,
-    max_new_tokens,
-    settings,
-    lookup_tokens,
-    draft_tokens,
-    sample,
-    temperature,
-    top_k,
-    top_p,
-    seed,
-    choice=DEFAULT_MODEL,
-    dtype="auto",
-    progress=PROGRESS,
-):
+def run_race(page, values: dict, progress):
     """Check the request, race every method on the model chosen, and show the playback, the verdict and the
     curves (the parameters are the HTTP API's /race, in the page's order)."""
     card = page.race
     unchanged = {card.summary: gr.skip()}  # an update that changes nothing: what a yield during the work sends
     try:
-        request = model_request(
-            prompt=prompt,
-            chat=chat,
-            window=window,
-            ngram=ngram,
-            guesses=guesses,
-            max_new_tokens=max_new_tokens,
-            sampling=(sample, temperature, top_k, top_p, seed),
-            auto=settings != RACE_SLIDERS,
-            lookup_tokens=lookup_tokens,
-            draft_tokens=draft_tokens,
-            model=(choice, dtype),
-            access=server.ACCESS,
-            cap=server.CAP,
-        )
+        request = model_request_of(values, auto=values["settings"] != RACE_SLIDERS)
         yield from announced_load(request.model, request.dtype, progress, unchanged)
         result, seconds = yield from reporting(server.timed_race(request), progress, unchanged)
     except REFUSALS as error:
@@ -131,6 +108,9 @@ def race_model(
         card.chart: gr.Plot(race_figure(result), visible=True),
         card.costs: gr.Plot(cost_figure(result), visible=True),
     }
+
+
+race_model = form_handler(RACE_FORM, run_race)
 
 
 def replay_race(page, result, slow):

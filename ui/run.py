@@ -10,55 +10,20 @@ from __future__ import annotations
 import gradio as gr
 
 from lab import server
-from lab.requests import model_request
 from lookahead_core.models import DEFAULT_MODEL
 from visuals.summary import model_html, notice_html
 
-from .events import PROGRESS, REFUSALS, announced_load, reporting, warned
+from .events import REFUSALS, announced_load, reporting, warned
+from .form import RUN_FORM, form_handler, model_request_of
 from .player import loaded
 
 
-def run_model(
-    page,
-    prompt,
-    chat,
-    window,
-    ngram,
-    guesses,
-    max_new_tokens,
-    auto,
-    method,
-    lookup_tokens,
-    draft_tokens,
-    sample,
-    temperature,
-    top_k,
-    top_p,
-    seed,
-    choice=DEFAULT_MODEL,
-    dtype="auto",
-    progress=PROGRESS,
-):
+def record_run(page, values: dict, progress):
     """Check the request, record the method and plain decoding on the model chosen, and show the new run from
     step 0 (the parameters are the HTTP API's /run, in the page's order)."""
     unchanged = {page.controls.notice: gr.skip()}  # an update that changes nothing: what a yield during the work sends
     try:
-        request = model_request(
-            prompt=prompt,
-            chat=chat,
-            window=window,
-            ngram=ngram,
-            guesses=guesses,
-            max_new_tokens=max_new_tokens,
-            sampling=(sample, temperature, top_k, top_p, seed),
-            method=method,
-            auto=auto,
-            lookup_tokens=lookup_tokens,
-            draft_tokens=draft_tokens,
-            model=(choice, dtype),
-            access=server.ACCESS,
-            cap=server.CAP,
-        )
+        request = model_request_of(values, auto=values["auto"], method=values["method"])
         yield from announced_load(request.model, request.dtype, progress, unchanged)
         run, seconds = yield from reporting(server.record(request), progress, unchanged)
     except REFUSALS as error:
@@ -69,3 +34,6 @@ def run_model(
         page.exports.run_id: server.SHELF.put(run),
         page.controls.notice: notice_html(None, used=seconds, gpu=server.ZERO_GPU),
     }
+
+
+run_model = form_handler(RUN_FORM, record_run)

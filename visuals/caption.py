@@ -8,7 +8,7 @@ lookup and speculative decoding say what their matches or their draft chain did.
 
 from __future__ import annotations
 
-from lookahead_core.records import GuessSource, Method, PlanReason, StepKind, StepRecord, TokenSource, Trace
+from lookahead_core.records import METHODS, GuessSource, Method, PlanReason, StepKind, StepRecord, TokenSource, Trace
 
 from .markup import escape
 from .methods import STOP_WORDS, candidate_kind, draft_words
@@ -40,7 +40,7 @@ def prefill_caption(trace: Trace, record: StepRecord) -> str:
     return (
         f"Prefill: the model reads the {prompt}-token prompt in one forward pass and "
         f"{'predicts' if record.sources[0] == TokenSource.GUARANTEED else 'samples'} the "
-        f"first new token {quoted(vocab, record.committed[0])}. {PREFILL_SETUP[trace.meta.method]}"
+        f"first new token {quoted(vocab, record.committed[0])}. {METHODS[trace.meta.method].prefill}"
     )
 
 
@@ -187,7 +187,7 @@ def step_caption(trace: Trace, index: int) -> str:
     sentences = [escape(plan_sentence(record))] if plan_sentence(record) else []
     if record.verification.positions:
         sentences += sampled_sentences(record, vocab)
-    elif trace.meta.method != Method.LOOKAHEAD:
+    elif not METHODS[trace.meta.method].window:
         sentences.append(f"{guesses_clause(record, vocab)}, so {commit_clause(record, vocab)}.")
     elif trace.meta.settings.guesses == 0:
         sentences.append(escape(NO_GUESSES))

@@ -14,13 +14,12 @@ import base64
 import gzip
 import json
 
-from lookahead_core.records import Run
+from lookahead_core.records import METHODS, Run
 
 from . import replay
 from .cards import CARD_ROWS, card_head_html
 from .library import ASSETS
 from .markup import escape
-from .methods import NAMES
 from .palette import marks_css
 from .summary import plain_name, summary_html
 
@@ -49,7 +48,7 @@ def run_title(run: Run) -> str:
     meta = run.trace.meta
     machine = meta.machine
     return (
-        f"{NAMES[meta.method]} against {plain_name(run)} decoding · {machine.model} on {machine.device_name} "
+        f"{METHODS[meta.method].name} against {plain_name(run)} decoding · {machine.model} on {machine.device_name} "
         f"({machine.dtype}) · recorded {meta.recorded_at}"
     )
 
@@ -113,7 +112,7 @@ def standalone_html(run: Run, index: int = 0) -> str:
     return (
         '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>Lookahead Lab · {escape(NAMES[run.trace.meta.method])}</title>"
+        f"<title>Lookahead Lab · {escape(METHODS[run.trace.meta.method].name)}</title>"
         f'<style id="ll-css">{page_css()}</style></head>\n'
         '<body class="ll-page"><h1>Lookahead Lab</h1>'
         f"<p>{escape(run_title(run))}. A replay exported from Lookahead Lab: it needs no server and no network. "

@@ -1,4 +1,5 @@
-"""The guessing methods in words: their names, their settings, and what a method without a window or pool has instead.
+"""The guessing methods in words: their settings, their candidates, and what a method without a window or pool has
+instead (their names and sentences are the method table's: records.METHODS).
 
 Pure functions of the records' TraceMeta (method, lookahead's LookaheadSettings, LookupSettings,
 DraftSettings) and StepRecord (a draft's DraftRecord, a match's place).
@@ -7,7 +8,7 @@ DraftSettings) and StepRecord (a draft's DraftRecord, a match's place).
 from __future__ import annotations
 
 from lookahead_core.records import (
-    BenchMethod,
+    METHODS,
     CandidateRecord,
     GuessReason,
     GuessSource,
@@ -20,72 +21,39 @@ from lookahead_core.records import (
 from .markup import escape
 from .plans import triple
 
-NAMES = {
-    Method.LOOKAHEAD: "Lookahead",
-    Method.PROMPT_LOOKUP: "Prompt lookup",
-    Method.SPECULATIVE: "Speculative decoding",
-    Method.MEDUSA: "Medusa heads",
-    Method.GREEDY: "Greedy",
-}
-SHORT_NAMES = {
-    Method.LOOKAHEAD: "lookahead",
-    Method.PROMPT_LOOKUP: "prompt lookup",
-    Method.SPECULATIVE: "speculative",
-    Method.MEDUSA: "medusa",
-    Method.GREEDY: "greedy",
-}
 STOP_WORDS = {  # why decoding stopped after a step, as the caption and the verification panel say it
     StopReason.EOS: "an end-of-sequence token was committed",
     StopReason.MAX_NEW_TOKENS: "max new tokens was reached",
     StopReason.DEADLINE: "the request's time ran out, so this run is partial",
 }
-WHERE_GUESSES_COME_FROM = {
-    Method.PROMPT_LOOKUP: (
-        "Prompt lookup has no Jacobi window: each step looks for the last few tokens earlier in the prompt "
-        "and the output, and guesses that what followed them there comes again. See Verification."
-    ),
-    Method.SPECULATIVE: (
-        "Speculative decoding has no Jacobi window: a draft (a smaller model, or an EAGLE layer on the model's "
-        "own features) writes k tokens, one small forward pass each, and the target checks them all in one "
-        "pass. See Verification."
-    ),
-    Method.MEDUSA: (
-        "Medusa has no Jacobi window: small heads read the model's own last hidden state and guess the next few "
-        "tokens, a tree of their top guesses is checked in one pass. See Verification."
-    ),
-}
-NO_POOL = {
-    Method.PROMPT_LOOKUP: (
-        "Prompt lookup keeps no n-gram pool: the prompt and the output so far are searched afresh every step."
-    ),
-    Method.SPECULATIVE: "Speculative decoding keeps no n-gram pool: its guesses come from the draft model.",
+SETTINGS_WORDS = {  # each method's settings as a trace's meta (or a bench's settings) holds them, in a few characters
+    "settings": triple,
+    "lookup": lambda lookup: f"match ≤{lookup.ngram} tokens, propose {lookup.tokens}",
+    "draft": lambda draft: f"draft {draft.model} ({draft.dtype}), k={draft.tokens}",
+    "medusa": lambda medusa: f"{medusa.count} heads, a tree of {medusa.tree_size} nodes",
 }
 
 
-def entrant_name(entrant: BenchMethod) -> str:
-    """A method as Run offers it: its name, or for speculative decoding with an EAGLE layer, that layer's."""
-    return "EAGLE draft layer" if entrant == BenchMethod.EAGLE else NAMES[entrant.method]
+def recorded_words(recorded: dict) -> str:
+    """Settings as records hold them ({"settings": LookaheadSettings, "lookup": ..., "draft": ..., "medusa": ...},
+    absent or None where a method has none), in a few characters."""
+    return ", ".join(SETTINGS_WORDS[name](value) for name, value in recorded.items() if value is not None)
 
 
 def method_settings(meta: TraceMeta) -> str:
-    """A trace's method settings in a few characters, e.g. "W=7 N=5 G=7" or "draft bf16-self, k=4"."""
-    if meta.method == Method.LOOKAHEAD and meta.settings is not None:
-        return triple(meta.settings)
-    if meta.method == Method.PROMPT_LOOKUP and meta.lookup is not None:
-        return f"match ≤{meta.lookup.ngram} tokens, propose {meta.lookup.tokens}"
-    if meta.method == Method.SPECULATIVE and meta.draft is not None:
-        return f"draft {meta.draft.model} ({meta.draft.dtype}), k={meta.draft.tokens}"
-    if meta.method == Method.MEDUSA and meta.medusa is not None:
-        return f"{meta.medusa.count} heads, a tree of {meta.medusa.tree_size} nodes"
-    return ""
+    """A trace's method settings in a few characters, e.g. "W=7 N=5 G=7" or "draft bf16-self, k=4" (a trace
+    holds its own method's settings alone)."""
+    return recorded_words(
+        {"settings": meta.settings, "lookup": meta.lookup, "draft": meta.draft, "medusa": meta.medusa}
+    )
 
 
 def no_window_html(method: Method) -> str:
-    return f'<p class="ll-empty">{escape(WHERE_GUESSES_COME_FROM[method])}</p>'
+    return f'<p class="ll-empty">{escape(METHODS[method].proposes)}</p>'
 
 
 def no_pool_html(method: Method) -> str:
-    return f'<p class="ll-empty">{escape(NO_POOL[method])}</p>'
+    return f'<p class="ll-empty">{escape(METHODS[method].no_pool)}</p>'
 
 
 def candidate_kind(candidate: CandidateRecord) -> str:

@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
-from lookahead_core.records import Run, TokenSource
+from lookahead_core.records import METHODS, Run, TokenSource
 
 from .markup import escape
-from .methods import SHORT_NAMES
 from .palette import KINDS, PATTERNS, marked_label
 
 
@@ -62,7 +61,7 @@ def progress_html(run: Run, index: int) -> str:
     passes = max(p["passes"], p["greedy_passes"])
     seconds = max(p["seconds"], p["greedy_seconds"])
     plain = "greedy" if run.trace.meta.sampling is None else "sampling"
-    ours = SHORT_NAMES[run.trace.meta.method]
+    ours = METHODS[run.trace.meta.method].short
     if run.trace.meta.sampling is not None:
         same = "sampled: the two runs draw differently, from the same distribution"
     elif p["same_as_greedy"]:

@@ -11,11 +11,10 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
-from lookahead_core.records import Method, RaceLane, RaceRecord
+from lookahead_core.records import METHODS, Method, RaceLane, RaceRecord
 
 from .caption import plural
 from .markup import escape, scroll_region
-from .methods import NAMES, SHORT_NAMES
 from .palette import BLACK, BLUE, GREEN, GREY, PURPLE, SKY
 from .plans import settings_words
 from .summary import stat, used_words
@@ -46,7 +45,7 @@ def race_figure(result: RaceRecord) -> go.Figure:
             y=lane.tokens,
             mode="lines",
             line={"color": HUES[lane.method], "width": 2, "shape": "hv"},
-            name=f"{SHORT_NAMES[lane.method]}: {lane.tokens[-1]} tokens in {lane.seconds[-1]:.2f} s",
+            name=f"{METHODS[lane.method].short}: {lane.tokens[-1]} tokens in {lane.seconds[-1]:.2f} s",
             cliponaxis=False,
         )
     figure.update_layout(
@@ -105,7 +104,7 @@ def cost_figure(result: RaceRecord) -> go.Figure:
             y=[ratio],
             mode="markers",
             marker={"color": HUES[lane.method], "size": 12, "symbol": "diamond-open" if noise else "diamond"},
-            name=f"{SHORT_NAMES[lane.method]}: {lane.decode_tokens_per_step:.2f} tokens/step"
+            name=f"{METHODS[lane.method].short}: {lane.decode_tokens_per_step:.2f} tokens/step"
             + (" (its step time: noise)" if noise else ""),
             cliponaxis=False,
         )
@@ -124,12 +123,12 @@ def charts_words(result: RaceRecord) -> str:
     """The two charts in words (their text alternative): where each method's tokens stood in time, and what
     one step cost each method against the measured cost curve."""
     reached = "; ".join(
-        f"{SHORT_NAMES[lane.method]} {lane.tokens[-1]} tokens at {lane.seconds[-1]:.2f} s" for lane in result.lanes
+        f"{METHODS[lane.method].short} {lane.tokens[-1]} tokens at {lane.seconds[-1]:.2f} s" for lane in result.lanes
     )
     costs = result.step_costs
     curve = f"{costs.seconds[-1] / costs.seconds[0]:.2f}× for {costs.sizes[-1]} tokens fed"
     steps = "; ".join(
-        f"{SHORT_NAMES[lane.method]} fed {lane.mean_tokens_fed:.1f} tokens a step on average, at "
+        f"{METHODS[lane.method].short} fed {lane.mean_tokens_fed:.1f} tokens a step on average, at "
         f"{step_cost_ratio(result, lane):.2f}× a greedy step, for {lane.decode_tokens_per_step:.2f} tokens a step"
         for lane in result.lanes[1:]
     )
@@ -165,7 +164,7 @@ def race_story(result: RaceRecord) -> str:
         timing = result.timing
         leader = max((timing.of(m) for m in timing.leaders), key=lambda t: t.speedup.median).method
         why = (
-            f" {SHORT_NAMES[leader].capitalize()}: {lane_reason(result, result.lane(leader))}."
+            f" {METHODS[leader].short.capitalize()}: {lane_reason(result, result.lane(leader))}."
             if leader != Method.GREEDY and not too_short(timing)
             else ""
         )
@@ -173,11 +172,12 @@ def race_story(result: RaceRecord) -> str:
     best = max(result.lanes[1:], key=lambda lane: lane.speedup)
     if best.speedup < 1:
         return (
-            f"No method beat greedy decoding on {where}: the best, {SHORT_NAMES[best.method]}, ran "
+            f"No method beat greedy decoding on {where}: the best, {METHODS[best.method].short}, ran "
             f"{best.speedup:.2f}× as fast ({lane_reason(result, best)}). A step pays only when it commits more "
             "tokens than it costs: the figure on the right shows what each width costs here."
         )
-    return f"{NAMES[best.method]} won on {where}, {best.speedup:.2f}× as fast as greedy: {lane_reason(result, best)}."
+    name = METHODS[best.method].name
+    return f"{name} won on {where}, {best.speedup:.2f}× as fast as greedy: {lane_reason(result, best)}."
 
 
 def exact_words(lane: RaceLane) -> str:
@@ -196,7 +196,7 @@ def lane_speed(result: RaceRecord, lane: RaceLane) -> str:
 def lane_row(result: RaceRecord, lane: RaceLane) -> str:
     reason = lane_reason(result, lane) if lane.method != Method.GREEDY else "one token per forward pass"
     return (
-        f'<tr><th style="--k:{HUES[lane.method]}">{escape(NAMES[lane.method])}</th>'
+        f'<tr><th style="--k:{HUES[lane.method]}">{escape(METHODS[lane.method].name)}</th>'
         f"<td>{escape(lane_speed(result, lane))}</td><td>{lane.seconds[-1]:.2f} s</td><td>{lane.tokens[-1]}</td>"
         f"<td>{lane.steps}</td><td class='ll-dim'>{escape(reason)} · {escape(exact_words(lane))}</td></tr>"
     )
@@ -221,7 +221,7 @@ def race_html(result: RaceRecord, used: float | None = None, gpu: bool = False) 
     stats = [
         stat(
             speed,
-            "no method named" if short else f"best: {SHORT_NAMES[best.method]}",
+            "no method named" if short else f"best: {METHODS[best.method].short}",
             "median tokens per second / greedy's, over the rounds",
         ),
         stat(f"{result.max_new_tokens}", "max new tokens", "every method decoded the same prompt"),
@@ -293,8 +293,8 @@ def playback_html(result: RaceRecord, slow: bool = False, take: int = 0) -> str:
     )
     lanes = "".join(
         f'<div class="ll-lane" style="--k:{HUES[lane.method]}"><div class="ll-lane-head">'
-        f'<b>{escape(NAMES[lane.method])}</b><span class="ll-counts">{counter_spans(lane, slow)}</span></div>'
-        f"{scroll_region(text_spans(lane, slow), f'{NAMES[lane.method]}: its text', 'll-lane-text')}</div>"
+        f'<b>{escape(METHODS[lane.method].name)}</b><span class="ll-counts">{counter_spans(lane, slow)}</span></div>'
+        f"{scroll_region(text_spans(lane, slow), f'{METHODS[lane.method].name}: its text', 'll-lane-text')}</div>"
         for lane in result.lanes
     )
     return (

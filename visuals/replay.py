@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import math
 
-from lookahead_core.records import Method, Run
+from lookahead_core.records import METHODS, Branch, Run
 
 from .caption import caption_html
 from .heads import heads_html
@@ -100,7 +100,7 @@ def panels(run: Run, index: int) -> dict[str, str]:
     trace = run.trace
     index = clamp_step(run, index)
     record, vocab, settings, method = trace.steps[index], trace.vocab, trace.meta.settings, trace.meta.method
-    lookahead = method == Method.LOOKAHEAD
+    lookahead = METHODS[method].window
     drawers = {
         "caption": lambda: caption_html(trace, index),
         "window": lambda: window_html(record, vocab, settings.ngram) if lookahead else no_window_html(method),
@@ -108,7 +108,7 @@ def panels(run: Run, index: int) -> dict[str, str]:
             pool_html(record, vocab, settings.guesses)
             if lookahead
             else heads_html(record, vocab)
-            if method == Method.MEDUSA
+            if METHODS[method].branch == Branch.HEADS
             else no_pool_html(method)
         ),
         "verification": lambda: verification_html(record, vocab),

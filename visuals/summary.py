@@ -6,10 +6,10 @@ step on this device), since on a CPU a wide window can cost more than it saves.
 
 from __future__ import annotations
 
-from lookahead_core.records import Fit, Machine, Method, Progress, Run, Trace
+from lookahead_core.records import METHODS, Fit, Machine, Method, Progress, Run, Trace
 
 from .markup import escape
-from .methods import NAMES, SHORT_NAMES, method_settings
+from .methods import method_settings
 from .plans import settings_words
 from .timing import speedup_words, timing_notes, too_short, verdict
 
@@ -58,13 +58,13 @@ def speed_story(run: Run) -> str:
     device = ours.meta.machine.device_name
     plain = plain_name(run)
     story = (
-        f"{NAMES[ours.meta.method]} ran {measured_speedup(run)} as fast as {plain} on {device}: it committed "
+        f"{METHODS[ours.meta.method].name} ran {measured_speedup(run)} as fast as {plain} on {device}: it committed "
         f"{compression:.2f} tokens per step, and one of its steps took {cost:.2f}× as long as a {plain} step"
     )
     if run.timing is not None and too_short(run.timing):
         story = (
-            f"{NAMES[ours.meta.method]} committed {compression:.2f} tokens per step on {device}, and one of its steps "
-            f"took {cost:.2f}× as long as a {plain} step"
+            f"{METHODS[ours.meta.method].name} committed {compression:.2f} tokens per step on {device}, and one of its "
+            f"steps took {cost:.2f}× as long as a {plain} step"
         )
     mean_fed = sum(r.tokens_fed for r in decode) / len(decode)
     if cost < 1 and mean_fed > 1:
@@ -75,13 +75,13 @@ def speed_story(run: Run) -> str:
     story += "."
     if run.timing is not None:
         story += " " + verdict(run.timing, device, plain)
-    if ours.meta.method == Method.SPECULATIVE:
+    if any(r.draft is not None for r in decode):
         drafting = sum(r.draft.seconds for r in decode if r.draft is not None) / len(decode)
         story += f" Of each step, {drafting:.3f} s on average went to drafting."
-    if ours.meta.method == Method.MEDUSA:
+    if any(r.heads is not None for r in decode):
         heads = sum(r.heads.seconds for r in decode if r.heads is not None) / len(decode)
         story += f" Of each step, {heads * 1000:.1f} ms on average went to the heads."
-    if ours.meta.method == Method.LOOKAHEAD and all(r.window.warming_up for r in decode):
+    if METHODS[ours.meta.method].window and all(r.window.warming_up for r in decode):
         story += " The run ended while the window was still warming up, before any n-gram was harvested."
     elif compression < 1.15:
         story += " Few guesses were accepted here: the text was hard to predict."
@@ -117,8 +117,8 @@ def summary_html(run: Run) -> str:
     stats = [
         stat(
             method_settings(meta),
-            f"{SHORT_NAMES[meta.method]} settings" + (f", {settings.planner.value} plan" if settings else ""),
-            settings_words(settings) if settings else NAMES[meta.method],
+            f"{METHODS[meta.method].short} settings" + (f", {settings.planner.value} plan" if settings else ""),
+            settings_words(settings) if settings else METHODS[meta.method].name,
         ),
         stat(str(s.tokens), "new tokens", f"stop: {s.stop.value if s.stop else 'none'}; {sampling_words(run)}"),
         stat(f"{s.steps} vs {g.steps}", passes_label(run), "the prefill counts as one pass"),
@@ -196,7 +196,7 @@ def used_words(seconds: float, gpu: bool) -> str:
 
 def progress_words(progress: Progress) -> str:
     """What model work is doing now, for the progress bar: which decoding of how many, its step and tokens."""
-    name = SHORT_NAMES[progress.method]
+    name = METHODS[progress.method].short
     done = f"{progress.tokens} of {progress.max_new_tokens}"
     if progress.warming_up:
         return f"{progress.part}/{progress.parts} · warming up {name} (untimed): {done} tokens"

@@ -8,9 +8,7 @@ one method, and says "within noise" otherwise; what other programs used of the C
 
 from __future__ import annotations
 
-from lookahead_core.records import BenchSettings, BenchTotals, Busy, Method, MethodTiming, Spread, Timing
-
-from .methods import SHORT_NAMES
+from lookahead_core.records import METHODS, BenchSettings, BenchTotals, Busy, Method, MethodTiming, Spread, Timing
 
 FEWEST_COMPARED = 8  # tokens: a round the deadline cut shorter gives speedups that are mostly its prefill's
 
@@ -55,7 +53,7 @@ def busy_words(busy: Busy, what: str) -> str:
 
 def rounds_words(timing: Timing, what: str, shown: str) -> str:
     """How many interleaved rounds ran, in what order, and which one `shown` (the playback, the replay) shows."""
-    order = ", ".join(SHORT_NAMES[m] for m in timing.order)
+    order = ", ".join(METHODS[m].short for m in timing.order)
     if timing.rounds == 1:
         return f"{what} ran its methods once ({order}): only one round fitted its time, so there is no spread."
     return (
@@ -74,7 +72,7 @@ def verdict(timing: Timing, where: str, plain: str = "greedy") -> str:
         )
     if timing.rounds == 1:
         fastest = max(timing.methods, key=lambda t: t.speedup.median)
-        name = SHORT_NAMES[fastest.method] if fastest.method != Method.GREEDY else plain
+        name = METHODS[fastest.method].short if fastest.method != Method.GREEDY else plain
         return (
             f"Only one round fitted in the time on {where}: {name} was fastest in it "
             f"({times(fastest.speedup)} as fast as {plain}), but one round has no spread, so this is no verdict."
@@ -84,10 +82,10 @@ def verdict(timing: Timing, where: str, plain: str = "greedy") -> str:
         if winner == Method.GREEDY:
             return f"{plain.capitalize()} decoding was fastest on {where}: every other method's interval lies below 1×."
         return (
-            f"{SHORT_NAMES[winner].capitalize()} won on {where}, {times(timing.of(winner).speedup)} as fast as "
+            f"{METHODS[winner].short.capitalize()} won on {where}, {times(timing.of(winner).speedup)} as fast as "
             f"{plain}: its interval clears every other method's."
         )
-    names = " and ".join(SHORT_NAMES[m] if m != Method.GREEDY else plain for m in timing.leaders)
+    names = " and ".join(METHODS[m].short if m != Method.GREEDY else plain for m in timing.leaders)
     return f"Within noise on {where}: {names} cannot be told apart (their intervals overlap)."
 
 
@@ -95,7 +93,7 @@ def partial_words(timing: Timing) -> str:
     """What a deadline cut, if anything."""
     if not timing.partial:
         return ""
-    cut = ", ".join(SHORT_NAMES[t.method] for t in timing.methods if t.partial)
+    cut = ", ".join(METHODS[t.method].short for t in timing.methods if t.partial)
     return (
         f"Partial: the request's {timing.budget_seconds:.0f} s ran out before {cut} finished, so it stopped at its "
         "next step; the speeds compare the tokens every method reached."

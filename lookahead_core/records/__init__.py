@@ -1,13 +1,14 @@
 """The record schema: the one contract between the engine and everything above it, in plain Python (no
 torch), so a trace can be read, checked and drawn with no model. Its modules: `names` (the version and
-the enums), `step`, `run`, `timing`, `race`, `bench`, `live` (never saved), `codec` (JSON) and `legacy`
-(older files). Every public name is re-exported here: import from `lookahead_core.records`.
+the enums), `methods` (the method table), `step`, `run`, `timing`, `race`, `bench`, `live` (never saved),
+`codec` (JSON) and `legacy` (older files). Every public name is re-exported here: import from `lookahead_core.records`.
 """
 
 from .bench import BenchPrompt, BenchReport, BenchResult, BenchSettings, BenchTotals
 from .codec import Document, from_data, from_json, parse_json, to_data, to_json
 from .legacy import unversioned_bench_report
 from .live import Fit, Progress
+from .methods import METHODS, MethodEntry, Needs
 from .names import (
     SCHEMA_VERSION,
     UPGRADABLE,
@@ -64,6 +65,9 @@ __all__ = [
     "SchemaError",
     "Method",
     "BenchMethod",
+    "METHODS",
+    "MethodEntry",
+    "Needs",
     "StepKind",
     "TokenSource",
     "StopReason",

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import enum
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 # Older versions whose records read as this one: each only added facts with defaults. Version 4 added
 # the sliding-window masks (a version 3 record is one of a model with no sliding layer); version 5 the
 # repeated timings of a Run and a race (a version 4 record timed each method once, and says so); version 6
-# Medusa's heads; version 7 the bench's EAGLE entrant and its layer (a version 6 bench ran none).
-UPGRADABLE = {3, 4, 5, 6}
+# Medusa's heads; version 7 the bench's EAGLE entrant and its layer (a version 6 bench ran none); version 8 EAGLE
+# as a method of its own (a version 7 trace of an EAGLE layer's drafts says speculative, and reads so).
+UPGRADABLE = {3, 4, 5, 6, 7}
 
 
 class SchemaError(ValueError):
@@ -28,6 +29,7 @@ class Method(enum.StrEnum):
     PROMPT_LOOKUP = "prompt-lookup"  # the tokens after an earlier occurrence of the last few tokens
     SPECULATIVE = "speculative"  # a draft model's chain of k tokens
     MEDUSA = "medusa"  # Medusa heads' sparse tree of guesses, read off the last accepted row's hidden state
+    EAGLE = "eagle"  # a draft chain from an EAGLE layer on the model's own features (schema 8; before, speculative)
 
 
 class BenchMethod(enum.StrEnum):
@@ -46,9 +48,7 @@ class BenchMethod(enum.StrEnum):
 
     @property
     def method(self) -> Method | None:
-        """This engine's method that the entrant runs; None for a peer."""
-        if self == BenchMethod.EAGLE:
-            return Method.SPECULATIVE
+        """This engine's method that the entrant runs (the method of the same name); None for a peer."""
         return next((method for method in Method if method.value == self.value), None)
 
 

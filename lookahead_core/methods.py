@@ -1,0 +1,143 @@
+"""The engine's half of the method table: how each guessing method proposes, and how far its rows reach.
+
+Keyed by the same `Method` as `records.METHODS` (what each method is and needs); `decode_steps` in
+trace.py asks both, so a new method is one entry in each. Greedy has no entry here: it guesses nothing and
+runs the plain loop (decoding.greedy_steps).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from .config import LookaheadConfig
+from .decoding import GuessingDecoder
+from .draft import DraftProposer
+from .eagle import EagleProposer
+from .lookup import PromptLookupProposer
+from .medusa import MedusaProposer
+from .proposers import JacobiProposer, Proposer
+from .records import LookaheadSettings, LookupSettings, Method
+from .request import DecodeRequest
+from .runtime import Runtime
+
+MakeProposer = Callable[[list[int]], Proposer]  # the proposer, built once the prefill committed the first token
+
+
+def lookahead_reach(config: LookaheadConfig) -> int:
+    """How many positions past the current token a lookahead step's rows can reach.
+
+    The window's deepest row sits W + N - 3 past it (during warm-up and after), a guess's N - 1.
+    """
+    return max(config.window + config.ngram - 3, config.ngram - 1)
+
+
+@dataclass(frozen=True)
+class Guessing:
+    """How the engine runs one guessing method: `proposer(model, prompt_ids, request, runtime)` makes its
+    proposer's maker, `reach(request, runtime)` says how far past the current token its rows may sit,
+    `recorded(request, runtime)` its settings as a trace's meta holds them, and `keep_hidden` whether each
+    pass keeps its rows' last hidden states (what heads and a layer read)."""
+
+    proposer: Callable[[object, list[int], DecodeRequest, Runtime], MakeProposer]
+    reach: Callable[[DecodeRequest, Runtime], int]
+    recorded: Callable[[DecodeRequest, Runtime], dict]
+    keep_hidden: bool = False
+
+
+def lookahead_settings(request: DecodeRequest, runtime: Runtime) -> LookaheadSettings:
+    """Lookahead's settings as records hold them: the auto choice with its figures, or W, N, G."""
+    if runtime.auto is not None:
+        return runtime.auto.settings()
+    config = request.lookahead
+    return LookaheadSettings(window=config.window, ngram=config.ngram, guesses=config.guesses)
+
+
+def lookup_settings(request: DecodeRequest) -> LookupSettings:
+    lookup = request.lookup
+    return LookupSettings(ngram=lookup.ngram, tokens=lookup.tokens, candidates=lookup.candidates)
+
+
+def jacobi(model, prompt_ids: list[int], request: DecodeRequest, runtime: Runtime) -> MakeProposer:
+    """Lookahead: the Jacobi window and the n-gram pool, seeded with the prompt's n-grams."""
+    return lambda sequence: JacobiProposer(request.lookahead, sequence, prompt_ids)
+
+
+def prompt_lookup(model, prompt_ids: list[int], request: DecodeRequest, runtime: Runtime) -> MakeProposer:
+    """Prompt lookup: earlier occurrences of the last few tokens in the prompt and the output."""
+    return lambda sequence: PromptLookupProposer(request.lookup, len(prompt_ids))
+
+
+def draft_chain(model, prompt_ids: list[int], request: DecodeRequest, runtime: Runtime) -> MakeProposer:
+    """Speculative decoding: the draft model's chain of k tokens, from a KV cache of its own."""
+    vocabulary = model.get_output_embeddings().weight.shape[0]
+    return lambda sequence: DraftProposer(runtime.draft, sequence, vocabulary, request.sampling)
+
+
+def eagle_chain(model, prompt_ids: list[int], request: DecodeRequest, runtime: Runtime) -> MakeProposer:
+    """EAGLE: the layer's chain of k tokens, read off the model's own features (kept from each pass)."""
+    return lambda sequence: EagleProposer(runtime.layer, model, request.sampling)
+
+
+def heads_tree(model, prompt_ids: list[int], request: DecodeRequest, runtime: Runtime) -> MakeProposer:
+    """Medusa: the heads' sparse tree, read off the hidden state of the row behind the current token."""
+    return lambda sequence: MedusaProposer(runtime.heads, model)
+
+
+GUESSING: dict[Method, Guessing] = {
+    Method.LOOKAHEAD: Guessing(
+        jacobi,
+        lambda request, runtime: lookahead_reach(request.lookahead),
+        lambda request, runtime: {"settings": lookahead_settings(request, runtime)},
+    ),
+    Method.PROMPT_LOOKUP: Guessing(
+        prompt_lookup,
+        lambda request, runtime: request.lookup.tokens,
+        lambda request, runtime: {"lookup": lookup_settings(request)},
+    ),
+    Method.SPECULATIVE: Guessing(
+        draft_chain,
+        lambda request, runtime: runtime.draft.tokens,
+        lambda request, runtime: {"draft": runtime.draft.settings()},
+    ),
+    Method.EAGLE: Guessing(
+        eagle_chain,
+        lambda request, runtime: runtime.layer.tokens,
+        lambda request, runtime: {"draft": runtime.layer.settings()},
+        keep_hidden=True,
+    ),
+    Method.MEDUSA: Guessing(
+        heads_tree,
+        lambda request, runtime: runtime.heads.reach,
+        lambda request, runtime: {"medusa": runtime.heads.settings()},
+        keep_hidden=True,
+    ),
+}
+
+
+def reach(request: DecodeRequest, runtime: Runtime) -> int:
+    """How far past the current token a step of the request's method may feed rows (0 for greedy)."""
+    guessing = GUESSING.get(request.method)
+    return guessing.reach(request, runtime) if guessing is not None else 0
+
+
+NO_SETTINGS = {"settings": None, "lookup": None, "draft": None, "medusa": None}  # a trace's meta: each method's own
+
+
+def recorded_settings(request: DecodeRequest, runtime: Runtime) -> dict:
+    """The request's method's settings as a trace's meta holds them: keywords of TraceMeta, the method's own
+    set and the others None (all None for greedy)."""
+    guessing = GUESSING.get(request.method)
+    return NO_SETTINGS | (guessing.recorded(request, runtime) if guessing is not None else {})
+
+
+def guessing_decoder(
+    model, prompt_ids: list[int], request: DecodeRequest, runtime: Runtime, eos_ids
+) -> GuessingDecoder:
+    """The decoder of a guessing method (the request's), its planner fresh from the runtime."""
+    guessing = GUESSING[request.method]
+    make_proposer = guessing.proposer(model, prompt_ids, request, runtime)
+    planner = runtime.planner(request.method)
+    return GuessingDecoder(
+        model, prompt_ids, request, make_proposer, eos_ids, planner=planner, keep_hidden=guessing.keep_hidden
+    )

@@ -1,0 +1,130 @@
+"""The method table: one entry per decoding method, the one place that says what each method is.
+
+What it needs besides the model (a draft, heads, a layer), how it proposes (which branch of a step's token
+tree its guesses fill), whether it races and plans its steps, and its names and words. Plain Python, read
+by the visuals as the records are; the engine's half (how each method proposes, how far its rows reach) is
+`lookahead_core.methods`, keyed by the same `Method`.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+from .names import Branch, Method
+
+
+class Needs(enum.StrEnum):
+    """What a method runs with besides the model and its request's settings."""
+
+    NOTHING = "nothing"
+    DRAFT = "draft"  # a draft model (speculative decoding)
+    LAYER = "layer"  # an EAGLE layer trained for the model
+    HEADS = "heads"  # Medusa heads trained for the model
+
+
+@dataclass(frozen=True, kw_only=True)
+class MethodEntry:
+    """One method: what it needs, how it proposes, and how the lab names it.
+
+    `branch` is the part of a step's token tree its guesses fill (None: plain decoding guesses nothing);
+    `window` whether it keeps the Jacobi window and n-gram pool (with a planner and auto settings);
+    `raced` whether the race runs it (given what it needs); `missing` the refusal when what it needs is not
+    there; `proposes` and `no_pool` what the window and pool panels say in their place; `prefill` what the
+    prefill's caption adds.
+    """
+
+    method: Method
+    name: str
+    short: str
+    needs: Needs
+    branch: Branch | None
+    window: bool = False
+    raced: bool = True
+    missing: str = ""
+    proposes: str = ""
+    no_pool: str = ""
+    prefill: str = ""
+
+    @property
+    def guesses(self) -> bool:
+        return self.branch is not None
+
+
+METHODS: dict[Method, MethodEntry] = {
+    entry.method: entry
+    for entry in (
+        MethodEntry(method=Method.GREEDY, name="Greedy", short="greedy", needs=Needs.NOTHING, branch=None),
+        MethodEntry(
+            method=Method.LOOKAHEAD,
+            name="Lookahead",
+            short="lookahead",
+            needs=Needs.NOTHING,
+            branch=Branch.WINDOW,
+            window=True,
+            prefill="Every n-gram of the prompt goes into the pool.",
+        ),
+        MethodEntry(
+            method=Method.PROMPT_LOOKUP,
+            name="Prompt lookup",
+            short="prompt lookup",
+            needs=Needs.NOTHING,
+            branch=Branch.GUESS,
+            proposes=(
+                "Prompt lookup has no Jacobi window: each step looks for the last few tokens earlier in the prompt "
+                "and the output, and guesses that what followed them there comes again. See Verification."
+            ),
+            no_pool=(
+                "Prompt lookup keeps no n-gram pool: the prompt and the output so far are searched afresh every step."
+            ),
+            prefill="Prompt lookup keeps no pool: each step searches the prompt and the output afresh.",
+        ),
+        MethodEntry(
+            method=Method.SPECULATIVE,
+            name="Speculative decoding",
+            short="speculative",
+            needs=Needs.DRAFT,
+            branch=Branch.DRAFT,
+            missing="speculative decoding needs a draft model: give one (for instance bf16-self)",
+            proposes=(
+                "Speculative decoding has no Jacobi window: a draft model writes k tokens, one small forward pass "
+                "each, and the target checks them all in one pass. See Verification."
+            ),
+            no_pool="Speculative decoding keeps no n-gram pool: its guesses come from the draft model.",
+            prefill="The draft model reads the prompt too, into a KV cache of its own.",
+        ),
+        MethodEntry(
+            method=Method.MEDUSA,
+            name="Medusa heads",
+            short="medusa",
+            needs=Needs.HEADS,
+            branch=Branch.HEADS,
+            missing="Medusa decoding needs heads trained for this model: give them (python -m lab.medusa)",
+            proposes=(
+                "Medusa has no Jacobi window: small heads read the model's own last hidden state and guess the next "
+                "few tokens, a tree of their top guesses is checked in one pass. See Verification."
+            ),
+            prefill="The heads read the prompt's last hidden state: their first guesses come from this pass.",
+        ),
+        MethodEntry(
+            method=Method.EAGLE,
+            name="EAGLE draft layer",
+            short="eagle",
+            needs=Needs.LAYER,
+            branch=Branch.DRAFT,
+            raced=False,
+            missing="EAGLE needs a layer trained for this model: give one (python -m lab.eagle train)",
+            proposes=(
+                "EAGLE has no Jacobi window: one small decoder layer reads the model's own features and drafts k "
+                "tokens, one pass of the layer each, and the target checks them all in one pass. See Verification."
+            ),
+            no_pool="EAGLE keeps no n-gram pool: its guesses come from the draft layer.",
+            prefill="The layer reads the prompt's features from this pass, into a KV cache of its own.",
+        ),
+    )
+}
+
+
+def entry(method: Method | str) -> MethodEntry:
+    """The table's entry for `method` (a Method or its value)."""
+    return METHODS[Method(method)]

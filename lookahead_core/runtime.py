@@ -1,0 +1,69 @@
+"""What a method runs with besides its request's settings, as one frozen bundle built once by the lab.
+
+The request (request.py) says what to decode and with which settings; the runtime holds the objects a
+decoding runs with: this hardware's auto settings (each decoding gets a fresh planner of their kind), the
+draft model, the EAGLE layer, Medusa's heads, the request's deadline and what learns from every decoding's
+records (the budget's prices). Every entry of the engine and the lab takes it whole.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Protocol
+
+from .draft import Draft
+from .medusa import Medusa
+from .planning import StepPlanner
+from .records import METHODS, Method, Needs, StepRecord
+from .request import DecodeRequest
+from .tuning import AutoSettings
+
+
+class Deadline(Protocol):
+    """A request's time (the lab's `budget.Deadline`): what is left, and the tests a decoding asks before a step."""
+
+    seconds: float
+
+    def left(self) -> float: ...
+
+    def passed(self, upcoming: float = 0.0) -> bool: ...
+
+    def share(self, decodings_left: int) -> Callable[..., bool]: ...
+
+    def shares(self, methods) -> Callable[..., bool]: ...
+
+
+@dataclass(frozen=True, kw_only=True)
+class Runtime:
+    """The objects a method runs with; each method takes what its table entry needs (`has` says whether it is
+    here) and leaves the rest."""
+
+    auto: AutoSettings | None = None  # lookahead at this hardware's auto settings, with a planner of their kind
+    plan: Callable[[], StepPlanner] | None = None  # a fresh planner per decoding, in place of the auto settings' kind
+    draft: Draft | None = None  # speculative decoding's draft model
+    layer: Draft | None = None  # EAGLE's layer, drafting as a Draft
+    heads: Medusa | None = None  # Medusa's heads with their tree
+    deadline: Deadline | None = None  # the request's time (the lab's; the engine asks only the callables it gets)
+    learn: Callable[[list[StepRecord]], None] | None = None  # takes every timed decoding's records
+
+    def has(self, needs: Needs) -> bool:
+        """Whether what a method needs is here."""
+        held = {Needs.NOTHING: self, Needs.DRAFT: self.draft, Needs.LAYER: self.layer, Needs.HEADS: self.heads}
+        return held[needs] is not None
+
+    def planner(self, method: Method) -> StepPlanner | None:
+        """A fresh planner for one decoding of `method`, for a method with a window: `plan`'s, or the auto
+        settings' kind, or None (the paper's full plan). The other methods feed all they propose."""
+        if not METHODS[method].window:
+            return None
+        if self.plan is not None:
+            return self.plan()
+        return self.auto.make_planner() if self.auto is not None else None
+
+    def settled(self, request: DecodeRequest) -> DecodeRequest:
+        """`request` with the auto settings' W, N, G in place of its own, when there are auto settings."""
+        return replace(request, lookahead=self.auto.config) if self.auto is not None else request
+
+
+NOTHING = Runtime()  # a runtime for the methods that need nothing: greedy, lookahead at its W, N, G, prompt lookup
