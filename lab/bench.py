@@ -3,7 +3,9 @@
 Methods of this engine: `greedy`, `lookahead`, `prompt-lookup`, `speculative` (a draft model), `medusa`
 (heads trained for the model, with a sparse tree sized from the measured step costs) and `eagle`
 (speculative decoding with an EAGLE layer, trained for the model, as its draft).
-Peers, what a user would otherwise run: `hf-greedy` (`model.generate(do_sample=False)`),
+Peers, what a user would otherwise run: `hf-greedy` (`model.generate(do_sample=False)`), `hf-static` (the
+same with `cache_implementation="static"`, which transformers compiles with CUDA graphs on a GPU and runs eagerly
+on a CPU: plain decoding at its best there; every method's rate is also given over it, `over_static`),
 `hf-prompt-lookup` (`generate(prompt_lookup_num_tokens=10)`) and `hf-assisted`
 (`generate(assistant_model=...)` with the same draft as `speculative`, at transformers' own
 assisted-generation defaults). Every method runs once untimed to warm up; then, prompt by
@@ -151,6 +153,7 @@ def run_engine(lm: LoadedModel, prompt_ids: list[int], request: DecodeRequest, r
 # transformers' own generate as a user would run it: each peer's arguments, from what the bench runs with
 PEERS: dict[BenchMethod, Callable[[Runtime], dict]] = {
     BenchMethod.HF_GREEDY: lambda runtime: {},
+    BenchMethod.HF_STATIC: lambda runtime: {"cache_implementation": "static"},
     BenchMethod.HF_PROMPT_LOOKUP: lambda runtime: {"prompt_lookup_num_tokens": PROMPT_LOOKUP_TOKENS},
     BenchMethod.HF_ASSISTED: lambda runtime: {"assistant_model": runtime.draft.model},
 }
@@ -165,6 +168,12 @@ def run_method(
     if method in PEERS:
         return run_generate(lm, prompt_ids, request.max_new_tokens, request.sampling, **PEERS[method](runtime))
     return run_engine(lm, prompt_ids, replace(request, method=method.method), runtime)
+
+
+def compiles_static(lm: LoadedModel) -> bool:
+    """Whether transformers compiles `generate`'s step with a static cache on this device (its own rule: on
+    CUDA and the like, not on a CPU, where hf-static runs eagerly)."""
+    return lm.model.device.type in ("cuda", "xpu")
 
 
 def needs_of(method: BenchMethod) -> Needs:
@@ -237,10 +246,14 @@ def speedup_over(rates: list[float], baseline_rates: list[float]) -> Spread:
 
 
 def totals(
-    rows: list[BenchPrompt], method: BenchMethod, sums: tuple[list[int], list[float]], baseline_rates: list[float]
+    rows: list[BenchPrompt],
+    method: BenchMethod,
+    sums: tuple[list[int], list[float]],
+    baseline_rates: list[float],
+    static_rates: list[float] | None = None,
 ) -> BenchTotals:
     """One method's totals over the prompts (see BenchTotals): `sums` are its tokens and seconds per round,
-    `baseline_rates` the baseline's rate per round."""
+    `baseline_rates` the baseline's rate per round, `static_rates` hf-static's (None: it did not run)."""
     results = [row.methods[method] for row in rows]
     tokens = sum(r.tokens for r in results)
     steps = sum(r.steps for r in results)
@@ -261,6 +274,7 @@ def totals(
         round_seconds=round_seconds,
         rate=spread_of(rates),
         speedup_interval=speedup,
+        over_static=speedup_over(rates, static_rates) if static_rates is not None else None,
     )
 
 
@@ -328,12 +342,13 @@ def run_bench(
         total = len(prompts) * len(methods) * repeats
         progress(total, total, "done")
     sums = {m: round_sums(timed, m) for m in methods}
-    baseline_rates = [rate(t, s) for t, s in zip(*sums[baseline], strict=True)]
+    rates = {m: [rate(t, s) for t, s in zip(*sums[m], strict=True)] for m in methods}
+    static = rates.get(BenchMethod.HF_STATIC)
     return BenchReport(
-        summary={m: totals(rows, m, sums[m], baseline_rates) for m in methods},
+        summary={m: totals(rows, m, sums[m], rates[baseline], static) for m in methods},
         prompts=rows,
         machine=machine_facts(lm),
-        settings=bench_settings(methods, baseline, request, runtime, dataset, repeats),
+        settings=bench_settings(lm, methods, baseline, request, runtime, (dataset, repeats)),
         busy=busy,
     )
 
@@ -376,15 +391,15 @@ def bench_reference(
 
 
 def bench_settings(
+    lm: LoadedModel,
     methods: list[BenchMethod],
     baseline: BenchMethod,
     request: DecodeRequest,
     runtime: Runtime,
-    dataset: str,
-    repeats: int,
+    prompts: tuple[str, int],
 ) -> BenchSettings:
-    """What the bench ran with, as its report keeps it."""
-    config = request.lookahead
+    """What the bench ran with, as its report keeps it: `prompts` is the prompt set's name and the rounds run."""
+    config, (dataset, repeats) = request.lookahead, prompts
     return BenchSettings(
         dataset=dataset,
         methods=methods,
@@ -397,6 +412,7 @@ def bench_settings(
         draft=runtime.draft.settings() if runtime.draft is not None else None,
         medusa=runtime.heads.settings() if BenchMethod.MEDUSA in methods else None,
         eagle=runtime.layer.settings() if BenchMethod.EAGLE in methods else None,
+        static_compiled=compiles_static(lm) if BenchMethod.HF_STATIC in methods else None,
         prompt_lookup_num_tokens=PROMPT_LOOKUP_TOKENS,
         ran_at=time.strftime("%Y-%m-%dT%H:%M:%S"),
         repeats=repeats,

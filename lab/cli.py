@@ -37,7 +37,7 @@ from lookahead_core.trace import decode_steps, summarize
 from lookahead_core.tuning import AutoSettings, auto_settings
 from visuals.methods import recorded_words
 from visuals.plans import settings_words
-from visuals.timing import bench_rate, bench_rounds_words, bench_speedup, busy_words
+from visuals.timing import bench_rate, bench_rounds_words, bench_speedup, busy_words, times
 
 from .bench import ENTRANTS, REPEATS, check_methods, check_repeats, needs, needs_of, run_bench
 from .datasets import load_prompts, read_prompts_file
@@ -337,20 +337,27 @@ def summary_table(report: BenchReport) -> str:
         f"prompt k with seed {sampling.seed} + k, the hf- peers with do_sample=True; "
         "outputs are not compared token for token"
     )
+    static = settings.static_compiled is not None
     lines = [
         f"{settings.dataset}: {len(report.prompts)} prompts, "
         f"{settings.max_new_tokens} new tokens, {machine.model} on {machine.device_name} "
         f"({machine.dtype}); {decoding}; speedup over {settings.baseline}",
         f"{'method':<18}{'tokens':>8}{'steps':>8}{'tok/step':>10}{'seconds':>10}{'tok/s':>22}{'speedup':>22}"
-        f"{'accepted':>10}" + (f"{'exact':>8}" if sampling is None else ""),
+        + (f"{'vs hf-static':>22}" if static else "")
+        + f"{'accepted':>10}"
+        + (f"{'exact':>8}" if sampling is None else ""),
     ]
     for method, row in report.summary.items():
         accepted = f"{row.acceptance:>10.1%}" if row.acceptance is not None else f"{'-':>10}"
         exact = f"{row.exact:>5}/{row.prompts}" if sampling is None else ""
+        over_static = f"{times(row.over_static):>22}" if static and row.over_static is not None else ""
         lines.append(
             f"{method:<18}{row.tokens:>8}{row.steps:>8}{row.tokens_per_step:>10.2f}{row.seconds:>10.2f}"
-            f"{bench_rate(row):>22}{bench_speedup(row):>22}{accepted}{exact}"
+            f"{bench_rate(row):>22}{bench_speedup(row):>22}{over_static}{accepted}{exact}"
         )
+    if static:
+        compiled = "compiled by transformers (CUDA graphs)" if settings.static_compiled else "uncompiled on this device"
+        lines.append(f"hf-static: generate with a static cache, {compiled}.")
     lines.append(bench_rounds_words(settings))
     if report.busy is not None:
         lines.append(busy_words(report.busy, "this bench"))

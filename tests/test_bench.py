@@ -50,6 +50,7 @@ SUMMARY_KEYS = {
     "round_seconds",
     "rate",
     "speedup_interval",
+    "over_static",
 }
 RESULT_KEYS = {
     "tokens",
@@ -131,7 +132,11 @@ def test_bench_runs_every_method_end_to_end(tiny_folder, tmp_path, capsys):
     assert report.settings.lookahead == LookaheadSettings(window=3, ngram=4, guesses=3)
     page = html.read_text()
     assert page.startswith("<!doctype html>") and "Plotly.newPlot" in page and "src=" not in page.split("<body>")[0]
-    assert "lookahead" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "lookahead" in out and "vs hf-static" in out and "hf-static: generate with a static cache, uncompiled" in out
+    assert report.settings.static_compiled is False  # transformers compiles a static cache's step on CUDA only
+    assert report.summary[BenchMethod.HF_STATIC].over_static.median == pytest.approx(1.0)
+    assert all(row.over_static is not None for row in report.summary.values())
 
 
 def test_without_heads_for_the_model_the_bench_leaves_medusa_out_unless_it_is_asked_for(tiny_folder, tmp_path, capsys):
@@ -255,7 +260,7 @@ def test_the_summary_of_a_report_from_before_rounds_says_it_was_timed_once():
 def test_bench_methods_are_the_engine_methods_and_the_peers():
     assert {m.method for m in BenchMethod} == {*Method, None}
     assert all(m.method.value == m.value for m in BenchMethod if m.method is not None)
-    assert [m for m in BenchMethod if m.method is None] == ["hf-greedy", "hf-prompt-lookup", "hf-assisted"]
+    assert [m for m in BenchMethod if m.method is None] == ["hf-greedy", "hf-static", "hf-prompt-lookup", "hf-assisted"]
     assert check_methods(["lookahead", "hf-greedy"]) == [BenchMethod.LOOKAHEAD, BenchMethod.HF_GREEDY]
 
 

@@ -25,11 +25,15 @@ HUES = {
     BenchMethod.MEDUSA: BLACK,
     BenchMethod.EAGLE: PURPLE,  # speculative decoding too, its draft an EAGLE layer: hatched (PATTERNS)
     BenchMethod.HF_GREEDY: GREY,
+    BenchMethod.HF_STATIC: GREY,  # plain generate too, with a static cache: hatched (PATTERNS)
     BenchMethod.HF_PROMPT_LOOKUP: ORANGE,
     BenchMethod.HF_ASSISTED: VERMILLION,
 }
 
-PATTERNS = {BenchMethod.EAGLE: "/"}  # a second entrant in one hue is told apart by its hatching and its name
+PATTERNS = {
+    BenchMethod.EAGLE: "/",
+    BenchMethod.HF_STATIC: "x",
+}  # a second entrant in one hue is told apart by its hatching and its name
 
 
 def exact_words(totals: BenchTotals) -> str:

@@ -71,6 +71,9 @@ class BenchTotals:
     round_seconds: list[float] | None = None
     rate: Spread | None = None
     speedup_interval: Spread | None = None
+    # this method's median rate over hf-static's, with its interval, when hf-static ran (plain decoding at its best
+    # where transformers compiles it); None otherwise and in reports from before it
+    over_static: Spread | None = None
 
 
 @dataclass(kw_only=True)
@@ -94,6 +97,7 @@ class BenchSettings:
     repeats: int | None = None  # interleaved rounds per prompt; None: a report from before rounds (timed once)
     medusa: MedusaSettings | None = None  # Medusa's heads and tree, when it ran
     eagle: DraftSettings | None = None  # the EAGLE entrant's layer (its name) and k, when it ran
+    static_compiled: bool | None = None  # whether transformers compiled hf-static's step here (CUDA); None: not run
 
 
 @dataclass(kw_only=True)

@@ -13,7 +13,8 @@ SCHEMA_VERSION = 8
 # the sliding-window masks (a version 3 record is one of a model with no sliding layer); version 5 the
 # repeated timings of a Run and a race (a version 4 record timed each method once, and says so); version 6
 # Medusa's heads; version 7 the bench's EAGLE entrant and its layer (a version 6 bench ran none); version 8 EAGLE
-# as a method of its own (a version 7 trace of an EAGLE layer's drafts says speculative, and reads so).
+# as a method of its own (a version 7 trace of an EAGLE layer's drafts says speculative, and reads so) and the
+# bench's hf-static peer (a version 7 report ran none).
 UPGRADABLE = {3, 4, 5, 6, 7}
 
 
@@ -43,6 +44,7 @@ class BenchMethod(enum.StrEnum):
     MEDUSA = "medusa"
     EAGLE = "eagle"  # speculative decoding with an EAGLE layer on the model's own features as its draft
     HF_GREEDY = "hf-greedy"  # generate(do_sample=False), or sampled with the same P
+    HF_STATIC = "hf-static"  # the same with cache_implementation="static": compiled by transformers on CUDA only
     HF_PROMPT_LOOKUP = "hf-prompt-lookup"  # generate(prompt_lookup_num_tokens=...)
     HF_ASSISTED = "hf-assisted"  # generate(assistant_model=...) with the speculative method's draft
 
