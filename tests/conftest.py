@@ -1,5 +1,5 @@
 """Shared fixtures: the real default model (loaded once per session), tiny random models and the shipped
-example runs."""
+example runs; and the markers the fixtures apply (`model`, `browser`), so no test can forget its own."""
 
 from __future__ import annotations
 
@@ -19,10 +19,30 @@ from lookahead_core.records import Run
 # The shared panel checks are asserts: rewritten as in a test module, their failures show the values compared
 pytest.register_assert_rewrite("tests.visual_checks")
 
+from tests.browser.chromium import chromium_missing  # noqa: E402
 from tests.visual_checks import PRESETS, example  # noqa: E402
 
 if os.environ.get("PYTEST_XDIST_WORKER"):  # `make test` runs a worker per core: one torch thread each, not two
     torch.set_num_threads(1)
+
+# A test is marked by what its fixtures load, however deep it takes them, so `-m "not model and not browser"`
+# leaves out every test that needs the real model or Chromium (markers: pyproject.toml).
+MARKED_BY = {
+    "model": {"default_model", "gemma"},  # a real model (tests/test_gemma.py's Gemma 3 270M, under `make test-gemma`)
+    "browser": {"browser"},  # tests/browser/conftest.py: Debian's chromium, launched by Playwright
+}
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest's own hook deselects by marker
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    missing = chromium_missing()
+    for item in items:
+        for marker, fixtures in MARKED_BY.items():
+            if fixtures & set(item.fixturenames):
+                item.add_marker(marker)
+        if missing and item.get_closest_marker("browser"):
+            item.add_marker(pytest.mark.skip(reason=missing))
+
 
 TINY_VOCAB = 96
 COST_SIZES = [1, 2, 4, 8, 16, 32, 64, 128]

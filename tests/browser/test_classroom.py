@@ -14,14 +14,13 @@ from pathlib import Path
 import pytest
 
 from scripts.serving import PHONE, open_page, wait_for_step
-from tests.chromium import app_without_model, launched_chromium, needs_chromium
+from tests.browser.chromium import app_without_model
 from visuals import library, replay
 from visuals.lesson import LESSON, step_index
 
-OUT = Path(__file__).resolve().parent.parent / "out"
+OUT = Path(__file__).resolve().parents[2] / "out"
 PRESETS = library.load_presets()
 
-needs_chromium()
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore:.*(copy keyword|no_silent_downcasting)")
 
 
@@ -29,12 +28,6 @@ pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore:.*
 def served():
     with app_without_model() as url:
         yield url
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with launched_chromium() as chromium:
-        yield chromium
 
 
 def example(preset_id: str):

@@ -1,24 +1,24 @@
-"""What the browser tests share beyond scripts/serving.py (which the scripts share too): skipping, saying why,
-where playwright or Debian's chromium is missing; the app served with no model; one launched chromium.
+"""What the browser tests share beyond scripts/serving.py (which the scripts share too): why they cannot run
+here, if they cannot (playwright or Debian's chromium missing); the app served with no model; one launched
+chromium.
 """
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Iterator
 from contextlib import contextmanager
-
-import pytest
 
 from scripts.serving import CHROMIUM, CHROMIUM_ARGS, running_app
 
 
-def needs_chromium() -> None:
-    """Skip the calling test module, saying why, where playwright or Debian's chromium is missing."""
-    pytest.importorskip("playwright.sync_api", reason="playwright is not installed: make test installs it")
+def chromium_missing() -> str | None:
+    """Why the browser tests cannot run here, or None where they can."""
+    if importlib.util.find_spec("playwright") is None:
+        return "playwright is not installed: make test installs it"
     if not CHROMIUM.exists():
-        pytest.skip(
-            f"{CHROMIUM} is missing: `make browser` installs Debian's chromium (needs root)", allow_module_level=True
-        )
+        return f"{CHROMIUM} is missing: `make browser` installs Debian's chromium (needs root)"
+    return None
 
 
 @contextmanager
