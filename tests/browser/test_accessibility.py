@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from scripts.serving import PHONE, open_page, run_on_model, running_app, wait_for_step
+from tests.browser.chromium import offline_context, walk_lesson
 from visuals.lesson import LESSON
 
 axe_playwright = pytest.importorskip("axe_playwright_python.sync_playwright", reason="make test installs it")
@@ -93,14 +94,11 @@ def test_every_lesson_step(browser, served):
     page, errors = open_page(browser, f"{served}?lesson=1", DESKTOP)
     try:
         found = {}
-        for number in range(len(LESSON)):
-            if number:
-                page.click(f"#ll-next-{number - 1}")
-            page.wait_for_function(
-                f"() => document.querySelector('#ll-next-{number}, #ll-back-{number}')?.offsetParent"
-            )
-            page.wait_for_timeout(700)  # the smooth scroll, and the panels of the step
+
+        def audit(number: int) -> None:
             found[number + 1] = audited(page, f"lesson step {number + 1}")
+
+        walk_lesson(page, audit)
         assert found == {number + 1: {} for number in range(len(LESSON))}
         assert errors == []
     finally:
@@ -141,7 +139,7 @@ def test_the_offline_html_replay(desktop, browser, tmp_path):
         page.click("#ll-html")
     exported = tmp_path / "replay.html"
     download.value.save_as(exported)
-    context = browser.new_context(viewport=DESKTOP)
+    context = offline_context(browser, DESKTOP)
     try:
         offline = context.new_page()
         offline.goto(exported.as_uri())

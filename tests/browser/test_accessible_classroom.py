@@ -15,7 +15,7 @@ import pytest
 
 from scripts.colour_vision import filter_css
 from scripts.serving import caption, open_page, wait_for_step
-from tests.browser.chromium import app_without_model
+from tests.browser.chromium import app_without_model, offline_context
 from visuals import library
 from visuals.lesson import LESSON, step_index
 
@@ -116,7 +116,7 @@ def test_the_offline_replay_announces_its_caption_and_keeps_the_high_contrast_vi
         path = exported(page, tmp_path)
     finally:
         page.close()
-    context = browser.new_context(viewport=DESKTOP)
+    context = offline_context(browser, DESKTOP)
     try:
         offline = context.new_page()
         offline.goto(f"{path.as_uri()}?contrast=high")

@@ -7,6 +7,7 @@ the public lab under a visitor who means harm (fuzzed endpoints and run files) i
 
 from __future__ import annotations
 
+import json
 from urllib.parse import quote, urlsplit
 
 import pytest
@@ -14,16 +15,26 @@ import pytest
 from scripts.serving import open_page
 from tests.browser.chromium import app_without_model
 from tests.test_markup import PAYLOAD
+from visuals import library
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore:.*(copy keyword|no_silent_downcasting)")
 
 EVIL = 'a[href*="evil.example"], img[src*="evil.example"], .pwned, [onmouseover], [onfocus]'
+
+
+def caption_says(text: str) -> str:
+    return f"() => document.querySelector('#ll-preset-caption').innerText.includes({json.dumps(text)})"
+
+
+OUTLINED = "() => document.querySelector('.ll-lit')"
+PENCILS = library.preset(library.load_presets(), "pencils")["caption"][:60]
+# Each link, and what the page shows once it has opened it (the payload, if shown at all, is drawn by then)
 LINKS = [
-    "?preset={payload}",
-    "?preset=python&step={payload}",
-    "?run={payload}&step=2",
-    "?lesson={payload}",
-    "?preset={payload}&run={payload}&lesson=",
+    ("?preset={payload}", caption_says("No preset is called")),
+    ("?preset=pencils&step={payload}", caption_says(PENCILS)),  # not the default preset: its caption tells
+    ("?run={payload}&step=2", caption_says("is no longer kept")),
+    ("?lesson={payload}", OUTLINED),  # lesson step 1, its panel outlined
+    ("?preset={payload}&run={payload}&lesson=", OUTLINED),
 ]
 
 
@@ -35,10 +46,10 @@ def served():
 
 def test_links_that_carry_a_payload_show_it_as_text_and_ask_nothing_of_another_address(served, browser):
     asked: list[str] = []
-    for link in LINKS:
+    for link, opened in LINKS:
         page, errors = open_page(browser, served + link.format(payload=quote(PAYLOAD)))
         page.on("request", lambda request: asked.append(request.url))
-        page.wait_for_timeout(500)
+        page.wait_for_function(opened)
         assert page.locator(EVIL).count() == 0, link
         assert page.locator("h1").count() == 1 and not page.evaluate("window.pwned"), link
         assert not errors, link
