@@ -4,12 +4,14 @@ example runs; and the markers the fixtures apply (`model`, `browser`), so no tes
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import os
 
 import pytest
 import torch
 from transformers import AutoModelForCausalLM, GPT2Config, LlamaConfig, Qwen2Config
 
+from lookahead_core import models
 from lookahead_core.costs import StepCosts
 from lookahead_core.draft import Draft
 from lookahead_core.medusa import Medusa, heads_for, make_medusa
@@ -26,7 +28,8 @@ if os.environ.get("PYTEST_XDIST_WORKER"):  # `make test` runs a worker per core:
     torch.set_num_threads(1)
 
 # A test is marked by what its fixtures load, however deep it takes them, so `-m "not model and not browser"`
-# leaves out every test that needs the real model or Chromium (markers: pyproject.toml).
+# leaves out every test that needs the real model or Chromium (markers: pyproject.toml). A test that reaches for
+# either without its fixture fails, saying so (`unmarked_reach`).
 MARKED_BY = {
     "model": {"default_model", "gemma"},  # a real model (tests/test_gemma.py's Gemma 3 270M, under `make test-gemma`)
     "browser": {"browser"},  # tests/browser/conftest.py: Debian's chromium, launched by Playwright
@@ -42,6 +45,28 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
                 item.add_marker(marker)
         if missing and item.get_closest_marker("browser"):
             item.add_marker(pytest.mark.skip(reason=missing))
+
+
+def refusal(what: str, fixture: str, marker: str):
+    """A stand-in that fails the test, saying which fixture would have marked it (pytest.fail: no `except
+    Exception` on the way, such as load_model's, turns it into another error)."""
+
+    def refuse(*args, **kwargs):
+        pytest.fail(f"this test {what} without the `{fixture}` fixture: take it, so it is marked `{marker}`")
+
+    return refuse
+
+
+@pytest.fixture(autouse=True)
+def unmarked_reach(request, monkeypatch) -> None:
+    """In a test not marked `model`, loading the default model or Gemma (models.dequantized, which both go
+    through) fails; in one not marked `browser`, starting Playwright does."""
+    if not request.node.get_closest_marker("model"):
+        monkeypatch.setattr(models, "dequantized", refusal("loads a real model", "default_model", "model"))
+    if not request.node.get_closest_marker("browser") and importlib.util.find_spec("playwright") is not None:
+        from playwright import sync_api
+
+        monkeypatch.setattr(sync_api, "sync_playwright", refusal("starts Chromium", "browser", "browser"))
 
 
 TINY_VOCAB = 96
