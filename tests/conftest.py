@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
-import os
 
 import pytest
 import torch
@@ -24,8 +23,10 @@ pytest.register_assert_rewrite("tests.visual_checks")
 from tests.browser.chromium import chromium_missing  # noqa: E402
 from tests.visual_checks import PRESETS, example  # noqa: E402
 
-if os.environ.get("PYTEST_XDIST_WORKER"):  # `make test` runs a worker per core: one torch thread each, not two
-    torch.set_num_threads(1)
+# One torch thread, in `make test`'s workers (one per core) and in a single process alike: on this 2-core CPU with
+# other work running, torch's second thread spins waiting for the first, and `make test-quick` took 4 to 6 times
+# the CPU time (230 to 320 s instead of 50 s, 2026-11-26).
+torch.set_num_threads(1)
 
 # A test is marked by what its fixtures load, however deep it takes them, so `-m "not model and not browser"`
 # leaves out every test that needs the real model or Chromium (markers: pyproject.toml). A test that reaches for
