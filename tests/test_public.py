@@ -185,6 +185,7 @@ def mutated(data: dict, rng: random.Random) -> dict:
     return data
 
 
+@pytest.mark.heavy
 def test_the_reader_refuses_or_draws_mutated_run_files(caplog):
     rng = random.Random(SEED)
     bases = [example_data(p["id"]) for p in PRESETS]
