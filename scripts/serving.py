@@ -27,6 +27,9 @@ CHROMIUM_ARGS = [
 VIEWPORT = {"width": 1440, "height": 1000}
 PHONE = {"width": 390, "height": 844}  # a common phone's CSS pixels
 ERROR_TOAST = '[data-testid="toast-body"].error'
+# How long a page's wait (for a selector, a step, a download) may last before it fails, where the wait names no
+# bound of its own: Playwright's 30 s was overrun by an export's download on a machine busy with other tests.
+PAGE_WAIT_MS = 120_000
 
 
 def free_port() -> int:
@@ -78,8 +81,9 @@ def chromium_page(url: str) -> Iterator[tuple[object, list]]:
 
 def open_page(browser, url: str, viewport: dict = VIEWPORT) -> tuple[object, list]:
     """A new page of `browser` (a touch screen at PHONE's size) on `url` once the panels are drawn, and the
-    list its JavaScript errors are appended to."""
+    list its JavaScript errors are appended to. Its waits fail after PAGE_WAIT_MS unless they say otherwise."""
     page = browser.new_page(viewport=viewport, has_touch=viewport is PHONE)
+    page.set_default_timeout(PAGE_WAIT_MS)
     errors: list = []
     page.on("pageerror", lambda error: errors.append(error))  # playwright cannot wrap a bound builtin
     page.goto(url)

@@ -1,15 +1,16 @@
 """Shared fixtures: the real default model (loaded once per session), tiny random models and the shipped
-example runs."""
+example runs; and the markers the fixtures apply (`model`, `browser`), so no test can forget its own."""
 
 from __future__ import annotations
 
 import dataclasses
-import os
+import importlib.util
 
 import pytest
 import torch
 from transformers import AutoModelForCausalLM, GPT2Config, LlamaConfig, Qwen2Config
 
+from lookahead_core import models
 from lookahead_core.costs import StepCosts
 from lookahead_core.draft import Draft
 from lookahead_core.eagle import EAGLE, eagle_for
@@ -21,10 +22,55 @@ from lookahead_core.runtime import Runtime
 # The shared panel checks are asserts: rewritten as in a test module, their failures show the values compared
 pytest.register_assert_rewrite("tests.visual_checks")
 
+from tests.browser.chromium import chromium_missing  # noqa: E402
 from tests.visual_checks import PRESETS, example  # noqa: E402
 
-if os.environ.get("PYTEST_XDIST_WORKER"):  # `make test` runs a worker per core: one torch thread each, not two
-    torch.set_num_threads(1)
+# One torch thread, in `make test`'s workers (one per core) and in a single process alike: on this 2-core CPU with
+# other work running, torch's second thread spins waiting for the first, and `make test-quick` took 4 to 6 times
+# the CPU time (230 to 320 s instead of 50 s, 2026-11-26).
+torch.set_num_threads(1)
+
+# A test is marked by what its fixtures load, however deep it takes them, so `-m "not model and not browser"`
+# leaves out every test that needs the real model or Chromium (markers: pyproject.toml). A test that reaches for
+# either without its fixture fails, saying so (`unmarked_reach`).
+MARKED_BY = {
+    "model": {"default_model", "gemma"},  # a real model (tests/test_gemma.py's Gemma 3 270M, under `make test-gemma`)
+    "browser": {"browser"},  # tests/browser/conftest.py: Debian's chromium, launched by Playwright
+}
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest's own hook deselects by marker
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    missing = chromium_missing()
+    for item in items:
+        for marker, fixtures in MARKED_BY.items():
+            if fixtures & set(item.fixturenames):
+                item.add_marker(marker)
+        if missing and item.get_closest_marker("browser"):
+            item.add_marker(pytest.mark.skip(reason=missing))
+
+
+def refusal(what: str, fixture: str, marker: str):
+    """A stand-in that fails the test, saying which fixture would have marked it (pytest.fail: no `except
+    Exception` on the way, such as load_model's, turns it into another error)."""
+
+    def refuse(*args, **kwargs):
+        pytest.fail(f"this test {what} without the `{fixture}` fixture: take it, so it is marked `{marker}`")
+
+    return refuse
+
+
+@pytest.fixture(autouse=True)
+def unmarked_reach(request, monkeypatch) -> None:
+    """In a test not marked `model`, loading the default model or Gemma (models.dequantized, which both go
+    through) fails; in one not marked `browser`, starting Playwright does."""
+    if not request.node.get_closest_marker("model"):
+        monkeypatch.setattr(models, "dequantized", refusal("loads a real model", "default_model", "model"))
+    if not request.node.get_closest_marker("browser") and importlib.util.find_spec("playwright") is not None:
+        from playwright import sync_api
+
+        monkeypatch.setattr(sync_api, "sync_playwright", refusal("starts Chromium", "browser", "browser"))
+
 
 TINY_VOCAB = 96
 COST_SIZES = [1, 2, 4, 8, 16, 32, 64, 128]

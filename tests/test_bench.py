@@ -384,6 +384,7 @@ def test_generate_prints_one_json_line_per_prompt_and_lookahead_equals_greedy(ti
     assert greedy[0]["window"] is None and greedy[0]["method"] == "greedy"
 
 
+@pytest.mark.heavy
 def test_generate_with_prompt_lookup_or_a_draft_equals_greedy(tiny_folder, capsys):
     prompts = ["--prompts-file", str(tiny_folder / "prompts.jsonl")]
     greedy = generated(capsys, tiny_folder, *prompts, "--method", "greedy")

@@ -64,6 +64,7 @@ def trained_draft(lm, folder, steps: int = 60, tokens: int = 4) -> Draft:
 # Exactness
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("family", ["llama", "qwen2", "gpt2"])
 def test_greedy_eagle_equals_greedy_generate(family, tmp_path):
     lm = tiny_model(family)
@@ -87,6 +88,7 @@ def small_lm():
     return small_vocab_model()
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize(
     ("rule", "vocabulary"),
     [("engine", None), ("engine", [6, 1, 3, 2, 0]), ("keep P after a rejection", None)],

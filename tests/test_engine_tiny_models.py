@@ -58,6 +58,7 @@ def guess_candidates(record: StepRecord) -> list:
     return [c for c in record.verification.candidates if c.source != GuessSource.TRAJECTORY]
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize(
     ("family", "attention"), [("llama", "sdpa"), ("llama", "eager"), ("qwen2", "sdpa"), ("gpt2", "eager")]
 )
@@ -81,6 +82,7 @@ def test_lookahead_equals_greedy_generate_on_random_settings(family, attention):
     assert eos_stops > 0
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("per_token", [0.01, 0.05, 0.2])
 def test_cost_aware_plans_change_what_is_tried_never_the_output(per_token):
     """The auto planner feeds the window on some steps and not others, and cuts guesses short where tokens are dear."""

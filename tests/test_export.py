@@ -1,7 +1,7 @@
 """Runs leaving the server and coming back: the standalone HTML replay, the CLI, and reading a run file.
 
 The browser half (the export opened offline in Chromium, stepped and compared with the app) is in
-tests/test_classroom.py.
+tests/browser/test_classroom.py.
 """
 
 from __future__ import annotations

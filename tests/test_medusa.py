@@ -54,6 +54,7 @@ def medusa_output(lm, medusa, prompt, max_new_tokens, eos=None, sampling=GREEDY)
 # Exactness
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("family", ["llama", "qwen2", "gpt2"])
 def test_greedy_medusa_equals_greedy_generate(family):
     lm = tiny_model(family)
@@ -85,6 +86,7 @@ def medusa_samples(lm, medusa, sampling: SamplingConfig, runs: int):
     return counts
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("rule", ["engine", "accept the argmax"])
 def test_sampled_medusa_has_the_distribution_of_ordinary_sampling(small_lm, monkeypatch, rule):
     """Tokens 1-2 and 2-3 (each 64 cells) of many seeded runs against the exact distribution; accepting a

@@ -1,4 +1,5 @@
-"""The public lab under a visitor who means harm: fuzzed HTTP endpoints, fuzzed run files, crafted runs, URL payloads.
+"""The public lab under a visitor who means harm: fuzzed HTTP endpoints, fuzzed run files, crafted runs. Links that
+carry a payload, opened in Chromium, are tests/browser/test_hostile_links.py.
 
 Every corpus is generated from a fixed seed, so a failure reproduces. Each test prints its counts:
 cases sent, messages, failures (pytest -s shows them).
@@ -18,7 +19,6 @@ import pytest
 
 from lookahead_core.records import SchemaError
 from scripts import serving
-from tests.chromium import needs_chromium
 from tests.test_markup import PAYLOAD, payload_elements
 from visuals import library, replay
 
@@ -185,6 +185,7 @@ def mutated(data: dict, rng: random.Random) -> dict:
     return data
 
 
+@pytest.mark.heavy
 def test_the_reader_refuses_or_draws_mutated_run_files(caplog):
     rng = random.Random(SEED)
     bases = [example_data(p["id"]) for p in PRESETS]
@@ -248,48 +249,6 @@ def test_the_widest_run_the_limits_let_through_draws_under_2_mb_per_step():
     assert size < 2_000_000 and replay.UNDRAWABLE not in shown["mask"]
     assert shown["mask"].count("<rect") > 15_000  # every other cell of the dense rows is a rectangle of its own
     assert seconds < 5  # the figure printed above is the measurement; this only catches a pathology
-
-
-# ----------------------------------------------------------------------------------------------
-# The page in Chromium, opened on links that carry a payload
-
-
-LINKS = [
-    "?preset={payload}",
-    "?preset=python&step={payload}",
-    "?run={payload}&step=2",
-    "?lesson={payload}",
-    "?preset={payload}&run={payload}&lesson=",
-]
-EVIL = 'a[href*="evil.example"], img[src*="evil.example"], .pwned, [onmouseover], [onfocus]'
-
-
-def test_links_that_carry_a_payload_show_it_as_text_and_ask_nothing_of_another_address(url):
-    from urllib.parse import quote, urlsplit
-
-    needs_chromium()
-    from playwright.sync_api import sync_playwright
-
-    address = url
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(serving.CHROMIUM), args=serving.CHROMIUM_ARGS)
-        try:
-            asked: list[str] = []
-            for link in LINKS:
-                page, errors = serving.open_page(browser, address + link.format(payload=quote(PAYLOAD)))
-                page.on("request", lambda request: asked.append(request.url))
-                page.wait_for_timeout(500)
-                assert page.locator(EVIL).count() == 0, link
-                assert page.locator("h1").count() == 1 and not page.evaluate("window.pwned"), link
-                assert not errors, link
-                page.close()
-            # the page's own requests carry its address's query (the payload) to this server: only the host counts
-            assert not [url for url in asked if "evil.example" in urlsplit(url).netloc]
-            control, _ = serving.open_page(browser, address)  # negative control: the same checks, text unescaped
-            control.evaluate("html => document.querySelector('#ll-preset-caption').innerHTML = html", PAYLOAD)
-            assert control.locator(EVIL).count() >= 3 and control.locator("h1").count() == 2
-        finally:
-            browser.close()
 
 
 def test_payload_elements_catches_what_the_page_would_draw():

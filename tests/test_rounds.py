@@ -105,6 +105,7 @@ def test_a_race_out_of_time_measures_every_method_in_its_share(tiny_lm, slow_clo
     assert all(timing.compared_tokens <= t.tokens[0] < timing.compared_tokens + 4 for t in timing.methods)
 
 
+@pytest.mark.heavy
 def test_a_step_timed_below_a_one_token_step_is_marked_as_noise(tiny_lm):
     costs = cost_table(0.1)
     costs.seconds[1] = costs.seconds[0] * 0.9  # a 2-token pass timed cheaper than a 1-token pass
@@ -149,6 +150,7 @@ def test_a_round_cut_to_a_few_tokens_gives_no_speedup(tiny_lm, slow_clock):
         assert ("as fast as greedy" in summary) == shown
 
 
+@pytest.mark.heavy
 def test_the_warm_ups_stop_at_their_share_of_the_deadline(tiny_lm, slow_clock):
     """Beside CPU burners the warm-ups (never timed) once took a 60 s race past 140 s: they now get one
     decoding's share of the time, and the race still measures every method (negative control: without a

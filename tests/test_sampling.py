@@ -265,6 +265,7 @@ def method_samples(lm: LoadedModel, method: Method, sampling: SamplingConfig, ru
     return counts
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize(
     ("method", "rule"),
     [
@@ -318,6 +319,7 @@ def test_the_same_seed_gives_the_same_output(method):
     assert output(sampling) != output(SamplingConfig(temperature=0.8, top_p=0.9, seed=8))
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("family", ["llama", "qwen2", "gpt2"])
 def test_temperature_0_and_top_k_1_are_greedy(family):
     lm = tiny_model(family)

@@ -14,14 +14,13 @@ from pathlib import Path
 import pytest
 
 from scripts.serving import PHONE, open_page, wait_for_step
-from tests.chromium import app_without_model, launched_chromium, needs_chromium
+from tests.browser.chromium import app_without_model, offline_context, walk_lesson
 from visuals import library, replay
 from visuals.lesson import LESSON, step_index
 
-OUT = Path(__file__).resolve().parent.parent / "out"
+OUT = Path(__file__).resolve().parents[2] / "out"
 PRESETS = library.load_presets()
 
-needs_chromium()
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore:.*(copy keyword|no_silent_downcasting)")
 
 
@@ -29,12 +28,6 @@ pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore:.*
 def served():
     with app_without_model() as url:
         yield url
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with launched_chromium() as chromium:
-        yield chromium
 
 
 def example(preset_id: str):
@@ -77,21 +70,6 @@ def lit_box(page) -> dict:
         " const seen = document.elementFromPoint(x, y);"
         " return {top: r.top, bottom: r.bottom, height: r.height, seen: !!seen && lit.contains(seen)}; }"
     )
-
-
-def walk_lesson(page, check) -> None:
-    """Every lesson step from the first, each once its panel is outlined, scrolled and at its step: check(number)."""
-    for number, item in enumerate(LESSON):
-        if number:
-            page.click(f"#ll-next-{number - 1}")
-        wanted = f"ll-{item.panel}"
-        page.wait_for_function(
-            f"() => document.querySelector('.ll-lit') && (document.querySelector('.ll-lit').id === '{wanted}'"
-            f" || document.querySelector('.ll-lit #{wanted}'))"
-        )
-        wait_for_step(page, step_index(example(item.preset), item))
-        page.wait_for_timeout(700)  # the smooth scroll
-        check(number)
 
 
 def test_on_a_phone_each_lesson_step_shows_its_panel_above_the_lesson(served, browser):
@@ -155,8 +133,7 @@ def test_the_exported_html_replays_offline_exactly_as_the_app(served, browser, t
         exported = tmp_path / "replay.html"
         download.value.save_as(exported)
         print(f"\nexported HTML of the python preset: {exported.stat().st_size:,} bytes")
-        context = browser.new_context(viewport={"width": 1280, "height": 900})
-        context.set_offline(True)
+        context = offline_context(browser, {"width": 1280, "height": 900})
         offline = context.new_page()
         fetched: list[str] = []
         offline.on("request", lambda request: fetched.append(request.url))

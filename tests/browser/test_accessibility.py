@@ -15,18 +15,17 @@ from pathlib import Path
 
 import pytest
 
-from scripts.serving import PHONE, chromium_page, open_page, run_on_model, running_app, wait_for_step
-from tests.chromium import needs_chromium
+from scripts.serving import PHONE, open_page, run_on_model, running_app, wait_for_step
+from tests.browser.chromium import offline_context, walk_lesson
 from visuals.lesson import LESSON
 
-needs_chromium()
 axe_playwright = pytest.importorskip("axe_playwright_python.sync_playwright", reason="make test installs it")
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore:.*(copy keyword|no_silent_downcasting)")
 
 DESKTOP = {"width": 1280, "height": 900}
 BLOCKING = ("serious", "critical")
 AXE = axe_playwright.Axe()
-REPORTS = Path(__file__).resolve().parent.parent / "out" / "axe"
+REPORTS = Path(__file__).resolve().parents[2] / "out" / "axe"
 
 
 def audited(page, state: str) -> dict[str, int]:
@@ -50,11 +49,11 @@ def served(default_model):
 
 
 @pytest.fixture(scope="module")
-def desktop(served):
+def desktop(browser, served):
     """The first view at 1280 px, and the list of its JavaScript errors."""
-    with chromium_page(served) as (page, errors):
-        page.set_viewport_size(DESKTOP)
-        yield page, errors
+    page, errors = open_page(browser, served, DESKTOP)
+    yield page, errors
+    page.close()
 
 
 def axe_version(page) -> str:
@@ -82,8 +81,8 @@ def test_the_first_view_at_1280_px(desktop):
     assert errors == []
 
 
-def test_the_first_view_at_390_px(desktop, served):
-    page, errors = open_page(desktop[0].context.browser, served, PHONE)
+def test_the_first_view_at_390_px(browser, served):
+    page, errors = open_page(browser, served, PHONE)
     try:
         assert audited(page, "first view 390 px") == {}
         assert errors == []
@@ -91,18 +90,15 @@ def test_the_first_view_at_390_px(desktop, served):
         page.close()
 
 
-def test_every_lesson_step(desktop, served):
-    page, errors = open_page(desktop[0].context.browser, f"{served}?lesson=1", DESKTOP)
+def test_every_lesson_step(browser, served):
+    page, errors = open_page(browser, f"{served}?lesson=1", DESKTOP)
     try:
         found = {}
-        for number in range(len(LESSON)):
-            if number:
-                page.click(f"#ll-next-{number - 1}")
-            page.wait_for_function(
-                f"() => document.querySelector('#ll-next-{number}, #ll-back-{number}')?.offsetParent"
-            )
-            page.wait_for_timeout(700)  # the smooth scroll, and the panels of the step
+
+        def audit(number: int) -> None:
             found[number + 1] = audited(page, f"lesson step {number + 1}")
+
+        walk_lesson(page, audit)
         assert found == {number + 1: {} for number in range(len(LESSON))}
         assert errors == []
     finally:
@@ -137,13 +133,13 @@ def test_the_races_playback_and_table(desktop):
     assert errors == []
 
 
-def test_the_offline_html_replay(desktop, tmp_path):
+def test_the_offline_html_replay(desktop, browser, tmp_path):
     page, _ = desktop
     with page.expect_download() as download:
         page.click("#ll-html")
     exported = tmp_path / "replay.html"
     download.value.save_as(exported)
-    context = page.context.browser.new_context(viewport=DESKTOP)
+    context = offline_context(browser, DESKTOP)
     try:
         offline = context.new_page()
         offline.goto(exported.as_uri())

@@ -23,6 +23,7 @@ REFUSED = {"Falcon (ALiBi)", "BLOOM (ALiBi)", "MPT (ALiBi)"}
 SWEPT: dict[str, families.Outcome] = {}  # filled by the parametrised test, read by the page's check
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("family", families.FAMILIES, ids=lambda f: f.name)
 def test_each_family_is_exact_past_the_window_or_refused(family):
     outcome = families.sweep_family(family)
@@ -31,6 +32,7 @@ def test_each_family_is_exact_past_the_window_or_refused(family):
     assert outcome.verdict == expected, outcome.detail
 
 
+@pytest.mark.heavy  # reads what the sweep above found
 def test_the_models_page_table_is_the_sweeps():
     if len(SWEPT) < len(families.FAMILIES):
         pytest.skip("the sweep did not run for every family in this session")
@@ -39,6 +41,7 @@ def test_the_models_page_table_is_the_sweeps():
     assert families.with_table(page, outcomes) == page, "run: python -m lab.families --page docs/models.md"
 
 
+@pytest.mark.heavy
 def test_the_sweep_catches_a_sliding_layer_that_sees_too_far(monkeypatch):
     monkeypatch.setattr(attention, "beyond_window", lambda depths, past, window, device: torch.zeros((), dtype=bool))
     sliding = [f for f in families.FAMILIES if f.sliding]

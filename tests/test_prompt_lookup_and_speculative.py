@@ -40,6 +40,7 @@ def family_output(lm, method, prompt, max_new_tokens, eos, lookup=PROMPT_LOOKUP,
     return summarize(steps).new_token_ids, steps
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("family", ["llama", "qwen2", "gpt2"])
 @pytest.mark.parametrize("method", [Method.PROMPT_LOOKUP, Method.SPECULATIVE])
 def test_every_method_equals_greedy_generate(family, method):

@@ -16,7 +16,6 @@ from scripts.serving import (
     PHONE,
     caption,
     choose_preset,
-    chromium_page,
     open_page,
     race_to_end,
     run_on_model,
@@ -24,13 +23,11 @@ from scripts.serving import (
     screenshot_step,
     wait_for_step,
 )
-from tests.chromium import needs_chromium
 
-SCREENSHOT = Path(__file__).resolve().parent.parent / "out" / "screenshot.png"
+SCREENSHOT = Path(__file__).resolve().parents[2] / "out" / "screenshot.png"
 WARNING_TOAST = '[data-testid="toast-body"].warning'
 SCREENSHOT_PRESET, SCREENSHOT_STEP = "Math: a word problem", 16
 
-needs_chromium()
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore:.*(copy keyword|no_silent_downcasting)")
 
 
@@ -41,10 +38,11 @@ def served(default_model):
 
 
 @pytest.fixture(scope="module")
-def browser_page(served):
+def browser_page(browser, served):
     """The page and the list of JavaScript errors it raised."""
-    with chromium_page(served) as (page, errors):
-        yield page, errors
+    page, errors = open_page(browser, served)
+    yield page, errors
+    page.close()
 
 
 def set_max_tokens(page, tokens: int) -> None:
@@ -153,8 +151,8 @@ def test_a_run_shows_its_progress_disables_its_buttons_and_stops(browser_page):
     assert errors == []
 
 
-def test_on_a_phone_the_page_stays_390_px_wide_and_steps_by_tapping(browser_page, served):
-    page, errors = open_page(browser_page[0].context.browser, served, PHONE)
+def test_on_a_phone_the_page_stays_390_px_wide_and_steps_by_tapping(browser, served):
+    page, errors = open_page(browser, served, PHONE)
     try:
         assert page_width(page) <= PHONE["width"]
         choose_preset(page, "Code: a Python class")
@@ -170,8 +168,8 @@ def test_on_a_phone_the_page_stays_390_px_wide_and_steps_by_tapping(browser_page
         page.close()
 
 
-def test_a_link_opens_its_preset_at_its_step_and_an_edited_prompt_is_no_preset(browser_page, served):
-    page, errors = open_page(browser_page[0].context.browser, f"{served}?preset=pencils&step=5")
+def test_a_link_opens_its_preset_at_its_step_and_an_edited_prompt_is_no_preset(browser, served):
+    page, errors = open_page(browser, f"{served}?preset=pencils&step=5")
     try:
         wait_for_step(page, 5)
         assert page.input_value("#ll-controls input[role=listbox], #ll-controls .wrap input") == "Math: a word problem"
@@ -189,7 +187,7 @@ def test_a_link_opens_its_preset_at_its_step_and_an_edited_prompt_is_no_preset(b
         assert errors == []
     finally:
         page.close()
-    page, errors = open_page(browser_page[0].context.browser, f"{served}?preset=nonesuch&step=5")
+    page, errors = open_page(browser, f"{served}?preset=nonesuch&step=5")
     try:
         wait_for_step(page, 0)
         assert "No preset is called 'nonesuch'" in page.inner_text("#ll-preset-caption")

@@ -15,15 +15,14 @@ import pytest
 
 from scripts.colour_vision import filter_css
 from scripts.serving import caption, open_page, wait_for_step
-from tests.chromium import app_without_model, launched_chromium, needs_chromium
+from tests.browser.chromium import app_without_model, offline_context
 from visuals import library
 from visuals.lesson import LESSON, step_index
 
-OUT = Path(__file__).resolve().parent.parent / "out"
+OUT = Path(__file__).resolve().parents[2] / "out"
 DESKTOP = {"width": 1280, "height": 900}
 MOST_TABS = 150  # presses of Tab allowed to reach the next control
 
-needs_chromium()
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore:.*(copy keyword|no_silent_downcasting)")
 
 
@@ -31,12 +30,6 @@ pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore:.*
 def served():
     with app_without_model() as url:
         yield url
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with launched_chromium() as chromium:
-        yield chromium
 
 
 def focused_id(page) -> str:
@@ -123,7 +116,7 @@ def test_the_offline_replay_announces_its_caption_and_keeps_the_high_contrast_vi
         path = exported(page, tmp_path)
     finally:
         page.close()
-    context = browser.new_context(viewport=DESKTOP)
+    context = offline_context(browser, DESKTOP)
     try:
         offline = context.new_page()
         offline.goto(f"{path.as_uri()}?contrast=high")

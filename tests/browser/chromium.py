@@ -1,0 +1,99 @@
+"""What the browser tests share beyond scripts/serving.py (which the scripts share too): why they cannot run
+here, if they cannot (playwright or Debian's chromium missing); the app served with no model; one launched
+chromium, and an offline context for exported pages; the lesson walked step by step, each step once its
+outlined panel has come to rest.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from scripts.serving import CHROMIUM, CHROMIUM_ARGS, PAGE_WAIT_MS, running_app, wait_for_step
+from visuals import library
+from visuals.lesson import LESSON, step_index
+
+# How many animation frames in a row the outlined panel must keep its place, on screen, with no (finite) animation
+# running: the lesson's smooth scroll is over and its panels drawn, however slowly a busy machine draws frames
+RESTING_FRAMES = 20
+AT_REST = """frames => {
+  const lit = document.querySelector('.ll-lit');
+  if (!lit) return false;
+  const box = lit.getBoundingClientRect();
+  const place = [window.scrollY, box.top, box.height].join();
+  const moving = document.getAnimations().some(
+    (a) => a.playState === 'running' && isFinite(a.effect.getComputedTiming().endTime));
+  const still = !moving && box.bottom > 0 && box.top < window.innerHeight && place === window.llLitPlace;
+  window.llLitPlace = place;
+  window.llLitFrames = still ? (window.llLitFrames || 0) + 1 : 0;
+  return window.llLitFrames >= frames;
+}"""
+
+
+def chromium_missing() -> str | None:
+    """Why the browser tests cannot run here, or None where they can."""
+    if importlib.util.find_spec("playwright") is None:
+        return "playwright is not installed: make test installs it"
+    if not CHROMIUM.exists():
+        return f"{CHROMIUM} is missing: `make browser` installs Debian's chromium (needs root)"
+    return None
+
+
+@contextmanager
+def app_without_model() -> Iterator[str]:
+    """The app served (its URL), every reach for the model failing the test: the lesson, replays and exports
+    need none."""
+    from lab import server
+
+    def no_model(*args, **kwargs):
+        raise AssertionError("the classroom must not need the model")
+
+    saved = server.MODEL.get
+    server.MODEL.get = no_model
+    try:
+        with running_app() as url:
+            yield url
+    finally:
+        server.MODEL.get = saved
+
+
+@contextmanager
+def launched_chromium() -> Iterator[object]:
+    """Debian's chromium, launched headless by Playwright, for several pages."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+def offline_context(browser, viewport: dict):
+    """A fresh browser context with no network, for an exported page opened from its file; its waits fail after
+    PAGE_WAIT_MS, as those of scripts.serving.open_page's pages do."""
+    context = browser.new_context(viewport=viewport)
+    context.set_default_timeout(PAGE_WAIT_MS)
+    context.set_offline(True)
+    return context
+
+
+def wait_for_the_lit_panel_to_rest(page) -> None:
+    """Wait until the lesson's outlined panel has stayed in one place on screen for RESTING_FRAMES frames."""
+    page.evaluate("() => { window.llLitPlace = null; window.llLitFrames = 0; }")
+    page.wait_for_function(AT_REST, arg=RESTING_FRAMES, polling="raf")
+
+
+def walk_lesson(page, check) -> None:
+    """Every lesson step from the first, each once its panel is outlined, at its step and at rest: check(number)."""
+    for number, item in enumerate(LESSON):
+        if number:
+            page.click(f"#ll-next-{number - 1}")
+        wanted = f"ll-{item.panel}"
+        page.wait_for_function(
+            f"() => document.querySelector('.ll-lit') && (document.querySelector('.ll-lit').id === '{wanted}'"
+            f" || document.querySelector('.ll-lit #{wanted}'))"
+        )
+        wait_for_step(page, step_index(library.example_run(item.preset), item))
+        wait_for_the_lit_panel_to_rest(page)
+        check(number)

@@ -1,0 +1,62 @@
+"""The page in a real headless Chromium, opened on links that carry a payload (tests/test_markup.py's PAYLOAD):
+each shows it as text, if at all, runs none of it and asks nothing of another address.
+
+The app is served with no model, as in tests/browser/test_classroom.py: opening a link needs none. The rest of
+the public lab under a visitor who means harm (fuzzed endpoints and run files) is tests/test_public.py.
+"""
+
+from __future__ import annotations
+
+import json
+from urllib.parse import quote, urlsplit
+
+import pytest
+
+from scripts.serving import open_page
+from tests.browser.chromium import app_without_model
+from tests.test_markup import PAYLOAD
+from visuals import library
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore:.*(copy keyword|no_silent_downcasting)")
+
+EVIL = 'a[href*="evil.example"], img[src*="evil.example"], .pwned, [onmouseover], [onfocus]'
+
+
+def caption_says(text: str) -> str:
+    return f"() => document.querySelector('#ll-preset-caption').innerText.includes({json.dumps(text)})"
+
+
+OUTLINED = "() => document.querySelector('.ll-lit')"
+PENCILS = library.preset(library.load_presets(), "pencils")["caption"][:60]
+# Each link, and what the page shows once it has opened it (the payload, if shown at all, is drawn by then)
+LINKS = [
+    ("?preset={payload}", caption_says("No preset is called")),
+    ("?preset=pencils&step={payload}", caption_says(PENCILS)),  # not the default preset: its caption tells
+    ("?run={payload}&step=2", caption_says("is no longer kept")),
+    ("?lesson={payload}", OUTLINED),  # lesson step 1, its panel outlined
+    ("?preset={payload}&run={payload}&lesson=", OUTLINED),
+]
+
+
+@pytest.fixture(scope="module")
+def served():
+    with app_without_model() as url:
+        yield url
+
+
+def test_links_that_carry_a_payload_show_it_as_text_and_ask_nothing_of_another_address(served, browser):
+    asked: list[str] = []
+    for link, opened in LINKS:
+        page, errors = open_page(browser, served + link.format(payload=quote(PAYLOAD)))
+        page.on("request", lambda request: asked.append(request.url))
+        page.wait_for_function(opened)
+        assert page.locator(EVIL).count() == 0, link
+        assert page.locator("h1").count() == 1 and not page.evaluate("window.pwned"), link
+        assert not errors, link
+        page.close()
+    # the page's own requests carry its address's query (the payload) to this server: only the host counts
+    assert not [url for url in asked if "evil.example" in urlsplit(url).netloc]
+    control, _ = open_page(browser, served)  # negative control: the same checks, text unescaped
+    control.evaluate("html => document.querySelector('#ll-preset-caption').innerHTML = html", PAYLOAD)
+    assert control.locator(EVIL).count() >= 3 and control.locator("h1").count() == 2
+    control.close()
