@@ -49,12 +49,12 @@ class EngineLinear(nn.Linear):
 
 
 @dataclass(frozen=True)
-class Copy:
+class Twin:
     """A module above a float32 linear layer, copied into the view: its original (weakly held, so the view
     keeps no model alive), the copy, the copy's children and the original's children the view was built on."""
 
     original: weakref.ref
-    copy: nn.Module
+    module: nn.Module
     children: dict
     built_on: tuple
 
@@ -63,30 +63,32 @@ class EngineView:
     """The engine's own module tree over a model: views of its float32 linear layers, copies above them."""
 
     def __init__(self, model: nn.Module):
-        self.copies: list[Copy] = []
+        self.twins: list[Twin] = []
         self.model = self.view(model)
 
     def view(self, module: nn.Module) -> nn.Module:
+        """`module` in the view: an EngineLinear, a copy holding views, or the module itself."""
         if type(module) is nn.Linear and module.weight.dtype == torch.float32:
             view = EngineLinear.__new__(EngineLinear)
-            object.__setattr__(view, "__dict__", module.__dict__)
+            object.__setattr__(view, "__dict__", module.__dict__)  # one dict: the view sees every change at once
             return view
         children = {name: child if child is None else self.view(child) for name, child in module._modules.items()}
-        if all(view is module._modules[name] for name, view in children.items()):
+        if all(seen is module._modules[name] for name, seen in children.items()):
             return module  # no linear layer below: the model's own module
         twin = copy.copy(module)
         object.__setattr__(twin, "__dict__", module.__dict__ | {"_modules": children})
-        self.copies.append(Copy(weakref.ref(module), twin, children, tuple(module._modules.values())))
+        self.twins.append(Twin(weakref.ref(module), twin, children, tuple(module._modules.values())))
         return twin
 
     def current(self) -> nn.Module | None:
         """The view, each copy's attributes its original's again (a train/eval switch, a new hook dict); None
         when a module was swapped for another since it was built (or its model is gone)."""
-        for kept in self.copies:
-            original = kept.original()
-            if original is None or tuple(original._modules.values()) != kept.built_on:
+        for twin in self.twins:
+            original = twin.original()
+            if original is None or tuple(original._modules.values()) != twin.built_on:
                 return None
-            object.__setattr__(kept.copy, "__dict__", original.__dict__ | {"_modules": kept.children})
+            # A new dict, swapped in whole: a pass on another thread never sees the original's children here.
+            object.__setattr__(twin.module, "__dict__", original.__dict__ | {"_modules": twin.children})
         return self.model
 
 
