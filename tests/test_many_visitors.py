@@ -62,23 +62,21 @@ def wait_until_processing(job, timeout: float = 60) -> None:
 
 
 def test_a_cancelled_run_stops_within_a_step(url):
+    """Counted in this server's CPU seconds, not in wall time: beside other work a step takes longer on the clock,
+    but not more of this process's CPU. Uncancelled, the 120-token run would go on spending for seconds."""
     client = Client(url, verbose=False)
     job = client.submit(**run_request(120), api_name="/run")
     wait_until_processing(job)
-    time.sleep(1.0)
-    working = cpu_rate(0.5)
-    assert working > 0.5, f"the run was not using the CPU ({working:.2f} CPU s/s): nothing was tested"
-    cancelled = time.monotonic()
+    working = cpu_rate(1.0)
+    assert working > 0.1, f"the run was not using the CPU ({working:.2f} CPU s/s): nothing was tested"
+    before = cpu_seconds()
     job.cancel()
-    while cpu_rate(0.25) > 0.2 and time.monotonic() - cancelled < 10:
+    cancelled = time.monotonic()
+    while cpu_rate(0.25) > 0.2 and time.monotonic() - cancelled < 30:
         pass
-    stopped = time.monotonic() - cancelled
-    idle = cpu_rate(1.0)
-    print(
-        f"\nrun cancelled after it started: the server was down from {working:.2f} to {idle:.2f} CPU s/s "
-        f"within {stopped:.2f} s"
-    )
-    assert stopped < 3 and idle < 0.2
+    spent, stopped = cpu_seconds() - before, time.monotonic() - cancelled
+    print(f"\nrun cancelled while decoding ({working:.2f} CPU s/s): {spent:.2f} CPU s more, idle in {stopped:.2f} s")
+    assert spent < 1.0, f"the server spent {spent:.2f} CPU s after the cancel: the run went on"
     result = Client(url, verbose=False).predict(**run_request(4), api_name="/run")
     assert "<b>4</b><span>new tokens" in result[1]  # the slot is free again
 

@@ -102,13 +102,25 @@ HIGHLIGHT = """
       ? window.scrollTo({ top: window.scrollY + card.getBoundingClientRect().top - 8, behavior })
       : card.scrollIntoView({ behavior, block: "center" });
   place("smooth");
-  // The new step's panels, drawn meanwhile, move the card: it is placed again once (on a phone, where the lesson
-  // covers the lower half, whenever it drifts from the top while they settle)
-  let checks = 16;
+  // The new step's panels, drawn meanwhile (late, on a busy machine or server), move the card: for 4 s it is placed
+  // again whenever it drifts out of the screen (on a phone, where the lesson covers the lower half, from the top),
+  // unless the reader scrolls or presses a key first
+  let checks = 40;
+  let reader = false;
+  const kinds = ["wheel", "touchmove", "keydown"];
+  const stop = () => { reader = true; };
+  kinds.forEach((kind) => window.addEventListener(kind, stop, { passive: true }));
   const hold = () => {
-    if (!card.classList.contains("ll-lit")) return; // the next lesson step outlines another
-    if (!phone || Math.abs(card.getBoundingClientRect().top - 8) > 4) place("auto");
-    if (phone && checks-- > 0) setTimeout(hold, 100);
+    // the reader took over, another step is outlined, or the time is up
+    if (reader || !card.classList.contains("ll-lit") || checks-- <= 0) {
+      kinds.forEach((kind) => window.removeEventListener(kind, stop));
+      return;
+    }
+    const box = card.getBoundingClientRect();
+    const covers = box.top <= 0 && box.bottom >= window.innerHeight; // a card taller than the screen
+    const drifted = phone ? Math.abs(box.top - 8) > 4 : !covers && (box.top < 0 || box.bottom > window.innerHeight);
+    if (drifted) place("auto");
+    setTimeout(hold, 100);
   };
   setTimeout(hold, 400);
   // Next or Back hides the step that held the focus: it goes to the new step's Next (Back on the last step) once

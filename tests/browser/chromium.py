@@ -95,5 +95,12 @@ def walk_lesson(page, check) -> None:
             f" || document.querySelector('.ll-lit #{wanted}'))"
         )
         wait_for_step(page, step_index(library.example_run(item.preset), item))
-        wait_for_the_lit_panel_to_rest(page)
+        try:
+            wait_for_the_lit_panel_to_rest(page)
+        except Exception as error:  # playwright's TimeoutError: say which step, and where its panel was
+            where = page.evaluate(
+                "() => { const r = document.querySelector('.ll-lit').getBoundingClientRect();"
+                " return `top ${r.top}, bottom ${r.bottom}, screen ${window.innerHeight}`; }"
+            )
+            raise AssertionError(f"lesson step {number + 1}: {wanted} never came to rest in view ({where})") from error
         check(number)

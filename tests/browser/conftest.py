@@ -1,8 +1,9 @@
-"""The browser tests' one fixture, `browser`: Debian's chromium launched headless by Playwright, once per module.
+"""The browser tests' fixtures: `browser`, Debian's chromium launched headless by Playwright, and the app served
+(`classroom` with no model, `served_on_the_model` with the real one), each once per module.
 
-Taking it marks a test `browser` (tests/conftest.py), and skips it, saying why, where chromium or playwright is
-missing. Each module serves the app itself (`served`), with the real model or without one, so that under
-`make test`'s `--dist loadfile` a module's server and its browser stay in one worker.
+Taking `browser` marks a test `browser` (tests/conftest.py), and skips it, saying why, where chromium or
+playwright is missing. Module scope keeps a module's server and its browser in one worker under `make test`'s
+`--dist loadfile`.
 """
 
 from __future__ import annotations
@@ -11,10 +12,26 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.browser.chromium import launched_chromium
+from scripts.serving import running_app
+from tests.browser.chromium import app_without_model, launched_chromium
 
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[object]:
     with launched_chromium() as chromium:
         yield chromium
+
+
+@pytest.fixture(scope="module")
+def classroom() -> Iterator[str]:
+    """The app's URL, served with every reach for the model failing the test: the lesson, replays and exports
+    need none."""
+    with app_without_model() as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def served_on_the_model(default_model) -> Iterator[str]:
+    """The app's URL, served on the real default model."""
+    with running_app(default_model) as url:
+        yield url

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from scripts.serving import PHONE, open_page, run_on_model, running_app, wait_for_step
+from scripts.serving import PHONE, open_page, run_on_model, wait_for_step
 from tests.browser.chromium import offline_context, walk_lesson
 from visuals.lesson import LESSON
 
@@ -43,15 +43,9 @@ def audited(page, state: str) -> dict[str, int]:
 
 
 @pytest.fixture(scope="module")
-def served(default_model):
-    with running_app(default_model) as url:
-        yield url
-
-
-@pytest.fixture(scope="module")
-def desktop(browser, served):
+def desktop(browser, served_on_the_model):
     """The first view at 1280 px, and the list of its JavaScript errors."""
-    page, errors = open_page(browser, served, DESKTOP)
+    page, errors = open_page(browser, served_on_the_model, DESKTOP)
     yield page, errors
     page.close()
 
@@ -81,8 +75,8 @@ def test_the_first_view_at_1280_px(desktop):
     assert errors == []
 
 
-def test_the_first_view_at_390_px(browser, served):
-    page, errors = open_page(browser, served, PHONE)
+def test_the_first_view_at_390_px(browser, served_on_the_model):
+    page, errors = open_page(browser, served_on_the_model, PHONE)
     try:
         assert audited(page, "first view 390 px") == {}
         assert errors == []
@@ -90,8 +84,8 @@ def test_the_first_view_at_390_px(browser, served):
         page.close()
 
 
-def test_every_lesson_step(browser, served):
-    page, errors = open_page(browser, f"{served}?lesson=1", DESKTOP)
+def test_every_lesson_step(browser, served_on_the_model):
+    page, errors = open_page(browser, f"{served_on_the_model}?lesson=1", DESKTOP)
     try:
         found = {}
 

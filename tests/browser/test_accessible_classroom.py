@@ -15,7 +15,7 @@ import pytest
 
 from scripts.colour_vision import filter_css
 from scripts.serving import caption, open_page, wait_for_step
-from tests.browser.chromium import app_without_model, offline_context
+from tests.browser.chromium import offline_context
 from visuals import library
 from visuals.lesson import LESSON, step_index
 
@@ -24,12 +24,6 @@ DESKTOP = {"width": 1280, "height": 900}
 MOST_TABS = 150  # presses of Tab allowed to reach the next control
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore:.*(copy keyword|no_silent_downcasting)")
-
-
-@pytest.fixture(scope="module")
-def served():
-    with app_without_model() as url:
-        yield url
 
 
 def focused_id(page) -> str:
@@ -52,10 +46,10 @@ def focus_ring(page) -> str:
     )
 
 
-def test_the_whole_lesson_walks_by_keyboard_alone(served, browser):
+def test_the_whole_lesson_walks_by_keyboard_alone(classroom, browser):
     """A lesson link opens with the focus on Next; Enter alone walks every step (the focus moves to each new
     step's Next), with a focus ring on each; Back goes back the same way; Tab comes back to Next."""
-    page, errors = open_page(browser, f"{served}?lesson=1", DESKTOP)
+    page, errors = open_page(browser, f"{classroom}?lesson=1", DESKTOP)
     try:
         page.wait_for_function("() => document.querySelector('.ll-lit')")
         page.wait_for_function("() => document.activeElement?.id === 'll-next-0'")  # ?lesson=1 starts on it
@@ -80,8 +74,8 @@ def test_the_whole_lesson_walks_by_keyboard_alone(served, browser):
         page.close()
 
 
-def test_the_replay_steps_and_plays_by_keyboard_and_its_caption_is_announced(served, browser):
-    page, errors = open_page(browser, f"{served}?preset=python&step=0", DESKTOP)
+def test_the_replay_steps_and_plays_by_keyboard_and_its_caption_is_announced(classroom, browser):
+    page, errors = open_page(browser, f"{classroom}?preset=python&step=0", DESKTOP)
     try:
         wait_for_step(page, 0)
         live = page.locator("#ll-caption")
@@ -109,8 +103,8 @@ def exported(page, tmp_path: Path) -> Path:
     return path
 
 
-def test_the_offline_replay_announces_its_caption_and_keeps_the_high_contrast_view(served, browser, tmp_path):
-    page, _ = open_page(browser, f"{served}?preset=python&step=0", DESKTOP)
+def test_the_offline_replay_announces_its_caption_and_keeps_the_high_contrast_view(classroom, browser, tmp_path):
+    page, _ = open_page(browser, f"{classroom}?preset=python&step=0", DESKTOP)
     try:
         wait_for_step(page, 0)
         path = exported(page, tmp_path)
@@ -141,8 +135,8 @@ def black(page, selector: str) -> bool:
     return page.evaluate(f"() => getComputedStyle(document.querySelector('{selector}')).color") == "rgb(0, 0, 0)"
 
 
-def test_the_high_contrast_view_from_its_link_and_its_toggle(served, browser):
-    page, errors = open_page(browser, f"{served}?preset=pencils&step=16&contrast=high", DESKTOP)
+def test_the_high_contrast_view_from_its_link_and_its_toggle(classroom, browser):
+    page, errors = open_page(browser, f"{classroom}?preset=pencils&step=16&contrast=high", DESKTOP)
     try:
         wait_for_step(page, 16)
         page.wait_for_function("() => document.documentElement.classList.contains('ll-contrast-high')")
@@ -159,8 +153,8 @@ def test_the_high_contrast_view_from_its_link_and_its_toggle(served, browser):
         page.close()
 
 
-def test_a_verification_panel_as_a_deuteranope_sees_it(served, browser):
-    page, _ = open_page(browser, f"{served}?preset=pencils&step=16", DESKTOP)
+def test_a_verification_panel_as_a_deuteranope_sees_it(classroom, browser):
+    page, _ = open_page(browser, f"{classroom}?preset=pencils&step=16", DESKTOP)
     try:
         wait_for_step(page, 16)
         card = page.locator(".ll-card", has=page.locator("#ll-verification"))

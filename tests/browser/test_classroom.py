@@ -2,7 +2,7 @@
 desktop and on a phone), the offline export compared panel for panel with the app, and a run file taken out and
 brought back.
 
-The app is served with its model access replaced by a failure, so anything here that needed a model would
+The app is classroom with its model access replaced by a failure, so anything here that needed a model would
 show an error. Writes out/lesson-*.png (git-ignored); scripts/screenshot.py is not needed for these.
 """
 
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from scripts.serving import PHONE, open_page, wait_for_step
-from tests.browser.chromium import app_without_model, offline_context, walk_lesson
+from tests.browser.chromium import offline_context, walk_lesson
 from visuals import library, replay
 from visuals.lesson import LESSON, step_index
 
@@ -22,12 +22,6 @@ OUT = Path(__file__).resolve().parents[2] / "out"
 PRESETS = library.load_presets()
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore:.*(copy keyword|no_silent_downcasting)")
-
-
-@pytest.fixture(scope="module")
-def served():
-    with app_without_model() as url:
-        yield url
 
 
 def example(preset_id: str):
@@ -49,8 +43,8 @@ def in_view(page, element_id: str) -> bool:
     )
 
 
-def test_run_on_the_model_is_on_screen_as_the_page_opens_at_1280_by_800(served, browser):
-    page, errors = open_page(browser, served, {"width": 1280, "height": 800})
+def test_run_on_the_model_is_on_screen_as_the_page_opens_at_1280_by_800(classroom, browser):
+    page, errors = open_page(browser, classroom, {"width": 1280, "height": 800})
     try:
         wait_for_step(page, 0)
         box = page.locator("#ll-run").bounding_box()
@@ -72,8 +66,8 @@ def lit_box(page) -> dict:
     )
 
 
-def test_on_a_phone_each_lesson_step_shows_its_panel_above_the_lesson(served, browser):
-    page, errors = open_page(browser, f"{served}?lesson=1", PHONE)
+def test_on_a_phone_each_lesson_step_shows_its_panel_above_the_lesson(classroom, browser):
+    page, errors = open_page(browser, f"{classroom}?lesson=1", PHONE)
     try:
         page.wait_for_function("() => document.querySelector('.ll-lit')")
 
@@ -88,9 +82,9 @@ def test_on_a_phone_each_lesson_step_shows_its_panel_above_the_lesson(served, br
         page.close()
 
 
-def test_the_lesson_walks_from_start_to_end_with_no_model(served, browser):
+def test_the_lesson_walks_from_start_to_end_with_no_model(classroom, browser):
     started = time.perf_counter()
-    page, errors = open_page(browser, f"{served}?lesson=1")
+    page, errors = open_page(browser, f"{classroom}?lesson=1")
     try:
         page.wait_for_function("() => document.querySelector('.ll-lit')")
         print(f"\nopening ?lesson=1 to its outlined panel: {time.perf_counter() - started:.2f} s")
@@ -124,8 +118,8 @@ def panels_in(page, inside: str) -> dict[str, str]:
     )
 
 
-def test_the_exported_html_replays_offline_exactly_as_the_app(served, browser, tmp_path):
-    page, errors = open_page(browser, f"{served}?preset=python&step=0")
+def test_the_exported_html_replays_offline_exactly_as_the_app(classroom, browser, tmp_path):
+    page, errors = open_page(browser, f"{classroom}?preset=python&step=0")
     try:
         wait_for_step(page, 0)
         with page.expect_download() as download:
@@ -162,8 +156,8 @@ def test_the_exported_html_replays_offline_exactly_as_the_app(served, browser, t
         page.close()
 
 
-def test_a_run_file_goes_out_and_comes_back_and_a_bad_one_gets_a_message(served, browser, tmp_path):
-    page, errors = open_page(browser, f"{served}?preset=pencils&step=3")
+def test_a_run_file_goes_out_and_comes_back_and_a_bad_one_gets_a_message(classroom, browser, tmp_path):
+    page, errors = open_page(browser, f"{classroom}?preset=pencils&step=3")
     try:
         wait_for_step(page, 3)
         with page.expect_download() as download:

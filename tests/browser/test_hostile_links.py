@@ -1,7 +1,7 @@
 """The page in a real headless Chromium, opened on links that carry a payload (tests/test_markup.py's PAYLOAD):
 each shows it as text, if at all, runs none of it and asks nothing of another address.
 
-The app is served with no model, as in tests/browser/test_classroom.py: opening a link needs none. The rest of
+The app is classroom with no model, as in tests/browser/test_classroom.py: opening a link needs none. The rest of
 the public lab under a visitor who means harm (fuzzed endpoints and run files) is tests/test_public.py.
 """
 
@@ -13,7 +13,6 @@ from urllib.parse import quote, urlsplit
 import pytest
 
 from scripts.serving import open_page
-from tests.browser.chromium import app_without_model
 from tests.test_markup import PAYLOAD
 from visuals import library
 
@@ -38,16 +37,10 @@ LINKS = [
 ]
 
 
-@pytest.fixture(scope="module")
-def served():
-    with app_without_model() as url:
-        yield url
-
-
-def test_links_that_carry_a_payload_show_it_as_text_and_ask_nothing_of_another_address(served, browser):
+def test_links_that_carry_a_payload_show_it_as_text_and_ask_nothing_of_another_address(classroom, browser):
     asked: list[str] = []
     for link, opened in LINKS:
-        page, errors = open_page(browser, served + link.format(payload=quote(PAYLOAD)))
+        page, errors = open_page(browser, classroom + link.format(payload=quote(PAYLOAD)))
         page.on("request", lambda request: asked.append(request.url))
         page.wait_for_function(opened)
         assert page.locator(EVIL).count() == 0, link
@@ -56,7 +49,7 @@ def test_links_that_carry_a_payload_show_it_as_text_and_ask_nothing_of_another_a
         page.close()
     # the page's own requests carry its address's query (the payload) to this server: only the host counts
     assert not [url for url in asked if "evil.example" in urlsplit(url).netloc]
-    control, _ = open_page(browser, served)  # negative control: the same checks, text unescaped
+    control, _ = open_page(browser, classroom)  # negative control: the same checks, text unescaped
     control.evaluate("html => document.querySelector('#ll-preset-caption').innerHTML = html", PAYLOAD)
     assert control.locator(EVIL).count() >= 3 and control.locator("h1").count() == 2
     control.close()

@@ -1,4 +1,4 @@
-"""A real headless Chromium (Debian's /usr/bin/chromium, driven by Playwright) on the served app.
+"""A real headless Chromium (Debian's /usr/bin/chromium, driven by Playwright) on the served_on_the_model app.
 
 Loads the page, runs the model, steps with the button and the keyboard, checks that no error
 toast appeared, and photographs a step into out/screenshot.png (git-ignored). The README's
@@ -19,7 +19,6 @@ from scripts.serving import (
     open_page,
     race_to_end,
     run_on_model,
-    running_app,
     screenshot_step,
     wait_for_step,
 )
@@ -32,15 +31,9 @@ pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore:.*
 
 
 @pytest.fixture(scope="module")
-def served(default_model):
-    with running_app(default_model) as url:
-        yield url
-
-
-@pytest.fixture(scope="module")
-def browser_page(browser, served):
+def browser_page(browser, served_on_the_model):
     """The page and the list of JavaScript errors it raised."""
-    page, errors = open_page(browser, served)
+    page, errors = open_page(browser, served_on_the_model)
     yield page, errors
     page.close()
 
@@ -151,8 +144,8 @@ def test_a_run_shows_its_progress_disables_its_buttons_and_stops(browser_page):
     assert errors == []
 
 
-def test_on_a_phone_the_page_stays_390_px_wide_and_steps_by_tapping(browser, served):
-    page, errors = open_page(browser, served, PHONE)
+def test_on_a_phone_the_page_stays_390_px_wide_and_steps_by_tapping(browser, served_on_the_model):
+    page, errors = open_page(browser, served_on_the_model, PHONE)
     try:
         assert page_width(page) <= PHONE["width"]
         choose_preset(page, "Code: a Python class")
@@ -168,8 +161,8 @@ def test_on_a_phone_the_page_stays_390_px_wide_and_steps_by_tapping(browser, ser
         page.close()
 
 
-def test_a_link_opens_its_preset_at_its_step_and_an_edited_prompt_is_no_preset(browser, served):
-    page, errors = open_page(browser, f"{served}?preset=pencils&step=5")
+def test_a_link_opens_its_preset_at_its_step_and_an_edited_prompt_is_no_preset(browser, served_on_the_model):
+    page, errors = open_page(browser, f"{served_on_the_model}?preset=pencils&step=5")
     try:
         wait_for_step(page, 5)
         assert page.input_value("#ll-controls input[role=listbox], #ll-controls .wrap input") == "Math: a word problem"
@@ -187,7 +180,7 @@ def test_a_link_opens_its_preset_at_its_step_and_an_edited_prompt_is_no_preset(b
         assert errors == []
     finally:
         page.close()
-    page, errors = open_page(browser, f"{served}?preset=nonesuch&step=5")
+    page, errors = open_page(browser, f"{served_on_the_model}?preset=nonesuch&step=5")
     try:
         wait_for_step(page, 0)
         assert "No preset is called 'nonesuch'" in page.inner_text("#ll-preset-caption")
