@@ -30,6 +30,7 @@ from dataclasses import dataclass, replace
 
 import torch
 
+from lookahead_core.divergence import divergence
 from lookahead_core.forward import synchronize
 from lookahead_core.methods import lookup_settings, reach
 from lookahead_core.models import LoadedModel, encode_prompt
@@ -335,6 +336,9 @@ def run_bench(
         reference = bench_reference(lm, methods, ids, request, rounds)
         shown = {method: median_round(rounds, method) for method in methods}
         results = {method: t.result(shown[baseline], reference) for method, t in shown.items()}
+        for method, result in results.items():
+            if result.exact is False:
+                result.divergence = divergence(lm, ids, reference, shown[method].new_token_ids)
         rows.append(BenchPrompt(id=item["id"], prompt_tokens=len(ids), methods=results))
         timed.append(rounds)
     busy = watch.reading()

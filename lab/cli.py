@@ -35,6 +35,7 @@ from lookahead_core.runtime import Runtime
 from lookahead_core.sampling import SamplingConfig
 from lookahead_core.trace import decode_steps, summarize
 from lookahead_core.tuning import AutoSettings, auto_settings
+from visuals.divergence import divergence_words
 from visuals.methods import recorded_words
 from visuals.plans import settings_words
 from visuals.timing import bench_rate, bench_rounds_words, bench_speedup, busy_words, times
@@ -359,6 +360,12 @@ def summary_table(report: BenchReport) -> str:
         compiled = "compiled by transformers (CUDA graphs)" if settings.static_compiled else "uncompiled on this device"
         lines.append(f"hf-static: generate with a static cache, {compiled}.")
     lines.append(bench_rounds_words(settings))
+    lines += [
+        f"{prompt.id}: {divergence_words(result.divergence, method, 'greedy generate')}"
+        for prompt in report.prompts
+        for method, result in prompt.methods.items()
+        if result.divergence is not None
+    ]
     if report.busy is not None:
         lines.append(busy_words(report.busy, "this bench"))
     return "\n".join(lines)

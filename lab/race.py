@@ -25,6 +25,7 @@ from lookahead_core.models import LoadedModel
 from lookahead_core.records import METHODS, Method, RaceLane, RaceRecord, StepRecord
 from lookahead_core.request import DecodeRequest
 from lookahead_core.runtime import Deadline, Runtime
+from lookahead_core.tokens import text_pieces
 from lookahead_core.trace import (
     Progress,
     candidate_tokens,
@@ -32,7 +33,6 @@ from lookahead_core.trace import (
     finished,
     machine_facts,
     summarize,
-    text_pieces,
     warming_up,
 )
 

@@ -2,6 +2,7 @@
 
 A small library with no user interface: `records` (the schema every record is built from; plain
 Python, importable without torch), `config`, `layout`, `window`, `pool`, `proposers`, `verify`,
-`sampling`, `planning`, `forward`, `decoding`, `costs`, `tuning`, `models` and `trace`. Importing this
+`sampling`, `planning`, `forward`, `decoding`, `costs`, `tuning`, `models`, `tokens` (what a token reads as),
+`divergence` (where a half-precision output leaves plain decoding's) and `trace`. Importing this
 package loads nothing heavy: import the module you need.
 """

@@ -63,6 +63,7 @@ RESULT_KEYS = {
     "accepted",
     "speedup",
     "draws",
+    "divergence",
 }
 
 
@@ -464,3 +465,25 @@ def test_python_m_lab_runs_and_lists_its_commands():
     )
     assert result.returncode == 0, result.stderr
     assert "python -m lab" in result.stdout and "generate" in result.stdout and "bench" in result.stdout
+
+
+def test_an_output_that_leaves_greedy_generate_is_explained_at_its_first_token(
+    tiny_folder, tmp_path, monkeypatch, capsys
+):
+    """Lookahead's output is injected one token off at token 4: the report keeps where, with the two candidates'
+    logits from a real pass of the tiny model, and the table says it (an exact method says nothing)."""
+    plain = [5] * 10
+
+    def injected(lm, method, prompt_ids, *rest):
+        tokens = plain[:3] + [7] + plain[4:] if method == BenchMethod.LOOKAHEAD else plain
+        return Timed(new_token_ids=tokens, steps=10, seconds=1.0)
+
+    monkeypatch.setattr(bench_module, "run_method", injected)
+    report = bench(tiny_folder, tmp_path, "--methods", "greedy,lookahead,hf-greedy")
+    results = report.prompts[0].methods
+    parted = results[BenchMethod.LOOKAHEAD].divergence
+    assert results[BenchMethod.LOOKAHEAD].exact is False and results[BenchMethod.GREEDY].divergence is None
+    assert (parted.index, parted.plain_token, parted.other_token, parted.dtype) == (3, 5, 7, "float32")
+    assert parted.plain_text == "%" and parted.other_text == "'"  # the char tokenizer: id i is chr(32 + i)
+    out = capsys.readouterr().out
+    assert "loop: output differs from greedy generate from new token 4: greedy generate chose “%”, lookahead “'”" in out

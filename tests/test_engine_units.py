@@ -291,7 +291,7 @@ class PieceTokenizer:
 
 
 def test_a_token_holding_part_of_a_character_shows_its_bytes_marked():
-    from lookahead_core.trace import token_text
+    from lookahead_core.tokens import token_text
 
     tokenizer = PieceTokenizer()
     assert [token_text(tokenizer, i) for i in range(3)] == ["‹e4›", " ‹f0 9f 98›", "word"]

@@ -11,6 +11,7 @@ import plotly.graph_objects as go
 
 from lookahead_core.records import METHODS, Run, TokenSource
 
+from .divergence import divergence_words
 from .markup import escape
 from .palette import KINDS, PATTERNS, marked_label
 
@@ -66,7 +67,9 @@ def progress_html(run: Run, index: int) -> str:
         same = "sampled: the two runs draw differently, from the same distribution"
     elif p["same_as_greedy"]:
         same = "output identical to greedy so far ✓"
-    else:
+    elif run.divergence is not None:
+        same = divergence_words(run.divergence, ours)
+    else:  # a run recorded before divergences were kept
         same = "output differs from greedy (half precision can flip near-ties)"
     return (
         f'<div class="ll-progress"><h3>Forward passes for the same {p["tokens"]} tokens</h3>'

@@ -28,6 +28,7 @@ from .names import (
 )
 from .race import RaceLane, RaceRecord
 from .run import (
+    Divergence,
     DraftSettings,
     LookaheadSettings,
     LookupSettings,
@@ -60,6 +61,7 @@ from .step import (
 from .timing import Busy, MethodTiming, Spread, Timing
 
 __all__ = [
+    "Divergence",
     "SCHEMA_VERSION",
     "UPGRADABLE",
     "SchemaError",

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from .codec import Document, from_data, parse_json
 from .legacy import unversioned_bench_report
 from .names import SCHEMA_VERSION, BenchMethod
-from .run import DraftSettings, LookaheadSettings, LookupSettings, Machine, MedusaSettings, SamplingRecord
+from .run import Divergence, DraftSettings, LookaheadSettings, LookupSettings, Machine, MedusaSettings, SamplingRecord
 from .timing import Busy, Spread
 
 
@@ -34,6 +34,8 @@ class BenchResult:
     # A sampled report from before versioned bench reports counted, in place of `offered`, the candidate
     # tokens the sampling rule tried; its `accepted` and acceptance count over these. None since.
     draws: int | None = None
+    # where a greedy output left greedy `generate`'s: the token and the two candidates' logits (None: it did not)
+    divergence: Divergence | None = None
 
 
 @dataclass(kw_only=True)

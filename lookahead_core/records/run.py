@@ -149,11 +149,34 @@ class Trace(Document):
 
 
 @dataclass(kw_only=True)
+class Divergence:
+    """Where a greedy output first leaves plain greedy decoding's: new token `index` (0 = the first), where plain
+    decoding chose `plain_token` and the other run `other_token` (`plain_text` and `other_text`, each decoded
+    alone). `plain_logit` and `other_logit` are the two
+    candidates' logits in one more pass of the model over the prompt and the tokens both runs agree on, in the
+    model's `dtype`, and `rounding_step` the spacing of that dtype's numbers at the larger logit's size: a gap
+    of about one step is a near-tie that a computation of another shape (more rows, another kernel) may round
+    the other way. In float32 the engine's outputs never diverge; in half precision they may."""
+
+    index: int
+    plain_token: int
+    other_token: int
+    plain_text: str
+    other_text: str
+    plain_logit: float
+    other_logit: float
+    rounding_step: float
+    dtype: str
+
+
+@dataclass(kw_only=True)
 class Run(Document):
     """A guessing method's trace (lookahead, prompt lookup, speculative) beside plain decoding's on
-    the same prompt: what a replay of the comparison needs."""
+    the same prompt: what a replay of the comparison needs. `divergence` is set where a greedy method's output
+    left plain decoding's."""
 
     trace: Trace
     greedy: Trace
     timing: Timing | None = None  # None: a run from before repeated timings (each trace timed once)
+    divergence: Divergence | None = None
     schema_version: int = SCHEMA_VERSION
