@@ -22,7 +22,7 @@ from lookahead_core.decoding import check_request
 from lookahead_core.forward import synchronize
 from lookahead_core.methods import lookahead_settings, lookup_settings, reach
 from lookahead_core.models import LoadedModel
-from lookahead_core.records import METHODS, Method, RaceLane, RaceRecord, StepRecord
+from lookahead_core.records import METHODS, Method, RaceLane, RaceRecord, StepRecord, raced_on
 from lookahead_core.request import DecodeRequest
 from lookahead_core.runtime import Deadline, Runtime
 from lookahead_core.tokens import text_pieces
@@ -128,10 +128,10 @@ def race_lane(lm: LoadedModel, method: Method, records: list[StepRecord], tokens
     )
 
 
-def raced(runtime: Runtime) -> tuple[Method, ...]:
-    """The methods a race runs, in the table's order: those the table races, where the runtime has what they
-    need (Medusa where the model has heads)."""
-    return tuple(m for m, entry in METHODS.items() if entry.raced and runtime.has(entry.needs))
+def raced(runtime: Runtime, device: str) -> tuple[Method, ...]:
+    """The methods a race runs on a device of type `device`, in the table's order: those the table races there,
+    where the runtime has what they need (Medusa where the model has heads)."""
+    return tuple(m for m in raced_on(device) if runtime.has(METHODS[m].needs))
 
 
 def another_round(deadline: Deadline | None, done: int, longest: float) -> bool:
@@ -162,7 +162,7 @@ def racing(
     request = runtime.settled(request)
     deadline = runtime.deadline
     watch = CpuWatch()
-    methods = raced(runtime)
+    methods = raced(runtime, lm.device.type)
     farthest = max(reach(replace(request, method=m), runtime) for m in methods)
     check_request(prompt_ids, request.max_new_tokens, lm.context_length, farthest)  # before any warm-up is spent
     parts = len(methods) * (1 + planned_rounds)

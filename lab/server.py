@@ -22,7 +22,7 @@ from collections.abc import Iterator
 
 from lookahead_core.costs import step_costs
 from lookahead_core.models import encode_prompt, load_model
-from lookahead_core.records import METHODS, Needs, Progress, RaceRecord, Run
+from lookahead_core.records import METHODS, Needs, Progress, RaceRecord, Run, raced_on
 from lookahead_core.request import DecodeRequest
 from lookahead_core.tuning import auto_settings, choose_settings
 
@@ -53,7 +53,8 @@ NO_LAYER = (
     "EAGLE needs a layer trained for the model: the lab ships one for SmolLM2-135M-Instruct only. Pick another method."
 )
 NOT_SHIPPED = {Needs.HEADS: NO_HEADS, Needs.LAYER: NO_LAYER}  # what a Run of a method says where its needs do not ship
-RACING = tuple(method for method, entry in METHODS.items() if entry.raced)  # raced where what they need is here
+# A ZeroGPU Space races on its GPU: a slot is sized for the lanes raced there (as many as on a CPU)
+SPACE_LANES = len(raced_on("cuda"))
 
 
 def on_gpu(duration):
@@ -75,7 +76,7 @@ def slot(request: ModelRequest) -> int:
 def race_slot(request: ModelRequest) -> int:
     """The GPU seconds a race asks for: every method (Medusa's too, where heads ship), each warmed up first;
     auto may measure step costs."""
-    return space.slot_seconds(request.decode.max_new_tokens, runs=len(RACING) + 1, measures_costs=request.decode.auto)
+    return space.slot_seconds(request.decode.max_new_tokens, runs=SPACE_LANES + 1, measures_costs=request.decode.auto)
 
 
 def within_budget(
@@ -132,8 +133,8 @@ def timed_race(request: ModelRequest) -> Iterator[Progress | tuple[RaceRecord, f
     deadline = Deadline(RACE_SECONDS, reserve=RESERVE)
     prompt_ids = encode_prompt(lm.tokenizer, request.prompt, request.chat)
     auto = choose_settings(costs) if d.auto else None
-    runtime = held.runtime(RACING, d, auto, deadline)
-    lanes = len(raced(runtime))
+    runtime = held.runtime(raced_on(lm.device.type), d, auto, deadline)
+    lanes = len(raced(runtime, lm.device.type))
     within_budget(held.prices, prompt_ids, d, decodings=lanes, seconds=RACE_SECONDS)
     rounds = expected_rounds(held.prices, d, RACE_SECONDS, lanes)
     result = yield from racing(lm, prompt_ids, d, runtime, costs, rounds)

@@ -12,7 +12,7 @@ from dataclasses import replace
 import pytest
 
 from lab.budget import Deadline
-from lab.race import ROUNDS, race, racing
+from lab.race import ROUNDS, race, raced, racing
 from lab.timed_run import RUN_ROUNDS, timed_run
 from lookahead_core.config import LookaheadConfig
 from lookahead_core.costs import StepCosts
@@ -23,7 +23,7 @@ from visuals.race import NOISE, cost_figure, race_html
 from visuals.summary import summary_html
 from visuals.timing import FEWEST_COMPARED
 
-from .conftest import cost_table, drained, tiny_draft
+from .conftest import cost_table, drained, tiny_draft, tiny_runtime
 
 PROMPT = [5, 6, 7, 8, 5, 6, 7, 8, 5, 6]
 REQUEST = DecodeRequest(lookahead=LookaheadConfig(4, 3, 4), max_new_tokens=48)
@@ -165,3 +165,14 @@ def test_the_warm_ups_stop_at_their_share_of_the_deadline(tiny_lm, slow_clock):
     assert all(lane.tokens[-1] > 0 for lane in result.lanes)
     untimed, _ = drained(racing(tiny_lm, PROMPT, request, Runtime(draft=tiny_draft("llama")), costs))
     assert sum(p.warming_up for p in progress) < sum(p.warming_up for p in untimed)
+
+
+def test_on_a_gpu_the_race_drafts_with_the_eagle_layer_in_place_of_a_same_size_draft(tiny_lm):
+    """A same-size draft costs a full step per drafted token on a GPU: there EAGLE races instead (and on a CPU
+    the draft model, as before). Each device's lanes are the negative control of the other's."""
+    runtime = tiny_runtime(tiny_lm, "llama")
+    cpu, gpu = raced(runtime, "cpu"), raced(runtime, "cuda")
+    assert Method.SPECULATIVE in cpu and Method.EAGLE not in cpu
+    assert Method.EAGLE in gpu and Method.SPECULATIVE not in gpu and len(cpu) == len(gpu)
+    no_layer = replace(runtime, layer=None)
+    assert Method.EAGLE not in raced(no_layer, "cuda") and Method.SPECULATIVE not in raced(no_layer, "cuda")

@@ -8,7 +8,7 @@ from .bench import BenchPrompt, BenchReport, BenchResult, BenchSettings, BenchTo
 from .codec import Document, from_data, from_json, parse_json, to_data, to_json
 from .legacy import unversioned_bench_report
 from .live import Fit, Progress
-from .methods import METHODS, MethodEntry, Needs
+from .methods import METHODS, MethodEntry, Needs, raced_on
 from .names import (
     SCHEMA_VERSION,
     UPGRADABLE,
@@ -61,6 +61,7 @@ from .step import (
 from .timing import Busy, MethodTiming, Spread, Timing
 
 __all__ = [
+    "raced_on",
     "Divergence",
     "SCHEMA_VERSION",
     "UPGRADABLE",

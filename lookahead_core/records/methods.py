@@ -29,7 +29,10 @@ class MethodEntry:
 
     `branch` is the part of a step's token tree its guesses fill (None: plain decoding guesses nothing);
     `window` whether it keeps the Jacobi window and n-gram pool (with a planner and auto settings);
-    `raced` whether the race runs it (given what it needs); `missing` the refusal when what it needs is not
+    `raced` whether the race runs it on a CPU (given what it needs) and `gpu_raced` on a GPU (None: as on a CPU):
+    a draft model of the target's own size costs a full step per drafted token on a GPU, where a step of one
+    token costs about what a step of many does (../shared/GPU.md measured 0.45x), so there EAGLE's one-layer
+    draft races in its place; `missing` the refusal when what it needs is not
     there; `proposes` and `no_pool` what the window and pool panels say in their place; `prefill` what the
     prefill's caption adds.
     """
@@ -41,6 +44,7 @@ class MethodEntry:
     branch: Branch | None
     window: bool = False
     raced: bool = True
+    gpu_raced: bool | None = None
     missing: str = ""
     proposes: str = ""
     no_pool: str = ""
@@ -49,6 +53,10 @@ class MethodEntry:
     @property
     def guesses(self) -> bool:
         return self.branch is not None
+
+    def races_on(self, device: str) -> bool:
+        """Whether the race runs this method on a device of type `device` ("cpu", "cuda", ...)."""
+        return self.raced if device == "cpu" or self.gpu_raced is None else self.gpu_raced
 
 
 METHODS: dict[Method, MethodEntry] = {
@@ -85,6 +93,7 @@ METHODS: dict[Method, MethodEntry] = {
             short="speculative",
             needs=Needs.DRAFT,
             branch=Branch.DRAFT,
+            gpu_raced=False,
             missing="speculative decoding needs a draft model: give one (for instance bf16-self)",
             proposes=(
                 "Speculative decoding has no Jacobi window: a draft model writes k tokens, one small forward pass "
@@ -113,6 +122,7 @@ METHODS: dict[Method, MethodEntry] = {
             needs=Needs.LAYER,
             branch=Branch.DRAFT,
             raced=False,
+            gpu_raced=True,
             missing="EAGLE needs a layer trained for this model: give one (python -m lab.eagle train)",
             proposes=(
                 "EAGLE has no Jacobi window: one small decoder layer reads the model's own features and drafts k "
@@ -128,3 +138,8 @@ METHODS: dict[Method, MethodEntry] = {
 def entry(method: Method | str) -> MethodEntry:
     """The table's entry for `method` (a Method or its value)."""
     return METHODS[Method(method)]
+
+
+def raced_on(device: str) -> tuple[Method, ...]:
+    """The methods a race runs on a device of type `device`, in the table's order (where what they need is there)."""
+    return tuple(method for method, entry in METHODS.items() if entry.races_on(device))
