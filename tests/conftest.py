@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
+import os
 
 import pytest
 import torch
@@ -27,8 +28,10 @@ from tests.visual_checks import PRESETS, example  # noqa: E402
 
 # One torch thread, in `make test`'s workers (one per core) and in a single process alike: on this 2-core CPU with
 # other work running, torch's second thread spins waiting for the first, and `make test-quick` took 4 to 6 times
-# the CPU time (230 to 320 s instead of 50 s, 2026-11-26).
+# the CPU time (230 to 320 s instead of 50 s, 2026-11-26). The processes a test starts (the CLI, the GPU check's
+# smoke test, a fresh install) take one thread too: with two, the GPU check's smoke test ran past 15 minutes.
 torch.set_num_threads(1)
+os.environ["OMP_NUM_THREADS"] = "1"
 
 # A test is marked by what its fixtures load, however deep it takes them, so `-m "not model and not browser"`
 # leaves out every test that needs the real model or Chromium (markers: pyproject.toml). A test that reaches for
