@@ -30,7 +30,7 @@ from lookahead_core.trace import decode_steps, summarize
 from .conftest import TINY_VOCAB, tiny_model
 from .test_bench import char_tokenizer
 from .test_engine_tiny_models import greedy_case, greedy_reference
-from .test_sampling import PROMPT, TOKENS, exact_sequences, fits, keep_p, marginal, small_vocab_model
+from .test_sampling import PROMPT, TOKENS, exact_sequences, fits, keep_p, marginal, runs_for, small_vocab_model
 
 CASES = 8
 PROMPTS = [[5, 6, 7, 8], [9, 10, 11], [12, 13, 5, 6], [20, 21, 22, 23, 24], [30, 31], [40, 41, 42]]
@@ -106,7 +106,7 @@ def test_sampled_eagle_has_the_distribution_of_ordinary_sampling(small_lm, monke
         for parameter in layer.parameters():
             parameter.add_(torch.randn(parameter.shape) * 0.5)
     layer.vocabulary = None if vocabulary is None else torch.tensor(vocabulary)
-    draft, sampling, runs = Draft(layer, EAGLE, 2), SamplingConfig(temperature=1.0), 1500
+    draft, sampling, runs = Draft(layer, EAGLE, 2), SamplingConfig(temperature=1.0), runs_for(rule)
     exact = exact_sequences(small_lm, sampling)
     counts = Counter(
         tuple(eagle_output(small_lm, draft, PROMPT, TOKENS, sampling=sampling.for_prompt(seed))[0])

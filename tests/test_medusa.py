@@ -38,7 +38,16 @@ from lookahead_core.trace import decode_steps, summarize
 from .conftest import TINY_VOCAB, tiny_medusa, tiny_model
 from .test_bench import char_tokenizer
 from .test_engine_tiny_models import greedy_case
-from .test_sampling import PROMPT, TOKENS, accept_the_argmax, exact_sequences, fits, marginal, small_vocab_model
+from .test_sampling import (
+    PROMPT,
+    TOKENS,
+    accept_the_argmax,
+    exact_sequences,
+    fits,
+    marginal,
+    runs_for,
+    small_vocab_model,
+)
 
 CASES = 8
 
@@ -94,7 +103,7 @@ def test_sampled_medusa_has_the_distribution_of_ordinary_sampling(small_lm, monk
     if rule != "engine":
         monkeypatch.setattr(verify_module, "try_in_turn", accept_the_argmax)
     medusa = tiny_medusa(small_lm, heads=3, size=10, seed=1, scale=1.0)
-    sampling, runs = SamplingConfig(temperature=1.0), 1500
+    sampling, runs = SamplingConfig(temperature=1.0), runs_for(rule)
     exact = exact_sequences(small_lm, sampling)
     counts = Counter(medusa_samples(small_lm, medusa, sampling, runs))
     verdicts = [fits(marginal(counts, part), marginal(exact, part), runs) for part in (slice(0, 2), slice(1, 3))]
