@@ -1,0 +1,265 @@
+"""The fixed-shape step (lookahead_core/fixed.py) on the CPU: every method's output equals `generate` on tiny Llama,
+Qwen2 and GPT-2 models and on the real model; its records equal the eager step's, so a replay cannot tell the
+modes apart; the committed cache equals a plain run's; the step traces whole under torch.compile and does not
+recompile across prompt lengths; a model it cannot drive runs eagerly and says why. Each check has a negative
+control that shows it can fail: a wrong copy-down, a second bucket, a sliding-window model.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+from functools import partial
+
+import pytest
+import torch
+
+from lab import families
+from lab.heads import eagle_draft
+from lookahead_core import capture, fixed
+from lookahead_core.config import LookaheadConfig
+from lookahead_core.forward import prefill
+from lookahead_core.methods import guessing_decoder
+from lookahead_core.records import Method, StepMode, to_data
+from lookahead_core.request import DecodeRequest
+from lookahead_core.runtime import Runtime
+from lookahead_core.sampling import SamplingConfig
+from lookahead_core.trace import decode_steps, record_run, record_trace, summarize, warm_up
+
+from .conftest import CharTokenizer, tiny_model, tiny_runtime
+from .test_engine_tiny_models import greedy_reference
+
+FAMILIES = ["llama", "qwen2", "gpt2"]
+PROMPTS = [([5, 6, 7, 8, 9] * 8)[:23], [3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5], ([40, 41] * 20)[:37]]
+SETTINGS = LookaheadConfig(window=4, ngram=4, guesses=3)
+MAX_NEW_TOKENS = 30
+
+
+def request(method: Method, max_new_tokens: int = MAX_NEW_TOKENS, **settings) -> DecodeRequest:
+    return DecodeRequest(method=method, lookahead=SETTINGS, max_new_tokens=max_new_tokens, **settings)
+
+
+def output(lm, prompt: list[int], req: DecodeRequest, runtime: Runtime) -> list[int]:
+    return summarize(list(decode_steps(lm, prompt, req, runtime))).new_token_ids
+
+
+def untimed(records) -> list:
+    """Step records as data without their wall times (`forward_seconds`, a draft's `seconds`): what a replay shows."""
+
+    def strip(node):
+        if isinstance(node, dict):
+            return {k: strip(v) for k, v in node.items() if not k.endswith("seconds")}
+        return [strip(v) for v in node] if isinstance(node, list) else node
+
+    return strip([to_data(record) for record in records])
+
+
+def assert_same_records(got, expected, where: str = "steps") -> None:
+    """Equal, each measured probability to 1e-4 of its value: the two steps' kernels round differently in the
+    last bits (as the eager step's own products do against `generate`'s); every token, row and verdict equal."""
+    if isinstance(expected, float):
+        assert got == pytest.approx(expected, rel=1e-4, abs=1e-7), where
+    elif isinstance(expected, dict):
+        assert got.keys() == expected.keys(), where
+        for key in expected:
+            assert_same_records(got[key], expected[key], f"{where}.{key}")
+    elif isinstance(expected, list):
+        assert len(got) == len(expected), where
+        for i, (a, b) in enumerate(zip(got, expected, strict=True)):
+            assert_same_records(a, b, f"{where}[{i}]")
+    else:
+        assert got == expected, where
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_every_method_in_the_fixed_shape_step_equals_generate(family, monkeypatch):
+    lm = tiny_model(family)
+    runtime = dataclasses.replace(tiny_runtime(lm, family), mode=StepMode.FIXED)
+    assert fixed.chosen_mode(lm.model, runtime.mode) == (StepMode.FIXED, "")
+    shapes = []
+    monkeypatch.setattr(fixed, "acquired", spy(fixed.acquired, shapes))
+    for prompt in PROMPTS:
+        reference = greedy_reference(lm.model, prompt, MAX_NEW_TOKENS, None)
+        for method in Method:
+            assert output(lm, prompt, request(method), runtime) == reference, f"{method} on {prompt}"
+    assert {s.rows for s in shapes} >= {1, SETTINGS.tokens_per_step, 1 + 4}, "every method ran its own shape"
+
+
+def spy(acquired, shapes: list):
+    """`fixed.acquired`, noting each shape it hands out."""
+
+    def noting(model, shape, capture_with):
+        shapes.append(shape)
+        return acquired(model, shape, capture_with)
+
+    return noting
+
+
+@pytest.mark.parametrize("method", list(Method))
+def test_the_fixed_step_records_what_the_eager_step_records(method):
+    """Greedy and sampled: the step records (rows, masks seen, verification, draws, window, pool) are the eager
+    step's, timings aside; only the trace's meta says which mode ran."""
+    lm = dataclasses.replace(tiny_model("llama"), tokenizer=CharTokenizer())
+    runtime = tiny_runtime(lm, "llama")
+    for sampling in (None, SamplingConfig(temperature=0.8, top_k=20, seed=7)):
+        req = request(method) if sampling is None else request(method, sampling=sampling)
+        eager = record_trace(lm, PROMPTS[0], req, dataclasses.replace(runtime, mode=StepMode.EAGER))
+        fixed_trace = record_trace(lm, PROMPTS[0], req, dataclasses.replace(runtime, mode=StepMode.FIXED))
+        assert_same_records(untimed(fixed_trace.steps), untimed(eager.steps))
+        assert (eager.meta.mode, fixed_trace.meta.mode) == (StepMode.EAGER, StepMode.FIXED)
+
+
+def committed_cache(lm, prompt: list[int], req: DecodeRequest, runtime: Runtime):
+    """The tokens of a fixed-shape run and the static cache's committed rows after it (the last token has none)."""
+    tokens = output(lm, prompt, req, runtime)
+    shape = next(shape for shape, _ in fixed.STEPS[lm.model] if shape.rows == SETTINGS.tokens_per_step)
+    step = fixed.STEPS[lm.model][shape, capture.as_it_is][0]
+    length = int(step.length)
+    return tokens, length, [(layer.keys[:, :, :length], layer.values[:, :, :length]) for layer in step.cache.layers]
+
+
+def test_the_committed_cache_equals_a_plain_runs():
+    lm = tiny_model("llama")
+    runtime = Runtime(mode=StepMode.FIXED)
+    prompt = PROMPTS[2]  # repetitive: steps accept several rows, so rows really move down
+    tokens, length, rows = committed_cache(lm, prompt, request(Method.LOOKAHEAD), runtime)
+    assert len(prompt) + 20 < length < len(prompt) + len(tokens), "the last step commits and keeps nothing"
+    plain, _ = prefill(lm.model, (prompt + tokens)[:length])
+    for (keys, values), layer in zip(rows, plain.layers, strict=True):
+        torch.testing.assert_close(keys, layer.keys, rtol=1e-5, atol=1e-5)
+        torch.testing.assert_close(values, layer.values, rtol=1e-5, atol=1e-5)
+
+
+def test_a_wrong_copy_down_is_caught(monkeypatch):
+    """Negative control: the copy-down index shifted by one row leaves wrong rows in the cache; both the cache and
+    the output then differ from a plain run's."""
+    lm = tiny_model("llama")
+    prompt = PROMPTS[2]
+    reference = greedy_reference(lm.model, prompt, MAX_NEW_TOKENS, None)
+    keep = fixed.FixedPasses.keep
+
+    def shifted(self, accepted):
+        keep(self, tuple(r + 1 for r in accepted))
+
+    monkeypatch.setattr(fixed.FixedPasses, "keep", shifted)
+    tokens, _, rows = committed_cache(lm, prompt, request(Method.LOOKAHEAD), Runtime(mode=StepMode.FIXED))
+    plain, _ = prefill(lm.model, (prompt + tokens)[:-1])
+    assert tokens != reference
+    assert not torch.allclose(rows[0][0], plain.layers[0].keys[:, :, : rows[0][0].shape[2]], atol=1e-5)
+
+
+def test_the_copy_down_index_has_one_length_for_every_step(monkeypatch):
+    lm = tiny_model("llama")
+    lengths = set()
+    copy_down = fixed.FixedStep.kept_rows_down
+
+    def noting(self):
+        lengths.add(tuple(self.sources.shape))
+        copy_down(self)
+
+    monkeypatch.setattr(fixed.FixedStep, "kept_rows_down", noting)
+    output(lm, PROMPTS[2], request(Method.LOOKAHEAD), Runtime(mode=StepMode.FIXED))
+    assert lengths == {(1 + SETTINGS.window + SETTINGS.ngram - 3,)}
+
+
+# ----------------------------------------------------------------------------------------------
+# Modes: the default, what was asked, and the fallbacks
+
+
+def test_the_cpu_default_is_the_eager_step_and_a_capture_asked_for_runs_uncaptured():
+    lm = dataclasses.replace(tiny_model("llama"), tokenizer=CharTokenizer())
+    assert fixed.chosen_mode(lm.model, None) == (StepMode.EAGER, "")
+    mode, note = fixed.chosen_mode(lm.model, StepMode.CUDA_GRAPH)
+    assert mode == StepMode.FIXED and "cuda-graph needs a CUDA device, this is cpu" in note
+    run = record_run(lm, PROMPTS[0], request(Method.LOOKAHEAD), Runtime(mode=StepMode.COMPILED))
+    assert run.trace.meta.mode == run.greedy.meta.mode == StepMode.FIXED
+    assert "compiled needs a CUDA device" in run.trace.meta.mode_note
+
+
+def test_a_sliding_window_model_falls_back_to_the_eager_step_and_says_why():
+    family = next(f for f in families.FAMILIES if f.model_type == "gemma3_text")
+    lm = dataclasses.replace(families.tiny_model(family), tokenizer=CharTokenizer())
+    mode, note = fixed.chosen_mode(lm.model, StepMode.FIXED)
+    assert mode == StepMode.EAGER and "sliding-window layers" in note and "ran eagerly" in note
+    trace = record_trace(lm, families.sweep_prompt("x"), request(Method.LOOKAHEAD), Runtime(mode=StepMode.FIXED))
+    assert trace.meta.mode == StepMode.EAGER and trace.meta.mode_note == note
+    assert fixed.STEPS.get(lm.model) is None, "no fixed-shape buffers were made for it"
+
+
+def test_the_warm_up_runs_every_shape_the_request_will_run(monkeypatch):
+    """A budget past the smallest bucket: the warm-up's 8 tokens still take the timed run's cache bucket."""
+    lm = tiny_model("llama")
+    shapes: list = []
+    monkeypatch.setattr(fixed, "acquired", spy(fixed.acquired, shapes))
+    monkeypatch.setattr(fixed, "SMALLEST_BUCKET", 32)
+    runtime = Runtime(mode=StepMode.FIXED)
+    req = request(Method.LOOKAHEAD, max_new_tokens=60)
+    warm_up(lm, PROMPTS[1], req, runtime, [Method.LOOKAHEAD, Method.GREEDY])
+    warmed = set(shapes)
+    assert {s.capacity for s in warmed} == {128}, "11 + 60 tokens, and the copy-down's reach: not 32's bucket"
+    output(lm, PROMPTS[1], req, runtime)
+    output(lm, PROMPTS[1], dataclasses.replace(req, method=Method.GREEDY), runtime)
+    assert set(shapes) == warmed
+
+
+# ----------------------------------------------------------------------------------------------
+# Traceable: the step under torch.compile
+
+
+def compiled_with(backend: str):
+    return partial(torch.compile, backend=backend, fullgraph=True, dynamic=False)
+
+
+@pytest.mark.heavy
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_the_step_compiled_whole_gives_the_uncompiled_steps_records(backend, monkeypatch):
+    """fullgraph=True: the pass and the copy-down trace with no graph break (no host read inside)."""
+    lm = tiny_model("llama")
+    runtime = dataclasses.replace(tiny_runtime(lm, "llama"), mode=StepMode.FIXED)
+    uncompiled = {m: untimed(decode_steps(lm, PROMPTS[0], request(m), runtime)) for m in Method}
+    torch._dynamo.reset()
+    torch._dynamo.utils.counters.clear()
+    monkeypatch.setitem(capture.CAPTURES, StepMode.FIXED, compiled_with(backend))
+    for method in Method:
+        assert untimed(decode_steps(lm, PROMPTS[0], request(method), runtime)) == uncompiled[method], method
+    assert torch._dynamo.utils.counters["stats"]["unique_graphs"] > len(Method), "a pass per shape, and copy-downs"
+
+
+@pytest.mark.heavy
+def test_inductor_gives_generates_tokens():
+    if shutil.which("cc") is None and shutil.which("gcc") is None:
+        pytest.skip("inductor compiles C++ on a CPU and no C compiler is installed")
+    lm = tiny_model("llama", layers=2)
+    torch._dynamo.reset()
+    step = fixed.FixedPasses(lm.model, fixed.shape_for(SETTINGS.tokens_per_step, 4, 100), compiled_with("inductor"))
+    reference = greedy_reference(lm.model, PROMPTS[0], MAX_NEW_TOKENS, None)
+    decoder = guessing_decoder(lm.model, PROMPTS[0], request(Method.LOOKAHEAD), Runtime(), frozenset(), step)
+    assert summarize(list(decoder.steps())).new_token_ids == reference
+
+
+@pytest.mark.heavy
+def test_no_prompt_length_recompiles_and_a_second_bucket_is_caught(monkeypatch):
+    lm = tiny_model("llama")
+    torch._dynamo.reset()
+    monkeypatch.setitem(capture.CAPTURES, StepMode.FIXED, compiled_with("eager"))
+    monkeypatch.setattr(fixed, "SMALLEST_BUCKET", 128)  # every length below in one bucket, 250 tokens in the next
+    runtime = Runtime(mode=StepMode.FIXED)
+    output(lm, PROMPTS[0], request(Method.LOOKAHEAD), runtime)
+    with torch.compiler.set_stance("fail_on_recompile"):
+        for length in (3, 11, 37):
+            output(lm, ([7, 8, 9, 10] * 10)[:length], request(Method.LOOKAHEAD), runtime)
+        with pytest.raises(RuntimeError, match="[Rr]ecompil"):
+            output(lm, PROMPTS[0], request(Method.LOOKAHEAD, max_new_tokens=200), runtime)  # the 256 bucket
+
+
+# ----------------------------------------------------------------------------------------------
+# The real model
+
+
+def test_the_fixed_step_equals_generate_on_the_real_model(default_model):
+    lm = default_model
+    prompt = lm.tokenizer.encode("def fibonacci(n):\n    if n < 2:\n        return n\n")
+    reference = greedy_reference(lm.model, prompt, 16, None)
+    runtime = Runtime(mode=StepMode.FIXED, layer=eagle_draft(lm))
+    for method in (Method.GREEDY, Method.LOOKAHEAD, Method.PROMPT_LOOKUP, Method.EAGLE):
+        assert output(lm, prompt, request(method, max_new_tokens=16), runtime) == reference, method
