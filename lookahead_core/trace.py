@@ -28,6 +28,7 @@ from .records import (
     Method,
     Progress,
     Run,
+    StepMode,
     StepRecord,
     StopReason,
     Summary,
@@ -133,6 +134,22 @@ def warm_up(lm: LoadedModel, prompt_ids: list[int], request: DecodeRequest, runt
     timed right after another would be charged for what the other left undone.
     """
     finished(warming_up(lm, prompt_ids, request, runtime, methods, 1, len(methods)))
+
+
+def warm_up_prompts(
+    lm: LoadedModel, prompts: list[list[int]], request: DecodeRequest, runtime: Runtime, methods
+) -> list[list[int]]:
+    """Of `prompts` (decoded in turn with `request` by `methods`), those whose warm-ups run every fixed shape the
+    timed runs will: the first, then each that takes a cache bucket none before it took (the eager step has no
+    fixed shapes: the first alone)."""
+    fixed_shapes = chosen_mode(lm.model, runtime.mode)[0] != StepMode.EAGER
+    seen, chosen = set(), []
+    for ids in prompts:
+        shapes = {step_shape(replace(request, method=method), runtime, len(ids)) for method in methods}
+        if not chosen or (fixed_shapes and not shapes <= seen):
+            chosen.append(ids)
+        seen |= shapes
+    return chosen
 
 
 def summarize(steps: list[StepRecord], text: str = "") -> Summary:

@@ -24,7 +24,7 @@ from lookahead_core.records import Method, StepMode, to_data
 from lookahead_core.request import DecodeRequest
 from lookahead_core.runtime import Runtime
 from lookahead_core.sampling import SamplingConfig
-from lookahead_core.trace import decode_steps, record_run, record_trace, summarize, warm_up
+from lookahead_core.trace import decode_steps, record_run, record_trace, summarize, warm_up, warm_up_prompts
 
 from .conftest import CharTokenizer, tiny_model, tiny_runtime
 from .test_engine_tiny_models import greedy_reference
@@ -200,6 +200,17 @@ def test_the_warm_up_runs_every_shape_the_request_will_run(monkeypatch):
     output(lm, PROMPTS[1], req, runtime)
     output(lm, PROMPTS[1], dataclasses.replace(req, method=Method.GREEDY), runtime)
     assert set(shapes) == warmed
+
+
+def test_a_bench_warms_up_each_bucket_its_prompts_take(monkeypatch):
+    """Prompts of 11, 23 and 37 tokens with 30 new: buckets 64, 64 and 128; the eager step has none to warm."""
+    lm = tiny_model("llama")
+    monkeypatch.setattr(fixed, "SMALLEST_BUCKET", 64)
+    prompts = [PROMPTS[1], PROMPTS[0], PROMPTS[2]]
+    methods = [Method.LOOKAHEAD, Method.GREEDY]
+    fixed_step = Runtime(mode=StepMode.FIXED)
+    assert warm_up_prompts(lm, prompts, request(Method.LOOKAHEAD), fixed_step, methods) == [PROMPTS[1], PROMPTS[2]]
+    assert warm_up_prompts(lm, prompts, request(Method.LOOKAHEAD), Runtime(), methods) == [PROMPTS[1]]
 
 
 # ----------------------------------------------------------------------------------------------
