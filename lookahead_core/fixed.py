@@ -63,11 +63,13 @@ def shape_for(rows: int, reach: int, room: int, hidden: bool = False) -> Shape:
 
 
 class ScratchLayer(StaticLayer):
-    """A static layer whose every update writes the pass's rows into the scratch slots after `capacity`."""
+    """A static layer whose every update writes the pass's rows into the scratch slots after `capacity`; its
+    sequence length is the step's L (a model that asks for it gets the committed positions, as a tensor)."""
 
-    def __init__(self, keys: torch.Tensor, values: torch.Tensor, capacity: int) -> None:
+    def __init__(self, keys: torch.Tensor, values: torch.Tensor, capacity: int, length: torch.Tensor) -> None:
         super().__init__(max_cache_len=keys.shape[2])
         self.keys, self.values, self.is_initialized = keys, values, True
+        self.cumulative_length = length
         self.scratch = slice(capacity, keys.shape[2])
         torch._dynamo.mark_static_address(keys)  # a fixed address, so a capture may keep it
         torch._dynamo.mark_static_address(values)
@@ -78,14 +80,15 @@ class ScratchLayer(StaticLayer):
         return self.keys, self.values
 
 
-def scratch_cache(dynamic: DynamicCache, shape: Shape) -> Cache:
-    """A cache of `shape` with each layer's heads, width and dtype as in `dynamic` (a prefill's), zeroed."""
+def scratch_cache(dynamic: DynamicCache, shape: Shape, length: torch.Tensor) -> Cache:
+    """A cache of `shape` with each layer's heads, width and dtype as in `dynamic` (a prefill's), zeroed, its
+    committed positions `length`."""
     layers = []
     for layer in dynamic.layers:
         size = (*layer.keys.shape[:2], shape.capacity + shape.rows)
         keys = layer.keys.new_zeros(*size, layer.keys.shape[3])
         values = layer.values.new_zeros(*size, layer.values.shape[3])
-        layers.append(ScratchLayer(keys, values, shape.capacity))
+        layers.append(ScratchLayer(keys, values, shape.capacity, length))
     return Cache(layers=layers)
 
 
@@ -137,7 +140,7 @@ class FixedStep:
     def load(self, dynamic: DynamicCache, length: int) -> None:
         """Copy a prefill's cache of `length` positions in; the first load allocates and wraps the functions."""
         if self.cache is None:
-            self.cache = scratch_cache(dynamic, self.shape)
+            self.cache = scratch_cache(dynamic, self.shape, self.length)
             self.run, self.copy_down = self.capture(self.forward), self.capture(self.kept_rows_down)
         for layer, prefilled in zip(self.cache.layers, dynamic.layers, strict=True):
             layer.keys[:, :, :length] = prefilled.keys

@@ -19,6 +19,7 @@ from lab.heads import eagle_draft
 from lookahead_core import capture, fixed
 from lookahead_core.config import LookaheadConfig
 from lookahead_core.forward import prefill
+from lookahead_core.layout import chain_layout
 from lookahead_core.methods import guessing_decoder
 from lookahead_core.records import Method, StepMode, to_data
 from lookahead_core.request import DecodeRequest
@@ -107,6 +108,7 @@ def test_the_fixed_step_records_what_the_eager_step_records(method):
         fixed_trace = record_trace(lm, PROMPTS[0], req, dataclasses.replace(runtime, mode=StepMode.FIXED))
         assert_same_records(untimed(fixed_trace.steps), untimed(eager.steps))
         assert (eager.meta.mode, fixed_trace.meta.mode) == (StepMode.EAGER, StepMode.FIXED)
+    assert fixed.STEPS.get(lm.model), "the fixed-shape step ran"
 
 
 def committed_cache(lm, prompt: list[int], req: DecodeRequest, runtime: Runtime):
@@ -146,6 +148,45 @@ def test_a_wrong_copy_down_is_caught(monkeypatch):
     plain, _ = prefill(lm.model, (prompt + tokens)[:-1])
     assert tokens != reference
     assert not torch.allclose(rows[0][0], plain.layers[0].keys[:, :, : rows[0][0].shape[2]], atol=1e-5)
+
+
+def pad_rows_seen(padded_tree):
+    """`fixed.padded_tree` with every real row also seeing the pad rows."""
+
+    def seen(layout, rows, dtype, device):
+        depths, mask = padded_tree(layout, rows, dtype, device)
+        return depths, mask.clone().index_fill_(1, torch.arange(layout.size, rows, device=device), 0.0)
+
+    return seen
+
+
+def one_column_too_far(self):
+    """The committed prefix's mask as "column <= L": the row past the committed ones is seen too."""
+    self.length += 1
+    try:
+        return forward(self)
+    finally:
+        self.length -= 1
+
+
+forward = fixed.FixedStep.forward
+
+
+@pytest.mark.parametrize("corruption", ["pad rows seen", "prefix one column too far"])
+def test_a_wrong_mask_is_caught(corruption, monkeypatch):
+    """Negative controls for the exactness test above: a mask that lets real rows see the pad rows, or the
+    prefix one column past L, and the output leaves generate's."""
+    lm = tiny_model("llama")
+    if corruption == "pad rows seen":
+        monkeypatch.setattr(fixed, "padded_tree", pad_rows_seen(fixed.padded_tree))
+    else:
+        monkeypatch.setattr(fixed.FixedStep, "forward", one_column_too_far)
+    runtime = Runtime(mode=StepMode.FIXED)
+    differ = [
+        output(lm, prompt, request(Method.LOOKAHEAD), runtime) != greedy_reference(lm.model, prompt, 30, None)
+        for prompt in PROMPTS
+    ]
+    assert any(differ)
 
 
 def test_the_copy_down_index_has_one_length_for_every_step(monkeypatch):
@@ -274,3 +315,15 @@ def test_the_fixed_step_equals_generate_on_the_real_model(default_model):
     runtime = Runtime(mode=StepMode.FIXED, layer=eagle_draft(lm))
     for method in (Method.GREEDY, Method.LOOKAHEAD, Method.PROMPT_LOOKUP, Method.EAGLE):
         assert output(lm, prompt, request(method, max_new_tokens=16), runtime) == reference, method
+
+
+def test_the_static_cache_says_how_many_positions_are_committed():
+    """A model that asks its cache for the sequence length (to place rows, to pick a rotary scaling) gets L."""
+    lm = tiny_model("llama")
+    passes = fixed.FixedPasses(lm.model, fixed.shape_for(5, 4, 60), capture.as_it_is)
+    passes.prefill(PROMPTS[1])
+    passes.tree(PROMPTS[1][:3], chain_layout(3), None)
+    passes.keep((1, 2))
+    assert int(passes.step.cache.get_seq_length()) == len(PROMPTS[1]) + 3 == passes.length
+    passes.release()
+    assert passes.step is None
