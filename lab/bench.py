@@ -30,6 +30,7 @@ from dataclasses import dataclass, replace
 
 import torch
 
+from lookahead_core.fixed import chosen_mode
 from lookahead_core.forward import synchronize
 from lookahead_core.methods import lookup_settings, reach
 from lookahead_core.models import LoadedModel, encode_prompt
@@ -421,6 +422,7 @@ def bench_settings(
 ) -> BenchSettings:
     """What the bench ran with, as its report keeps it: `prompts` is the prompt set's name and the rounds run."""
     config, (dataset, repeats) = request.lookahead, prompts
+    mode, mode_note = chosen_mode(lm.model, runtime.mode)
     return BenchSettings(
         dataset=dataset,
         methods=methods,
@@ -437,4 +439,6 @@ def bench_settings(
         prompt_lookup_num_tokens=PROMPT_LOOKUP_TOKENS,
         ran_at=time.strftime("%Y-%m-%dT%H:%M:%S"),
         repeats=repeats,
+        mode=mode,
+        mode_note=mode_note,
     )

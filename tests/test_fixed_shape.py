@@ -15,19 +15,22 @@ import pytest
 import torch
 
 from lab import families
+from lab.bench import bench_settings
 from lab.heads import eagle_draft
+from lab.race import race
 from lookahead_core import capture, fixed
 from lookahead_core.config import LookaheadConfig
+from lookahead_core.costs import StepCosts
 from lookahead_core.forward import prefill
 from lookahead_core.layout import chain_layout
 from lookahead_core.methods import guessing_decoder
-from lookahead_core.records import Method, StepMode, to_data
+from lookahead_core.records import BenchMethod, Method, RaceRecord, StepMode, to_data
 from lookahead_core.request import DecodeRequest
 from lookahead_core.runtime import Runtime
 from lookahead_core.sampling import SamplingConfig
 from lookahead_core.trace import decode_steps, record_run, record_trace, summarize, warm_up, warm_up_prompts
 
-from .conftest import CharTokenizer, tiny_model, tiny_runtime
+from .conftest import CharTokenizer, cost_table, tiny_draft, tiny_model, tiny_runtime
 from .test_engine_tiny_models import greedy_reference
 
 FAMILIES = ["llama", "qwen2", "gpt2"]
@@ -327,3 +330,17 @@ def test_the_static_cache_says_how_many_positions_are_committed():
     assert int(passes.step.cache.get_seq_length()) == len(PROMPTS[1]) + 3 == passes.length
     passes.release()
     assert passes.step is None
+
+
+def test_a_race_and_a_bench_report_say_which_mode_ran(tiny_lm):
+    """Every record the lab writes of this engine's decoding keeps the mode: a race, a bench report's settings (and
+    a Run's traces, above); each reads back as it was written."""
+    runtime = Runtime(draft=tiny_draft("llama"), mode=StepMode.CUDA_GRAPH)  # no CUDA here: the fixed step runs
+    raced = race(tiny_lm, PROMPTS[0], request(Method.LOOKAHEAD), runtime, StepCosts.of(cost_table(0.1)))
+    assert raced.mode == StepMode.FIXED and "needs a CUDA device" in raced.mode_note
+    assert RaceRecord.from_json(raced.to_json()) == raced
+    methods = [BenchMethod.GREEDY, BenchMethod.LOOKAHEAD]
+    settings = bench_settings(tiny_lm, methods, BenchMethod.GREEDY, request(Method.LOOKAHEAD), runtime, ("x", 1))
+    assert (settings.mode, settings.mode_note) == (raced.mode, raced.mode_note)
+    eager = bench_settings(tiny_lm, methods, BenchMethod.GREEDY, request(Method.LOOKAHEAD), Runtime(), ("x", 1))
+    assert (eager.mode, eager.mode_note) == (StepMode.EAGER, "")

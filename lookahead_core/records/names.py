@@ -14,8 +14,8 @@ SCHEMA_VERSION = 9
 # repeated timings of a Run and a race (a version 4 record timed each method once, and says so); version 6
 # Medusa's heads; version 7 the bench's EAGLE entrant and its layer (a version 6 bench ran none); version 8 EAGLE
 # as a method of its own (a version 7 trace of an EAGLE layer's drafts says speculative, and reads so) and the
-# bench's hf-static peer (a version 7 report ran none); version 9 the step mode a trace ran in (a version 8 trace
-# ran the eager step, the only one there was).
+# bench's hf-static peer (a version 7 report ran none); version 9 the step mode a trace, a race and a bench ran in
+# (a version 8 record ran the eager step, the only one there was).
 UPGRADABLE = {3, 4, 5, 6, 7, 8}
 
 
