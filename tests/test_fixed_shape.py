@@ -257,6 +257,42 @@ def test_a_bench_warms_up_each_bucket_its_prompts_take(monkeypatch):
     assert warm_up_prompts(lm, prompts, request(Method.LOOKAHEAD), Runtime(), methods) == [PROMPTS[1]]
 
 
+class Replayed:
+    """A CPU stand-in for a CUDA graph: the first call's outputs are the only outputs there are, and every later
+    call writes its results into them, as a replay overwrites the graph's own tensors."""
+
+    def __init__(self, function) -> None:
+        self.function, self.outputs = function, None
+
+    def __call__(self):
+        results = self.function()
+        if self.outputs is None:
+            self.outputs = results
+        elif results is not None:
+            for kept, fresh in zip(self.outputs, results, strict=True):
+                if kept is not None:
+                    kept.copy_(fresh)
+        return self.outputs
+
+
+def test_every_method_is_exact_when_each_replay_overwrites_the_last_outputs(monkeypatch):
+    """What a caller keeps of a pass (the argmax read back, the hidden states cloned, the logits used before the next
+    pass) survives the next replay's writing over the captured outputs."""
+    lm = tiny_model("llama")
+    monkeypatch.setitem(capture.CAPTURES, StepMode.FIXED, Replayed)
+    runtime = dataclasses.replace(tiny_runtime(lm, "llama"), mode=StepMode.FIXED)
+    sampled = SamplingConfig(temperature=0.8, top_k=20, seed=7)
+    for method in Method:
+        reference = greedy_reference(lm.model, PROMPTS[0], MAX_NEW_TOKENS, None)
+        assert output(lm, PROMPTS[0], request(method), runtime) == reference, method
+        eager = dataclasses.replace(runtime, mode=StepMode.EAGER)
+        same = output(lm, PROMPTS[0], request(method, sampling=sampled), eager)
+        assert output(lm, PROMPTS[0], request(method, sampling=sampled), runtime) == same, method
+    step = next(iter(fixed.STEPS[lm.model].values()))[0]
+    with torch.inference_mode():
+        assert isinstance(step.run, Replayed) and step.run() is step.run(), "one set of outputs, written over"
+
+
 # ----------------------------------------------------------------------------------------------
 # Traceable: the step under torch.compile
 
@@ -344,3 +380,16 @@ def test_a_race_and_a_bench_report_say_which_mode_ran(tiny_lm):
     assert (settings.mode, settings.mode_note) == (raced.mode, raced.mode_note)
     eager = bench_settings(tiny_lm, methods, BenchMethod.GREEDY, request(Method.LOOKAHEAD), Runtime(), ("x", 1))
     assert (eager.mode, eager.mode_note) == (StepMode.EAGER, "")
+
+
+def test_the_replay_stand_in_overwrites_what_a_careless_caller_keeps():
+    """Negative control for the test above: a pass's logits kept uncloned are another pass's after the next replay."""
+    lm = tiny_model("llama")
+    passes = fixed.FixedPasses(lm.model, fixed.shape_for(4, 3, 60), Replayed)
+    passes.prefill(PROMPTS[1])
+    first = passes.tree(PROMPTS[1][:4], chain_layout(4), None)
+    kept = first.logits.clone()
+    passes.keep(())
+    passes.tree(PROMPTS[1][4:8], chain_layout(4), None)
+    assert not torch.equal(first.logits, kept)
+    passes.release()
