@@ -4,14 +4,16 @@ graph or torch.compile can record it once per shape and replay it (capture.py); 
 A shape is (T rows, D rows kept, C committed positions, hidden states or not): T is the most rows the method and
 its settings can feed (the step's token tree padded to T: a pad row sees only itself), D = 1 + the method's reach
 (c and the longest path a step can accept), C a power-of-two bucket of the positions a request can commit. The
-cache holds C committed positions and T scratch slots after them: a pass writes its rows into the scratch slots,
-its mask is "column < L" (L a 0-d device tensor) beside the T x T pattern of the tree, its position ids L + depth;
-after verification D scratch rows (c, the accepted rows, then anything) are copied down to [L, L + D) on the device
-and L advances by what was kept: rows past L are masked and overwritten later, so over-copying is harmless. One
-read back per pass: the T rows' argmax as int32; the logits stay on the device for sampled verification.
-The host still proposes, verifies, commits and records as in the eager step, so the records cannot tell the modes
-apart. The prefill stays eager (its cache is copied in). The buffers of a shape live as long as the model and are
-reused by every decoding of that shape, one at a time, so a capture of them is made once.
+cache holds C committed positions and T scratch slots after them. A pass writes its rows into the scratch slots;
+its mask is "column < L" (L a 0-d device tensor) beside the T x T pattern of the tree, and on sliding-window
+layers also no key at or before a row's position - window (one mask per layer type, as forward.py passes); its
+position ids are L + depth. After verification D scratch rows (c, the accepted rows, then anything) are copied
+down to [L, L + D) on the device and L advances by what was kept: rows past L are masked and overwritten later,
+so over-copying is harmless. One read back per pass: the T rows' argmax as int32; the logits stay on the device
+for sampled verification. The host still proposes, verifies, commits and records as in the eager step, so the
+records cannot tell the modes apart. The prefill stays eager (its cache is copied in). The buffers of a shape
+live as long as the model and are reused by every decoding of that shape, one at a time, so a capture of them is
+made once.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from functools import lru_cache
 import torch
 from transformers.cache_utils import Cache, DynamicCache, StaticLayer
 
-from .attention import AttentionPlan, UnsupportedModel, attention_plan
+from .attention import FULL, SLIDING, AttentionPlan, UnsupportedModel, attention_plan
 from .capture import capture_for
 from .forward import EagerPasses, Pass, plain_head, prefill, synchronize
 from .layout import StepLayout, chain_layout
@@ -126,7 +128,7 @@ class FixedStep:
     def __init__(self, model, shape: Shape, capture: Callable) -> None:
         device, dtype, rows = model.device, model.dtype, shape.rows
         self.model, self.shape, self.capture = model, shape, capture
-        self.head = plain_head(model)
+        self.head, self.attention = plain_head(model), attention_plan(model.config)
         self.ids = torch.zeros(1, rows, dtype=torch.long, device=device)
         self.depths = torch.zeros(rows, dtype=torch.long, device=device)
         self.tree = torch.zeros(rows, rows, dtype=dtype, device=device)
@@ -147,21 +149,31 @@ class FixedStep:
             layer.values[:, :, :length] = prefilled.values
         self.length.fill_(length)
 
-    def forward(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
-        """The pass: T rows after the L committed positions; each row's logits, argmax (int32), hidden states."""
-        capacity, rows = self.shape.capacity, self.shape.rows
-        dtype = self.tree.dtype
+    def masks(self, positions: torch.Tensor):
+        """The pass's 4D mask: "column < L" beside the tree's pattern; on sliding-window layers also no key at
+        or before a row's position - window (one mask per layer type where types mix, as forward.py passes)."""
+        capacity, rows, dtype = self.shape.capacity, self.shape.rows, self.tree.dtype
         prefix = torch.zeros(capacity, dtype=dtype, device=self.tree.device)
         prefix = prefix.masked_fill(self.columns >= self.length, torch.finfo(dtype).min)
-        mask = torch.cat([prefix.expand(rows, capacity), self.tree], dim=1)[None, None]
-        positions = (self.depths + self.length)[None]
+        masks = {FULL: torch.cat([prefix.expand(rows, capacity), self.tree], dim=1)}
+        if self.attention.window is not None:
+            keys = torch.cat([self.columns, positions])
+            beyond = keys[None, :] <= positions[:, None] - self.attention.window
+            masks[SLIDING] = masks[FULL].masked_fill(beyond, torch.finfo(dtype).min)
+        if not self.attention.mixed:
+            return masks[self.attention.layer_types[0]][None, None]
+        return {kind: mask[None, None] for kind, mask in masks.items()}
+
+    def forward(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+        """The pass: T rows after the L committed positions; each row's logits, argmax (int32), hidden states."""
+        positions = self.depths + self.length
         logits, states = scored_rows(
             self.model,
             self.head,
             self.shape.hidden,
             input_ids=self.ids,
-            attention_mask=mask,
-            position_ids=positions,
+            attention_mask=self.masks(positions),
+            position_ids=positions[None],
             past_key_values=self.cache,
             use_cache=True,
         )
@@ -255,11 +267,9 @@ class FixedPasses:
 def fixed_refusal(model) -> str:
     """Why the fixed-shape step cannot drive `model` exactly, in words; "" when it can."""
     try:
-        plan = attention_plan(model.config)
+        attention_plan(model.config)
     except UnsupportedModel as refused:
         return refused.reason
-    if plan.window is not None:
-        return "its sliding-window layers need a mask per layer type, which the fixed-shape step does not build yet"
     if len({p.device for p in model.parameters()}) > 1:
         return "its layers sit on more than one device"
     return ""

@@ -220,14 +220,59 @@ def test_the_cpu_default_is_the_eager_step_and_a_capture_asked_for_runs_uncaptur
     assert "compiled needs a CUDA device" in run.trace.meta.mode_note
 
 
-def test_a_sliding_window_model_falls_back_to_the_eager_step_and_says_why():
-    family = next(f for f in families.FAMILIES if f.model_type == "gemma3_text")
+def test_a_model_the_fixed_step_cannot_drive_falls_back_to_the_eager_step_and_says_why():
+    """BLOOM's ALiBi biases are counted along the mask: plain decoding runs it eagerly (lookahead refuses it)."""
+    family = next(f for f in families.FAMILIES if f.model_type == "bloom")
     lm = dataclasses.replace(families.tiny_model(family), tokenizer=CharTokenizer())
     mode, note = fixed.chosen_mode(lm.model, StepMode.FIXED)
-    assert mode == StepMode.EAGER and "sliding-window layers" in note and "ran eagerly" in note
-    trace = record_trace(lm, families.sweep_prompt("x"), request(Method.LOOKAHEAD), Runtime(mode=StepMode.FIXED))
+    assert mode == StepMode.EAGER and "ALiBi" in note and "ran eagerly" in note
+    trace = record_trace(lm, PROMPTS[0], request(Method.GREEDY), Runtime(mode=StepMode.FIXED))
     assert trace.meta.mode == StepMode.EAGER and trace.meta.mode_note == note
+    assert trace.summary.new_token_ids == greedy_reference(lm.model, PROMPTS[0], MAX_NEW_TOKENS, None)
     assert fixed.STEPS.get(lm.model) is None, "no fixed-shape buffers were made for it"
+
+
+SLIDING_FAMILIES = ["mistral", "gemma3_text", "cohere2"]  # every layer sliding; hybrids of both kinds
+
+
+@pytest.mark.heavy
+@pytest.mark.parametrize("model_type", [*SLIDING_FAMILIES, "gpt_neox", "opt"])
+def test_more_families_are_exact_in_the_fixed_step_past_a_sliding_window(model_type):
+    """The family sweep's tiny models (lab/families.py), 24 + 100 tokens past a window of 16, plain and lookahead."""
+    family = next(f for f in families.FAMILIES if f.model_type == model_type)
+    lm = families.tiny_model(family)
+    prompt = families.sweep_prompt(family.name)
+    reference = families.greedy_reference(lm.model, prompt, families.NEW_TOKENS)
+    runtime = Runtime(mode=StepMode.FIXED)
+    for method in (Method.GREEDY, Method.LOOKAHEAD):
+        req = DecodeRequest(method=method, lookahead=families.SETTINGS[1], max_new_tokens=families.NEW_TOKENS)
+        assert output(lm, prompt, req, runtime) == reference, method
+    assert fixed.STEPS.get(lm.model)
+
+
+@pytest.mark.heavy
+def test_a_sliding_layer_that_sees_too_far_is_caught(monkeypatch):
+    """Negative control: with the sliding layers given the full layers' mask, the sliding families leave generate."""
+
+    def full_everywhere(self, positions):
+        attention = self.attention
+        self.attention = dataclasses.replace(attention, window=10**9)
+        try:
+            return masks(self, positions)
+        finally:
+            self.attention = attention
+
+    masks = fixed.FixedStep.masks
+    monkeypatch.setattr(fixed.FixedStep, "masks", full_everywhere)
+    differ = []
+    for model_type in SLIDING_FAMILIES:
+        family = next(f for f in families.FAMILIES if f.model_type == model_type)
+        lm = families.tiny_model(family)
+        prompt = families.sweep_prompt(family.name)
+        reference = families.greedy_reference(lm.model, prompt, families.NEW_TOKENS)
+        req = DecodeRequest(method=Method.GREEDY, max_new_tokens=families.NEW_TOKENS)
+        differ.append(output(lm, prompt, req, Runtime(mode=StepMode.FIXED)) != reference)
+    assert all(differ)
 
 
 def test_the_warm_up_runs_every_shape_the_request_will_run(monkeypatch):
