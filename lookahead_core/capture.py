@@ -52,8 +52,30 @@ def graphed(function: Callable) -> Graphed:
     return Graphed(function)
 
 
-def compiled(function: Callable) -> Callable:
-    return torch.compile(function, mode="reduce-overhead", fullgraph=True, dynamic=False)
+class Compiled:
+    """`function` through torch.compile, whole and at its shapes. Every fixed shape runs the same code (fixed.py's
+    FixedStep methods), and dynamo compiles a code at most `recompile_limit` times (8; past it, with fullgraph, the
+    call fails): a step's first call, where its shape compiles, may go up to RECOMPILE_LIMIT."""
+
+    def __init__(self, function: Callable, **options) -> None:
+        self.compiled = torch.compile(function, fullgraph=True, dynamic=False, **options)
+        self.compiling = True
+
+    def __call__(self):
+        if not self.compiling:
+            return self.compiled()
+        with torch._dynamo.config.patch(recompile_limit=RECOMPILE_LIMIT):
+            outputs = self.compiled()
+        self.compiling = False
+        return outputs
+
+
+RECOMPILE_LIMIT = 64  # shapes compiled per process: one per method, its settings and a cache bucket
+
+
+def compiled(function: Callable, backend: str = "inductor", mode: str | None = "reduce-overhead") -> Compiled:
+    """The `compiled` mode's wrapper (CUDA graphs under inductor's fusion); the CPU's tests take other backends."""
+    return Compiled(function, backend=backend, mode=mode)
 
 
 CAPTURES: dict[StepMode, Callable[[Callable], Callable]] = {

@@ -343,7 +343,8 @@ def test_every_method_is_exact_when_each_replay_overwrites_the_last_outputs(monk
 
 
 def compiled_with(backend: str):
-    return partial(torch.compile, backend=backend, fullgraph=True, dynamic=False)
+    """The compiled mode's own wrapper (capture.compiled) with a backend that runs on this CPU."""
+    return partial(capture.compiled, backend=backend, mode=None)
 
 
 @pytest.mark.heavy
@@ -386,6 +387,27 @@ def test_no_prompt_length_recompiles_and_a_second_bucket_is_caught(monkeypatch):
             output(lm, ([7, 8, 9, 10] * 10)[:length], request(Method.LOOKAHEAD), runtime)
         with pytest.raises(RuntimeError, match="[Rr]ecompil"):
             output(lm, PROMPTS[0], request(Method.LOOKAHEAD, max_new_tokens=200), runtime)  # the 256 bucket
+
+
+@pytest.mark.heavy
+def test_more_shapes_than_dynamos_recompile_limit_all_compile(monkeypatch):
+    """Ten lookahead windows, ten shapes of one code: the compiled mode's wrapper compiles them all, where a plain
+    torch.compile(fullgraph=True) fails at the ninth (negative control)."""
+    lm = tiny_model("llama")
+    runtime = Runtime(mode=StepMode.FIXED)
+    requests = [DecodeRequest(lookahead=LookaheadConfig(w, 3, 2), max_new_tokens=6) for w in range(1, 11)]
+    torch._dynamo.reset()
+    torch._dynamo.utils.counters.clear()
+    monkeypatch.setitem(capture.CAPTURES, StepMode.FIXED, compiled_with("eager"))
+    for req in requests:
+        output(lm, PROMPTS[0], req, runtime)
+    assert torch._dynamo.utils.counters["stats"]["unique_graphs"] >= len(requests) + 1
+    torch._dynamo.reset()
+    plain = partial(torch.compile, backend="eager", fullgraph=True, dynamic=False)
+    monkeypatch.setitem(capture.CAPTURES, StepMode.FIXED, plain)
+    with pytest.raises(torch._dynamo.exc.FailOnRecompileLimitHit):
+        for req in requests:
+            output(tiny_model("llama"), PROMPTS[0], req, runtime)
 
 
 # ----------------------------------------------------------------------------------------------
