@@ -75,7 +75,9 @@ def assert_same_records(got, expected, where: str = "steps") -> None:
         assert got == expected, where
 
 
-@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize(
+    "family", ["llama", *(pytest.param(f, marks=pytest.mark.heavy) for f in FAMILIES if f != "llama")]
+)
 def test_every_method_in_the_fixed_shape_step_equals_generate(family, monkeypatch):
     lm = tiny_model(family)
     runtime = dataclasses.replace(tiny_runtime(lm, family), mode=StepMode.FIXED)
@@ -320,6 +322,7 @@ class Replayed:
         return self.outputs
 
 
+@pytest.mark.heavy
 def test_every_method_is_exact_when_each_replay_overwrites_the_last_outputs(monkeypatch):
     """What a caller keeps of a pass (the argmax read back, the hidden states cloned, the logits used before the next
     pass) survives the next replay's writing over the captured outputs."""
