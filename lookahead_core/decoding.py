@@ -100,7 +100,9 @@ def greedy_steps(
         passes.release()
 
 
-def plain_steps(model, passes: Passes, prompt_ids, max_new_tokens, eos_ids, sampling) -> Iterator[StepRecord]:
+def plain_steps(
+    model, passes: Passes, prompt_ids: list[int], max_new_tokens: int, eos_ids: frozenset[int], sampling: SamplingConfig
+) -> Iterator[StepRecord]:
     generator = None if sampling.is_greedy else sampling.generator(output_device(model))
     result = passes.prefill(prompt_ids)
     token = next_token(result, sampling, generator)

@@ -191,9 +191,9 @@ class Passes(Protocol):
 
 class EagerPasses:
     """The eager step's passes over one decoding: a DynamicCache grown by each pass and cropped after it, as many
-    rows fed as the step lays out. The decoders drive it, or the fixed-shape step (fixed.py), through the same four
-    calls: `prefill`, `one` (plain decoding's token), `tree` (a guessing step) and `keep` (after a tree: c's row and
-    the accepted rows stay, in order)."""
+    rows fed as the step lays out. The decoders drive it, or the fixed-shape step (fixed.py), through the same
+    calls: `prefill`, `one` (plain decoding's token), `tree` (a guessing step), `keep` (after a tree: c's row and
+    the accepted rows stay, in order) and `release` (the decoding is over)."""
 
     def __init__(self, model) -> None:
         self.model = model

@@ -76,7 +76,7 @@ def reported(steps: Iterator[StepRecord], part: int, parts: int, method: Method,
             method=method,
             warming_up=warming_up,
             steps=count,
-            tokens=tokens,
+            tokens=min(tokens, max_new_tokens),  # a warm-up's last step may commit past its WARM_UP_TOKENS
             max_new_tokens=max_new_tokens,
         )
 

@@ -28,7 +28,16 @@ from lookahead_core.records import BenchMethod, Method, RaceRecord, StepMode, to
 from lookahead_core.request import DecodeRequest
 from lookahead_core.runtime import Runtime
 from lookahead_core.sampling import SamplingConfig
-from lookahead_core.trace import decode_steps, record_run, record_trace, summarize, warm_up, warm_up_prompts
+from lookahead_core.trace import (
+    WARM_UP_TOKENS,
+    decode_steps,
+    record_run,
+    record_trace,
+    summarize,
+    warm_up,
+    warm_up_prompts,
+    warming_up,
+)
 
 from .conftest import CharTokenizer, cost_table, tiny_draft, tiny_model, tiny_runtime
 from .test_engine_tiny_models import greedy_reference
@@ -291,6 +300,8 @@ def test_the_warm_up_runs_every_shape_the_request_will_run(monkeypatch):
     output(lm, PROMPTS[1], req, runtime)
     output(lm, PROMPTS[1], dataclasses.replace(req, method=Method.GREEDY), runtime)
     assert set(shapes) == warmed
+    progress = list(warming_up(lm, [40, 41] * 20, req, runtime, [Method.LOOKAHEAD], 1, 1))  # 1, 1, 2, 3, 6 tokens
+    assert progress[-1].tokens == progress[-1].max_new_tokens == WARM_UP_TOKENS, "8 of 8, though 13 were committed"
 
 
 def test_a_bench_warms_up_each_bucket_its_prompts_take(monkeypatch):
