@@ -71,41 +71,37 @@ def main() -> None:
             runtime = runtime_for(lm, list(METHODS), auto=auto, mode=asked)
             request = DecodeRequest(max_new_tokens=args.max_new_tokens)
             report = run_bench(lm, prompts, list(ENTRANTS), request, runtime, dataset=name, repeats=args.repeats)
-            mode = report.settings.mode
             if report.settings.mode_note:
                 print(f"  note: {report.settings.mode_note}", flush=True)
             if args.out is not None:
                 args.out.mkdir(parents=True, exist_ok=True)
                 stem = args.out / (f"{name}-{dtype}" + (f"-{asked}" if len(args.modes) > 1 else ""))
                 stem.with_suffix(".json").write_text(report.to_json(indent=1))
-            for method, s in report.summary.items():
-                step_ms = 1e3 * s.seconds / s.steps
-                rows.append(
-                    (
-                        name,
-                        dtype,
-                        mode,
-                        method,
-                        s.tokens_per_second,
-                        s.speedup,
-                        s.over_static.median if s.over_static is not None else None,
-                        s.tokens_per_step,
-                        step_ms,
-                        f"{s.exact}/{s.prompts}",
-                    )
-                )
-                interval = s.speedup_interval
-                spread = f" ({interval.low:.2f}-{interval.high:.2f})" if interval is not None else ""
-                print(
-                    f"  {name} {dtype} {mode} {method}: {s.tokens_per_second:.1f} tok/s, {s.speedup:.2f}x{spread}, "
-                    f"{times(s.over_static) if s.over_static is not None else '-'} over hf-static, "
-                    f"{s.tokens_per_step:.2f} tok/step, {step_ms:.1f} ms/step, exact {s.exact}/{s.prompts}",
-                    flush=True,
-                )
+            rows += report_rows(report, name, dtype)
         del lm
         if args.device == "cuda":
             torch.cuda.empty_cache()
     print_table(rows, args)
+
+
+def report_rows(report, name: str, dtype: str) -> list[tuple]:
+    """Each method's figures in a bench report, printed as a line as they come, and returned as table rows."""
+    rows, mode = [], report.settings.mode
+    for method, s in report.summary.items():
+        step_ms = 1e3 * s.seconds / s.steps
+        static = s.over_static.median if s.over_static is not None else None
+        exact = f"{s.exact}/{s.prompts}"
+        figures = (s.tokens_per_second, s.speedup, static, s.tokens_per_step, step_ms, exact)
+        rows.append((name, dtype, mode, method, *figures))
+        interval = s.speedup_interval
+        spread = f" ({interval.low:.2f}-{interval.high:.2f})" if interval is not None else ""
+        print(
+            f"  {name} {dtype} {mode} {method}: {s.tokens_per_second:.1f} tok/s, {s.speedup:.2f}x{spread}, "
+            f"{times(s.over_static) if s.over_static is not None else '-'} over hf-static, "
+            f"{s.tokens_per_step:.2f} tok/step, {step_ms:.1f} ms/step, exact {exact}",
+            flush=True,
+        )
+    return rows
 
 
 def print_table(rows: list[tuple], args: argparse.Namespace) -> None:
