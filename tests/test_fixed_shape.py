@@ -16,13 +16,15 @@ import torch
 
 from lab import families
 from lab.bench import bench_settings
-from lab.heads import eagle_draft
+from lab.heads import SHIPPED_HEADS, eagle_draft
 from lab.race import race
 from lookahead_core import capture, fixed
 from lookahead_core.config import LookaheadConfig
 from lookahead_core.costs import StepCosts
+from lookahead_core.draft import make_draft
 from lookahead_core.forward import prefill
 from lookahead_core.layout import chain_layout
+from lookahead_core.medusa import load_heads, make_medusa
 from lookahead_core.methods import guessing_decoder
 from lookahead_core.records import BenchMethod, Method, RaceRecord, StepMode, to_data
 from lookahead_core.request import DecodeRequest
@@ -429,11 +431,14 @@ def test_more_shapes_than_dynamos_recompile_limit_all_compile(monkeypatch):
 
 
 def test_the_fixed_step_equals_generate_on_the_real_model(default_model):
+    """Every method, 16 tokens: the shipped EAGLE layer and Medusa heads (a 16-node tree), the bf16 self-draft."""
     lm = default_model
     prompt = lm.tokenizer.encode("def fibonacci(n):\n    if n < 2:\n        return n\n")
     reference = greedy_reference(lm.model, prompt, 16, None)
-    runtime = Runtime(mode=StepMode.FIXED, layer=eagle_draft(lm))
-    for method in (Method.GREEDY, Method.LOOKAHEAD, Method.PROMPT_LOOKUP, Method.EAGLE):
+    heads = make_medusa(load_heads(SHIPPED_HEADS, lm.model, lm.name), 16)
+    draft = make_draft(lm, "bf16-self", 3)
+    runtime = Runtime(mode=StepMode.FIXED, layer=eagle_draft(lm), heads=heads, draft=draft)
+    for method in Method:
         assert output(lm, prompt, request(method, max_new_tokens=16), runtime) == reference, method
 
 
