@@ -123,11 +123,13 @@ def scored_rows(model, head, hidden: bool, **inputs) -> tuple[torch.Tensor, torc
 
 class FixedStep:
     """A shape's static buffers over one model, the pass and the copy-down as functions of them alone (what a
-    capture records), each wrapped by `capture` (capture.py: as it is, a CUDA graph, or torch.compile)."""
+    capture records), each wrapped by `capture` (capture.py: as it is, a CUDA graph, or torch.compile). It holds
+    the model only while a decoding has taken it (`model` is None when it is free), so that the registry of steps,
+    kept beside the model and not in it, lets the model go."""
 
     def __init__(self, model, shape: Shape, capture: Callable) -> None:
         device, dtype, rows = model.device, model.dtype, shape.rows
-        self.model, self.shape, self.capture = model, shape, capture
+        self.model, self.shape, self.capture = None, shape, capture
         self.head, self.attention = plain_head(model), attention_plan(model.config)
         self.ids = torch.zeros(1, rows, dtype=torch.long, device=device)
         self.depths = torch.zeros(rows, dtype=torch.long, device=device)
@@ -137,7 +139,6 @@ class FixedStep:
         self.columns = torch.arange(shape.capacity, device=device)
         self.offsets = torch.arange(shape.kept, device=device)
         self.cache: Cache | None = None
-        self.busy = False
 
     def load(self, dynamic: DynamicCache, length: int) -> None:
         """Copy a prefill's cache of `length` positions in; the first load allocates and wraps the functions."""
@@ -192,14 +193,14 @@ STEPS_LOCK = threading.Lock()
 
 
 def acquired(model, shape: Shape, capture: Callable) -> FixedStep:
-    """A free FixedStep of this shape and capture for `model` (a new one when all are in use), marked busy."""
+    """A free FixedStep of this shape and capture for `model` (a new one when all are in use), taken."""
     with STEPS_LOCK:
         steps = STEPS.setdefault(model, {}).setdefault((shape, capture), [])
-        step = next((s for s in steps if not s.busy), None)
+        step = next((s for s in steps if s.model is None), None)
         if step is None:
             step = FixedStep(model, shape, capture)
             steps.append(step)
-        step.busy = True
+        step.model = model
         return step
 
 
@@ -257,7 +258,7 @@ class FixedPasses:
 
     def release(self) -> None:
         if self.step is not None:
-            self.step.busy, self.step = False, None
+            self.step.model, self.step = None, None
 
 
 # ----------------------------------------------------------------------------------------------

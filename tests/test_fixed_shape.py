@@ -8,7 +8,9 @@ control that shows it can fail: a wrong copy-down, a second bucket, a sliding-wi
 from __future__ import annotations
 
 import dataclasses
+import gc
 import shutil
+import weakref
 from functools import partial
 
 import pytest
@@ -479,3 +481,17 @@ def test_the_replay_stand_in_overwrites_what_a_careless_caller_keeps():
     passes.tree(PROMPTS[1][4:8], chain_layout(4), None)
     assert not torch.equal(first.logits, kept)
     passes.release()
+
+
+@pytest.mark.parametrize("released", [True, False])
+def test_a_model_is_let_go_after_its_fixed_shape_decodings(released, monkeypatch):
+    """The shapes' buffers are kept beside the model, not in it: once its decodings are over nothing of the engine
+    holds it. Negative control: a step that kept the model after its decoding would keep it alive."""
+    if not released:
+        monkeypatch.setattr(fixed.FixedPasses, "release", lambda self: None)
+    lm = tiny_model("llama")
+    output(lm, PROMPTS[0], request(Method.LOOKAHEAD), Runtime(mode=StepMode.FIXED))
+    model = weakref.ref(lm.model)
+    del lm
+    gc.collect()
+    assert (model() is None) == released
