@@ -31,6 +31,7 @@ from dataclasses import dataclass, replace
 import torch
 
 from lookahead_core.divergence import divergence
+from lookahead_core.fixed import chosen_mode
 from lookahead_core.forward import synchronize
 from lookahead_core.methods import lookup_settings, reach
 from lookahead_core.models import LoadedModel, encode_prompt
@@ -49,7 +50,15 @@ from lookahead_core.records import (
 from lookahead_core.request import DecodeRequest
 from lookahead_core.runtime import Runtime
 from lookahead_core.sampling import GREEDY, SamplingConfig
-from lookahead_core.trace import WARM_UP_TOKENS, candidate_tokens, decode_steps, machine_facts, summarize
+from lookahead_core.trace import (
+    WARM_UP_TOKENS,
+    candidate_tokens,
+    decode_steps,
+    machine_facts,
+    summarize,
+    warm_up,
+    warm_up_prompts,
+)
 
 from .busy import CpuWatch
 from .timing import rate, ratio_of_medians, spread_of
@@ -169,6 +178,21 @@ def run_method(
     if method in PEERS:
         return run_generate(lm, prompt_ids, request.max_new_tokens, request.sampling, **PEERS[method](runtime))
     return run_engine(lm, prompt_ids, replace(request, method=method.method), runtime)
+
+
+def warm_up_all(
+    lm: LoadedModel, methods: list[BenchMethod], encoded: list[list[int]], request: DecodeRequest, runtime: Runtime
+) -> None:
+    """Untimed, before any round: this engine's methods by trace.warm_up, on every prompt that takes a fixed shape
+    no other took (trace.warm_up_prompts: its capture is made here), and the peers on the first prompt's first
+    WARM_UP_TOKENS tokens."""
+    engine = [method.method for method in methods if method.method is not None]
+    for ids in warm_up_prompts(lm, encoded, request, runtime, engine) if engine else []:
+        warm_up(lm, ids, request, runtime, engine)
+    warming = replace(request, max_new_tokens=min(request.max_new_tokens, WARM_UP_TOKENS))
+    for method in methods:
+        if method.method is None:
+            run_method(lm, method, encoded[0], warming, runtime)
 
 
 def compiles_static(lm: LoadedModel) -> bool:
@@ -325,9 +349,7 @@ def run_bench(
     check_runtime(methods, runtime)
     request = runtime.settled(request)
     encoded = encoded_prompts(lm, prompts, methods, request, runtime)
-    warming = replace(request, max_new_tokens=min(request.max_new_tokens, WARM_UP_TOKENS))
-    for method in methods:  # warm-up, as trace.warm_up does for this engine's methods, the peers included
-        run_method(lm, method, encoded[0], warming, runtime)
+    warm_up_all(lm, methods, encoded, request, runtime)
     baseline = baseline_of(methods)
     watch = CpuWatch()
     rows, timed = [], []
@@ -404,6 +426,7 @@ def bench_settings(
 ) -> BenchSettings:
     """What the bench ran with, as its report keeps it: `prompts` is the prompt set's name and the rounds run."""
     config, (dataset, repeats) = request.lookahead, prompts
+    mode, mode_note = chosen_mode(lm.model, runtime.mode)
     return BenchSettings(
         dataset=dataset,
         methods=methods,
@@ -420,4 +443,6 @@ def bench_settings(
         prompt_lookup_num_tokens=PROMPT_LOOKUP_TOKENS,
         ran_at=time.strftime("%Y-%m-%dT%H:%M:%S"),
         repeats=repeats,
+        mode=mode,
+        mode_note=mode_note,
     )

@@ -29,7 +29,7 @@ from lookahead_core.draft import DEFAULT_DRAFT, DEFAULT_DRAFT_TOKENS, SELF_DRAFT
 from lookahead_core.eagle import EAGLE
 from lookahead_core.methods import recorded_settings
 from lookahead_core.models import ModelLoadError, encode_prompt, load_model, unicode_problem
-from lookahead_core.records import METHODS, BenchMethod, BenchReport, Branch, Method, Needs
+from lookahead_core.records import METHODS, BenchMethod, BenchReport, Branch, Method, Needs, StepMode
 from lookahead_core.request import DecodeRequest
 from lookahead_core.runtime import Runtime
 from lookahead_core.sampling import SamplingConfig
@@ -52,6 +52,12 @@ def add_model_options(command: argparse.ArgumentParser) -> None:
     command.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
     command.add_argument("--dtype", default="auto", choices=["auto", "float32", "bfloat16", "float16"])
     command.add_argument("--trust-remote-code", action="store_true", help="allow a hub model's own code to run")
+    command.add_argument(
+        "--mode",
+        default=None,
+        choices=[mode.value for mode in StepMode],
+        help="how the engine runs its steps (default: eager on a CPU, cuda-graph on CUDA; docs/engine.md)",
+    )
 
 
 def add_settings_options(command: argparse.ArgumentParser) -> None:
@@ -208,7 +214,14 @@ def generate(args: argparse.Namespace) -> None:
     lm = load_model(args.model, device=args.device, dtype=args.dtype, trust_remote_code=args.trust_remote_code)
     config, auto = chosen_settings(asked, lm) if METHODS[method].window else (asked or LookaheadConfig(), None)
     runtime = runtime_for(
-        lm, [method], auto=auto, draft=args.draft_model, tokens=args.draft_tokens, heads=args.heads, layer=args.eagle
+        lm,
+        [method],
+        auto=auto,
+        draft=args.draft_model,
+        tokens=args.draft_tokens,
+        heads=args.heads,
+        layer=args.eagle,
+        mode=args.mode,
     )
     request = DecodeRequest(method=method, lookahead=config, lookup=lookup, max_new_tokens=args.max_new_tokens)
     for index, item in enumerate(prompts):
@@ -289,6 +302,7 @@ def bench_runtime(lm, args: argparse.Namespace, methods: list[BenchMethod], auto
         tokens=args.draft_tokens,
         heads=args.heads,
         layer=args.eagle,
+        mode=args.mode,
     )
 
 

@@ -16,7 +16,7 @@ from lookahead_core.draft import DEFAULT_DRAFT, DEFAULT_DRAFT_TOKENS, Draft, mak
 from lookahead_core.eagle import EAGLE, load_eagle
 from lookahead_core.medusa import Medusa, fitted_medusa, load_heads
 from lookahead_core.models import DEFAULT_MODEL, LoadedModel
-from lookahead_core.records import METHODS, Needs, StepRecord
+from lookahead_core.records import METHODS, Needs, StepMode, StepRecord
 from lookahead_core.runtime import Deadline, Runtime
 from lookahead_core.tuning import AutoSettings
 
@@ -80,10 +80,12 @@ def runtime_for(
     layer: str | Path | None = None,
     deadline: Deadline | None = None,
     learn: Callable[[list[StepRecord]], None] | None = None,
+    mode: str | None = None,
 ) -> Runtime:
     """What `methods` run with on `lm`, built once: for each, what its table entry needs (the draft model called
     `draft`, the heads at `heads` and the EAGLE layer at `layer`, the shipped ones by default: NoHeads where
-    none ship for `lm`), drafting `tokens` per step; with the auto settings, deadline and learning given."""
+    none ship for `lm`), drafting `tokens` per step; with the auto settings, deadline, learning and step mode
+    (None: the device's default) given."""
     needs = {METHODS[method].needs for method in methods}
     return Runtime(
         auto=auto,
@@ -92,4 +94,5 @@ def runtime_for(
         heads=medusa_for(lm, heads) if Needs.HEADS in needs else None,
         deadline=deadline,
         learn=learn,
+        mode=None if mode is None else StepMode(mode),
     )

@@ -19,6 +19,7 @@ from dataclasses import replace
 
 from lookahead_core.costs import StepCosts
 from lookahead_core.decoding import check_request
+from lookahead_core.fixed import chosen_mode
 from lookahead_core.forward import synchronize
 from lookahead_core.methods import lookahead_settings, lookup_settings, reach
 from lookahead_core.models import LoadedModel
@@ -208,6 +209,7 @@ def race_record(
     for lane, figures in zip(lanes, timing.methods, strict=True):
         lane.speedup = figures.speedup.median
         lane.exact = lane.new_token_ids == greedy.new_token_ids if request.sampling.is_greedy else None
+    mode, mode_note = chosen_mode(lm.model, runtime.mode)
     return RaceRecord(
         lanes=lanes,
         settings=lookahead_settings(request, runtime),
@@ -220,6 +222,8 @@ def race_record(
         sampling=request.sampling.record(),
         timing=timing,
         medusa=runtime.heads.settings() if runtime.heads is not None else None,
+        mode=mode,
+        mode_note=mode_note,
     )
 
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 import torch
 
 from .attention import AttentionPlan, attention_plan, sliding_view
-from .forward import Pass, decode_one_token, forward_tree, keep_rows, output_device, prefill
+from .forward import EagerPasses, Pass, Passes, output_device
 from .layout import CURRENT, StepLayout, tree_layout
 from .planning import FullPlanner, Plan, StepPlanner
 from .proposers import Candidate, Outcome, Proposal, Proposer, StepContext
@@ -84,11 +84,27 @@ def prefill_record(
 
 
 def greedy_steps(
-    model, prompt_ids: list[int], max_new_tokens: int, eos_ids: frozenset[int], sampling: SamplingConfig = GREEDY
+    model,
+    prompt_ids: list[int],
+    max_new_tokens: int,
+    eos_ids: frozenset[int],
+    sampling: SamplingConfig = GREEDY,
+    passes: Passes | None = None,
 ) -> Iterator[StepRecord]:
-    """Plain autoregressive decoding, greedy or sampled: one committed token per forward pass."""
+    """Plain autoregressive decoding, greedy or sampled: one committed token per forward pass (the eager step's
+    passes, or those of `passes`: the fixed-shape step's, one row each)."""
+    passes = passes or EagerPasses(model)
+    try:
+        yield from plain_steps(model, passes, prompt_ids, max_new_tokens, eos_ids, sampling)
+    finally:
+        passes.release()
+
+
+def plain_steps(
+    model, passes: Passes, prompt_ids: list[int], max_new_tokens: int, eos_ids: frozenset[int], sampling: SamplingConfig
+) -> Iterator[StepRecord]:
     generator = None if sampling.is_greedy else sampling.generator(output_device(model))
-    cache, result = prefill(model, prompt_ids)
+    result = passes.prefill(prompt_ids)
     token = next_token(result, sampling, generator)
     committed, stop = commit([token], max_new_tokens, eos_ids)
     source = plain_source(sampling)
@@ -98,7 +114,7 @@ def greedy_steps(
         step += 1
         start = time.perf_counter()
         position = len(prompt_ids) + produced - 1
-        result = decode_one_token(model, cache, token)
+        result = passes.one(token)
         token = next_token(result, sampling, generator)
         committed, stop = commit([token], max_new_tokens - produced, eos_ids)
         produced += 1
@@ -185,8 +201,9 @@ class GuessingDecoder:
     `make_proposer(sequence)` builds the method's proposer once the prefill has committed the
     first token; the request's method names the records, its sampling settings and budget of new tokens
     hold. With `keep_hidden`, each pass also keeps its rows' last hidden states, and each step's context
-    holds those of the positions the last pass committed. Raises UnsupportedModel (attention.py) at once
-    for a model whose attention cannot take a token tree's masks.
+    holds those of the positions the last pass committed. `passes` runs the forward passes (the eager step's
+    unless given: the fixed-shape step's, fixed.py). Raises UnsupportedModel (attention.py) at once for a model
+    whose attention cannot take a token tree's masks.
     """
 
     def __init__(
@@ -199,10 +216,12 @@ class GuessingDecoder:
         *,
         planner: StepPlanner | None = None,
         keep_hidden: bool = False,
+        passes: Passes | None = None,
     ):
         self.model, self.method, self.max_new_tokens = model, request.method, request.max_new_tokens
         self.eos_ids, self.keep_hidden, self.fresh = eos_ids, keep_hidden, None
         self.attention = attention_plan(model.config)
+        self.passes = passes or EagerPasses(model)
         self.make_proposer = make_proposer
         self.planner = planner or FullPlanner()
         self.sampling = sampling = request.sampling
@@ -214,7 +233,7 @@ class GuessingDecoder:
     def prefill(self) -> StepRecord:
         """Step 0: run the prompt, commit the first token, start the proposer from the prompt."""
         start = time.perf_counter()
-        self.cache, result = prefill(self.model, self.prompt_ids, self.keep_hidden)
+        result = self.passes.prefill(self.prompt_ids, self.keep_hidden)
         self.fresh = result.hidden if self.keep_hidden else None
         token = next_token(result, self.sampling, self.generator)
         committed, self.stop = commit([token], self.max_new_tokens, self.eos_ids)
@@ -225,10 +244,13 @@ class GuessingDecoder:
         return prefill_record(self.method, self.prompt_ids, committed, self.stop, result.seconds, source, wall)
 
     def steps(self) -> Iterator[StepRecord]:
-        """The prefill, then one step per forward pass until a stop."""
-        yield self.prefill()
-        while self.stop is None:
-            yield self.step()
+        """The prefill, then one step per forward pass until a stop (or until the consumer stops asking)."""
+        try:
+            yield self.prefill()
+            while self.stop is None:
+                yield self.step()
+        finally:
+            self.passes.release()
 
     def step(self) -> StepRecord:
         """One forward pass: propose, plan, lay out, forward, verify, commit, observe, record."""
@@ -238,7 +260,7 @@ class GuessingDecoder:
         proposal = self.proposer.propose(StepContext(self.sequence, self.step_index, self.fresh))
         plan = self.planner.plan(proposal)
         fed = lay_out(self.sequence[-1], proposal, plan)
-        result = forward_tree(self.model, self.cache, fed.tokens, fed.layout, self.attention, self.keep_hidden)
+        result = self.passes.tree(fed.tokens, fed.layout, self.attention, self.keep_hidden)
         verification = self.verify(fed, result)
         winner = fed.candidates[verification.winner] if verification.accepted else None
         committed = self.commit(verification.block, winner)
@@ -279,11 +301,9 @@ class GuessingDecoder:
 
     def commit(self, block: list[int], winner: Candidate | None) -> list[int]:
         """Commit what the rules allow of `block`; keep in the cache only c and the winner's accepted rows."""
-        position = len(self.sequence) - 1
         committed, self.stop = commit(block, self.max_new_tokens - self.produced, self.eos_ids)
         if self.stop is None:
-            accepted = winner.rows[: len(block) - 1] if winner is not None else ()
-            keep_rows(self.cache, position + 1, [position + r for r in accepted])
+            self.passes.keep(tuple(winner.rows[: len(block) - 1]) if winner is not None else ())
         self.sequence = self.sequence + committed
         return committed
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Protocol
 
 import torch
 from torch import nn
@@ -171,3 +172,46 @@ def keep_rows(cache: DynamicCache, keep: int, rows: list[int]) -> None:
     surplus = cache.get_seq_length() - keep - len(rows)
     if surplus:
         cache.crop(-surplus)
+
+
+class Passes(Protocol):
+    """A decoding's forward passes after it is asked for them: the eager step's (EagerPasses) or the fixed-shape
+    step's (fixed.FixedPasses). `keep` follows a `tree` and keeps c's row and the `accepted` step rows."""
+
+    def prefill(self, prompt_ids: list[int], hidden: bool = False) -> Pass: ...
+
+    def one(self, token: int) -> Pass: ...
+
+    def tree(self, tokens: list[int], layout: StepLayout, plan: AttentionPlan, hidden: bool = False) -> Pass: ...
+
+    def keep(self, accepted: tuple[int, ...]) -> None: ...
+
+    def release(self) -> None: ...
+
+
+class EagerPasses:
+    """The eager step's passes over one decoding: a DynamicCache grown by each pass and cropped after it, as many
+    rows fed as the step lays out. The decoders drive it, or the fixed-shape step (fixed.py), through the same
+    calls: `prefill`, `one` (plain decoding's token), `tree` (a guessing step), `keep` (after a tree: c's row and
+    the accepted rows stay, in order) and `release` (the decoding is over)."""
+
+    def __init__(self, model) -> None:
+        self.model = model
+
+    def prefill(self, prompt_ids: list[int], hidden: bool = False) -> Pass:
+        self.cache, result = prefill(self.model, prompt_ids, hidden)
+        return result
+
+    def one(self, token: int) -> Pass:
+        return decode_one_token(self.model, self.cache, token)
+
+    def tree(self, tokens: list[int], layout: StepLayout, plan: AttentionPlan, hidden: bool = False) -> Pass:
+        self.past = self.cache.get_seq_length()
+        return forward_tree(self.model, self.cache, tokens, layout, plan, hidden)
+
+    def keep(self, accepted: tuple[int, ...]) -> None:
+        """Keep c's row and the rows `accepted` (step rows, ascending) of the last tree; drop the others."""
+        keep_rows(self.cache, self.past + 1, [self.past + r for r in accepted])
+
+    def release(self) -> None:
+        """Nothing is shared between decodings here."""

@@ -14,6 +14,8 @@ from .config import LookaheadConfig
 from .decoding import GuessingDecoder
 from .draft import DraftProposer
 from .eagle import EagleProposer
+from .fixed import Shape, shape_for
+from .forward import Passes
 from .lookup import PromptLookupProposer
 from .medusa import MedusaProposer
 from .proposers import JacobiProposer, Proposer
@@ -36,12 +38,14 @@ def lookahead_reach(config: LookaheadConfig) -> int:
 class Guessing:
     """How the engine runs one guessing method: `proposer(model, prompt_ids, request, runtime)` makes its
     proposer's maker, `reach(request, runtime)` says how far past the current token its rows may sit,
-    `recorded(request, runtime)` its settings as a trace's meta holds them, and `keep_hidden` whether each
-    pass keeps its rows' last hidden states (what heads and a layer read)."""
+    `recorded(request, runtime)` its settings as a trace's meta holds them, `rows(request, runtime)` the most
+    rows a step feeds (c included: the fixed-shape step's T), and `keep_hidden` whether each pass keeps its
+    rows' last hidden states (what heads and a layer read)."""
 
     proposer: Callable[[object, list[int], DecodeRequest, Runtime], MakeProposer]
     reach: Callable[[DecodeRequest, Runtime], int]
     recorded: Callable[[DecodeRequest, Runtime], dict]
+    rows: Callable[[DecodeRequest, Runtime], int]
     keep_hidden: bool = False
 
 
@@ -89,27 +93,32 @@ GUESSING: dict[Method, Guessing] = {
         jacobi,
         lambda request, runtime: lookahead_reach(request.lookahead),
         lambda request, runtime: {"settings": lookahead_settings(request, runtime)},
+        lambda request, runtime: request.lookahead.tokens_per_step,
     ),
     Method.PROMPT_LOOKUP: Guessing(
         prompt_lookup,
         lambda request, runtime: request.lookup.tokens,
         lambda request, runtime: {"lookup": lookup_settings(request)},
+        lambda request, runtime: 1 + request.lookup.tokens * request.lookup.candidates,
     ),
     Method.SPECULATIVE: Guessing(
         draft_chain,
         lambda request, runtime: runtime.draft.tokens,
         lambda request, runtime: {"draft": runtime.draft.settings()},
+        lambda request, runtime: 1 + runtime.draft.tokens,
     ),
     Method.EAGLE: Guessing(
         eagle_chain,
         lambda request, runtime: runtime.layer.tokens,
         lambda request, runtime: {"draft": runtime.layer.settings()},
+        lambda request, runtime: 1 + runtime.layer.tokens,
         keep_hidden=True,
     ),
     Method.MEDUSA: Guessing(
         heads_tree,
         lambda request, runtime: runtime.heads.reach,
         lambda request, runtime: {"medusa": runtime.heads.settings()},
+        lambda request, runtime: 1 + len(runtime.heads.tree),
         keep_hidden=True,
     ),
 }
@@ -131,13 +140,30 @@ def recorded_settings(request: DecodeRequest, runtime: Runtime) -> dict:
     return NO_SETTINGS | (guessing.recorded(request, runtime) if guessing is not None else {})
 
 
+def step_shape(request: DecodeRequest, runtime: Runtime, prompt_length: int) -> Shape:
+    """The fixed shape of the request's steps (greedy: one row, nothing past it), its cache sized for the prompt
+    and every new token."""
+    guessing = GUESSING.get(request.method)
+    rows = guessing.rows(request, runtime) if guessing is not None else 1
+    hidden = guessing is not None and guessing.keep_hidden
+    return shape_for(rows, reach(request, runtime), prompt_length + request.max_new_tokens, hidden)
+
+
 def guessing_decoder(
-    model, prompt_ids: list[int], request: DecodeRequest, runtime: Runtime, eos_ids
+    model, prompt_ids: list[int], request: DecodeRequest, runtime: Runtime, eos_ids, passes: Passes | None = None
 ) -> GuessingDecoder:
-    """The decoder of a guessing method (the request's), its planner fresh from the runtime."""
+    """The decoder of a guessing method (the request's), its planner fresh from the runtime, its passes `passes`
+    (the eager step's when None)."""
     guessing = GUESSING[request.method]
     make_proposer = guessing.proposer(model, prompt_ids, request, runtime)
     planner = runtime.planner(request.method)
     return GuessingDecoder(
-        model, prompt_ids, request, make_proposer, eos_ids, planner=planner, keep_hidden=guessing.keep_hidden
+        model,
+        prompt_ids,
+        request,
+        make_proposer,
+        eos_ids,
+        planner=planner,
+        keep_hidden=guessing.keep_hidden,
+        passes=passes,
     )

@@ -2,8 +2,9 @@
 
 The request (request.py) says what to decode and with which settings; the runtime holds the objects a
 decoding runs with: this hardware's auto settings (each decoding gets a fresh planner of their kind), the
-draft model, the EAGLE layer, Medusa's heads, the request's deadline and what learns from every decoding's
-records (the budget's prices). Every entry of the engine and the lab takes it whole.
+draft model, the EAGLE layer, Medusa's heads, the request's deadline, what learns from every decoding's
+records (the budget's prices) and the step mode (eager, fixed, cuda-graph, compiled: fixed.py). Every entry
+of the engine and the lab takes it whole.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Protocol
 from .draft import Draft
 from .medusa import Medusa
 from .planning import StepPlanner
-from .records import METHODS, Method, Needs, StepRecord
+from .records import METHODS, Method, Needs, StepMode, StepRecord
 from .request import DecodeRequest
 from .tuning import AutoSettings
 
@@ -46,6 +47,7 @@ class Runtime:
     heads: Medusa | None = None  # Medusa's heads with their tree
     deadline: Deadline | None = None  # the request's time (the lab's; the engine asks only the callables it gets)
     learn: Callable[[list[StepRecord]], None] | None = None  # takes every timed decoding's records
+    mode: StepMode | None = None  # how the passes run (fixed.chosen_mode); None: the device's default
 
     def has(self, needs: Needs) -> bool:
         """Whether what a method needs is here."""

@@ -17,7 +17,8 @@ import transformers
 
 from .decoding import DecodingError, check_request, greedy_steps
 from .divergence import divergence
-from .methods import guessing_decoder, reach, recorded_settings
+from .fixed import chosen_mode, step_passes
+from .methods import guessing_decoder, reach, recorded_settings, step_shape
 from .models import LoadedModel
 from .records import (
     METHODS,
@@ -26,6 +27,7 @@ from .records import (
     Method,
     Progress,
     Run,
+    StepMode,
     StepRecord,
     StopReason,
     Summary,
@@ -43,14 +45,17 @@ def decode_steps(lm: LoadedModel, prompt_ids: list[int], request: DecodeRequest,
     The request carries the method and every method's settings, the sampling settings (a temperature above 0
     makes every method sample) and the budget of new tokens; `runtime` what the method runs with (the method
     table says what each needs: a draft, a layer, heads; with auto settings lookahead gets a fresh planner of
-    their kind, else the paper's full plan). DecodingError names what is missing or out of range.
+    their kind, else the paper's full plan), and in which step mode its passes run (fixed.chosen_mode: the
+    runtime's, else the device's default). DecodingError names what is missing or out of range.
     """
     if not runtime.has(METHODS[request.method].needs):
         raise DecodingError(METHODS[request.method].missing)
     check_request(prompt_ids, request.max_new_tokens, lm.context_length, reach(request, runtime))
+    mode, _ = chosen_mode(lm.model, runtime.mode)
+    passes = step_passes(lm.model, mode, step_shape(request, runtime, len(prompt_ids)))
     if not METHODS[request.method].guesses:
-        return greedy_steps(lm.model, prompt_ids, request.max_new_tokens, lm.eos_ids, request.sampling)
-    return guessing_decoder(lm.model, prompt_ids, request, runtime, lm.eos_ids).steps()
+        return greedy_steps(lm.model, prompt_ids, request.max_new_tokens, lm.eos_ids, request.sampling, passes)
+    return guessing_decoder(lm.model, prompt_ids, request, runtime, lm.eos_ids, passes).steps()
 
 
 WARM_UP_TOKENS = 8
@@ -71,7 +76,7 @@ def reported(steps: Iterator[StepRecord], part: int, parts: int, method: Method,
             method=method,
             warming_up=warming_up,
             steps=count,
-            tokens=tokens,
+            tokens=min(tokens, max_new_tokens),  # a warm-up's last step may commit past its WARM_UP_TOKENS
             max_new_tokens=max_new_tokens,
         )
 
@@ -88,16 +93,28 @@ def warming_up(
 ) -> Generator[Progress, None, None]:
     """`warm_up`, one forward pass at a time: a Progress after each pass, the first numbered `first_part`.
 
-    `until` (a deadline for all the warm-ups) is asked before every pass after a method's first, with the
-    seconds the last one took: True ends the warm-ups there (a warm-up is untimed, so one cut short only
-    warms less)."""
+    Each method decodes the request as asked, its budget included, but stops after WARM_UP_TOKENS tokens: so its
+    passes have the shapes the timed run's will have (in a fixed-shape mode, one per method and bucket: the
+    capture is made here). `until` (a deadline for all the warm-ups) is asked before every pass after a
+    method's first, with the seconds the last one took: True ends the warm-ups there (a warm-up is untimed, so
+    one cut short only warms less)."""
     for part, method in enumerate(methods, first_part):
-        warming = replace(request, method=method, max_new_tokens=WARM_UP_TOKENS)
-        steps = decode_steps(lm, prompt_ids, warming, runtime)
+        warming = replace(request, method=method)
+        steps = first_tokens(decode_steps(lm, prompt_ids, warming, runtime), WARM_UP_TOKENS)
         if until is not None:
             steps = stopping(steps, until)
         yield from reported(steps, part, parts, method, WARM_UP_TOKENS, warming_up=True)
         if until is not None and until(0.0):
+            return
+
+
+def first_tokens(steps: Iterator[StepRecord], count: int) -> Iterator[StepRecord]:
+    """`steps` until they have committed `count` tokens."""
+    committed = 0
+    for record in steps:
+        yield record
+        committed += len(record.committed)
+        if committed >= count:
             return
 
 
@@ -117,6 +134,22 @@ def warm_up(lm: LoadedModel, prompt_ids: list[int], request: DecodeRequest, runt
     timed right after another would be charged for what the other left undone.
     """
     finished(warming_up(lm, prompt_ids, request, runtime, methods, 1, len(methods)))
+
+
+def warm_up_prompts(
+    lm: LoadedModel, prompts: list[list[int]], request: DecodeRequest, runtime: Runtime, methods
+) -> list[list[int]]:
+    """Of `prompts` (decoded in turn with `request` by `methods`), those whose warm-ups run every fixed shape the
+    timed runs will: the first, then each that takes a cache bucket none before it took (the eager step has no
+    fixed shapes: the first alone)."""
+    fixed_shapes = chosen_mode(lm.model, runtime.mode)[0] != StepMode.EAGER
+    seen, chosen = set(), []
+    for ids in prompts:
+        shapes = {step_shape(replace(request, method=method), runtime, len(ids)) for method in methods}
+        if not chosen or (fixed_shapes and not shapes <= seen):
+            chosen.append(ids)
+        seen |= shapes
+    return chosen
 
 
 def summarize(steps: list[StepRecord], text: str = "") -> Summary:
@@ -169,6 +202,7 @@ def tracing(
     DEADLINE.
     """
     request = runtime.settled(request)
+    mode, mode_note = chosen_mode(lm.model, runtime.mode)
     steps, cut = [], False
     started = time.time()
     for record in decode_steps(lm, prompt_ids, request, runtime):
@@ -194,6 +228,8 @@ def tracing(
         recorded_at=time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(started)),
         sampling=request.sampling.record(),
         prompt_shown=lm.tokenizer.decode(prompt_ids),
+        mode=mode,
+        mode_note=mode_note,
         **recorded_settings(request, runtime),
     )
     pieces = text_pieces(lm.tokenizer, [[token] for token in summary.new_token_ids])
@@ -248,7 +284,7 @@ def recording_run(
     traced = tracing(lm, prompt_ids, request, runtime, prompt_text, deadline(method))
     trace = yield from reported(traced, 3, parts, method, request.max_new_tokens)
     greedy = replace(request, method=Method.GREEDY)
-    plain = tracing(lm, prompt_ids, greedy, NOTHING, prompt_text, deadline(Method.GREEDY))
+    plain = tracing(lm, prompt_ids, greedy, Runtime(mode=runtime.mode), prompt_text, deadline(Method.GREEDY))
     greedy = yield from reported(plain, 4, parts, Method.GREEDY, request.max_new_tokens)
     return Run(trace=trace, greedy=greedy, divergence=parted(lm, prompt_ids, greedy, trace))
 

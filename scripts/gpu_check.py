@@ -2,10 +2,13 @@
 
 Usage: python scripts/gpu_check.py [--dtypes float32 bfloat16] [--sets humaneval mtbench] [--limit 10]
                                    [--max-new-tokens 128] [--out DIR] [--device cuda|cpu]
+                                   [--modes eager fixed cuda-graph compiled]
 TF32 is off, so float32 is true float32 and lookahead's `exact` must equal the prompt count; in
 half precision `exact` is the match rate against greedy `generate` in the same dtype. Every figure
 is measured in this run; the table is printed as Markdown, and each bench report is written to
-DIR as JSON when --out is given (`visuals.bench` draws them; the GPU image lacks plotly).
+DIR as JSON when --out is given (`visuals.bench` draws them; the GPU image lacks plotly). `--modes` benches this
+engine's methods in each step mode given (docs/engine.md; default: the device's own, cuda-graph on CUDA), the
+peers beside each; the table's mode column says which ran (a captured mode on a CPU runs fixed, and says so).
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from lab.datasets import load_prompts
 from lab.heads import runtime_for
 from lookahead_core.costs import step_costs
 from lookahead_core.models import load_model
-from lookahead_core.records import METHODS
+from lookahead_core.records import METHODS, StepMode
 from lookahead_core.request import DecodeRequest
 from lookahead_core.trace import machine_facts
 from lookahead_core.tuning import choose_settings
@@ -41,6 +44,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--repeats", type=int, default=REPEATS, help="interleaved rounds per prompt")
     parser.add_argument("--device", default="cuda", choices=["cuda", "cpu"], help="cpu: a smoke test of this script")
+    parser.add_argument("--modes", nargs="+", default=[None], choices=[mode.value for mode in StepMode])
     args = parser.parse_args()
     if args.device == "cuda" and not torch.cuda.is_available():
         sys.exit("error: no CUDA device: this script checks the GPU path")
@@ -62,51 +66,58 @@ def main() -> None:
             f"({auto.regime}: a 64-token step costs {auto.ratio:.2f}x a 1-token step)",
             flush=True,
         )
-        for name in args.sets:
+        for name, asked in [(name, mode) for name in args.sets for mode in args.modes]:
             prompts = load_prompts(name, args.limit)
-            runtime = runtime_for(lm, list(METHODS), auto=auto)
+            runtime = runtime_for(lm, list(METHODS), auto=auto, mode=asked)
             request = DecodeRequest(max_new_tokens=args.max_new_tokens)
             report = run_bench(lm, prompts, list(ENTRANTS), request, runtime, dataset=name, repeats=args.repeats)
+            if report.settings.mode_note:
+                print(f"  note: {report.settings.mode_note}", flush=True)
             if args.out is not None:
                 args.out.mkdir(parents=True, exist_ok=True)
-                stem = args.out / f"{name}-{dtype}"
+                stem = args.out / (f"{name}-{dtype}" + (f"-{asked}" if len(args.modes) > 1 else ""))
                 stem.with_suffix(".json").write_text(report.to_json(indent=1))
-            for method, s in report.summary.items():
-                step_ms = 1e3 * s.seconds / s.steps
-                rows.append(
-                    (
-                        name,
-                        dtype,
-                        method,
-                        s.tokens_per_second,
-                        s.speedup,
-                        s.over_static.median if s.over_static is not None else None,
-                        s.tokens_per_step,
-                        step_ms,
-                        f"{s.exact}/{s.prompts}",
-                    )
-                )
-                interval = s.speedup_interval
-                spread = f" ({interval.low:.2f}-{interval.high:.2f})" if interval is not None else ""
-                print(
-                    f"  {name} {dtype} {method}: {s.tokens_per_second:.1f} tok/s, {s.speedup:.2f}x{spread}, "
-                    f"{times(s.over_static) if s.over_static is not None else '-'} over hf-static, "
-                    f"{s.tokens_per_step:.2f} tok/step, {step_ms:.1f} ms/step, exact {s.exact}/{s.prompts}",
-                    flush=True,
-                )
+            rows += report_rows(report, name, dtype)
         del lm
         if args.device == "cuda":
             torch.cuda.empty_cache()
+    print_table(rows, args)
+
+
+def report_rows(report, name: str, dtype: str) -> list[tuple]:
+    """Each method's figures in a bench report, printed as a line as they come, and returned as table rows."""
+    rows, mode = [], report.settings.mode
+    for method, s in report.summary.items():
+        step_ms = 1e3 * s.seconds / s.steps
+        static = s.over_static.median if s.over_static is not None else None
+        exact = f"{s.exact}/{s.prompts}"
+        figures = (s.tokens_per_second, s.speedup, static, s.tokens_per_step, step_ms, exact)
+        rows.append((name, dtype, mode, method, *figures))
+        interval = s.speedup_interval
+        spread = f" ({interval.low:.2f}-{interval.high:.2f})" if interval is not None else ""
+        print(
+            f"  {name} {dtype} {mode} {method}: {s.tokens_per_second:.1f} tok/s, {s.speedup:.2f}x{spread}, "
+            f"{times(s.over_static) if s.over_static is not None else '-'} over hf-static, "
+            f"{s.tokens_per_step:.2f} tok/step, {step_ms:.1f} ms/step, exact {exact}",
+            flush=True,
+        )
+    return rows
+
+
+def print_table(rows: list[tuple], args: argparse.Namespace) -> None:
+    """Every row measured, as one Markdown table, after a line saying how it was measured."""
     print(
         f"\n{args.limit} prompts per set, {args.max_new_tokens} new tokens, {args.repeats} interleaved rounds; "
         "median tok/s, speedups ratios of medians over hf-greedy and over hf-static, same run"
     )
-    print("| set | dtype | method | tokens/s | over hf-greedy | over hf-static | tokens/step | ms/step | exact |")
-    print("|---|---|---|---|---|---|---|---|---|")
-    for name, dtype, method, rate, speedup, static, per_step, step_ms, exact in rows:
+    columns = ["set", "dtype", "mode", "method", "tokens/s", "over hf-greedy", "over hf-static"]
+    columns += ["tokens/step", "ms/step", "exact"]
+    print("| " + " | ".join(columns) + " |")
+    print("|" + "---|" * len(columns))
+    for name, dtype, mode, method, rate, speedup, static, per_step, step_ms, exact in rows:
         over_static = f"{static:.2f}x" if static is not None else "-"
         print(
-            f"| {name} | {dtype} | {method} | {rate:.1f} | {speedup:.2f}x | {over_static} | {per_step:.2f} "
+            f"| {name} | {dtype} | {mode} | {method} | {rate:.1f} | {speedup:.2f}x | {over_static} | {per_step:.2f} "
             f"| {step_ms:.1f} | {exact} |"
         )
 

@@ -18,6 +18,7 @@ from lab import bench as bench_module
 from lab.bench import ENTRANTS, Timed, check_methods
 from lab.cli import labelled, main, summary_table
 from lookahead_core import costs as cost_module
+from lookahead_core import fixed
 from lookahead_core.eagle import eagle_for, save_eagle
 from lookahead_core.medusa import heads_for, save_heads
 from lookahead_core.records import (
@@ -187,20 +188,28 @@ def test_a_bench_report_reads_back_equal_field_for_field(tiny_folder, tmp_path):
 
 
 def test_the_rounds_are_interleaved_every_method_once_per_round(tiny_folder, tmp_path, monkeypatch):
-    """After one warm-up each, prompt by prompt: round 1 runs every method in order, then round 2 does again."""
-    calls = []
-    real = bench_module.run_method
+    """After one warm-up each (this engine's methods by trace.warm_up, the request's budget and so its shapes; the
+    peers on 8 tokens), prompt by prompt: round 1 runs every method in order, then round 2 does again."""
+    calls, warmed = [], []
+    real, real_warm_up = bench_module.run_method, bench_module.warm_up
 
     def recording(lm, method, prompt_ids, *rest):
         calls.append((tuple(prompt_ids), method))
         return real(lm, method, prompt_ids, *rest)
 
+    def warming(lm, prompt_ids, request, runtime, methods):
+        warmed.append((tuple(prompt_ids), request.max_new_tokens, list(methods)))
+        return real_warm_up(lm, prompt_ids, request, runtime, methods)
+
     monkeypatch.setattr(bench_module, "run_method", recording)
+    monkeypatch.setattr(bench_module, "warm_up", warming)
     methods = [BenchMethod.GREEDY, BenchMethod.LOOKAHEAD, BenchMethod.HF_GREEDY]
     report = bench(tiny_folder, tmp_path, "--methods", ",".join(methods), "--max-new-tokens", "6", "--repeats", "2")
-    assert [method for _, method in calls[: len(methods)]] == methods  # the warm-ups
-    timed = calls[len(methods) :]
+    assert [(tokens, names) for _, tokens, names in warmed] == [(6, [Method.GREEDY, Method.LOOKAHEAD])]
+    assert [method for _, method in calls[:1]] == [BenchMethod.HF_GREEDY]  # the peer's warm-up
+    timed = calls[1:]
     prompts = list(dict.fromkeys(prompt for prompt, _ in timed))
+    assert warmed[0][0] == prompts[0]
     assert timed == [(prompt, method) for prompt in prompts for _ in range(2) for method in methods]
     assert len(prompts) == 2 and report.settings.repeats == 2
     for row in report.summary.values():
@@ -395,6 +404,22 @@ def test_generate_with_prompt_lookup_or_a_draft_equals_greedy(tiny_folder, capsy
         assert [row["new_token_ids"] for row in rows] == [row["new_token_ids"] for row in greedy]
     assert (lookup[0]["lookup_tokens"], lookup[0]["draft_model"]) == (6, None)
     assert (drafted[0]["draft_model"], drafted[0]["draft_tokens"], drafted[0]["window"]) == ("bf16-self", 3, None)
+
+
+def test_generate_takes_the_step_mode_and_decodes_the_same_in_each(tiny_folder, capsys, monkeypatch):
+    """--mode reaches the engine (a spy on the fixed-shape step's buffers); the output is the eager step's."""
+    taken = []
+    acquired = fixed.acquired
+    monkeypatch.setattr(fixed, "acquired", lambda *args: taken.append(args[1]) or acquired(*args))
+    prompts = ["--prompts-file", str(tiny_folder / "prompts.jsonl")]
+    eager = generated(capsys, tiny_folder, *prompts, "--mode", "eager")
+    assert not taken
+    for mode in ("fixed", "cuda-graph"):  # no CUDA here: cuda-graph runs the fixed-shape step uncaptured
+        shown = generated(capsys, tiny_folder, *prompts, "--mode", mode)
+        assert [d["new_token_ids"] for d in shown] == [d["new_token_ids"] for d in eager] and taken
+    with pytest.raises(SystemExit):
+        main(["generate", "hi", "--mode", "warp"])
+    assert "argument --mode: invalid choice: 'warp'" in capsys.readouterr().err
 
 
 def test_a_draft_that_cannot_be_used_is_refused_in_one_line(tiny_folder, tmp_path, capsys):

@@ -19,6 +19,7 @@ from lookahead_core.records import (
     Run,
     SchemaError,
     StepCostCurve,
+    StepMode,
     StopReason,
     Trace,
     Verdict,
@@ -143,7 +144,7 @@ def test_a_version_3_run_reads_as_a_run_of_a_model_without_sliding_layers(run):
         for key in ("layers", "sliding_layers", "sliding_window"):
             trace["meta"]["machine"].pop(key)
     read = Run.from_json(json.dumps(old))
-    assert read.schema_version == read.trace.schema_version == SCHEMA_VERSION == 8
+    assert read.schema_version == read.trace.schema_version == SCHEMA_VERSION == 9
     assert read.trace.meta.machine.layers == 0 and all(s.sliding is None for s in read.trace.steps)
     assert read.trace.steps == run.trace.steps
 
@@ -169,6 +170,28 @@ def test_a_version_5_run_reads_as_a_run_with_no_heads(run):
     read = Run.from_json(json.dumps(version_5(to_data(run))))
     assert read.schema_version == SCHEMA_VERSION and read.trace.meta.medusa is None
     assert read.trace.steps == run.trace.steps
+
+
+def test_a_version_8_run_reads_as_one_that_ran_the_eager_step(run):
+    """Schema 9 added the step mode of each trace (eager, fixed, cuda-graph, compiled): a version 8 run, without it,
+    ran the only step there was, the eager one, and reads so; a mode it does not know is refused, naming it."""
+
+    def version_8(node):
+        if isinstance(node, dict):
+            return {
+                k: 8 if k == "schema_version" else version_8(v)
+                for k, v in node.items()
+                if k not in ("mode", "mode_note")
+            }
+        return [version_8(v) for v in node] if isinstance(node, list) else node
+
+    old = version_8(to_data(run))
+    assert "mode" not in old["trace"]["meta"]
+    read = Run.from_json(json.dumps(old))
+    assert read.schema_version == SCHEMA_VERSION and read.trace.steps == run.trace.steps
+    assert read.trace.meta.mode == read.greedy.meta.mode == StepMode.EAGER and read.trace.meta.mode_note == ""
+    with pytest.raises(SchemaError, match="meta.mode: 'warp' is not one of 'eager'"):
+        Trace.from_json(mutated(run.trace, lambda d: d["meta"].update(mode="warp")))
 
 
 def test_an_old_trace_without_a_schema_version_is_refused_as_such(run):

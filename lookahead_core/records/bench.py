@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from .codec import Document, from_data, parse_json
 from .legacy import unversioned_bench_report
-from .names import SCHEMA_VERSION, BenchMethod
+from .names import SCHEMA_VERSION, BenchMethod, StepMode
 from .run import Divergence, DraftSettings, LookaheadSettings, LookupSettings, Machine, MedusaSettings, SamplingRecord
 from .timing import Busy, Spread
 
@@ -100,6 +100,8 @@ class BenchSettings:
     medusa: MedusaSettings | None = None  # Medusa's heads and tree, when it ran
     eagle: DraftSettings | None = None  # the EAGLE entrant's layer (its name) and k, when it ran
     static_compiled: bool | None = None  # whether transformers compiled hf-static's step here (CUDA); None: not run
+    mode: StepMode = StepMode.EAGER  # how this engine's methods ran their steps (schema 9; before, eager)
+    mode_note: str = ""  # why that is not the mode asked for ("" when it is)
 
 
 @dataclass(kw_only=True)

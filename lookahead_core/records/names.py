@@ -8,14 +8,15 @@ from __future__ import annotations
 
 import enum
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 # Older versions whose records read as this one: each only added facts with defaults. Version 4 added
 # the sliding-window masks (a version 3 record is one of a model with no sliding layer); version 5 the
 # repeated timings of a Run and a race (a version 4 record timed each method once, and says so); version 6
 # Medusa's heads; version 7 the bench's EAGLE entrant and its layer (a version 6 bench ran none); version 8 EAGLE
 # as a method of its own (a version 7 trace of an EAGLE layer's drafts says speculative, and reads so) and the
-# bench's hf-static peer (a version 7 report ran none).
-UPGRADABLE = {3, 4, 5, 6, 7}
+# bench's hf-static peer (a version 7 report ran none); version 9 the step mode a trace, a race and a bench ran in
+# (a version 8 record ran the eager step, the only one there was).
+UPGRADABLE = {3, 4, 5, 6, 7, 8}
 
 
 class SchemaError(ValueError):
@@ -52,6 +53,16 @@ class BenchMethod(enum.StrEnum):
     def method(self) -> Method | None:
         """This engine's method that the entrant runs (the method of the same name); None for a peer."""
         return next((method for method in Method if method.value == self.value), None)
+
+
+class StepMode(enum.StrEnum):
+    """How the engine ran its forward passes after the prefill (lookahead_core/fixed.py); the tokens and the
+    step records are the same in every mode, only the time differs."""
+
+    EAGER = "eager"  # the dynamic step: as many rows as fed, the cache cropped (the only mode before schema 9)
+    FIXED = "fixed"  # the fixed-shape step (T rows, a static cache, the mask from L), run uncaptured
+    CUDA_GRAPH = "cuda-graph"  # the fixed-shape step recorded once per shape as a CUDA graph and replayed
+    COMPILED = "compiled"  # the fixed-shape step through torch.compile(mode="reduce-overhead", fullgraph=True)
 
 
 class StepKind(enum.StrEnum):

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .codec import Document
-from .names import SCHEMA_VERSION, Method
+from .names import SCHEMA_VERSION, Method, StepMode
 from .run import (
     DraftSettings,
     LookaheadSettings,
@@ -61,6 +61,8 @@ class RaceRecord(Document):
     sampling: SamplingRecord | None = None
     timing: Timing | None = None  # None: a race from before repeated timings (each lane timed once)
     medusa: MedusaSettings | None = None  # Medusa's heads and tree, when it raced (schema 6 on)
+    mode: StepMode = StepMode.EAGER  # how every lane ran its steps (schema 9; before, eager)
+    mode_note: str = ""  # why that is not the mode asked for ("" when it is)
     schema_version: int = SCHEMA_VERSION
 
     def lane(self, method: Method) -> RaceLane:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .codec import Document
-from .names import SCHEMA_VERSION, Method, PlannerKind, Regime, StopReason
+from .names import SCHEMA_VERSION, Method, PlannerKind, Regime, StepMode, StopReason
 from .step import StepRecord
 from .timing import Timing
 
@@ -120,6 +120,8 @@ class TraceMeta:
     draft: DraftSettings | None = None  # speculative decoding's draft
     medusa: MedusaSettings | None = None  # Medusa's heads and tree
     prompt_shown: str = ""  # the prompt's ids decoded as one text (chat template included): every script whole
+    mode: StepMode = StepMode.EAGER  # how the passes after the prefill ran (schema 9; before, eager)
+    mode_note: str = ""  # why the mode asked for could not run and this one ran instead ("" when it ran as asked)
 
 
 @dataclass(kw_only=True)

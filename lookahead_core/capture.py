@@ -1,0 +1,90 @@
+"""The capture layer: a fixed-shape step's device function (fixed.py) recorded once and replayed.
+
+A function given here takes no arguments and reads and writes only its shape's static buffers; it makes no host
+reads (.item(), nonzero, Python ints from tensors). `graphed` records it as a torch.cuda.CUDAGraph on its first
+call (after warm-up runs on a side stream, which only redo what the call does) and replays it after; its outputs
+are the graph's own tensors, overwritten by the next replay, so a caller clones what it keeps. `compiled` is
+torch.compile(mode="reduce-overhead", fullgraph=True, dynamic=False): CUDA graphs with fusion on top. Both need
+CUDA; on a CPU the fixed-shape step runs as it is (`as_it_is`), and its tests trace it with other compilers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+
+from .records import StepMode
+
+WARM_UP_RUNS = 3  # before a capture: lazy initialisations (cuBLAS handles, workspace) must not be recorded
+
+
+def as_it_is(function: Callable) -> Callable:
+    return function
+
+
+class Graphed:
+    """`function` recorded as a CUDA graph on its first call, replayed on every call; returns its outputs."""
+
+    def __init__(self, function: Callable) -> None:
+        self.function, self.graph, self.outputs = function, None, None
+
+    def __call__(self):
+        if self.graph is None:
+            self.record()
+        self.graph.replay()
+        return self.outputs
+
+    def record(self) -> None:
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(WARM_UP_RUNS):
+                self.function()
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            self.outputs = self.function()
+        self.graph = graph
+
+
+def graphed(function: Callable) -> Graphed:
+    return Graphed(function)
+
+
+class Compiled:
+    """`function` through torch.compile, whole and at its shapes. Every fixed shape runs the same code (fixed.py's
+    FixedStep methods), and dynamo compiles a code at most `recompile_limit` times (8; past it, with fullgraph, the
+    call fails): a step's first call, where its shape compiles, may go up to RECOMPILE_LIMIT."""
+
+    def __init__(self, function: Callable, **options) -> None:
+        self.compiled = torch.compile(function, fullgraph=True, dynamic=False, **options)
+        self.compiling = True
+
+    def __call__(self):
+        if not self.compiling:
+            return self.compiled()
+        with torch._dynamo.config.patch(recompile_limit=RECOMPILE_LIMIT):
+            outputs = self.compiled()
+        self.compiling = False
+        return outputs
+
+
+RECOMPILE_LIMIT = 64  # shapes compiled per process: one per method, its settings and a cache bucket
+
+
+def compiled(function: Callable, backend: str = "inductor", mode: str | None = "reduce-overhead") -> Compiled:
+    """The `compiled` mode's wrapper (CUDA graphs under inductor's fusion); the CPU's tests take other backends."""
+    return Compiled(function, backend=backend, mode=mode)
+
+
+CAPTURES: dict[StepMode, Callable[[Callable], Callable]] = {
+    StepMode.FIXED: as_it_is,
+    StepMode.CUDA_GRAPH: graphed,
+    StepMode.COMPILED: compiled,
+}
+
+
+def capture_for(mode: StepMode) -> Callable[[Callable], Callable]:
+    """How a fixed-shape step's functions are wrapped in `mode` (not eager: that runs no fixed-shape step)."""
+    return CAPTURES[mode]

@@ -1,0 +1,303 @@
+"""The fixed-shape step: every pass after the prefill feeds exactly T rows into a static KV cache, so that a CUDA
+graph or torch.compile can record it once per shape and replay it (capture.py); and which step mode a run takes.
+
+A shape is (T rows, D rows kept, C committed positions, hidden states or not): T is the most rows the method and
+its settings can feed (the step's token tree padded to T: a pad row sees only itself), D = 1 + the method's reach
+(c and the longest path a step can accept), C a power-of-two bucket of the positions a request can commit. The
+cache holds C committed positions and T scratch slots after them. A pass writes its rows into the scratch slots;
+its mask is "column < L" (L a 0-d device tensor) beside the T x T pattern of the tree, and on sliding-window
+layers also no key at or before a row's position - window (one mask per layer type, as forward.py passes); its
+position ids are L + depth. After verification D scratch rows (c, the accepted rows, then anything) are copied
+down to [L, L + D) on the device and L advances by what was kept: rows past L are masked and overwritten later,
+so over-copying is harmless. One read back per pass: the T rows' argmax as int32; the logits stay on the device
+for sampled verification. The host still proposes, verifies, commits and records as in the eager step, so the
+records cannot tell the modes apart. The prefill stays eager (its cache is copied in). The buffers of a shape
+live as long as the model and are reused by every decoding of that shape, one at a time, so a capture of them is
+made once.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import weakref
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import lru_cache
+
+import torch
+from transformers.cache_utils import Cache, DynamicCache, StaticLayer
+
+from .attention import FULL, SLIDING, AttentionPlan, UnsupportedModel, attention_plan
+from .capture import capture_for
+from .forward import EagerPasses, Pass, plain_head, prefill, synchronize
+from .layout import StepLayout, chain_layout
+from .records import StepMode
+
+SMALLEST_BUCKET = 256  # committed positions of the smallest static cache; each bucket after it doubles
+
+
+@dataclass(frozen=True)
+class Shape:
+    """One fixed shape: `rows` fed per pass (T), `kept` rows copied down after it (D), `capacity` committed
+    positions (C), and whether a pass returns its rows' last hidden states."""
+
+    rows: int
+    kept: int
+    capacity: int
+    hidden: bool = False
+
+
+def bucket(positions: int) -> int:
+    """The smallest power of two, at least SMALLEST_BUCKET, that holds `positions`."""
+    return max(SMALLEST_BUCKET, 1 << (positions - 1).bit_length())
+
+
+def shape_for(rows: int, reach: int, room: int, hidden: bool = False) -> Shape:
+    """The shape of a request whose passes feed at most `rows` rows reaching `reach` past c, with `room` positions
+    for the prompt and the new tokens (the copy-down may write D - 1 past the last committed one)."""
+    kept = 1 + reach
+    return Shape(rows=rows, kept=kept, capacity=bucket(room + kept), hidden=hidden)
+
+
+# ----------------------------------------------------------------------------------------------
+# The static cache: C committed positions, then T scratch slots
+
+
+class ScratchLayer(StaticLayer):
+    """A static layer whose every update writes the pass's rows into the scratch slots after `capacity`; its
+    sequence length is the step's L (a model that asks for it gets the committed positions, as a tensor)."""
+
+    def __init__(self, keys: torch.Tensor, values: torch.Tensor, capacity: int, length: torch.Tensor) -> None:
+        super().__init__(max_cache_len=keys.shape[2])
+        self.keys, self.values, self.is_initialized = keys, values, True
+        self.cumulative_length = length
+        self.scratch = slice(capacity, keys.shape[2])
+        torch._dynamo.mark_static_address(keys)  # a fixed address, so a capture may keep it
+        torch._dynamo.mark_static_address(values)
+
+    def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args, **kwargs):
+        self.keys[:, :, self.scratch] = key_states
+        self.values[:, :, self.scratch] = value_states
+        return self.keys, self.values
+
+
+def scratch_cache(dynamic: DynamicCache, shape: Shape, length: torch.Tensor) -> Cache:
+    """A cache of `shape` with each layer's heads, width and dtype as in `dynamic` (a prefill's), zeroed, its
+    committed positions `length`."""
+    layers = []
+    for layer in dynamic.layers:
+        size = (*layer.keys.shape[:2], shape.capacity + shape.rows)
+        keys = layer.keys.new_zeros(*size, layer.keys.shape[3])
+        values = layer.values.new_zeros(*size, layer.values.shape[3])
+        layers.append(ScratchLayer(keys, values, shape.capacity, length))
+    return Cache(layers=layers)
+
+
+@lru_cache(maxsize=256)
+def padded_tree(layout: StepLayout, rows: int, dtype: torch.dtype, device: torch.device):
+    """A layout padded to `rows`: its depths (pad rows 0) and its (rows, rows) additive mask, pad rows seeing only
+    themselves and seen by no real row."""
+    allowed = torch.eye(rows, dtype=torch.bool)
+    for row, seen in enumerate(layout.seen):
+        allowed[row, list(seen)] = True
+    mask = torch.full((rows, rows), torch.finfo(dtype).min, dtype=dtype).masked_fill(allowed, 0.0)
+    depths = torch.zeros(rows, dtype=torch.long)
+    depths[: layout.size] = torch.tensor(layout.depths)
+    return depths.to(device), mask.to(device)
+
+
+def scored_rows(model, head, hidden: bool, **inputs) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Every fed row's logits (rows x vocab) and, when `hidden`, last hidden states, on the device: the model's
+    own base and its plain output layer `head` (forward.plain_head), or with no such head the model's forward."""
+    if head is None:
+        out = model(**inputs, output_hidden_states=hidden)
+        return out.logits[0], out.hidden_states[-1][0] if hidden else None
+    states = model.base_model(**inputs).last_hidden_state[0].to(head.weight.device)
+    return head(states), states if hidden else None
+
+
+# ----------------------------------------------------------------------------------------------
+# One shape's buffers and its two device functions: the pass, the copy-down
+
+
+class FixedStep:
+    """A shape's static buffers over one model, the pass and the copy-down as functions of them alone (what a
+    capture records), each wrapped by `capture` (capture.py: as it is, a CUDA graph, or torch.compile). It holds
+    the model only while a decoding has taken it (`model` is None when it is free), so that the registry of steps,
+    kept beside the model and not in it, lets the model go."""
+
+    def __init__(self, model, shape: Shape, capture: Callable) -> None:
+        device, dtype, rows = model.device, model.dtype, shape.rows
+        self.model, self.shape, self.capture = None, shape, capture
+        self.head, self.attention = plain_head(model), attention_plan(model.config)
+        self.ids = torch.zeros(1, rows, dtype=torch.long, device=device)
+        self.depths = torch.zeros(rows, dtype=torch.long, device=device)
+        self.tree = torch.zeros(rows, rows, dtype=dtype, device=device)
+        self.length = torch.zeros((), dtype=torch.long, device=device)  # L: the committed positions in the cache
+        self.sources = torch.zeros(shape.kept, dtype=torch.long, device=device)  # scratch slots to copy down
+        self.columns = torch.arange(shape.capacity, device=device)
+        self.offsets = torch.arange(shape.kept, device=device)
+        self.cache: Cache | None = None
+
+    def load(self, dynamic: DynamicCache, length: int) -> None:
+        """Copy a prefill's cache of `length` positions in; the first load allocates and wraps the functions."""
+        if self.cache is None:
+            self.cache = scratch_cache(dynamic, self.shape, self.length)
+            self.run, self.copy_down = self.capture(self.forward), self.capture(self.kept_rows_down)
+        for layer, prefilled in zip(self.cache.layers, dynamic.layers, strict=True):
+            layer.keys[:, :, :length] = prefilled.keys
+            layer.values[:, :, :length] = prefilled.values
+        self.length.fill_(length)
+
+    def masks(self, positions: torch.Tensor):
+        """The pass's 4D mask: "column < L" beside the tree's pattern; on sliding-window layers also no key at
+        or before a row's position - window (one mask per layer type where types mix, as forward.py passes)."""
+        capacity, rows, dtype = self.shape.capacity, self.shape.rows, self.tree.dtype
+        prefix = torch.zeros(capacity, dtype=dtype, device=self.tree.device)
+        prefix = prefix.masked_fill(self.columns >= self.length, torch.finfo(dtype).min)
+        masks = {FULL: torch.cat([prefix.expand(rows, capacity), self.tree], dim=1)}
+        if self.attention.window is not None:
+            keys = torch.cat([self.columns, positions])
+            beyond = keys[None, :] <= positions[:, None] - self.attention.window
+            masks[SLIDING] = masks[FULL].masked_fill(beyond, torch.finfo(dtype).min)
+        if not self.attention.mixed:
+            return masks[self.attention.layer_types[0]][None, None]
+        return {kind: mask[None, None] for kind, mask in masks.items()}
+
+    def forward(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+        """The pass: T rows after the L committed positions; each row's logits, argmax (int32), hidden states."""
+        positions = self.depths + self.length
+        logits, states = scored_rows(
+            self.model,
+            self.head,
+            self.shape.hidden,
+            input_ids=self.ids,
+            attention_mask=self.masks(positions),
+            position_ids=positions[None],
+            past_key_values=self.cache,
+            use_cache=True,
+        )
+        return logits, logits.argmax(dim=-1).to(torch.int32), states
+
+    def kept_rows_down(self) -> None:
+        """Copy the scratch slots `sources` to [L, L + D) on every layer (L advances on the host's word)."""
+        targets = self.offsets + self.length
+        for layer in self.cache.layers:
+            layer.keys.index_copy_(2, targets, layer.keys.index_select(2, self.sources))
+            layer.values.index_copy_(2, targets, layer.values.index_select(2, self.sources))
+
+
+STEPS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # model -> {(shape, capture): [FixedStep]}
+STEPS_LOCK = threading.Lock()
+
+
+def acquired(model, shape: Shape, capture: Callable) -> FixedStep:
+    """A free FixedStep of this shape and capture for `model` (a new one when all are in use), taken."""
+    with STEPS_LOCK:
+        steps = STEPS.setdefault(model, {}).setdefault((shape, capture), [])
+        step = next((s for s in steps if s.model is None), None)
+        if step is None:
+            step = FixedStep(model, shape, capture)
+            steps.append(step)
+        step.model = model
+        return step
+
+
+# ----------------------------------------------------------------------------------------------
+# One decoding's passes through a shape
+
+
+class FixedPasses:
+    """The fixed-shape step's passes over one decoding (the calls of forward.Passes). The shape's buffers are
+    taken at the prefill and given back by `release` (the decoders do, when they end or are dropped)."""
+
+    def __init__(self, model, shape: Shape, capture: Callable) -> None:
+        self.model, self.shape, self.capture = model, shape, capture
+        self.step: FixedStep | None = None
+
+    @torch.inference_mode()
+    def prefill(self, prompt_ids: list[int], hidden: bool = False) -> Pass:
+        cache, result = prefill(self.model, prompt_ids, hidden)
+        self.step = acquired(self.model, self.shape, self.capture)
+        self.step.load(cache, len(prompt_ids))
+        self.length = len(prompt_ids)
+        return result
+
+    def one(self, token: int) -> Pass:
+        result = self.tree([token], chain_layout(1), None)
+        self.keep(())
+        return result
+
+    @torch.inference_mode()
+    def tree(self, tokens: list[int], layout: StepLayout, plan: AttentionPlan | None, hidden: bool = False) -> Pass:
+        """One pass of T rows: the tree's, then pad rows (c's token, at c's position, seeing only themselves)."""
+        step, rows = self.step, self.shape.rows
+        if layout.size > rows:
+            raise ValueError(f"a step of {layout.size} rows does not fit the fixed shape of {rows}")
+        synchronize(self.model.device)
+        start = time.perf_counter()
+        depths, tree = padded_tree(layout, rows, step.tree.dtype, step.tree.device)
+        step.ids.copy_(torch.tensor([tokens + tokens[:1] * (rows - layout.size)]))
+        step.depths.copy_(depths)
+        step.tree.copy_(tree)
+        logits, argmax, states = step.run()
+        fed = argmax[: layout.size].tolist()  # the one read back of the pass
+        states = states[: layout.size].clone() if hidden else None  # a replay overwrites the captured output
+        return Pass(fed, logits[: layout.size], time.perf_counter() - start, states)
+
+    @torch.inference_mode()
+    def keep(self, accepted: tuple[int, ...]) -> None:
+        """Keep c's row and the rows `accepted` of the last pass: D scratch rows copied down, L advanced."""
+        kept = (0, *accepted)
+        sources = [self.shape.capacity + r for r in kept + (0,) * (self.shape.kept - len(kept))]
+        self.step.sources.copy_(torch.tensor(sources))
+        self.step.copy_down()
+        self.length += len(kept)
+        self.step.length.fill_(self.length)
+
+    def release(self) -> None:
+        if self.step is not None:
+            self.step.model, self.step = None, None
+
+
+# ----------------------------------------------------------------------------------------------
+# The step mode of a run
+
+
+def fixed_refusal(model) -> str:
+    """Why the fixed-shape step cannot drive `model` exactly, in words; "" when it can."""
+    try:
+        attention_plan(model.config)
+    except UnsupportedModel as refused:
+        return refused.reason
+    if len({p.device for p in model.parameters()}) > 1:
+        return "its layers sit on more than one device"
+    return ""
+
+
+def default_mode(model) -> StepMode:
+    """Eager on a CPU (there every pad row costs time); on CUDA the CUDA graph, the fastest exact capture."""
+    return StepMode.CUDA_GRAPH if model.device.type == "cuda" else StepMode.EAGER
+
+
+def chosen_mode(model, asked: StepMode | None) -> tuple[StepMode, str]:
+    """The mode a run of `model` takes when `asked` for one (None: the device's default), and why it differs
+    from what was asked ("" when it does not)."""
+    wanted = default_mode(model) if asked is None else StepMode(asked)
+    if wanted == StepMode.EAGER:
+        return wanted, ""
+    refusal = fixed_refusal(model)
+    if refusal:
+        return StepMode.EAGER, f"the fixed-shape step cannot drive this model exactly ({refusal}): it ran eagerly"
+    if wanted != StepMode.FIXED and model.device.type != "cuda":
+        where = model.device.type
+        return StepMode.FIXED, f"{wanted} needs a CUDA device, this is {where}: the fixed-shape step ran uncaptured"
+    return wanted, ""
+
+
+def step_passes(model, mode: StepMode, shape: Shape):
+    """The passes of a decoding in `mode`: the eager step's, or the fixed-shape step's wrapped by its capture."""
+    if mode == StepMode.EAGER:
+        return EagerPasses(model)
+    return FixedPasses(model, shape, capture_for(mode))

@@ -1,0 +1,497 @@
+"""The fixed-shape step (lookahead_core/fixed.py) on the CPU: every method's output equals `generate` on tiny Llama,
+Qwen2 and GPT-2 models and on the real model; its records equal the eager step's, so a replay cannot tell the
+modes apart; the committed cache equals a plain run's; the step traces whole under torch.compile and does not
+recompile across prompt lengths; a model it cannot drive runs eagerly and says why. Each check has a negative
+control that shows it can fail: a wrong copy-down, a second bucket, a sliding-window model.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import gc
+import shutil
+import weakref
+from functools import partial
+
+import pytest
+import torch
+
+from lab import families
+from lab.bench import bench_settings
+from lab.heads import SHIPPED_HEADS, eagle_draft
+from lab.race import race
+from lookahead_core import capture, fixed
+from lookahead_core.config import LookaheadConfig
+from lookahead_core.costs import StepCosts
+from lookahead_core.draft import make_draft
+from lookahead_core.forward import prefill
+from lookahead_core.layout import chain_layout
+from lookahead_core.medusa import load_heads, make_medusa
+from lookahead_core.methods import guessing_decoder
+from lookahead_core.records import BenchMethod, Method, RaceRecord, StepMode, to_data
+from lookahead_core.request import DecodeRequest
+from lookahead_core.runtime import Runtime
+from lookahead_core.sampling import SamplingConfig
+from lookahead_core.trace import (
+    WARM_UP_TOKENS,
+    decode_steps,
+    record_run,
+    record_trace,
+    summarize,
+    warm_up,
+    warm_up_prompts,
+    warming_up,
+)
+
+from .conftest import CharTokenizer, cost_table, tiny_draft, tiny_model, tiny_runtime
+from .test_engine_tiny_models import greedy_reference
+
+FAMILIES = ["llama", "qwen2", "gpt2"]
+PROMPTS = [([5, 6, 7, 8, 9] * 8)[:23], [3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5], ([40, 41] * 20)[:37]]
+SETTINGS = LookaheadConfig(window=4, ngram=4, guesses=3)
+MAX_NEW_TOKENS = 30
+
+
+def request(method: Method, max_new_tokens: int = MAX_NEW_TOKENS, **settings) -> DecodeRequest:
+    return DecodeRequest(method=method, lookahead=SETTINGS, max_new_tokens=max_new_tokens, **settings)
+
+
+def output(lm, prompt: list[int], req: DecodeRequest, runtime: Runtime) -> list[int]:
+    return summarize(list(decode_steps(lm, prompt, req, runtime))).new_token_ids
+
+
+def untimed(records) -> list:
+    """Step records as data without their wall times (`forward_seconds`, a draft's `seconds`): what a replay shows."""
+
+    def strip(node):
+        if isinstance(node, dict):
+            return {k: strip(v) for k, v in node.items() if not k.endswith("seconds")}
+        return [strip(v) for v in node] if isinstance(node, list) else node
+
+    return strip([to_data(record) for record in records])
+
+
+def assert_same_records(got, expected, where: str = "steps") -> None:
+    """Equal, each measured probability to 1e-4 of its value: the two steps' kernels round differently in the
+    last bits (as the eager step's own products do against `generate`'s); every token, row and verdict equal."""
+    if isinstance(expected, float):
+        assert got == pytest.approx(expected, rel=1e-4, abs=1e-7), where
+    elif isinstance(expected, dict):
+        assert got.keys() == expected.keys(), where
+        for key in expected:
+            assert_same_records(got[key], expected[key], f"{where}.{key}")
+    elif isinstance(expected, list):
+        assert len(got) == len(expected), where
+        for i, (a, b) in enumerate(zip(got, expected, strict=True)):
+            assert_same_records(a, b, f"{where}[{i}]")
+    else:
+        assert got == expected, where
+
+
+@pytest.mark.parametrize(
+    "family", ["llama", *(pytest.param(f, marks=pytest.mark.heavy) for f in FAMILIES if f != "llama")]
+)
+def test_every_method_in_the_fixed_shape_step_equals_generate(family, monkeypatch):
+    lm = tiny_model(family)
+    runtime = dataclasses.replace(tiny_runtime(lm, family), mode=StepMode.FIXED)
+    assert fixed.chosen_mode(lm.model, runtime.mode) == (StepMode.FIXED, "")
+    shapes = []
+    monkeypatch.setattr(fixed, "acquired", spy(fixed.acquired, shapes))
+    for prompt in PROMPTS:
+        reference = greedy_reference(lm.model, prompt, MAX_NEW_TOKENS, None)
+        for method in Method:
+            assert output(lm, prompt, request(method), runtime) == reference, f"{method} on {prompt}"
+    assert {s.rows for s in shapes} >= {1, SETTINGS.tokens_per_step, 1 + 4}, "every method ran its own shape"
+
+
+def spy(acquired, shapes: list):
+    """`fixed.acquired`, noting each shape it hands out."""
+
+    def noting(model, shape, capture_with):
+        shapes.append(shape)
+        return acquired(model, shape, capture_with)
+
+    return noting
+
+
+@pytest.mark.parametrize("method", list(Method))
+def test_the_fixed_step_records_what_the_eager_step_records(method):
+    """Greedy and sampled: the step records (rows, masks seen, verification, draws, window, pool) are the eager
+    step's, timings aside; only the trace's meta says which mode ran."""
+    lm = dataclasses.replace(tiny_model("llama"), tokenizer=CharTokenizer())
+    runtime = tiny_runtime(lm, "llama")
+    for sampling in (None, SamplingConfig(temperature=0.8, top_k=20, seed=7)):
+        req = request(method) if sampling is None else request(method, sampling=sampling)
+        eager = record_trace(lm, PROMPTS[0], req, dataclasses.replace(runtime, mode=StepMode.EAGER))
+        fixed_trace = record_trace(lm, PROMPTS[0], req, dataclasses.replace(runtime, mode=StepMode.FIXED))
+        assert_same_records(untimed(fixed_trace.steps), untimed(eager.steps))
+        assert (eager.meta.mode, fixed_trace.meta.mode) == (StepMode.EAGER, StepMode.FIXED)
+    assert fixed.STEPS.get(lm.model), "the fixed-shape step ran"
+
+
+def committed_cache(lm, prompt: list[int], req: DecodeRequest, runtime: Runtime):
+    """The tokens of a fixed-shape run and the static cache's committed rows after it (the last token has none)."""
+    tokens = output(lm, prompt, req, runtime)
+    shape = next(shape for shape, _ in fixed.STEPS[lm.model] if shape.rows == SETTINGS.tokens_per_step)
+    step = fixed.STEPS[lm.model][shape, capture.as_it_is][0]
+    length = int(step.length)
+    return tokens, length, [(layer.keys[:, :, :length], layer.values[:, :, :length]) for layer in step.cache.layers]
+
+
+def test_the_committed_cache_equals_a_plain_runs():
+    lm = tiny_model("llama")
+    runtime = Runtime(mode=StepMode.FIXED)
+    prompt = PROMPTS[2]  # repetitive: steps accept several rows, so rows really move down
+    tokens, length, rows = committed_cache(lm, prompt, request(Method.LOOKAHEAD), runtime)
+    assert len(prompt) + 20 < length < len(prompt) + len(tokens), "the last step commits and keeps nothing"
+    plain, _ = prefill(lm.model, (prompt + tokens)[:length])
+    for (keys, values), layer in zip(rows, plain.layers, strict=True):
+        torch.testing.assert_close(keys, layer.keys, rtol=1e-5, atol=1e-5)
+        torch.testing.assert_close(values, layer.values, rtol=1e-5, atol=1e-5)
+
+
+def test_a_wrong_copy_down_is_caught(monkeypatch):
+    """Negative control: the copy-down index shifted by one row leaves wrong rows in the cache; both the cache and
+    the output then differ from a plain run's."""
+    lm = tiny_model("llama")
+    prompt = PROMPTS[2]
+    reference = greedy_reference(lm.model, prompt, MAX_NEW_TOKENS, None)
+    keep = fixed.FixedPasses.keep
+
+    def shifted(self, accepted):
+        keep(self, tuple(r + 1 for r in accepted))
+
+    monkeypatch.setattr(fixed.FixedPasses, "keep", shifted)
+    tokens, _, rows = committed_cache(lm, prompt, request(Method.LOOKAHEAD), Runtime(mode=StepMode.FIXED))
+    plain, _ = prefill(lm.model, (prompt + tokens)[:-1])
+    assert tokens != reference
+    assert not torch.allclose(rows[0][0], plain.layers[0].keys[:, :, : rows[0][0].shape[2]], atol=1e-5)
+
+
+def pad_rows_seen(padded_tree):
+    """`fixed.padded_tree` with every real row also seeing the pad rows."""
+
+    def seen(layout, rows, dtype, device):
+        depths, mask = padded_tree(layout, rows, dtype, device)
+        return depths, mask.clone().index_fill_(1, torch.arange(layout.size, rows, device=device), 0.0)
+
+    return seen
+
+
+def one_column_too_far(self):
+    """The committed prefix's mask as "column <= L": the row past the committed ones is seen too."""
+    self.length += 1
+    try:
+        return forward(self)
+    finally:
+        self.length -= 1
+
+
+forward = fixed.FixedStep.forward
+
+
+@pytest.mark.parametrize("corruption", ["pad rows seen", "prefix one column too far"])
+def test_a_wrong_mask_is_caught(corruption, monkeypatch):
+    """Negative controls for the exactness test above: a mask that lets real rows see the pad rows, or the
+    prefix one column past L, and the output leaves generate's."""
+    lm = tiny_model("llama")
+    if corruption == "pad rows seen":
+        monkeypatch.setattr(fixed, "padded_tree", pad_rows_seen(fixed.padded_tree))
+    else:
+        monkeypatch.setattr(fixed.FixedStep, "forward", one_column_too_far)
+    runtime = Runtime(mode=StepMode.FIXED)
+    differ = [
+        output(lm, prompt, request(Method.LOOKAHEAD), runtime) != greedy_reference(lm.model, prompt, 30, None)
+        for prompt in PROMPTS
+    ]
+    assert any(differ)
+
+
+def test_the_copy_down_index_has_one_length_for_every_step(monkeypatch):
+    lm = tiny_model("llama")
+    lengths = set()
+    copy_down = fixed.FixedStep.kept_rows_down
+
+    def noting(self):
+        lengths.add(tuple(self.sources.shape))
+        copy_down(self)
+
+    monkeypatch.setattr(fixed.FixedStep, "kept_rows_down", noting)
+    output(lm, PROMPTS[2], request(Method.LOOKAHEAD), Runtime(mode=StepMode.FIXED))
+    assert lengths == {(1 + SETTINGS.window + SETTINGS.ngram - 3,)}
+
+
+# ----------------------------------------------------------------------------------------------
+# Modes: the default, what was asked, and the fallbacks
+
+
+def test_the_cpu_default_is_the_eager_step_and_a_capture_asked_for_runs_uncaptured():
+    lm = dataclasses.replace(tiny_model("llama"), tokenizer=CharTokenizer())
+    assert fixed.chosen_mode(lm.model, None) == (StepMode.EAGER, "")
+    mode, note = fixed.chosen_mode(lm.model, StepMode.CUDA_GRAPH)
+    assert mode == StepMode.FIXED and "cuda-graph needs a CUDA device, this is cpu" in note
+    run = record_run(lm, PROMPTS[0], request(Method.LOOKAHEAD), Runtime(mode=StepMode.COMPILED))
+    assert run.trace.meta.mode == run.greedy.meta.mode == StepMode.FIXED
+    assert "compiled needs a CUDA device" in run.trace.meta.mode_note
+
+
+def test_a_model_the_fixed_step_cannot_drive_falls_back_to_the_eager_step_and_says_why():
+    """BLOOM's ALiBi biases are counted along the mask: plain decoding runs it eagerly (lookahead refuses it)."""
+    family = next(f for f in families.FAMILIES if f.model_type == "bloom")
+    lm = dataclasses.replace(families.tiny_model(family), tokenizer=CharTokenizer())
+    mode, note = fixed.chosen_mode(lm.model, StepMode.FIXED)
+    assert mode == StepMode.EAGER and "ALiBi" in note and "ran eagerly" in note
+    trace = record_trace(lm, PROMPTS[0], request(Method.GREEDY), Runtime(mode=StepMode.FIXED))
+    assert trace.meta.mode == StepMode.EAGER and trace.meta.mode_note == note
+    assert trace.summary.new_token_ids == greedy_reference(lm.model, PROMPTS[0], MAX_NEW_TOKENS, None)
+    assert fixed.STEPS.get(lm.model) is None, "no fixed-shape buffers were made for it"
+
+
+SLIDING_FAMILIES = ["mistral", "gemma3_text", "cohere2"]  # every layer sliding; hybrids of both kinds
+
+
+@pytest.mark.heavy
+@pytest.mark.parametrize("model_type", [*SLIDING_FAMILIES, "gpt_neox", "opt"])
+def test_more_families_are_exact_in_the_fixed_step_past_a_sliding_window(model_type):
+    """The family sweep's tiny models (lab/families.py), 24 + 100 tokens past a window of 16, plain and lookahead."""
+    family = next(f for f in families.FAMILIES if f.model_type == model_type)
+    lm = families.tiny_model(family)
+    prompt = families.sweep_prompt(family.name)
+    reference = families.greedy_reference(lm.model, prompt, families.NEW_TOKENS)
+    runtime = Runtime(mode=StepMode.FIXED)
+    for method in (Method.GREEDY, Method.LOOKAHEAD):
+        req = DecodeRequest(method=method, lookahead=families.SETTINGS[1], max_new_tokens=families.NEW_TOKENS)
+        assert output(lm, prompt, req, runtime) == reference, method
+    assert fixed.STEPS.get(lm.model)
+
+
+@pytest.mark.heavy
+def test_a_sliding_layer_that_sees_too_far_is_caught(monkeypatch):
+    """Negative control: with the sliding layers given the full layers' mask, the sliding families leave generate."""
+
+    def full_everywhere(self, positions):
+        attention = self.attention
+        self.attention = dataclasses.replace(attention, window=10**9)
+        try:
+            return masks(self, positions)
+        finally:
+            self.attention = attention
+
+    masks = fixed.FixedStep.masks
+    monkeypatch.setattr(fixed.FixedStep, "masks", full_everywhere)
+    differ = []
+    for model_type in SLIDING_FAMILIES:
+        family = next(f for f in families.FAMILIES if f.model_type == model_type)
+        lm = families.tiny_model(family)
+        prompt = families.sweep_prompt(family.name)
+        reference = families.greedy_reference(lm.model, prompt, families.NEW_TOKENS)
+        req = DecodeRequest(method=Method.GREEDY, max_new_tokens=families.NEW_TOKENS)
+        differ.append(output(lm, prompt, req, Runtime(mode=StepMode.FIXED)) != reference)
+    assert all(differ)
+
+
+def test_the_warm_up_runs_every_shape_the_request_will_run(monkeypatch):
+    """A budget past the smallest bucket: the warm-up's 8 tokens still take the timed run's cache bucket."""
+    lm = tiny_model("llama")
+    shapes: list = []
+    monkeypatch.setattr(fixed, "acquired", spy(fixed.acquired, shapes))
+    monkeypatch.setattr(fixed, "SMALLEST_BUCKET", 32)
+    runtime = Runtime(mode=StepMode.FIXED)
+    req = request(Method.LOOKAHEAD, max_new_tokens=60)
+    warm_up(lm, PROMPTS[1], req, runtime, [Method.LOOKAHEAD, Method.GREEDY])
+    warmed = set(shapes)
+    assert {s.capacity for s in warmed} == {128}, "11 + 60 tokens, and the copy-down's reach: not 32's bucket"
+    output(lm, PROMPTS[1], req, runtime)
+    output(lm, PROMPTS[1], dataclasses.replace(req, method=Method.GREEDY), runtime)
+    assert set(shapes) == warmed
+    progress = list(warming_up(lm, [40, 41] * 20, req, runtime, [Method.LOOKAHEAD], 1, 1))  # 1, 1, 2, 3, 6 tokens
+    assert progress[-1].tokens == progress[-1].max_new_tokens == WARM_UP_TOKENS, "8 of 8, though 13 were committed"
+
+
+def test_a_bench_warms_up_each_bucket_its_prompts_take(monkeypatch):
+    """Prompts of 11, 23 and 37 tokens with 30 new: buckets 64, 64 and 128; the eager step has none to warm."""
+    lm = tiny_model("llama")
+    monkeypatch.setattr(fixed, "SMALLEST_BUCKET", 64)
+    prompts = [PROMPTS[1], PROMPTS[0], PROMPTS[2]]
+    methods = [Method.LOOKAHEAD, Method.GREEDY]
+    fixed_step = Runtime(mode=StepMode.FIXED)
+    assert warm_up_prompts(lm, prompts, request(Method.LOOKAHEAD), fixed_step, methods) == [PROMPTS[1], PROMPTS[2]]
+    assert warm_up_prompts(lm, prompts, request(Method.LOOKAHEAD), Runtime(), methods) == [PROMPTS[1]]
+
+
+class Replayed:
+    """A CPU stand-in for a CUDA graph: the first call's outputs are the only outputs there are, and every later
+    call writes its results into them, as a replay overwrites the graph's own tensors."""
+
+    def __init__(self, function) -> None:
+        self.function, self.outputs = function, None
+
+    def __call__(self):
+        results = self.function()
+        if self.outputs is None:
+            self.outputs = results
+        elif results is not None:
+            for kept, fresh in zip(self.outputs, results, strict=True):
+                if kept is not None:
+                    kept.copy_(fresh)
+        return self.outputs
+
+
+@pytest.mark.heavy
+def test_every_method_is_exact_when_each_replay_overwrites_the_last_outputs(monkeypatch):
+    """What a caller keeps of a pass (the argmax read back, the hidden states cloned, the logits used before the next
+    pass) survives the next replay's writing over the captured outputs."""
+    lm = tiny_model("llama")
+    monkeypatch.setitem(capture.CAPTURES, StepMode.FIXED, Replayed)
+    runtime = dataclasses.replace(tiny_runtime(lm, "llama"), mode=StepMode.FIXED)
+    sampled = SamplingConfig(temperature=0.8, top_k=20, seed=7)
+    for method in Method:
+        reference = greedy_reference(lm.model, PROMPTS[0], MAX_NEW_TOKENS, None)
+        assert output(lm, PROMPTS[0], request(method), runtime) == reference, method
+        eager = dataclasses.replace(runtime, mode=StepMode.EAGER)
+        same = output(lm, PROMPTS[0], request(method, sampling=sampled), eager)
+        assert output(lm, PROMPTS[0], request(method, sampling=sampled), runtime) == same, method
+    step = next(iter(fixed.STEPS[lm.model].values()))[0]
+    with torch.inference_mode():
+        assert isinstance(step.run, Replayed) and step.run() is step.run(), "one set of outputs, written over"
+
+
+# ----------------------------------------------------------------------------------------------
+# Traceable: the step under torch.compile
+
+
+def compiled_with(backend: str):
+    """The compiled mode's own wrapper (capture.compiled) with a backend that runs on this CPU."""
+    return partial(capture.compiled, backend=backend, mode=None)
+
+
+@pytest.mark.heavy
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_the_step_compiled_whole_gives_the_uncompiled_steps_records(backend, monkeypatch):
+    """fullgraph=True: the pass and the copy-down trace with no graph break (no host read inside)."""
+    lm = tiny_model("llama")
+    runtime = dataclasses.replace(tiny_runtime(lm, "llama"), mode=StepMode.FIXED)
+    uncompiled = {m: untimed(decode_steps(lm, PROMPTS[0], request(m), runtime)) for m in Method}
+    torch._dynamo.reset()
+    torch._dynamo.utils.counters.clear()
+    monkeypatch.setitem(capture.CAPTURES, StepMode.FIXED, compiled_with(backend))
+    for method in Method:
+        assert untimed(decode_steps(lm, PROMPTS[0], request(method), runtime)) == uncompiled[method], method
+    assert torch._dynamo.utils.counters["stats"]["unique_graphs"] > len(Method), "a pass per shape, and copy-downs"
+
+
+@pytest.mark.heavy
+def test_inductor_gives_generates_tokens():
+    if shutil.which("cc") is None and shutil.which("gcc") is None:
+        pytest.skip("inductor compiles C++ on a CPU and no C compiler is installed")
+    lm = tiny_model("llama", layers=2)
+    torch._dynamo.reset()
+    step = fixed.FixedPasses(lm.model, fixed.shape_for(SETTINGS.tokens_per_step, 4, 100), compiled_with("inductor"))
+    reference = greedy_reference(lm.model, PROMPTS[0], MAX_NEW_TOKENS, None)
+    decoder = guessing_decoder(lm.model, PROMPTS[0], request(Method.LOOKAHEAD), Runtime(), frozenset(), step)
+    assert summarize(list(decoder.steps())).new_token_ids == reference
+
+
+@pytest.mark.heavy
+def test_no_prompt_length_recompiles_and_a_second_bucket_is_caught(monkeypatch):
+    lm = tiny_model("llama")
+    torch._dynamo.reset()
+    monkeypatch.setitem(capture.CAPTURES, StepMode.FIXED, compiled_with("eager"))
+    monkeypatch.setattr(fixed, "SMALLEST_BUCKET", 128)  # every length below in one bucket, 250 tokens in the next
+    runtime = Runtime(mode=StepMode.FIXED)
+    output(lm, PROMPTS[0], request(Method.LOOKAHEAD), runtime)
+    with torch.compiler.set_stance("fail_on_recompile"):
+        for length in (3, 11, 37):
+            output(lm, ([7, 8, 9, 10] * 10)[:length], request(Method.LOOKAHEAD), runtime)
+        with pytest.raises(RuntimeError, match="[Rr]ecompil"):
+            output(lm, PROMPTS[0], request(Method.LOOKAHEAD, max_new_tokens=200), runtime)  # the 256 bucket
+
+
+@pytest.mark.heavy
+def test_more_shapes_than_dynamos_recompile_limit_all_compile(monkeypatch):
+    """Ten lookahead windows, ten shapes of one code: the compiled mode's wrapper compiles them all, where a plain
+    torch.compile(fullgraph=True) fails at the ninth (negative control)."""
+    lm = tiny_model("llama")
+    runtime = Runtime(mode=StepMode.FIXED)
+    requests = [DecodeRequest(lookahead=LookaheadConfig(w, 3, 2), max_new_tokens=6) for w in range(1, 11)]
+    torch._dynamo.reset()
+    torch._dynamo.utils.counters.clear()
+    monkeypatch.setitem(capture.CAPTURES, StepMode.FIXED, compiled_with("eager"))
+    for req in requests:
+        output(lm, PROMPTS[0], req, runtime)
+    assert torch._dynamo.utils.counters["stats"]["unique_graphs"] >= len(requests) + 1
+    torch._dynamo.reset()
+    plain = partial(torch.compile, backend="eager", fullgraph=True, dynamic=False)
+    monkeypatch.setitem(capture.CAPTURES, StepMode.FIXED, plain)
+    with pytest.raises(torch._dynamo.exc.FailOnRecompileLimitHit):
+        for req in requests:
+            output(tiny_model("llama"), PROMPTS[0], req, runtime)
+
+
+# ----------------------------------------------------------------------------------------------
+# The real model
+
+
+def test_the_fixed_step_equals_generate_on_the_real_model(default_model):
+    """Every method, 16 tokens: the shipped EAGLE layer and Medusa heads (a 16-node tree), the bf16 self-draft."""
+    lm = default_model
+    prompt = lm.tokenizer.encode("def fibonacci(n):\n    if n < 2:\n        return n\n")
+    reference = greedy_reference(lm.model, prompt, 16, None)
+    heads = make_medusa(load_heads(SHIPPED_HEADS, lm.model, lm.name), 16)
+    draft = make_draft(lm, "bf16-self", 3)
+    runtime = Runtime(mode=StepMode.FIXED, layer=eagle_draft(lm), heads=heads, draft=draft)
+    for method in Method:
+        assert output(lm, prompt, request(method, max_new_tokens=16), runtime) == reference, method
+
+
+def test_the_static_cache_says_how_many_positions_are_committed():
+    """A model that asks its cache for the sequence length (to place rows, to pick a rotary scaling) gets L."""
+    lm = tiny_model("llama")
+    passes = fixed.FixedPasses(lm.model, fixed.shape_for(5, 4, 60), capture.as_it_is)
+    passes.prefill(PROMPTS[1])
+    passes.tree(PROMPTS[1][:3], chain_layout(3), None)
+    passes.keep((1, 2))
+    assert int(passes.step.cache.get_seq_length()) == len(PROMPTS[1]) + 3 == passes.length
+    passes.release()
+    assert passes.step is None
+
+
+def test_a_race_and_a_bench_report_say_which_mode_ran(tiny_lm):
+    """Every record the lab writes of this engine's decoding keeps the mode: a race, a bench report's settings (and
+    a Run's traces, above); each reads back as it was written."""
+    runtime = Runtime(draft=tiny_draft("llama"), mode=StepMode.CUDA_GRAPH)  # no CUDA here: the fixed step runs
+    raced = race(tiny_lm, PROMPTS[0], request(Method.LOOKAHEAD), runtime, StepCosts.of(cost_table(0.1)))
+    assert raced.mode == StepMode.FIXED and "needs a CUDA device" in raced.mode_note
+    assert RaceRecord.from_json(raced.to_json()) == raced
+    methods = [BenchMethod.GREEDY, BenchMethod.LOOKAHEAD]
+    settings = bench_settings(tiny_lm, methods, BenchMethod.GREEDY, request(Method.LOOKAHEAD), runtime, ("x", 1))
+    assert (settings.mode, settings.mode_note) == (raced.mode, raced.mode_note)
+    eager = bench_settings(tiny_lm, methods, BenchMethod.GREEDY, request(Method.LOOKAHEAD), Runtime(), ("x", 1))
+    assert (eager.mode, eager.mode_note) == (StepMode.EAGER, "")
+
+
+def test_the_replay_stand_in_overwrites_what_a_careless_caller_keeps():
+    """Negative control for the test above: a pass's logits kept uncloned are another pass's after the next replay."""
+    lm = tiny_model("llama")
+    passes = fixed.FixedPasses(lm.model, fixed.shape_for(4, 3, 60), Replayed)
+    passes.prefill(PROMPTS[1])
+    first = passes.tree(PROMPTS[1][:4], chain_layout(4), None)
+    kept = first.logits.clone()
+    passes.keep(())
+    passes.tree(PROMPTS[1][4:8], chain_layout(4), None)
+    assert not torch.equal(first.logits, kept)
+    passes.release()
+
+
+@pytest.mark.parametrize("released", [True, False])
+def test_a_model_is_let_go_after_its_fixed_shape_decodings(released, monkeypatch):
+    """The shapes' buffers are kept beside the model, not in it: once its decodings are over nothing of the engine
+    holds it. Negative control: a step that kept the model after its decoding would keep it alive."""
+    if not released:
+        monkeypatch.setattr(fixed.FixedPasses, "release", lambda self: None)
+    lm = tiny_model("llama")
+    output(lm, PROMPTS[0], request(Method.LOOKAHEAD), Runtime(mode=StepMode.FIXED))
+    model = weakref.ref(lm.model)
+    del lm
+    gc.collect()
+    assert (model() is None) == released
