@@ -130,7 +130,17 @@ def build_page() -> Page:
             panels = build_panels(first)
             race_card = build_race(SESSION_SECONDS)
             tune_card = build_tune()
-    return Page(lesson, contrast, controls, model_box, replay, exports, panels, race_card, tune_card)
+    return Page(
+        lesson=lesson,
+        contrast=contrast,
+        controls=controls,
+        model_box=model_box,
+        replay=replay,
+        exports=exports,
+        panels=panels,
+        race=race_card,
+        tune=tune_card,
+    )
 
 
 def build_demo() -> tuple[gr.Blocks, Page]:

@@ -87,7 +87,21 @@ def build_tune() -> TuneCard:
         maps = tuple(gr.Plot(show_label=False, container=False, visible=False) for _ in SWEPT)
         curves = gr.Plot(show_label=False, container=False, visible=False)
         table = gr.HTML(elem_id="ll-tune-table")
-    return TuneCard(source, prompts, count, tokens, methods, windows, ngrams, run, stop, summary, maps, curves, table)
+    return TuneCard(
+        source=source,
+        prompts=prompts,
+        count=count,
+        max_new_tokens=tokens,
+        methods=methods,
+        windows=windows,
+        ngrams=ngrams,
+        run=run,
+        stop=stop,
+        summary=summary,
+        maps=maps,
+        curves=curves,
+        table=table,
+    )
 
 
 # ----------------------------------------------------------------------------------------------
