@@ -23,7 +23,7 @@ from lookahead_core.costs import StepCosts
 from lookahead_core.forward import synchronize
 from lookahead_core.medusa import MAX_TREE_SIZE, make_medusa
 from lookahead_core.models import LoadedModel
-from lookahead_core.records import METHODS, StepKind
+from lookahead_core.records import METHODS, Machine, StepKind
 from lookahead_core.records import Method as M
 from lookahead_core.records.tune import HeldOut, TuneCell, TunePlain, TuneReport, cell_label
 from lookahead_core.request import DecodeRequest
@@ -509,3 +509,38 @@ def check_grid(grid: TuneGrid, most: int = MAX_CELLS) -> None:
         raise SettingsError("nothing to sweep: give at least one setting of one method")
     if grid.size > most:
         raise SettingsError(f"{grid.size} cells: this sweep may decode at most {most}; take fewer settings")
+
+
+def repriced(report: TuneReport, costs: StepCosts, unit: float, machine: Machine, source: str) -> TuneReport:
+    """`report`'s cells priced off another machine's step cost (`costs`, its 1-row step `unit` seconds), with the
+    tokens per step and rows fed this sweep measured: a prediction for that machine, every measured speedup None,
+    each method's chosen cell its best predicted. The host's time per step (a draft's passes included) carries
+    over as the same share of a 1-row step as it took here (the report's curve's); each prompt's prefill is
+    priced as one step (a small model's prefill on a GPU costs about what a step does). `source` says where
+    `costs` come from."""
+    share = unit / report.curve.seconds[0]
+    steps = report.plain.steps
+    plain = Decoded(
+        tokens=report.plain.tokens, rows=(1,) * steps, host_seconds=report.plain.host_seconds * steps * share
+    )
+    prefill = unit * len(report.prompts)
+    cells = []
+    for cell in report.cells:
+        decoded = Decoded(
+            tokens=cell.tokens, rows=(cell.rows_fed,) * cell.steps, host_seconds=cell.host_seconds * cell.steps * share
+        )
+        predicted = predicted_speedup(costs.relative, decoded, plain, unit, prefill)
+        cost = relative_cost(costs.relative, decoded)
+        cells.append(replace(cell, predicted_speedup=predicted, relative_cost=cost, measured_speedup=None))
+    return replace(
+        report,
+        machine=machine,
+        curve=costs.curve(),
+        cells=cells,
+        chosen=chosen_cells(cells),
+        rounds=0,
+        busy=None,
+        load="not measured: priced off recorded figures",
+        held_out=None,
+        source=source,
+    )

@@ -12,7 +12,7 @@ import pytest
 from lab import tune_cli
 from lab.cli import main
 from lab.payoff import Decoded, best, predicted_speedup, within
-from lab.tune import MAX_CELLS, TuneGrid, TuneOptions, check_grid, timed_indices, tuning
+from lab.tune import MAX_CELLS, TuneGrid, TuneOptions, check_grid, repriced, timed_indices, tuning
 from lookahead_core import tuning as auto_tuning
 from lookahead_core.config import LookaheadConfig, SettingsError
 from lookahead_core.records import Busy, Machine, Method, PlannerKind, SchemaError, Spread, StepCostCurve
@@ -259,3 +259,18 @@ def test_a_stopped_sweep_resumes_from_its_checkpoint(tmp_path):
     resumed = dataclasses.replace(options, stop=lambda: False)
     _, whole = drained(tuning(lm, prompts, grid, asked, tiny_runtime(lm, "llama"), auto, resumed))
     assert len(whole.cells) == 3 and whole.cells[0].tokens_per_step == partial.cells[0].tokens_per_step
+
+
+def test_a_map_repriced_on_a_flat_curve_pays_where_the_steep_one_lost():
+    """The same cells (tokens per step, rows fed) on another machine's curve: a cell that loses where a wide step
+    is dear (the report's steep curve) pays where it is nearly free; repriced on the same steep curve it loses
+    again (the negative control)."""
+    wide = dataclasses.replace(report().cells[1], tokens=64, steps=25, rows_fed=100.0, host_seconds=0.0)
+    steep = dataclasses.replace(report(), cells=[wide], chosen={Method.LOOKAHEAD: 0})
+    steep.plain.host_seconds = 0.0
+    machine = dataclasses.replace(steep.machine, device_name="a flat GPU")
+    flat = repriced(steep, cost_table(0.001), 0.01, machine, "recorded elsewhere")
+    again = repriced(steep, cost_table(0.05), 0.01, machine, "recorded elsewhere")
+    assert flat.cells[0].predicted_speedup > 2.0 > 1.0 > again.cells[0].predicted_speedup
+    assert flat.source == "recorded elsewhere" and flat.cells[0].measured_speedup is None and flat.rounds == 0
+    assert read_tune_report(flat.to_json()) == flat

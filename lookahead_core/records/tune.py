@@ -100,6 +100,9 @@ class TuneReport:
     load: str  # the load average when the sweep ended (uptime's words)
     ran_at: str
     held_out: HeldOut | None = None
+    # Where the figures come from when this machine did not measure them: a map priced off another machine's
+    # recorded step cost (its measured speedups then all None). None: every figure was measured by this sweep.
+    source: str | None = None
     tune_version: int = TUNE_VERSION
 
     def to_json(self, indent: int | None = 1) -> str:
