@@ -22,15 +22,17 @@ def test_each_cell_says_its_speedup_in_words_not_colour_alone():
     words = [w for row in predicted.text for w in row if w]
     assert any("1.30× gain" in w for w in words) and any("0.70× loss" in w for w in words)
     timed = [w for row in measured.text for w in row if w]
-    assert "1.25× gain<br>error +4%" in timed and "not timed" in timed
+    assert "1.25× gain<br>error +4%<br><b>chosen</b>" in timed and "not timed" in timed
 
 
 def test_the_lookahead_map_draws_the_break_even_contour_and_rings_the_chosen_cell():
     figure = method_figure(report(), Method.LOOKAHEAD)
     contours = [t for t in figure.data if t.type == "contour"]
     assert contours and all(c.contours.start == 1.0 == c.contours.end for c in contours)
-    rings = [t for t in figure.data if t.name == "chosen"]
-    assert len(rings) == 2 and rings[0].x == ("3",) and rings[0].y == ("2",)
+    frames = [shape for shape in figure.layout.shapes if shape.name == "chosen"]
+    assert len(frames) == 2 and (frames[0].x0, frames[0].y0) == (-0.47, -0.47)  # N=3, W=2: the first cell
+    predicted = next(t for t in figure.data if t.type == "heatmap")
+    assert predicted.text[0][0].endswith("<b>chosen</b>") and "chosen" not in predicted.text[1][0]
 
 
 def test_the_curves_figure_shows_the_measured_cost_and_each_methods_tokens_per_step():

@@ -6,6 +6,8 @@ table the CLI prints. Every figure says what it was measured on, and how busy th
 
 from __future__ import annotations
 
+import itertools
+
 import plotly.graph_objects as go
 import plotly.io as pio
 from plotly.subplots import make_subplots
@@ -131,8 +133,9 @@ def place(cell: TuneCell, x: list, y: list) -> tuple[int, int]:
     return 0, x.index(" ".join(f"{SHORT.get(k, k)}={v}" for k, v in cell.settings.items()))
 
 
-def cell_words(cell: TuneCell, measured: bool) -> str:
-    """What a map's cell says in text: the speedup with a gain or loss word, and the measured one's error."""
+def cell_words(cell: TuneCell, measured: bool, chosen: bool = False) -> str:
+    """What a map's cell says in text: the speedup with a gain or loss word, the measured one's error, and
+    whether it is the chosen cell."""
     if not measured:
         value = cell.predicted_speedup
     elif cell.measured_speedup is None:
@@ -142,10 +145,10 @@ def cell_words(cell: TuneCell, measured: bool) -> str:
     words = f"{value:.2f}× {'gain' if value >= 1 else 'loss'}"
     if measured:
         words += f"<br>error {error(cell):+.0%}"
-    return words + ("" if cell.exact else "<br>NOT EXACT")
+    return words + ("" if cell.exact else "<br>NOT EXACT") + ("<br><b>chosen</b>" if chosen else "")
 
 
-def grids(cells: list[TuneCell], x: list, y: list, measured: bool) -> tuple[list, list]:
+def grids(cells: list[TuneCell], x: list, y: list, measured: bool, chosen: TuneCell | None) -> tuple[list, list]:
     """The z values and texts of one map (predicted or measured): None where no cell sits or none was timed."""
     z = [[None] * len(x) for _ in y]
     text = [[""] * len(x) for _ in y]
@@ -155,7 +158,7 @@ def grids(cells: list[TuneCell], x: list, y: list, measured: bool) -> tuple[list
             z[row][column] = cell.measured_speedup.median if cell.measured_speedup else None
         else:
             z[row][column] = cell.predicted_speedup
-        text[row][column] = cell_words(cell, measured)
+        text[row][column] = cell_words(cell, measured, cell is chosen)
     return z, text
 
 
@@ -169,13 +172,15 @@ def span(cells: list[TuneCell]) -> tuple[float, float]:
 
 def method_figure(report: TuneReport, method: Method):
     """One method's map: the predicted speedup (left) and the measured one (right) over plain decoding, each
-    cell labelled with its figure, the 1.0× break-even contour drawn on lookahead's grid, the chosen cell ringed."""
+    cell labelled with its figure, the 1.0× break-even contour drawn on lookahead's grid, the chosen cell framed
+    and named."""
     cells = [c for c in report.cells if c.method == method]
     x_title, x, y_title, y = axes(cells)
     low, high = span(cells)
     figure = make_subplots(rows=1, cols=2, subplot_titles=("predicted from the curves", "measured by the clock"))
+    chosen = report.chosen_cell(method)
     for column, measured in ((1, False), (2, True)):
-        z, text = grids(cells, x, y, measured)
+        z, text = grids(cells, x, y, measured, chosen)
         figure.add_trace(
             go.Heatmap(
                 z=z,
@@ -201,11 +206,20 @@ def method_figure(report: TuneReport, method: Method):
             figure.add_trace(break_even(z, x, y), row=1, col=column)
         figure.update_xaxes(title_text=x_title, type="category", row=1, col=column)
         figure.update_yaxes(title_text=y_title, type="category", row=1, col=column)
-    chosen = report.chosen_cell(method)
     if chosen is not None:
         row, col = place(chosen, x, y)
-        for column in (1, 2):
-            figure.add_trace(chosen_mark(str(x[col]), str(y[row])), row=1, col=column)
+        for column in (1, 2):  # a frame around the cell, inside its gaps; the cell's text says "chosen" too
+            figure.add_shape(
+                type="rect",
+                x0=col - 0.47,
+                x1=col + 0.47,
+                y0=row - 0.47,
+                y1=row + 0.47,
+                line={"color": LINE, "width": 4},
+                name="chosen",
+                row=1,
+                col=column,
+            )
     figure.update_layout(
         template="none",
         height=300 + 40 * len(y),
@@ -229,19 +243,6 @@ def break_even(z: list, x: list, y: list):
         hoverinfo="skip",
         name="1.0× break-even",
         connectgaps=True,
-    )
-
-
-def chosen_mark(x: str, y: str):
-    """The chosen cell: ringed, and named in text beside the ring."""
-    return go.Scatter(
-        x=[x],
-        y=[y],
-        mode="markers",
-        marker={"symbol": "square-open", "size": 46, "color": LINE, "line": {"width": 3}},
-        name="chosen",
-        hovertext=["chosen"],
-        hoverinfo="text",
     )
 
 
@@ -361,3 +362,80 @@ th[scope=row]{{text-align:left}}caption{{text-align:left;padding:6px 0}}</style>
 <body><h1>Where each method pays: {escape(report.dataset)}</h1>{tune_summary_html(report)}{figures}
 {tune_table_html(report)}</body></html>
 """
+
+
+# ---------------------------------------------------------------- one method, two machines (the lesson's step)
+
+PROBE = 64  # rows: the step width whose cost the lesson compares across machines (auto settings' probe)
+
+
+def probe_cost(report: TuneReport) -> float:
+    """A PROBE-row step's cost in 1-row steps on the report's curve (linear between its sizes)."""
+    sizes, seconds = report.curve.sizes, report.curve.seconds
+    for (a, ta), (b, tb) in itertools.pairwise(zip(sizes, seconds, strict=True)):
+        if a <= PROBE <= b:
+            return (ta + (tb - ta) * (PROBE - a) / (b - a)) / seconds[0]
+    return seconds[-1] / seconds[0]
+
+
+def turned(cpu: TuneReport, gpu: TuneReport) -> TuneCell | None:
+    """The lookahead cell the two machines disagree on most: a loss here, a gain there (None: no such cell)."""
+    pairs = [
+        (here, there)
+        for here, there in zip(cpu.cells, gpu.cells, strict=True)
+        if here.method == Method.LOOKAHEAD and here.exact and here.predicted_speedup < 1 <= there.predicted_speedup
+    ]
+    if not pairs:
+        return None
+    here, _ = max(pairs, key=lambda pair: pair[1].predicted_speedup - pair[0].predicted_speedup)
+    return here
+
+
+def two_machines_facts(cpu: TuneReport, gpu: TuneReport) -> dict[str, str]:
+    """The figures the lesson's step quotes, read from the two maps (the second priced off recorded figures)."""
+    cell = turned(cpu, gpu)
+    there = gpu.cells[cpu.cells.index(cell)] if cell is not None else None
+    chosen = cpu.chosen_cell(Method.LOOKAHEAD)
+    return {
+        "cpu_machine": cpu.machine.device_name,
+        "gpu_machine": gpu.machine.device_name,
+        "cpu_cost": f"{probe_cost(cpu):.2f}×",
+        "gpu_cost": f"{probe_cost(gpu):.2f}×",
+        "cell": cell.label if cell is not None else "",
+        "cell_tokens": f"{cell.tokens_per_step:.2f}" if cell is not None else "",
+        "cpu_speedup": f"{cell.predicted_speedup:.2f}×" if cell is not None else "",
+        "gpu_speedup": f"{there.predicted_speedup:.2f}×" if there is not None else "",
+        "cpu_chosen": chosen.label if chosen is not None else "",
+    }
+
+
+def two_machines_html(cpu: TuneReport, gpu: TuneReport | None) -> str:
+    """The recorded maps side by side, as the tune card shows them before a sweep: what a wide step costs on
+    each machine, the lookahead cell they disagree on most, and every lookahead cell's predicted speedup on
+    both (the second machine's priced off its recorded figures, and saying so)."""
+    if gpu is None:
+        return f"<p>The map of {escape(cpu.machine.device_name)}; the GPU map is owed until a GPU is lent.</p>"
+    f = two_machines_facts(cpu, gpu)
+    words = (
+        f"<p>On {escape(f['cpu_machine'])} a {PROBE}-row step costs {f['cpu_cost']} a 1-row step; on "
+        f"{escape(f['gpu_machine'])} a {PROBE}-row step costs {f['gpu_cost']}.</p>"
+    )
+    if f["cell"]:
+        words += (
+            f"<p>{escape(f['cell'])} commits {f['cell_tokens']} tokens per step on both: predicted "
+            f"{f['cpu_speedup']} of plain decoding here, {f['gpu_speedup']} there.</p>"
+        )
+    rows = "".join(
+        f"<tr><th scope='row'>{escape(here.label)}</th><td>{here.tokens_per_step:.2f}</td>"
+        f"<td>{here.predicted_speedup:.2f}×</td><td>{there.predicted_speedup:.2f}×</td></tr>"
+        for here, there in zip(cpu.cells, gpu.cells, strict=True)
+        if here.method == Method.LOOKAHEAD
+    )
+    return (
+        f'<div class="ll-tune-two">{words}<p class="dim">{escape(gpu.source or "")}.</p>'
+        f"<table><caption>Lookahead on two machines: predicted speedup over plain decoding "
+        f"(the map chose {escape(f['cpu_chosen'])} here; {escape(cpu.ran_at[:10])})</caption>"
+        f"<thead><tr><th scope='col'>cell</th><th scope='col'>tokens/step</th>"
+        f"<th scope='col'>{escape(f['cpu_machine'])}</th><th scope='col'>{escape(f['gpu_machine'])}</th></tr></thead>"
+        f"<tbody>{rows}</tbody></table></div>"
+    )
