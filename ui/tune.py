@@ -13,17 +13,24 @@ from dataclasses import dataclass
 import gradio as gr
 
 from lab import server, tune_server
-from lab.tune import SWEPT, TuneGrid, TuneProgress
+from lab.tune import SWEPT, TuneProgress
 from lookahead_core.models import DEFAULT_MODEL
 from lookahead_core.records import METHODS
 from lookahead_core.records.tune import TuneReport
+from visuals import library
 from visuals.summary import notice_html
-from visuals.tune import curves_figure, method_figure, methods_of, tune_summary_html, tune_table_html
+from visuals.tune import (
+    curves_figure,
+    method_figure,
+    methods_of,
+    tune_summary_html,
+    tune_table_html,
+    two_machines_html,
+)
 
 from .events import REFUSALS, announced_load, warned
 from .form import Field, form_handler
 
-DEFAULTS = TuneGrid()
 INTRO = (
     "<div class=\"ll-budget\">The map sweeps each method's settings on your prompts and this server's model: "
     "every cell decodes every prompt once (tokens per step, exactness against greedy <code>generate</code>), its "
@@ -86,7 +93,7 @@ def build_tune() -> TuneCard:
         summary = gr.HTML(INTRO, elem_id="ll-tune-summary")
         maps = tuple(gr.Plot(show_label=False, container=False, visible=False) for _ in SWEPT)
         curves = gr.Plot(show_label=False, container=False, visible=False)
-        table = gr.HTML(elem_id="ll-tune-table")
+        table = gr.HTML(recorded_html(), elem_id="ll-tune-table")
     return TuneCard(
         source=source,
         prompts=prompts,
@@ -102,6 +109,12 @@ def build_tune() -> TuneCard:
         curves=curves,
         table=table,
     )
+
+
+def recorded_html() -> str:
+    """What the card shows before a sweep: the lab's recorded maps, one machine beside another (none: nothing)."""
+    maps = library.recorded_maps()
+    return two_machines_html(*maps) if maps is not None else ""
 
 
 # ----------------------------------------------------------------------------------------------

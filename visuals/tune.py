@@ -43,6 +43,9 @@ def prediction_words(report: TuneReport) -> str:
 def machine_words(report: TuneReport) -> str:
     """What the map was measured on, and how busy the machine was meanwhile."""
     m, busy = report.machine, report.busy
+    if report.source is not None:
+        prompts = f"{len(report.prompts)} prompts of {report.dataset}"
+        return f"{m.model} on {m.device_name} ({m.dtype}), {prompts}: {report.load}"
     other = (
         ""
         if busy is None or busy.other_cores is None
@@ -379,11 +382,11 @@ def probe_cost(report: TuneReport) -> float:
 
 
 def turned(cpu: TuneReport, gpu: TuneReport) -> TuneCell | None:
-    """The lookahead cell the two machines disagree on most: a loss here, a gain there (None: no such cell)."""
+    """The cell the two machines disagree on most: a predicted loss here, a predicted gain there (None: none)."""
     pairs = [
         (here, there)
         for here, there in zip(cpu.cells, gpu.cells, strict=True)
-        if here.method == Method.LOOKAHEAD and here.exact and here.predicted_speedup < 1 <= there.predicted_speedup
+        if here.exact and here.predicted_speedup < 1 <= there.predicted_speedup
     ]
     if not pairs:
         return None
@@ -411,8 +414,8 @@ def two_machines_facts(cpu: TuneReport, gpu: TuneReport) -> dict[str, str]:
 
 def two_machines_html(cpu: TuneReport, gpu: TuneReport | None) -> str:
     """The recorded maps side by side, as the tune card shows them before a sweep: what a wide step costs on
-    each machine, the lookahead cell they disagree on most, and every lookahead cell's predicted speedup on
-    both (the second machine's priced off its recorded figures, and saying so)."""
+    each machine, the cell they disagree on most, and every cell's predicted speedup on both (the second
+    machine's priced off its recorded figures, and saying so)."""
     if gpu is None:
         return f"<p>The map of {escape(cpu.machine.device_name)}; the GPU map is owed until a GPU is lent.</p>"
     f = two_machines_facts(cpu, gpu)
@@ -429,11 +432,10 @@ def two_machines_html(cpu: TuneReport, gpu: TuneReport | None) -> str:
         f"<tr><th scope='row'>{escape(here.label)}</th><td>{here.tokens_per_step:.2f}</td>"
         f"<td>{here.predicted_speedup:.2f}×</td><td>{there.predicted_speedup:.2f}×</td></tr>"
         for here, there in zip(cpu.cells, gpu.cells, strict=True)
-        if here.method == Method.LOOKAHEAD
     )
     return (
         f'<div class="ll-tune-two">{words}<p class="dim">{escape(gpu.source or "")}.</p>'
-        f"<table><caption>Lookahead on two machines: predicted speedup over plain decoding "
+        f"<table><caption>Every cell on two machines: predicted speedup over plain decoding "
         f"(the map chose {escape(f['cpu_chosen'])} here; {escape(cpu.ran_at[:10])})</caption>"
         f"<thead><tr><th scope='col'>cell</th><th scope='col'>tokens/step</th>"
         f"<th scope='col'>{escape(f['cpu_machine'])}</th><th scope='col'>{escape(f['gpu_machine'])}</th></tr></thead>"
