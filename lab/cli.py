@@ -1,4 +1,4 @@
-"""Command line: `python -m lab generate|bench ...` (the contract other tools rely on).
+"""Command line: `python -m lab generate|bench|tune ...` (the contract other tools rely on).
 
 generate: with --json, one JSON object per prompt per line, keys: id, method, window, ngram,
 guesses (lookahead's, else null), lookup_ngram, lookup_tokens (prompt lookup's), draft_model,
@@ -9,6 +9,8 @@ argument or --prompt (not both), or a --prompts-file.
 bench: a table of every method's totals on stdout (medians over --repeats interleaved rounds, with
 their spread), what other programs used of the CPU meanwhile, a progress bar on stderr, and the
 BenchReport of `bench.run_bench` as JSON with --json and as a self-contained Plotly page with --html.
+tune: a line per cell on stderr as the sweep goes, a table of the cells on stdout, the TuneReport as JSON
+with --json and as a Plotly page with --html (lab.tune_cli).
 Errors go to stderr as one line, exit 2.
 """
 
@@ -43,6 +45,7 @@ from visuals.timing import bench_rate, bench_rounds_words, bench_speedup, busy_w
 from .bench import ENTRANTS, REPEATS, check_methods, check_repeats, needs, needs_of, run_bench
 from .datasets import load_prompts, read_prompts_file
 from .heads import NONE_SHIP, runtime_for, ships
+from .tune_cli import add_tune_options, tune
 
 
 def add_model_options(command: argparse.ArgumentParser) -> None:
@@ -153,7 +156,20 @@ def build_parser() -> argparse.ArgumentParser:
     add_method_options(bench)
     bench.add_argument("--json", metavar="OUT.json", help="write the full report as JSON")
     bench.add_argument("--html", metavar="OUT.html", help="write a self-contained Plotly report")
+    add_tune_parser(commands)
     return parser
+
+
+def add_tune_parser(commands) -> None:
+    """`tune`: where each method pays on this machine (lab.tune_cli says what each option does)."""
+    tune = commands.add_parser("tune", help="map where each method pays here: predicted, then checked by the clock")
+    tune.add_argument("--dataset", required=True, metavar="humaneval|mtbench|gsm8k|FILE.jsonl")
+    tune.add_argument("--limit", type=int, default=5, metavar="K", help="sweep on the first K prompts (default 5)")
+    tune.add_argument("--max-new-tokens", type=int, default=64, metavar="M")
+    add_model_options(tune)
+    add_tune_options(tune)
+    tune.add_argument("--json", metavar="OUT.json", help="write the report as JSON")
+    tune.add_argument("--html", metavar="OUT.html", help="write the map as a self-contained Plotly page")
 
 
 def asked_settings(args: argparse.Namespace) -> LookaheadConfig | None:
@@ -388,7 +404,7 @@ def summary_table(report: BenchReport) -> str:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        bench(args) if args.command == "bench" else generate(args)
+        {"bench": bench, "tune": tune, "generate": generate}[args.command](args)
     except (SettingsError, DecodingError, ModelLoadError, ValueError, OSError) as error:
         detail = getattr(error, "detail", "")  # a model's load error in the library's words: the operator's to read
         print(f"error: {error}" + (f" ({detail})" if detail else ""), file=sys.stderr)

@@ -10,10 +10,12 @@ it; the words that explain it belong to the visuals.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+from dataclasses import dataclass, replace
+from pathlib import Path
 
-from .config import LookaheadConfig
-from .costs import StepCosts, step_costs
+from .config import LookaheadConfig, SettingsError
+from .costs import StepCosts, costs_path, step_costs
 from .models import LoadedModel
 from .planning import CostAwarePlanner, FullPlanner, StepPlanner
 from .records import LookaheadSettings, PlannerKind, Regime
@@ -38,6 +40,7 @@ class AutoSettings:
     regime: Regime
     ratio: float  # a PROBE_TOKENS-token step's cost in 1-token steps, from a line fitted through the curve
     costs: StepCosts
+    adopted: str | None = None  # the tune report whose chosen cell replaced the regime's (W, N, G), if any
 
     def make_planner(self) -> StepPlanner:
         """A fresh planner for one decoding run (the cost-aware one learns within a run)."""
@@ -77,8 +80,51 @@ def choose_settings(costs: StepCosts) -> AutoSettings:
 
 
 def auto_settings(lm: LoadedModel, refresh: bool = False) -> AutoSettings:
-    """Auto settings for this model on its device and dtype (the cost curve is measured once, cached)."""
-    return choose_settings(step_costs(lm, refresh))
+    """Auto settings for this model on its device and dtype (the cost curve is measured once, cached): the
+    regime's choice, or the settings a tune map chose here and was told to adopt (`adopt`)."""
+    auto = choose_settings(step_costs(lm, refresh))
+    tuned = adopted(lm)
+    if tuned is None:
+        return auto
+    config, planner, source = tuned
+    return replace(auto, config=config, planner=planner, adopted=source)
+
+
+def tuned_path(lm: LoadedModel) -> Path:
+    """Where a tune map's chosen lookahead settings for this model, device and dtype are kept: beside its curve."""
+    path = costs_path(lm)
+    return path.with_name(path.stem + "-tuned.json")
+
+
+def identity(lm: LoadedModel) -> dict:
+    facts = lm.describe()
+    return {"model": lm.name, "hardware": facts["device_name"], "dtype": facts["dtype"]}
+
+
+def adopt(lm: LoadedModel, config: LookaheadConfig, planner: PlannerKind, source: str) -> Path:
+    """Keep `config` and `planner` (a tune map's chosen cell, from the report at `source`) as this model's auto
+    settings on this device and dtype; returns the file written."""
+    path = tuned_path(lm)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    chosen = {"window": config.window, "ngram": config.ngram, "guesses": config.guesses, "planner": planner.value}
+    path.write_text(json.dumps(identity(lm) | chosen | {"source": source}, indent=1))
+    return path
+
+
+def adopted(lm: LoadedModel) -> tuple[LookaheadConfig, PlannerKind, str] | None:
+    """The adopted settings for this model, device and dtype; None where none were adopted, or the file names
+    another model, device or dtype, or does not read as settings."""
+    path = tuned_path(lm)
+    if not path.exists():
+        return None
+    try:
+        data = json.loads(path.read_text())
+        if {k: data.get(k) for k in ("model", "hardware", "dtype")} != identity(lm):
+            return None
+        config = LookaheadConfig(window=data["window"], ngram=data["ngram"], guesses=data["guesses"])
+        return config, PlannerKind(data["planner"]), str(data["source"])
+    except (ValueError, KeyError, TypeError, SettingsError):
+        return None  # a damaged file is ignored: the regime's choice stands
 
 
 def replay_planner(settings: LookaheadSettings) -> StepPlanner:

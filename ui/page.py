@@ -19,7 +19,7 @@ from visuals.palette import marks_css
 
 from . import controls as controls_events
 from . import exports as export_events
-from . import player, race, run, scripts
+from . import player, race, run, scripts, tune
 from .controls import Controls, build_controls
 from .events import LabBlocks, bound
 from .exports import Exports, build_exports
@@ -30,6 +30,7 @@ from .model_box import ModelBox, build_model_box
 from .player import Panels, Replay, build_panels, build_replay
 from .presets import DEFAULT, PRESETS, choose_preset
 from .race import RaceCard, build_race
+from .tune import TUNE_FORM, TuneCard, build_tune
 
 # Requests waiting for the model slot, past the one that runs: at most RUN_SECONDS each, so the last
 # in line waits five minutes at worst; the next one is told the lab is busy.
@@ -91,6 +92,7 @@ class Page:
     exports: Exports
     panels: Panels
     race: RaceCard
+    tune: TuneCard
 
     def shown_run(self) -> list:
         """What a newly shown run updates, in the order the HTTP API's replay endpoints return it."""
@@ -107,7 +109,7 @@ class Page:
         ]
 
     def model_buttons(self) -> list:
-        return [self.controls.run, self.race.run, self.controls.stop, self.race.stop]
+        return [self.controls.run, self.race.run, self.tune.run, self.controls.stop, self.race.stop, self.tune.stop]
 
 
 def build_page() -> Page:
@@ -127,7 +129,18 @@ def build_page() -> Page:
             exports = build_exports()
             panels = build_panels(first)
             race_card = build_race(SESSION_SECONDS)
-    return Page(lesson, contrast, controls, model_box, replay, exports, panels, race_card)
+            tune_card = build_tune()
+    return Page(
+        lesson=lesson,
+        contrast=contrast,
+        controls=controls,
+        model_box=model_box,
+        replay=replay,
+        exports=exports,
+        panels=panels,
+        race=race_card,
+        tune=tune_card,
+    )
 
 
 def build_demo() -> tuple[gr.Blocks, Page]:
@@ -207,19 +220,19 @@ def wire_exports(page: Page) -> None:
 
 
 def working(page: Page) -> dict:
-    """While model work waits or runs: Run and Race off, Stop on."""
-    c, card = page.controls, page.race
-    return {button: gr.Button(interactive=button in (c.stop, card.stop)) for button in page.model_buttons()}
+    """While model work waits or runs: Run, Race and the map off, Stop on."""
+    stops = (page.controls.stop, page.race.stop, page.tune.stop)
+    return {button: gr.Button(interactive=button in stops) for button in page.model_buttons()}
 
 
 def waiting(page: Page) -> dict:
-    """No model work: Run and Race on, Stop off."""
-    c, card = page.controls, page.race
-    return {button: gr.Button(interactive=button in (c.run, card.run)) for button in page.model_buttons()}
+    """No model work: Run, Race and the map on, Stop off."""
+    runs = (page.controls.run, page.race.run, page.tune.run)
+    return {button: gr.Button(interactive=button in runs) for button in page.model_buttons()}
 
 
 def wire_model_work(page: Page) -> None:
-    """Run and Race: the buttons off while the work waits or runs, Stop on; every ending gives them back."""
+    """Run, Race and the map: the buttons off while the work waits or runs, Stop on; every ending gives them back."""
     c, card, buttons = page.controls, page.race, page.model_buttons()
     busy, idle = bound(working, page), bound(waiting, page)
     ran = c.run.click(busy, None, buttons, **PRIVATE, **REPLAYING).then(
@@ -238,9 +251,18 @@ def wire_model_work(page: Page) -> None:
         show_progress_on=card.summary,
         **MODEL_WORK,
     )
-    for finished in (ran, raced):  # done, refused, failed or cancelled: the buttons come back
+    mapped = page.tune.run.click(busy, None, buttons, **PRIVATE, **REPLAYING).then(
+        bound(tune.tune_model, page),
+        inputs(TUNE_FORM, page),
+        page.tune.outputs(),
+        api_name="tune",
+        show_progress_on=page.tune.summary,
+        **MODEL_WORK,
+    )
+    for finished in (ran, raced, mapped):  # done, refused, failed or cancelled: the buttons come back
         finished.then(idle, None, buttons, **PRIVATE, **REPLAYING)
-    gr.on([c.stop.click, card.stop.click], idle, None, buttons, cancels=[ran, raced], **PRIVATE, **REPLAYING)
+    stops = [c.stop.click, card.stop.click, page.tune.stop.click]
+    gr.on(stops, idle, None, buttons, cancels=[ran, raced, mapped], **PRIVATE, **REPLAYING)
     gr.on(
         [card.restart.click, card.slow.change],
         bound(race.replay_race, page),

@@ -1,4 +1,4 @@
-"""The guided lesson: lookahead decoding and its family told in thirteen short steps, on the shipped example runs.
+"""The guided lesson: lookahead decoding and its family told in fourteen short steps, on the shipped example runs.
 
 Each lesson step names a preset's example run, the step of it to show, and the panel the eye should
 land on. Its text states only what that recorded step shows: the figures in it are read from the
@@ -17,8 +17,9 @@ from html.parser import HTMLParser
 
 from lookahead_core.records import GuessSource, Method, Run, TokenSource
 
-from . import replay
+from . import library, replay
 from .summary import measured_speedup, step_cost, summary_html
+from .tune import turned, two_machines_facts, two_machines_html
 
 # Whether a panel's HTML displays a figure in the sense the lesson's text quotes it
 Quote = Callable[[str, str], bool]
@@ -40,7 +41,8 @@ def step_index(run: Run, item: LessonStep) -> int:
 
 
 def facts(run: Run, index: int) -> dict[str, str]:
-    """The measured figures a lesson text may quote: the run's totals and its step `index`."""
+    """The measured figures a lesson text may quote: the run's totals and its step `index`, and the recorded tune
+    maps' (where both are shipped)."""
     trace, greedy = run.trace, run.greedy
     record = trace.steps[index]
     verification = record.verification
@@ -60,7 +62,18 @@ def facts(run: Run, index: int) -> dict[str, str]:
         "accepted": str(record.sources.count(TokenSource.ACCEPTED)),  # committed as accepted (not guaranteed)
         "pool_size": str(record.pool.size) if record.pool else "0",
         "harvested": str(sum(a.source == GuessSource.WINDOW for a in record.pool.added)) if record.pool else "0",
-    }
+    } | map_facts()
+
+
+def map_facts() -> dict[str, str]:
+    maps = library.recorded_maps()
+    return two_machines_facts(*maps) if maps is not None and maps[1] is not None else {}
+
+
+def two_maps(run: Run, index: int) -> bool:
+    """Both recorded maps are shipped, and a lookahead cell loses on the first machine and pays on the second."""
+    maps = library.recorded_maps()
+    return maps is not None and maps[1] is not None and turned(*maps) is not None
 
 
 def lesson_text(run: Run, item: LessonStep) -> str:
@@ -75,6 +88,9 @@ def panel_html(run: Run, index: int, panel: str) -> str:
     """The outlined panel at step `index`, drawn by the function the app draws it with ("" for the Run button)."""
     if panel == "summary":
         return summary_html(run)
+    if panel == "tune":
+        maps = library.recorded_maps()
+        return two_machines_html(*maps) if maps is not None else ""
     return replay.panels(run, index).get(panel, "")
 
 
@@ -310,6 +326,29 @@ LESSON: tuple[LessonStep, ...] = (
         "summary",
         lost,
         SUMMARY,
+    ),
+    LessonStep(
+        "Same method, another machine",
+        "**The same method pays on one machine and loses on another.** {cell} commits {cell_tokens} tokens per "
+        "step wherever it runs; on {cpu_machine} a 64-row step costs {cpu_cost} a 1-row step, so the tune map "
+        "predicts it at {cpu_speedup} of plain decoding's speed, while on the {gpu_machine} a 64-row step costs "
+        "{gpu_cost} and the same cell is predicted at {gpu_speedup}. Here the map chose {cpu_chosen}. The GPU "
+        "side is priced off figures recorded on an H200, not measured: its own map is owed until a GPU is lent.",
+        "python",
+        -1,
+        "tune",
+        two_maps,
+        {
+            "cell": says("{} commits"),
+            "cell_tokens": says("commits {} tokens per step"),
+            "cpu_machine": says("On {} a 64-row step"),
+            "cpu_cost": says("a 64-row step costs {} a 1-row step"),
+            "cpu_speedup": says("predicted {} of plain decoding here"),
+            "gpu_machine": says("on {} a 64-row step"),
+            "gpu_cost": says("a 64-row step costs {}."),
+            "gpu_speedup": says("{} there"),
+            "cpu_chosen": says("the map chose {} here"),
+        },
     ),
     LessonStep(
         "Sampling, exactly",

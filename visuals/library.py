@@ -1,4 +1,4 @@
-"""The preset prompts and the example runs shipped in assets/, read with no model.
+"""The preset prompts and the example runs shipped in assets/, and the recorded tune maps, read with no model.
 
 `assets/presets.json` lists each preset's prompt, chat flag, suggested W, N, G and max new
 tokens, a caption, and the file of its example run (recorded by `python -m lab.examples`).
@@ -16,6 +16,7 @@ from itertools import accumulate
 from pathlib import Path
 
 from lookahead_core.records import Run, SchemaError, StepRecord, Trace, from_data
+from lookahead_core.records.tune import TuneReport, read_tune_report
 
 ASSETS = Path(__file__).resolve().parent.parent / "assets"
 PRESETS_FILE = ASSETS / "presets.json"
@@ -40,6 +41,22 @@ def example_path(item: dict) -> Path:
 def example_run(preset_id: str) -> Run:
     """A preset's recorded example run, read once and shared read-only by every session (nothing mutates a run)."""
     return load_run(example_path(preset(load_presets(), preset_id)))
+
+
+# The tune maps the card shows before a sweep and the lesson quotes: this lab's CPU map (python -m lab tune), and
+# its cells priced off the H200's figures recorded in GPU.md (scripts/h200_map.py) until a GPU map is measured
+BENCH = ASSETS.parent / "docs" / "bench"
+CPU_MAP = BENCH / "cpu-tune-humaneval-float32-2026-11-26.json"
+GPU_MAP = BENCH / "h200-tune-predicted-humaneval-float32-2026-11-26.json"
+
+
+@cache
+def recorded_maps() -> tuple[TuneReport, TuneReport | None] | None:
+    """The recorded CPU map and its GPU counterpart (None where that is missing); None without a CPU map."""
+    if not CPU_MAP.exists():
+        return None
+    gpu = read_tune_report(GPU_MAP.read_text()) if GPU_MAP.exists() else None
+    return read_tune_report(CPU_MAP.read_text()), gpu
 
 
 # ----------------------------------------------------------------------------------------------

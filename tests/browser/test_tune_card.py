@@ -1,0 +1,66 @@
+"""The tune card in a real headless Chromium, on a tiny random model standing in for the held one: a tiny sweep
+runs from the card, shows its progress, and ends with a map (a Plotly heatmap) and its table; a value out of
+range is refused in words."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from lookahead_core.models import DEFAULT_MODEL
+from scripts.serving import ERROR_TOAST, open_page, running_app
+from tests.conftest import tiny_model
+from tests.test_bench import char_tokenizer
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore:.*(copy keyword|no_silent_downcasting)")
+SUMMARY = "#ll-tune-summary"
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    """The app holding a tiny random Llama under the default model's name, with a cache of its own (its step costs
+    must not be taken for the real model's)."""
+    monkeypatch = pytest.MonkeyPatch()
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("cache")))
+    lm = dataclasses.replace(tiny_model("llama"), tokenizer=char_tokenizer(), name=DEFAULT_MODEL)
+    with running_app(lm) as url:
+        yield url
+    monkeypatch.undo()
+
+
+@pytest.fixture(scope="module")
+def page(browser, served):
+    page, errors = open_page(browser, served)
+    page.locator("#ll-tune").scroll_into_view_if_needed()
+    page.get_by_role("radio", name="your prompts").check()
+    yield page
+    assert not errors
+    page.close()
+
+
+def fill(page, selector: str, text: str) -> None:
+    box = page.locator(f"{selector} textarea, {selector} input").first
+    box.fill(text)
+    box.press("Tab")
+
+
+def test_a_window_out_of_range_is_refused_in_words(page):
+    fill(page, "#ll-tune-prompts", "a, b, c, a, b, c, a, b")
+    fill(page, "#ll-tune-windows", "0")
+    page.click("#ll-tune-run")
+    page.wait_for_function(f"() => document.querySelector('{SUMMARY}').innerText.includes('Not mapped')")
+    assert "The windows W must each be from 1 to 16; 0 is not" in page.inner_text(SUMMARY)
+    assert page.locator(ERROR_TOAST).count() == 0
+
+
+def test_a_tiny_sweep_ends_with_a_heatmap_and_its_table(page):
+    fill(page, "#ll-tune-prompts", "a, b, c, a, b, c, a, b\n---\nx = 1\ny = 2\nx = 1\n")
+    fill(page, "#ll-tune-windows", "2, 3")
+    page.click("#ll-tune-run")
+    page.wait_for_selector("#ll-tune-table table", timeout=300_000)
+    page.wait_for_selector("#ll-tune .js-plotly-plot .heatmaplayer")
+    table = page.inner_text("#ll-tune-table")
+    assert "lookahead W=2 N=3 G=2" in table and "lookahead W=3 N=5 G=3" in table and "predicted" in table
+    assert "Chosen" in page.inner_text(SUMMARY)
+    assert page.locator("#ll-tune-run").is_enabled() and not page.locator("#ll-tune-stop").is_enabled()

@@ -1,0 +1,62 @@
+"""The tune map's visuals, pure functions of a TuneReport: a map per method with its text labels, the break-even
+contour and the chosen cell, the two curves, a table for screen readers, AA contrast, and escaped text."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from lookahead_core.records import Method
+from visuals.palette import contrast
+from visuals.tune import SCALE, TEXT, curves_figure, method_figure, tune_page, tune_table, tune_table_html
+
+from .test_tune import report
+
+
+def test_black_text_reads_at_aa_on_every_colour_of_the_scale():
+    assert all(contrast(TEXT, hue) >= 4.5 for _, hue in SCALE)
+
+
+def test_each_cell_says_its_speedup_in_words_not_colour_alone():
+    figure = method_figure(report(), Method.LOOKAHEAD)
+    predicted, measured = (t for t in figure.data if t.type == "heatmap")
+    words = [w for row in predicted.text for w in row if w]
+    assert any("1.30× gain" in w for w in words) and any("0.70× loss" in w for w in words)
+    timed = [w for row in measured.text for w in row if w]
+    assert "1.25× gain<br>error +4%<br><b>chosen</b>" in timed and "not timed" in timed
+
+
+def test_the_lookahead_map_draws_the_break_even_contour_and_rings_the_chosen_cell():
+    figure = method_figure(report(), Method.LOOKAHEAD)
+    contours = [t for t in figure.data if t.type == "contour"]
+    assert contours and all(c.contours.start == 1.0 == c.contours.end for c in contours)
+    frames = [shape for shape in figure.layout.shapes if shape.name == "chosen"]
+    assert len(frames) == 2 and (frames[0].x0, frames[0].y0) == (-0.47, -0.47)  # N=3, W=2: the first cell
+    predicted = next(t for t in figure.data if t.type == "heatmap")
+    assert predicted.text[0][0].endswith("<b>chosen</b>") and "chosen" not in predicted.text[1][0]
+
+
+def test_the_curves_figure_shows_the_measured_cost_and_each_methods_tokens_per_step():
+    figure = curves_figure(report())
+    names = {t.name for t in figure.data}
+    assert {"measured step cost", "lookahead", "prompt-lookup"} <= names
+    symbols = {t.marker.symbol for t in figure.data if t.name in ("lookahead", "prompt-lookup")}
+    assert len(symbols) == 2  # told apart by shape, not by colour
+
+
+def test_the_table_lists_every_cell_with_predicted_measured_and_error():
+    html = tune_table_html(report())
+    assert html.count("<tr>") == 1 + 3 and "<caption>" in html and "scope='col'" in html
+    assert "lookahead W=2 N=3 G=2 (chosen)" in html and "+4%" in html and "not timed" in html
+
+
+def test_visitor_text_is_escaped_in_the_page():
+    hostile = dataclasses.replace(report(), dataset="<script>alert(1)</script>")
+    page = tune_page(hostile)
+    assert "<script>alert(1)</script>" not in page and "&lt;script&gt;" in page
+
+
+def test_the_cli_table_says_the_load_the_prediction_error_and_the_held_out_check():
+    text = tune_table(report())
+    assert "load average: 3.00" in text and "other programs used 1.2 of 2 cores" in text
+    assert "predicted within 15% of measured on 1 of 2 timed cells" in text
+    assert "the map's choice (window=2 ngram=3 guesses=2) 1.20x" in text
