@@ -21,6 +21,7 @@ from .fixed import chosen_mode, step_passes
 from .methods import guessing_decoder, reach, recorded_settings, step_shape
 from .models import LoadedModel
 from .records import (
+    ENGINE_VERSION,
     METHODS,
     Divergence,
     Machine,
@@ -182,6 +183,7 @@ def machine_facts(lm: LoadedModel) -> Machine:
         transformers=transformers.__version__,
         python=platform.python_version(),
         platform=platform.platform(terse=True),
+        engine=ENGINE_VERSION,
     )
 
 

@@ -225,3 +225,15 @@ def test_every_record_type_resolves_its_field_types_where_it_is_defined(kind):
     that defines the record: each module must import every type its records' fields name."""
     hints = typing.get_type_hints(kind)
     assert set(hints) >= {f.name for f in dataclasses.fields(kind)}
+
+
+@pytest.mark.parametrize("preset", [p["id"] for p in library.load_presets()])
+def test_a_shipped_preset_was_recorded_by_the_engine_that_ships(preset):
+    """A Run of the preset's prompt would be timed by this engine: the recording shown beside it must be too, or the
+    first view's speedup is another engine's (records.ENGINE_VERSION says when to record them again:
+    python -m lab.examples)."""
+    run = library.example_run(preset)
+    recorded = {run.trace.meta.machine.engine, run.greedy.meta.machine.engine}
+    assert recorded == {records.ENGINE_VERSION}, (
+        f"{preset}: recorded by engine {recorded}, this is {records.ENGINE_VERSION}"
+    )

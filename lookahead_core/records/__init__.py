@@ -10,6 +10,7 @@ from .legacy import unversioned_bench_report
 from .live import Fit, Progress
 from .methods import METHODS, MethodEntry, Needs, raced_on
 from .names import (
+    ENGINE_VERSION,
     SCHEMA_VERSION,
     UPGRADABLE,
     BenchMethod,
@@ -62,6 +63,7 @@ from .step import (
 from .timing import Busy, MethodTiming, Spread, Timing
 
 __all__ = [
+    "ENGINE_VERSION",
     "raced_on",
     "Divergence",
     "SCHEMA_VERSION",

@@ -15,8 +15,14 @@ SCHEMA_VERSION = 9
 # Medusa's heads; version 7 the bench's EAGLE entrant and its layer (a version 6 bench ran none); version 8 EAGLE
 # as a method of its own (a version 7 trace of an EAGLE layer's drafts says speculative, and reads so) and the
 # bench's hf-static peer (a version 7 report ran none); version 9 the step mode a trace, a race and a bench ran in
-# (a version 8 record ran the eager step, the only one there was).
+# (a version 8 record ran the eager step, the only one there was), a Run's and a bench result's divergence from
+# plain decoding (a version 8 record kept none), and the engine's version in the machine's facts (0: not recorded).
 UPGRADABLE = {3, 4, 5, 6, 7, 8}
+# The engine's version, recorded with every trace: raised when a change makes the engine decode faster or slower
+# on the same machine, so a shipped recording says which engine it timed (tests/test_records.py fails when a preset
+# was recorded by an older engine than the one that would replay a Run of it). 1: the engine's own CPU products
+# (products.py) and its own view of the model, 2026-11-26.
+ENGINE_VERSION = 1
 
 
 class SchemaError(ValueError):

@@ -93,6 +93,7 @@ class Machine:
     layers: int = 0  # 0: not recorded (a record from before schema version 4)
     sliding_layers: int = 0
     sliding_window: int | None = None
+    engine: int = 0  # the engine's version (names.ENGINE_VERSION) that recorded it; 0: not recorded (before version 9)
 
 
 @dataclass(kw_only=True)
