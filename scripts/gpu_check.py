@@ -7,8 +7,9 @@ TF32 is off, so float32 is true float32 and lookahead's `exact` must equal the p
 half precision `exact` is the match rate against greedy `generate` in the same dtype. Every figure
 is measured in this run; the table is printed as Markdown, and each bench report is written to
 DIR as JSON when --out is given (`visuals.bench` draws them; the GPU image lacks plotly). `--modes` benches this
-engine's methods in each step mode given (docs/engine.md; default: the device's own, cuda-graph on CUDA), the
-peers beside each; the table's mode column says which ran (a captured mode on a CPU runs fixed, and says so).
+engine's methods in each step mode given (docs/engine.md; default on CUDA: eager and cuda-graph, the figures that
+would make the CUDA graph the engine's default there; on a CPU: the engine's default), the peers beside each; the
+table's mode column says which ran (a captured mode on a CPU runs fixed, and says so).
 """
 
 from __future__ import annotations
@@ -44,8 +45,9 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--repeats", type=int, default=REPEATS, help="interleaved rounds per prompt")
     parser.add_argument("--device", default="cuda", choices=["cuda", "cpu"], help="cpu: a smoke test of this script")
-    parser.add_argument("--modes", nargs="+", default=[None], choices=[mode.value for mode in StepMode])
+    parser.add_argument("--modes", nargs="+", default=None, choices=[mode.value for mode in StepMode])
     args = parser.parse_args()
+    args.modes = args.modes or (["eager", "cuda-graph"] if args.device == "cuda" else [None])
     if args.device == "cuda" and not torch.cuda.is_available():
         sys.exit("error: no CUDA device: this script checks the GPU path")
     torch.backends.cuda.matmul.allow_tf32 = False
