@@ -109,9 +109,9 @@ def asked_grid(args: argparse.Namespace) -> TuneGrid:
 
 def checked_counts(args: argparse.Namespace) -> None:
     """ValueError naming the first count out of range, before any work."""
-    for name, value, low in (("--limit", args.limit, 1), ("--max-new-tokens", args.max_new_tokens, 1),
-                             ("--rounds", args.rounds, 1), ("--best", args.best, 0), ("--sample", args.sample, 0),
-                             ("--held-out", args.held_out, 0)):  # fmt: skip
+    counts = [("--limit", args.limit, 1), ("--max-new-tokens", args.max_new_tokens, 1), ("--rounds", args.rounds, 1)]
+    counts += [("--best", args.best, 0), ("--sample", args.sample, 0), ("--held-out", args.held_out, 0)]
+    for name, value, low in counts:
         if value < low:
             raise ValueError(f"{name} must be >= {low}, got {value}")
 

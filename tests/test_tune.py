@@ -82,9 +82,18 @@ def cell(method: Method, settings: dict, predicted_: float, measured: Spread | N
 def report() -> TuneReport:
     curve = dataclasses.asdict(cost_table(0.02).curve())
     machine = Machine(
-        model="tiny", architecture="llama", parameters=1, device="cpu", device_name="CPU", dtype="float32",
-        attention="sdpa", torch="2", transformers="5", python="3.11", platform="linux",
-    )  # fmt: skip
+        model="tiny",
+        architecture="llama",
+        parameters=1,
+        device="cpu",
+        device_name="CPU",
+        dtype="float32",
+        attention="sdpa",
+        torch="2",
+        transformers="5",
+        python="3.11",
+        platform="linux",
+    )
     cells = [
         cell(Method.LOOKAHEAD, {"window": 2, "ngram": 3, "guesses": 2}, 1.3, Spread(median=1.25, low=1.1, high=1.4)),
         cell(Method.LOOKAHEAD, {"window": 8, "ngram": 5, "guesses": 8}, 0.7),
