@@ -312,3 +312,12 @@ def test_the_cli_maps_writes_the_report_and_the_page_and_adopts_the_choice(tmp_p
     assert "] lookahead W=3 N=3 G=3" in captured.err and "predicted / measured" in captured.out
     chosen = made.chosen_cell(Method.LOOKAHEAD).settings
     assert adopted(load_model(str(folder), device="cpu"))[0] == LookaheadConfig(**chosen)
+
+
+def test_the_shipped_maps_read_back_and_the_gpu_one_says_it_was_not_measured():
+    from visuals import library
+
+    cpu, gpu = library.recorded_maps()
+    assert cpu.source is None and all(c.exact for c in cpu.cells) and cpu.busy is not None
+    assert "not measured on a GPU" in gpu.source and all(c.measured_speedup is None for c in gpu.cells)
+    assert [c.label for c in cpu.cells] == [c.label for c in gpu.cells]
