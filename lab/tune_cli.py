@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from lookahead_core.config import LookaheadConfig
@@ -42,6 +43,7 @@ def pairs(text: str) -> tuple[tuple[int, int], ...]:
 
 
 def joined(values) -> str:
+    """A default as the option takes it: `2,3` or `2:5,3:10`."""
     return ",".join(":".join(map(str, v)) if isinstance(v, tuple) else str(v) for v in values)
 
 
@@ -106,16 +108,17 @@ def asked_grid(args: argparse.Namespace) -> TuneGrid:
 
 
 def checked_counts(args: argparse.Namespace) -> None:
-    for name, value, low in (("--limit", args.limit, 1), ("--max-new-tokens", args.max_new_tokens, 1),
-                             ("--rounds", args.rounds, 1), ("--best", args.best, 0), ("--sample", args.sample, 0),
-                             ("--held-out", args.held_out, 0)):  # fmt: skip
+    """ValueError naming the first count out of range, before any work."""
+    counts = [("--limit", args.limit, 1), ("--max-new-tokens", args.max_new_tokens, 1), ("--rounds", args.rounds, 1)]
+    counts += [("--best", args.best, 0), ("--sample", args.sample, 0), ("--held-out", args.held_out, 0)]
+    for name, value, low in counts:
         if value < low:
             raise ValueError(f"{name} must be >= {low}, got {value}")
 
 
 def tune(args: argparse.Namespace) -> None:
     """Run the sweep asked for: progress on stderr, the table on stdout, the report where asked."""
-    from visuals.tune import tune_table  # words only: plotly loads when a page is asked for
+    from visuals.tune import tune_table  # visuals.tune loads plotly: only when a sweep is asked for
 
     from .cli import writable  # the CLI's one check of an output path (cli imports this module)
 
@@ -129,15 +132,19 @@ def tune(args: argparse.Namespace) -> None:
     lm = load_model(args.model, device=args.device, dtype=args.dtype, trust_remote_code=args.trust_remote_code)
     encoded = [(p["id"], encode_prompt(lm.tokenizer, p["prompt"], p["chat"])) for p in listed]
     heads = args.heads is not None or ships(lm, METHODS[Method.MEDUSA].needs)
-    grid = grid if heads else TuneGrid(**(vars(grid) | {"tree_sizes": ()}))  # Medusa only where it has heads
+    grid = grid if heads else replace(grid, tree_sizes=())  # Medusa only where it has heads
     swept = [m for m in SWEPT if SWEPT[m].settings(grid)]
     runtime = runtime_for(lm, swept, draft=args.draft_model, heads=args.heads)
     auto = choose_settings(step_costs(lm, refresh=not args.cached_costs))
     checkpoint = Path(args.checkpoint) if args.checkpoint else None
     options = TuneOptions(
-        dataset=args.dataset, rounds=args.rounds, best=args.best, sample=args.sample,
-        held_out=encoded[args.limit :], checkpoint=checkpoint,
-    )  # fmt: skip
+        dataset=args.dataset,
+        rounds=args.rounds,
+        best=args.best,
+        sample=args.sample,
+        held_out=encoded[args.limit :],
+        checkpoint=checkpoint,
+    )
     request = DecodeRequest(max_new_tokens=args.max_new_tokens)
     work = tuning(lm, encoded[: args.limit], grid, request, runtime, auto, options)
     report = run_printed(work)
@@ -158,15 +165,18 @@ def run_printed(work) -> TuneReport:
 
 
 def written(report: TuneReport, args: argparse.Namespace) -> None:
+    """The report as JSON (--json) and as a self-contained page (--html), where asked."""
     if args.json:
         Path(args.json).write_text(report.to_json())
     if args.html:
-        from visuals.tune import tune_page
+        from visuals.tune import tune_page  # as tune_table: plotly only when a sweep is asked for
 
         Path(args.html).write_text(tune_page(report))
 
 
 def adopt_chosen(lm, report: TuneReport, source: str) -> None:
+    """Auto settings take the report's chosen lookahead cell and planner for this model, device and dtype;
+    ValueError where the map chose none (no exact lookahead cell)."""
     cell = report.chosen_cell(Method.LOOKAHEAD)
     if cell is None:
         raise ValueError("no exact lookahead cell to adopt")

@@ -10,6 +10,7 @@ photographed with Debian's headless chromium into --out. (A full HTML report of 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -34,7 +35,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=ROOT / "assets" / "bench.png")
     args = parser.parse_args()
-    reports = [BenchReport.from_json(path.read_text()) for path in sorted(BENCH.glob("*.json"))]
+    texts = [path.read_text() for path in sorted(BENCH.glob("*.json"))]
+    reports = [BenchReport.from_json(text) for text in texts if "tune_version" not in json.loads(text)]  # not maps
     greedy = [r for r in reports if r.machine.dtype == "float32" and r.settings.sampling is None]
     newest_last = sorted((r for r in greedy if r.machine.model == DEFAULT_MODEL), key=lambda r: r.settings.ran_at)
     chosen = {label(r): r for r in newest_last}  # per set and machine, the newest greedy float32 bench

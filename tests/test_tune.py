@@ -82,9 +82,18 @@ def cell(method: Method, settings: dict, predicted_: float, measured: Spread | N
 def report() -> TuneReport:
     curve = dataclasses.asdict(cost_table(0.02).curve())
     machine = Machine(
-        model="tiny", architecture="llama", parameters=1, device="cpu", device_name="CPU", dtype="float32",
-        attention="sdpa", torch="2", transformers="5", python="3.11", platform="linux",
-    )  # fmt: skip
+        model="tiny",
+        architecture="llama",
+        parameters=1,
+        device="cpu",
+        device_name="CPU",
+        dtype="float32",
+        attention="sdpa",
+        torch="2",
+        transformers="5",
+        python="3.11",
+        platform="linux",
+    )
     cells = [
         cell(Method.LOOKAHEAD, {"window": 2, "ngram": 3, "guesses": 2}, 1.3, Spread(median=1.25, low=1.1, high=1.4)),
         cell(Method.LOOKAHEAD, {"window": 8, "ngram": 5, "guesses": 8}, 0.7),
@@ -274,3 +283,41 @@ def test_a_map_repriced_on_a_flat_curve_pays_where_the_steep_one_lost():
     assert flat.cells[0].predicted_speedup > 2.0 > 1.0 > again.cells[0].predicted_speedup
     assert flat.source == "recorded elsewhere" and flat.cells[0].measured_speedup is None and flat.rounds == 0
     assert read_tune_report(flat.to_json()) == flat
+
+
+@pytest.mark.heavy
+def test_the_cli_maps_writes_the_report_and_the_page_and_adopts_the_choice(tmp_path, monkeypatch, capsys):
+    """`python -m lab tune` end to end on a tiny model folder: a line per piece of work, the table, the report
+    and the page written, and with --adopt the chosen lookahead settings kept where auto settings read them."""
+    from lookahead_core.models import load_model
+
+    from .test_bench import char_tokenizer
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    folder = tmp_path / "tiny"
+    tiny_model("llama").model.save_pretrained(folder)
+    char_tokenizer().save_pretrained(folder)
+    prompts = tmp_path / "prompts.jsonl"
+    lines = [{"id": "a", "prompt": "a, b, c, a, b, c, a, b"}, {"id": "b", "prompt": "x = 1\ny = 2\nx = 1\n"}]
+    prompts.write_text("\n".join(json.dumps(line) for line in lines))
+    out, page = tmp_path / "map.json", tmp_path / "map.html"
+    args = ["tune", "--dataset", str(prompts), "--limit", "2", "--model", str(folder), "--device", "cpu"]
+    args += ["--max-new-tokens", "8", "--windows", "2,3", "--ngrams", "3", "--lookups", "2:4", "--draft-k", ""]
+    args += ["--rounds", "1", "--json", str(out), "--html", str(page), "--adopt"]
+    assert main(args) == 0
+    made = read_tune_report(out.read_text())
+    assert [c.label for c in made.cells] == ["lookahead W=2 N=3 G=2", "lookahead W=3 N=3 G=3", "prompt-lookup N=2 k=4"]
+    assert all(c.exact for c in made.cells) and "heatmap" in page.read_text()
+    captured = capsys.readouterr()
+    assert "] lookahead W=3 N=3 G=3" in captured.err and "predicted / measured" in captured.out
+    chosen = made.chosen_cell(Method.LOOKAHEAD).settings
+    assert adopted(load_model(str(folder), device="cpu"))[0] == LookaheadConfig(**chosen)
+
+
+def test_the_shipped_maps_read_back_and_the_gpu_one_says_it_was_not_measured():
+    from visuals import library
+
+    cpu, gpu = library.recorded_maps()
+    assert cpu.source is None and all(c.exact for c in cpu.cells) and cpu.busy is not None
+    assert "not measured on a GPU" in gpu.source and all(c.measured_speedup is None for c in gpu.cells)
+    assert [c.label for c in cpu.cells] == [c.label for c in gpu.cells]

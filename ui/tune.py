@@ -32,12 +32,9 @@ from .events import REFUSALS, announced_load, warned
 from .form import Field, form_handler
 
 INTRO = (
-    "<div class=\"ll-budget\">The map sweeps each method's settings on your prompts and this server's model: "
-    "every cell decodes every prompt once (tokens per step, exactness against greedy <code>generate</code>), its "
-    "speedup is predicted from the hardware's step-cost curve, and the best cells and a few others are then timed "
-    "against plain decoding in interleaved rounds. "
-    f"A sweep may decode {tune_server.TUNE_CELLS} cells and hold the model {tune_server.TUNE_SECONDS:.0f} s at most "
-    "here; one that runs out of time shows the cells it measured.</div>"
+    '<div class="ll-budget">Every cell decodes every prompt once; its speedup is predicted from this hardware\'s '
+    "step-cost curve, then the best cells and a few others are timed against plain decoding. "
+    f"At most {tune_server.TUNE_CELLS} cells and {tune_server.TUNE_SECONDS:.0f} s a sweep here.</div>"
 )
 
 
@@ -74,19 +71,22 @@ def build_tune() -> TuneCard:
             source = gr.Radio([*tune_server.SETS, tune_server.OWN], value="humaneval", label="Prompts", scale=2)
             count = gr.Slider(1, tune_server.MOST_PROMPTS, value=3, step=1, label="How many prompts", scale=1)
             tokens = gr.Slider(1, tune_server.MOST_TOKENS, value=32, step=1, label="New tokens each", scale=1)
-        prompts = gr.Textbox(
-            "",
-            lines=3,
-            max_lines=8,
-            label=f"Your prompts (with 'your prompts'): a line of {tune_server.SEPARATOR} between two",
-            elem_id="ll-tune-prompts",
-        )
-        with gr.Row(equal_height=False):
-            methods = gr.CheckboxGroup(
-                [(METHODS[m].name, m.value) for m in SWEPT], value=["lookahead", "prompt-lookup"], label="Methods"
+        with gr.Accordion(
+            "Your own prompts, the methods and lookahead's W and N", open=False, elem_id="ll-tune-settings"
+        ):
+            prompts = gr.Textbox(
+                "",
+                lines=2,
+                max_lines=8,
+                label=f"Your prompts (with 'your prompts'): a line of {tune_server.SEPARATOR} between two",
+                elem_id="ll-tune-prompts",
             )
-            windows = gr.Textbox("2, 4, 8", label="Lookahead's windows W (G = W)", elem_id="ll-tune-windows")
-            ngrams = gr.Textbox("3, 5", label="Lookahead's n-gram sizes N", elem_id="ll-tune-ngrams")
+            with gr.Row(equal_height=False):
+                methods = gr.CheckboxGroup(
+                    [(METHODS[m].name, m.value) for m in SWEPT], value=["lookahead", "prompt-lookup"], label="Methods"
+                )
+                windows = gr.Textbox("2, 4, 8", label="Lookahead's windows W (G = W)", elem_id="ll-tune-windows")
+                ngrams = gr.Textbox("3, 5", label="Lookahead's n-gram sizes N", elem_id="ll-tune-ngrams")
         with gr.Row(equal_height=False):
             run = gr.Button("Map where each method pays", variant="primary", elem_id="ll-tune-run", scale=3)
             stop = gr.Button("■ Stop", interactive=False, elem_id="ll-tune-stop", scale=0, min_width=80)

@@ -414,8 +414,9 @@ def two_machines_facts(cpu: TuneReport, gpu: TuneReport) -> dict[str, str]:
 
 def two_machines_html(cpu: TuneReport, gpu: TuneReport | None) -> str:
     """The recorded maps side by side, as the tune card shows them before a sweep: what a wide step costs on
-    each machine, the cell they disagree on most, and every cell's predicted speedup on both (the second
-    machine's priced off its recorded figures, and saying so)."""
+    each machine, the cell they disagree on most, and the predicted speedup on both of that cell and of each
+    method's chosen cell here (the second machine's priced off its recorded figures, and saying so). Short:
+    the card, outlined by the lesson, must fit on a screen."""
     if gpu is None:
         return f"<p>The map of {escape(cpu.machine.device_name)}; the GPU map is owed until a GPU is lent.</p>"
     f = two_machines_facts(cpu, gpu)
@@ -428,16 +429,14 @@ def two_machines_html(cpu: TuneReport, gpu: TuneReport | None) -> str:
             f"<p>{escape(f['cell'])} commits {f['cell_tokens']} tokens per step on both: predicted "
             f"{f['cpu_speedup']} of plain decoding here, {f['gpu_speedup']} there.</p>"
         )
-    rows = "".join(
-        f"<tr><th scope='row'>{escape(here.label)}</th><td>{here.tokens_per_step:.2f}</td>"
-        f"<td>{here.predicted_speedup:.2f}×</td><td>{there.predicted_speedup:.2f}×</td></tr>"
-        for here, there in zip(cpu.cells, gpu.cells, strict=True)
+    shown = {*cpu.chosen.values(), *([cpu.cells.index(turned(cpu, gpu))] if f["cell"] else [])}
+    cells = "; ".join(
+        f"{escape(here.label)}: {here.predicted_speedup:.2f}× here, {there.predicted_speedup:.2f}× there"
+        for index, (here, there) in enumerate(zip(cpu.cells, gpu.cells, strict=True))
+        if index in shown
     )
     return (
-        f'<div class="ll-tune-two">{words}<p class="dim">{escape(gpu.source or "")}.</p>'
-        f"<table><caption>Every cell on two machines: predicted speedup over plain decoding "
-        f"(the map chose {escape(f['cpu_chosen'])} here; {escape(cpu.ran_at[:10])})</caption>"
-        f"<thead><tr><th scope='col'>cell</th><th scope='col'>tokens/step</th>"
-        f"<th scope='col'>{escape(f['cpu_machine'])}</th><th scope='col'>{escape(f['gpu_machine'])}</th></tr></thead>"
-        f"<tbody>{rows}</tbody></table></div>"
+        f'<div class="ll-tune-two">{words}<p>Each method\'s chosen cell, predicted over plain decoding: {cells} '
+        f"(the map chose {escape(f['cpu_chosen'])} here; {escape(cpu.ran_at[:10])}).</p>"
+        f"<p><small>There: {escape(gpu.source or '')}.</small></p></div>"
     )

@@ -34,6 +34,7 @@ def page(browser, served):
     page, errors = open_page(browser, served)
     page.locator("#ll-tune").scroll_into_view_if_needed()
     page.get_by_role("radio", name="your prompts").check()
+    page.get_by_text("Your own prompts, the methods and lookahead's W and N").click()
     yield page
     assert not errors
     page.close()
