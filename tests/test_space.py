@@ -63,7 +63,8 @@ def test_spaces_is_imported_before_anything_else():
 
 
 def test_only_the_model_work_is_decorated():
-    assert [fn.__name__ for fn in server.GPU_WORK] == ["record", "timed_race"]
+    """A Run, a race and the tune card's sweep (lab.tune_server.mapping): nothing else asks for a GPU."""
+    assert [fn.__name__ for fn in server.GPU_WORK] == ["record", "timed_race", "mapping"]
 
 
 def test_the_gpu_functions_are_the_only_model_work(served):
