@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from scripts.serving import PHONE, open_page, run_on_model, wait_for_step
-from tests.browser.chromium import offline_context, walk_lesson
+from tests.browser.chromium import RESTING_FRAMES, offline_context, walk_lesson
 from visuals.lesson import LESSON
 
 axe_playwright = pytest.importorskip("axe_playwright_python.sync_playwright", reason="make test installs it")
@@ -32,8 +32,15 @@ def audited(page, state: str) -> dict[str, int]:
     """The serious and critical violations axe finds on `page`, as {rule id: elements that break it}, printed
     under the name of the state; axe's full report of them is written to out/axe/STATE.json (git-ignored)."""
     # While the page loads, Gradio draws a not-yet-filled chart as a div named "Empty value" (an aria-label
-    # axe refuses on a plain div): the audit is of the page once drawn.
-    page.wait_for_function("() => !document.querySelector('.empty[aria-label]')")
+    # axe refuses on a plain div): the audit is of the page once drawn, none left for RESTING_FRAMES frames in a
+    # row (a chart the page fills later, such as the tune card's recorded maps, may show one after another is gone)
+    page.evaluate("() => { window.llDrawnFrames = 0; }")
+    page.wait_for_function(
+        "frames => (window.llDrawnFrames = document.querySelector('.empty[aria-label]') ? 0 : window.llDrawnFrames + 1)"
+        " >= frames",
+        arg=RESTING_FRAMES,
+        polling="raf",
+    )
     found = [v for v in AXE.run(page).response["violations"] if v["impact"] in BLOCKING]
     REPORTS.mkdir(parents=True, exist_ok=True)
     (REPORTS / f"{re.sub(r'[^a-z0-9]+', '-', state.lower()).strip('-')}.json").write_text(json.dumps(found, indent=1))
