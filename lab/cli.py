@@ -229,16 +229,7 @@ def generate(args: argparse.Namespace) -> None:
     method = asked_method(args)
     lm = load_model(args.model, device=args.device, dtype=args.dtype, trust_remote_code=args.trust_remote_code)
     config, auto = chosen_settings(asked, lm) if METHODS[method].window else (asked or LookaheadConfig(), None)
-    runtime = runtime_for(
-        lm,
-        [method],
-        auto=auto,
-        draft=args.draft_model,
-        tokens=args.draft_tokens,
-        heads=args.heads,
-        layer=args.eagle,
-        mode=args.mode,
-    )
+    runtime = asked_runtime(lm, [method], auto, args)
     request = DecodeRequest(method=method, lookahead=config, lookup=lookup, max_new_tokens=args.max_new_tokens)
     for index, item in enumerate(prompts):
         prompt_ids = encode_prompt(lm.tokenizer, item["prompt"], args.chat)
@@ -310,16 +301,7 @@ def bench_runtime(lm, args: argparse.Namespace, methods: list[BenchMethod], auto
                 methods.remove(method)
     engine = [m.method for m in methods if m.method is not None]
     drafted = [Method.SPECULATIVE] if Needs.DRAFT in needs(methods) else []
-    return runtime_for(
-        lm,
-        engine + drafted,
-        auto=auto,
-        draft=args.draft_model,
-        tokens=args.draft_tokens,
-        heads=args.heads,
-        layer=args.eagle,
-        mode=args.mode,
-    )
+    return asked_runtime(lm, engine + drafted, auto, args)
 
 
 def bench(args: argparse.Namespace) -> None:
@@ -399,6 +381,20 @@ def summary_table(report: BenchReport) -> str:
     if report.busy is not None:
         lines.append(busy_words(report.busy, "this bench"))
     return "\n".join(lines)
+
+
+def asked_runtime(lm, methods, auto: AutoSettings | None, args: argparse.Namespace) -> Runtime:
+    """What `methods` run with, from the command line's draft, heads, EAGLE layer and step mode."""
+    return runtime_for(
+        lm,
+        methods,
+        auto=auto,
+        draft=args.draft_model,
+        tokens=args.draft_tokens,
+        heads=args.heads,
+        layer=args.eagle,
+        mode=args.mode,
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
