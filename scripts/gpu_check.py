@@ -2,27 +2,30 @@
 
 Usage: python scripts/gpu_check.py [--dtypes float32 bfloat16] [--sets humaneval mtbench] [--limit 10]
                                    [--max-new-tokens 128] [--out DIR] [--device cuda|cpu]
-                                   [--modes eager fixed cuda-graph compiled]
+                                   [--modes eager fixed cuda-graph compiled] [--methods greedy,lookahead,...]
 TF32 is off, so float32 is true float32 and lookahead's `exact` must equal the prompt count; in
 half precision `exact` is the match rate against greedy `generate` in the same dtype. Every figure
 is measured in this run; the table is printed as Markdown, and each bench report is written to
 DIR as JSON when --out is given (`visuals.bench` draws them; the GPU image lacks plotly). `--modes` benches this
 engine's methods in each step mode given (docs/engine.md; default on CUDA: eager and cuda-graph, the figures that
 would make the CUDA graph the engine's default there; on a CPU: the engine's default), the peers beside each; the
-table's mode column says which ran (a captured mode on a CPU runs fixed, and says so).
+table's mode column says which ran (a captured mode on a CPU runs fixed, and says so). `--methods` narrows the
+entrants (default: every one), so that a lease's minutes go where they are owed. A bench that fails (a capture
+that cannot run, say) prints its error and a FAILED row, and the check goes on with the next one.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+import traceback
 from pathlib import Path
 
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from lab.bench import ENTRANTS, REPEATS, run_bench
+from lab.bench import ENTRANTS, REPEATS, check_methods, run_bench
 from lab.datasets import load_prompts
 from lab.heads import runtime_for
 from lookahead_core.costs import step_costs
@@ -46,7 +49,12 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=REPEATS, help="interleaved rounds per prompt")
     parser.add_argument("--device", default="cuda", choices=["cuda", "cpu"], help="cpu: a smoke test of this script")
     parser.add_argument("--modes", nargs="+", default=None, choices=[mode.value for mode in StepMode])
+    parser.add_argument("--methods", default=",".join(ENTRANTS), help="comma-separated entrants (default: all)")
     args = parser.parse_args()
+    try:
+        methods = check_methods([name.strip() for name in args.methods.split(",") if name.strip()])
+    except ValueError as refused:
+        parser.error(str(refused))
     args.modes = args.modes or (["eager", "cuda-graph"] if args.device == "cuda" else [None])
     if args.device == "cuda" and not torch.cuda.is_available():
         sys.exit("error: no CUDA device: this script checks the GPU path")
@@ -72,7 +80,13 @@ def main() -> None:
             prompts = load_prompts(name, args.limit)
             runtime = runtime_for(lm, list(METHODS), auto=auto, mode=asked)
             request = DecodeRequest(max_new_tokens=args.max_new_tokens)
-            report = run_bench(lm, prompts, list(ENTRANTS), request, runtime, dataset=name, repeats=args.repeats)
+            try:
+                report = run_bench(lm, prompts, methods, request, runtime, dataset=name, repeats=args.repeats)
+            except Exception:  # one bench's failure (a capture, say) is a finding: print it, go on with the next
+                traceback.print_exc()
+                print(f"  FAILED: {name} {dtype} {asked or 'default mode'}", flush=True)
+                rows.append((name, dtype, asked, "FAILED", *([None] * 6)))
+                continue
             if report.settings.mode_note:
                 print(f"  note: {report.settings.mode_note}", flush=True)
             if args.out is not None:
@@ -117,6 +131,9 @@ def print_table(rows: list[tuple], args: argparse.Namespace) -> None:
     print("| " + " | ".join(columns) + " |")
     print("|" + "---|" * len(columns))
     for name, dtype, mode, method, rate, speedup, static, per_step, step_ms, exact in rows:
+        if method == "FAILED":
+            print(f"| {name} | {dtype} | {mode} | FAILED (see its error above) |" + " |" * (len(columns) - 4))
+            continue
         over_static = f"{static:.2f}x" if static is not None else "-"
         print(
             f"| {name} | {dtype} | {mode} | {method} | {rate:.1f} | {speedup:.2f}x | {over_static} | {per_step:.2f} "
