@@ -209,6 +209,7 @@ def test_a_wrong_mask_is_caught(corruption, monkeypatch):
 
 def test_the_copy_down_index_has_one_length_for_every_step(monkeypatch):
     lm = tiny_model("llama")
+    fixed.chosen_mode(lm.model, StepMode.FIXED)  # the mode's probe (a 1-row shape of its own) runs before the spy
     lengths = set()
     copy_down = fixed.FixedStep.kept_rows_down
 
@@ -233,6 +234,43 @@ def test_the_cpu_default_is_the_eager_step_and_a_capture_asked_for_runs_uncaptur
     run = record_run(lm, PROMPTS[0], request(Method.LOOKAHEAD), Runtime(mode=StepMode.COMPILED))
     assert run.trace.meta.mode == run.greedy.meta.mode == StepMode.FIXED
     assert "compiled needs a CUDA device" in run.trace.meta.mode_note
+
+
+def test_a_cuda_model_defaults_to_the_cuda_graph_and_every_other_device_to_the_eager_step():
+    on = lambda device: type("Placed", (), {"device": torch.device(device)})()  # noqa: E731 - only its device is asked
+    assert fixed.default_mode(tiny_model("llama").model) == StepMode.EAGER
+    assert [fixed.default_mode(on(device)) for device in ("cpu", "mps", "cuda:0")] == [
+        StepMode.EAGER,
+        StepMode.EAGER,
+        StepMode.CUDA_GRAPH,
+    ]
+
+
+def failing_capture(function):
+    """A capture that cannot be recorded (as a CUDA graph of an op that syncs the host would fail)."""
+
+    def recorded():
+        raise RuntimeError("operation not permitted when stream is capturing\nmore lines")
+
+    return recorded
+
+
+def test_a_step_that_fails_its_probe_sends_the_run_to_the_eager_step_and_says_why(monkeypatch):
+    lm = dataclasses.replace(tiny_model("llama", seed=7), tokenizer=CharTokenizer())
+    monkeypatch.setitem(capture.CAPTURES, StepMode.FIXED, failing_capture)
+    mode, note = fixed.chosen_mode(lm.model, StepMode.FIXED)
+    assert mode == StepMode.EAGER
+    assert (
+        note == "the fixed step failed on this model (RuntimeError: operation not permitted when stream is "
+        "capturing): it ran eagerly"
+    )
+    trace = record_trace(lm, PROMPTS[0], request(Method.LOOKAHEAD), Runtime(mode=StepMode.FIXED))
+    assert trace.meta.mode == StepMode.EAGER and trace.meta.mode_note == note
+    assert trace.summary.new_token_ids == greedy_reference(lm.model, PROMPTS[0], MAX_NEW_TOKENS, None)
+    assert fixed.STEPS.get(lm.model) is None, "the failed probe left no buffers, and no run took any"
+    monkeypatch.undo()  # negative control: the same model with a capture that works keeps the fixed step
+    other = tiny_model("llama", seed=7).model
+    assert fixed.chosen_mode(other, StepMode.FIXED) == (StepMode.FIXED, "")
 
 
 def test_a_model_the_fixed_step_cannot_drive_falls_back_to_the_eager_step_and_says_why():
@@ -494,3 +532,23 @@ def test_a_model_is_let_go_after_its_fixed_shape_decodings(released, monkeypatch
     del lm
     gc.collect()
     assert (model() is None) == released
+
+
+def test_the_step_cost_curve_is_measured_in_the_mode_that_runs_and_kept_apart(tmp_path, monkeypatch):
+    """A captured step is not flat on a GPU (4.2 ms for 1 row, 7.1 for 121 on an H200): auto settings chosen from
+    the eager curve would be too wide for it. On a CPU a captured mode runs the fixed step, and its curve is that
+    step's; the eager curve (the CPU's default) is measured by the eager passes and cached under its own name."""
+    from lookahead_core import costs
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    lm = tiny_model("llama")
+    modes = []
+    real = costs.step_passes
+    monkeypatch.setattr(costs, "step_passes", lambda model, mode, shape: modes.append(mode) or real(model, mode, shape))
+    curve = costs.step_costs(lm, mode=StepMode.CUDA_GRAPH)
+    assert modes == [StepMode.FIXED] * len(costs.SIZES) and curve.sizes == list(costs.SIZES)
+    assert min(curve.seconds) > 0
+    assert costs.costs_path(lm, StepMode.FIXED).exists() and not costs.costs_path(lm).exists()
+    assert all(step.model is None for steps in fixed.STEPS[lm.model].values() for step in steps), "all given back"
+    costs.step_costs(lm)
+    assert len(modes) == len(costs.SIZES) and costs.costs_path(lm).exists()
