@@ -187,11 +187,14 @@ def asked_lookup(args: argparse.Namespace) -> LookupConfig:
     return LookupConfig(ngram=args.lookup_ngram, tokens=args.lookup_tokens)
 
 
-def chosen_settings(asked: LookaheadConfig | None, lm) -> tuple[LookaheadConfig, AutoSettings | None]:
-    """The settings asked for, or (asked None) the auto choice for this model and device, said on stderr."""
+def chosen_settings(
+    asked: LookaheadConfig | None, lm, mode: StepMode | None = None
+) -> tuple[LookaheadConfig, AutoSettings | None]:
+    """The settings asked for, or (asked None) the auto choice for this model and device in the step mode asked
+    for (None: the device's default), said on stderr."""
     if asked is not None:
         return asked, None
-    auto = auto_settings(lm)
+    auto = auto_settings(lm, mode=mode)
     print(f"auto: {settings_words(auto.settings())}", file=sys.stderr)
     return auto.config, auto
 
@@ -228,7 +231,8 @@ def generate(args: argparse.Namespace) -> None:
             raise ValueError(f"prompt {item['id']} cannot be tokenized: {problem}; remove that character")
     method = asked_method(args)
     lm = load_model(args.model, device=args.device, dtype=args.dtype, trust_remote_code=args.trust_remote_code)
-    config, auto = chosen_settings(asked, lm) if METHODS[method].window else (asked or LookaheadConfig(), None)
+    window = METHODS[method].window
+    config, auto = chosen_settings(asked, lm, args.mode) if window else (asked or LookaheadConfig(), None)
     runtime = asked_runtime(lm, [method], auto, args)
     request = DecodeRequest(method=method, lookahead=config, lookup=lookup, max_new_tokens=args.max_new_tokens)
     for index, item in enumerate(prompts):
@@ -321,7 +325,7 @@ def bench(args: argparse.Namespace) -> None:
     if not prompts:
         raise ValueError(f"no prompts in {args.dataset}")
     lm = load_model(args.model, device=args.device, dtype=args.dtype, trust_remote_code=args.trust_remote_code)
-    config, auto = chosen_settings(asked, lm)
+    config, auto = chosen_settings(asked, lm, args.mode)
     runtime = bench_runtime(lm, args, methods, auto)
     request = DecodeRequest(lookahead=config, lookup=lookup, sampling=sampling, max_new_tokens=args.max_new_tokens)
     with tqdm(total=len(prompts) * len(methods) * args.repeats, unit="run", file=sys.stderr) as bar:

@@ -3,7 +3,9 @@
 On a GPU a step of a hundred tokens costs about what a step of one does; on a CPU the cost grows
 with every token. Lookahead pays off only when the tokens a step commits outgrow what the wider
 step costs, so the auto settings start from this curve: measured once per model, device and
-dtype, and kept as JSON in the user cache folder.
+dtype, and kept as JSON in the user cache folder. It is measured in the step mode that runs there (fixed.py):
+a captured step on a GPU is no longer flat (on an H200, 4.2 ms for 1 row and 7.1 ms for 121), so the eager curve
+would choose a window too wide for it.
 """
 
 from __future__ import annotations
@@ -14,14 +16,16 @@ import json
 import re
 import statistics
 import time
+from functools import partial
 
 import torch
 
 from .attention import attention_plan
+from .fixed import chosen_mode, shape_for, step_passes
 from .forward import forward_tree, keep_rows, prefill
 from .layout import chain_layout
 from .models import LoadedModel, cache_root
-from .records import StepCostCurve
+from .records import StepCostCurve, StepMode
 
 SIZES = (1, 2, 4, 8, 12, 16, 24, 32, 48, 64, 96, 128)
 CONTEXT = 256  # a prompt plus a few dozen new tokens: where the bench's steps run
@@ -64,27 +68,30 @@ class StepCosts(StepCostCurve):
         return seconds[-1] + slope * (tokens - sizes[-1])
 
 
-def measure_step_costs(lm: LoadedModel, sizes=SIZES, context: int = CONTEXT, repeats: int | None = None) -> StepCosts:
-    """Time one forward pass of each size (a causal chain after a `context`-token prefix); median of `repeats`.
+def measure_step_costs(
+    lm: LoadedModel, sizes=SIZES, context: int = CONTEXT, repeats: int | None = None, mode: StepMode = StepMode.EAGER
+) -> StepCosts:
+    """Time one forward pass of each size (a causal chain after a `context`-token prefix) in step `mode`; the
+    median of `repeats`.
 
     The sizes are interleaved (every size once per round, `repeats` rounds after one untimed round that
-    warms allocators and kernels), so a burst of load elsewhere lands on every size alike instead of
-    bending the curve at one width. A GPU step of a small model lasts milliseconds and jitters with the
+    warms allocators and kernels, and records a capture), so a burst of load elsewhere lands on every size alike
+    instead of bending the curve at one width. A GPU step of a small model lasts milliseconds and jitters with the
     host, so it is timed 20 times (default); a CPU step 5 times.
     """
     repeats = repeats or (20 if lm.device.type == "cuda" else 5)
     generator = torch.Generator().manual_seed(0)
     prefix = torch.randint(0, lm.model.config.vocab_size, (context,), generator=generator).tolist()
-    cache, _ = prefill(lm.model, prefix)
-    plan = attention_plan(lm.model.config)
-    layouts = [chain_layout(size) for size in sizes]
+    timers, release = pass_timers(lm, prefix, sizes, mode, repeats + 1)
     timings: list[list[float]] = [[] for _ in sizes]
-    for attempt in range(repeats + 1):
-        for i, (size, layout) in enumerate(zip(sizes, layouts, strict=True)):
-            seconds = forward_tree(lm.model, cache, prefix[:size], layout, plan).seconds
-            keep_rows(cache, context, [])
-            if attempt:
-                timings[i].append(seconds)
+    try:
+        for attempt in range(repeats + 1):
+            for i, timer in enumerate(timers):
+                seconds = timer()
+                if attempt:
+                    timings[i].append(seconds)
+    finally:
+        release()
     facts = lm.describe()
     return StepCosts(
         sizes=list(sizes),
@@ -97,24 +104,59 @@ def measure_step_costs(lm: LoadedModel, sizes=SIZES, context: int = CONTEXT, rep
     )
 
 
+def pass_timers(lm: LoadedModel, prefix: list[int], sizes, mode: StepMode, rounds: int):
+    """One timer per size (a call runs one pass of that many rows after `prefix`, returns its seconds) and the
+    function that gives their buffers back. Eager: one cache, cropped back to the prefix after each pass. A fixed
+    mode: one decoding per size in its own shape, each pass keeping one row, so `rounds` passes fit its cache."""
+    plan = attention_plan(lm.model.config)
+    if mode == StepMode.EAGER:
+        cache, _ = prefill(lm.model, prefix)
+
+        def eager(size: int):
+            seconds = forward_tree(lm.model, cache, prefix[:size], chain_layout(size), plan).seconds
+            keep_rows(cache, len(prefix), [])
+            return seconds
+
+        return [partial(eager, size) for size in sizes], lambda: None
+    decodings = []
+    for size in sizes:
+        passes = step_passes(lm.model, mode, shape_for(rows=size, reach=0, room=len(prefix) + rounds))
+        passes.prefill(prefix)
+        decodings.append(passes)
+
+    def fixed(passes, size: int):
+        seconds = passes.tree(prefix[:size], chain_layout(size), plan).seconds
+        passes.keep(())
+        return seconds
+
+    def release():
+        for passes in decodings:
+            passes.release()
+
+    return [partial(fixed, passes, size) for passes, size in zip(decodings, sizes, strict=True)], release
+
+
 CURVE_VERSION = 2  # a cached curve is measured again when the engine's passes change what they cost (2: products.py)
 
 
-def costs_path(lm: LoadedModel):
+def costs_path(lm: LoadedModel, mode: StepMode = StepMode.EAGER):
     facts = lm.describe()
-    key = re.sub(r"[^A-Za-z0-9.]+", "-", f"{lm.name}-{facts['device_name']}-{facts['dtype']}").strip("-")
+    mode_key = "" if mode == StepMode.EAGER else f"-{mode}"
+    key = re.sub(r"[^A-Za-z0-9.]+", "-", f"{lm.name}-{facts['device_name']}-{facts['dtype']}{mode_key}").strip("-")
     return cache_root() / "step-costs" / f"{key}-v{CURVE_VERSION}.json"
 
 
-def step_costs(lm: LoadedModel, refresh: bool = False) -> StepCosts:
-    """The cost curve of this model on this device and dtype: from the cache, or measured now and cached."""
-    path = costs_path(lm)
+def step_costs(lm: LoadedModel, refresh: bool = False, mode: StepMode | None = None) -> StepCosts:
+    """The cost curve of this model on this device and dtype in the step mode a run asking for `mode` takes
+    (fixed.chosen_mode; None: the device's default): from the cache, or measured now and cached."""
+    mode = chosen_mode(lm.model, mode)[0]
+    path = costs_path(lm, mode)
     if path.exists() and not refresh:
         try:
             return StepCosts(**json.loads(path.read_text()))  # the same fields as the records' curve
         except (ValueError, TypeError):
             pass  # a damaged cache file is measured again
-    costs = measure_step_costs(lm)
+    costs = measure_step_costs(lm, mode=mode)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(dataclasses.asdict(costs), indent=1))
     return costs

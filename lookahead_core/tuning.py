@@ -18,7 +18,7 @@ from .config import LookaheadConfig, SettingsError
 from .costs import StepCosts, costs_path, step_costs
 from .models import LoadedModel
 from .planning import CostAwarePlanner, FullPlanner, StepPlanner
-from .records import LookaheadSettings, PlannerKind, Regime
+from .records import LookaheadSettings, PlannerKind, Regime, StepMode
 
 PROBE_TOKENS = 64  # the step width whose relative cost sorts hardware into the regimes below
 FLAT = 1.5  # a 64-token step at most this many 1-token steps: wide steps are almost free
@@ -79,10 +79,11 @@ def choose_settings(costs: StepCosts) -> AutoSettings:
     return AutoSettings(config, planner, regime, ratio, costs)
 
 
-def auto_settings(lm: LoadedModel, refresh: bool = False) -> AutoSettings:
-    """Auto settings for this model on its device and dtype (the cost curve is measured once, cached): the
-    regime's choice, or the settings a tune map chose here and was told to adopt (`adopt`)."""
-    auto = choose_settings(step_costs(lm, refresh))
+def auto_settings(lm: LoadedModel, refresh: bool = False, mode: StepMode | None = None) -> AutoSettings:
+    """Auto settings for this model on its device and dtype, from the cost curve of the step mode a run asking
+    for `mode` takes (measured once, cached): the regime's choice, or the settings a tune map chose here and was
+    told to adopt (`adopt`)."""
+    auto = choose_settings(step_costs(lm, refresh, mode))
     tuned = adopted(lm)
     if tuned is None:
         return auto

@@ -29,6 +29,7 @@ from lab.bench import ENTRANTS, REPEATS, check_methods, run_bench
 from lab.datasets import load_prompts
 from lab.heads import runtime_for
 from lookahead_core.costs import step_costs
+from lookahead_core.fixed import chosen_mode
 from lookahead_core.models import load_model
 from lookahead_core.records import METHODS, StepMode
 from lookahead_core.request import DecodeRequest
@@ -64,19 +65,12 @@ def main() -> None:
     for dtype in args.dtypes:
         lm = load_model(device=args.device, dtype=dtype)
         facts = machine_facts(lm)
-        costs = step_costs(lm, refresh=args.device == "cuda")  # a smoke test on a CPU reuses the cached curve
-        auto = choose_settings(costs)
-        curve = ", ".join(f"{n}: {costs.relative(n):.2f}x" for n in COST_POINTS)
         print(
             f"# {facts.model} on {facts.device_name}, {dtype}, torch {facts.torch}, transformers {facts.transformers}"
         )
-        print(f"# one step of n tokens, in 1-token steps ({costs.seconds[0] * 1e3:.1f} ms): {curve}")
-        print(
-            f"# auto: W={auto.config.window} N={auto.config.ngram} G={auto.config.guesses}, {auto.planner} plan "
-            f"({auto.regime}: a 64-token step costs {auto.ratio:.2f}x a 1-token step)",
-            flush=True,
-        )
+        autos = {asked: measured_auto(lm, asked, refresh=args.device == "cuda") for asked in args.modes}
         for name, asked in [(name, mode) for name in args.sets for mode in args.modes]:
+            auto = autos[asked]
             prompts = load_prompts(name, args.limit)
             runtime = runtime_for(lm, list(METHODS), auto=auto, mode=asked)
             request = DecodeRequest(max_new_tokens=args.max_new_tokens)
@@ -98,6 +92,22 @@ def main() -> None:
         if args.device == "cuda":
             torch.cuda.empty_cache()
     print_table(rows, args)
+
+
+def measured_auto(lm, asked: str | None, refresh: bool):
+    """The auto settings from the step-cost curve of the mode a run asking for `asked` takes, said as they are
+    chosen (a smoke test on a CPU reuses the cached curve)."""
+    mode = chosen_mode(lm.model, asked)[0]
+    costs = step_costs(lm, refresh=refresh, mode=mode)
+    auto = choose_settings(costs)
+    curve = ", ".join(f"{n}: {costs.relative(n):.2f}x" for n in COST_POINTS)
+    print(f"# {mode}: one step of n tokens, in 1-token steps ({costs.seconds[0] * 1e3:.1f} ms): {curve}")
+    print(
+        f"# {mode}: auto W={auto.config.window} N={auto.config.ngram} G={auto.config.guesses}, {auto.planner} plan "
+        f"({auto.regime}: a 64-token step costs {auto.ratio:.2f}x a 1-token step)",
+        flush=True,
+    )
+    return auto
 
 
 def report_rows(report, name: str, dtype: str) -> list[tuple]:

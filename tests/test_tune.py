@@ -204,7 +204,7 @@ def test_the_cli_refuses_out_of_range_options_before_loading_a_model(capsys, mon
 def cached(tmp_path, monkeypatch):
     """A tiny model whose cached curve is steep (W=4, N=8 by the regime), in a cache of its own."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    monkeypatch.setattr(auto_tuning, "step_costs", lambda lm, refresh=False: cost_table(0.2))
+    monkeypatch.setattr(auto_tuning, "step_costs", lambda lm, refresh=False, mode=None: cost_table(0.2))
     lm = tiny_model("llama")
     return lm
 
