@@ -185,13 +185,17 @@ def warm_up_all(
 ) -> None:
     """Untimed, before any round: this engine's methods by trace.warm_up, on every prompt that takes a fixed shape
     no other took (trace.warm_up_prompts: its capture is made here), and the peers on the first prompt's first
-    WARM_UP_TOKENS tokens."""
+    WARM_UP_TOKENS tokens; where hf-static compiles, on the longest prompt with the whole budget instead."""
     engine = [method.method for method in methods if method.method is not None]
     for ids in warm_up_prompts(lm, encoded, request, runtime, engine) if engine else []:
         warm_up(lm, ids, request, runtime, engine)
     warming = replace(request, max_new_tokens=min(request.max_new_tokens, WARM_UP_TOKENS))
     for method in methods:
-        if method.method is None:
+        if method == BenchMethod.HF_STATIC and compiles_static(lm):
+            # transformers sizes a static cache for the largest one asked for so far and compiles the step for
+            # that size: asked here for the largest the rounds will need, no round recompiles it
+            run_method(lm, method, max(encoded, key=len), request, runtime)
+        elif method.method is None:
             run_method(lm, method, encoded[0], warming, runtime)
 
 

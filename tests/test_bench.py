@@ -33,6 +33,8 @@ from lookahead_core.records import (
     Spread,
     StepCostCurve,
 )
+from lookahead_core.request import DecodeRequest
+from lookahead_core.runtime import Runtime
 from lookahead_core.tuning import choose_settings
 
 from .conftest import TINY_VOCAB, assert_same_types, cost_table, tiny_model
@@ -309,7 +311,7 @@ def test_auto_picks_a_smaller_window_when_wide_steps_are_expensive():
 
 def test_bench_auto_reports_what_it_chose_and_why(tiny_folder, tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    monkeypatch.setattr(cost_module, "measure_step_costs", lambda lm: cost_table(0.05))
+    monkeypatch.setattr(cost_module, "measure_step_costs", lambda lm, **_: cost_table(0.05))
     report = bench(tiny_folder, tmp_path, "--auto", "--methods", "greedy,lookahead")
     auto = report.settings.auto
     assert auto.planner == PlannerKind.COST_AWARE and auto.window == report.settings.lookahead.window
@@ -512,3 +514,20 @@ def test_an_output_that_leaves_greedy_generate_is_explained_at_its_first_token(
     assert parted.plain_text == "%" and parted.other_text == "'"  # the char tokenizer: id i is chr(32 + i)
     out = capsys.readouterr().out
     assert "loop: output differs from greedy generate from new token 4: greedy generate chose “%”, lookahead “'”" in out
+
+
+@pytest.mark.parametrize("compiles", [True, False])
+def test_where_hf_static_compiles_its_warm_up_asks_for_the_largest_cache_the_rounds_will(compiles, monkeypatch):
+    """transformers compiles generate's static step for the largest cache asked for so far: warmed on a short
+    prompt with 8 tokens, the first timed round would compile again (the GPU check's first rounds ran 7x slower).
+    Negative control: where it does not compile (a CPU), the peers warm on the first prompt's first 8 tokens."""
+    lm = tiny_model("llama")
+    monkeypatch.setattr(bench_module, "compiles_static", lambda lm: compiles)
+    asked = []
+    monkeypatch.setattr(bench_module, "run_method", lambda lm, m, ids, req, rt: asked.append((m, len(ids), req)))
+    encoded = [[1, 2, 3], [4, 5, 6, 7, 8, 9, 10], [11, 12]]
+    methods = [BenchMethod.HF_GREEDY, BenchMethod.HF_STATIC]
+    bench_module.warm_up_all(lm, methods, encoded, DecodeRequest(max_new_tokens=30), Runtime())
+    warmed = {method: (length, request.max_new_tokens) for method, length, request in asked}
+    assert warmed[BenchMethod.HF_GREEDY] == (3, 8)
+    assert warmed[BenchMethod.HF_STATIC] == ((7, 30) if compiles else (3, 8))
