@@ -85,7 +85,7 @@ def runtime_for(
     """What `methods` run with on `lm`, built once: for each, what its table entry needs (the draft model called
     `draft`, the heads at `heads` and the EAGLE layer at `layer`, the shipped ones by default: NoHeads where
     none ship for `lm`), drafting `tokens` per step; with the auto settings, deadline, learning and step mode
-    (None: fixed.DEFAULT_MODE) given."""
+    (None: the device's default, fixed.default_mode) given."""
     needs = {METHODS[method].needs for method in methods}
     return Runtime(
         auto=auto,

@@ -47,7 +47,7 @@ class Runtime:
     heads: Medusa | None = None  # Medusa's heads with their tree
     deadline: Deadline | None = None  # the request's time (the lab's; the engine asks only the callables it gets)
     learn: Callable[[list[StepRecord]], None] | None = None  # takes every timed decoding's records
-    mode: StepMode | None = None  # how the passes run (fixed.chosen_mode); None: the default (fixed.DEFAULT_MODE)
+    mode: StepMode | None = None  # how the passes run (fixed.chosen_mode); None: the device's (fixed.default_mode)
 
     def has(self, needs: Needs) -> bool:
         """Whether what a method needs is here."""

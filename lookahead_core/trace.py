@@ -47,7 +47,7 @@ def decode_steps(lm: LoadedModel, prompt_ids: list[int], request: DecodeRequest,
     makes every method sample) and the budget of new tokens; `runtime` what the method runs with (the method
     table says what each needs: a draft, a layer, heads; with auto settings lookahead gets a fresh planner of
     their kind, else the paper's full plan), and in which step mode its passes run (fixed.chosen_mode: the
-    runtime's, else fixed.DEFAULT_MODE). DecodingError names what is missing or out of range.
+    runtime's, else the device's default, fixed.default_mode). DecodingError names what is missing or out of range.
     """
     if not runtime.has(METHODS[request.method].needs):
         raise DecodingError(METHODS[request.method].missing)
