@@ -12,6 +12,11 @@ would make the CUDA graph the engine's default there; on a CPU: the engine's def
 table's mode column says which ran (a captured mode on a CPU runs fixed, and says so). `--methods` narrows the
 entrants (default: every one), so that a lease's minutes go where they are owed. A bench that fails (a capture
 that cannot run, say) prints its error and a FAILED row, and the check goes on with the next one.
+
+Then, per dtype, a Run and a race of the first prompt of the first set, recorded by the app's own server functions
+(lab.server.record and timed_race: the model held, the budget, the deadlines, the default step mode) and written
+to DIR as run-DTYPE.json (a file the app opens and replays, beside the CPU recordings) and race-DTYPE.json;
+`--app-tokens 0` leaves them out.
 """
 
 from __future__ import annotations
@@ -31,11 +36,11 @@ from lab.heads import runtime_for
 from lookahead_core.costs import step_costs
 from lookahead_core.fixed import chosen_mode
 from lookahead_core.models import load_model
-from lookahead_core.records import METHODS, StepMode
+from lookahead_core.records import METHODS, Method, StepMode
 from lookahead_core.request import DecodeRequest
 from lookahead_core.trace import machine_facts
 from lookahead_core.tuning import choose_settings
-from visuals.timing import times
+from visuals.timing import speedup_words, times, verdict
 
 COST_POINTS = (1, 16, 64, 128, 256)
 
@@ -51,6 +56,7 @@ def main() -> None:
     parser.add_argument("--device", default="cuda", choices=["cuda", "cpu"], help="cpu: a smoke test of this script")
     parser.add_argument("--modes", nargs="+", default=None, choices=[mode.value for mode in StepMode])
     parser.add_argument("--methods", default=",".join(ENTRANTS), help="comma-separated entrants (default: all)")
+    parser.add_argument("--app-tokens", type=int, default=None, help="the app's Run and race (default 128; 0: none)")
     args = parser.parse_args()
     try:
         methods = check_methods([name.strip() for name in args.methods.split(",") if name.strip()])
@@ -91,7 +97,46 @@ def main() -> None:
         del lm
         if args.device == "cuda":
             torch.cuda.empty_cache()
+        if args.app_tokens != 0:
+            app_recordings(args, dtype, load_prompts(args.sets[0], 1)[0])
     print_table(rows, args)
+
+
+def app_recordings(args: argparse.Namespace, dtype: str, item: dict) -> None:
+    """A Run (auto lookahead beside greedy) and a race of `item`, through the app's server functions on this
+    device, their figures printed and, with --out, the records written. The server's model holder loads the
+    model again (the one this check held is let go first): what a visitor's request meets."""
+    from lab import server
+    from lab.requests import ModelRequest
+    from lookahead_core.models import DEFAULT_MODEL
+
+    tokens = args.app_tokens or args.max_new_tokens
+    decode = DecodeRequest(max_new_tokens=tokens, auto=True)
+    request = ModelRequest(prompt=item["prompt"], chat=item["chat"], decode=decode, model=DEFAULT_MODEL, dtype=dtype)
+    server.MODEL.put(load_model(device=args.device, dtype=dtype))
+    try:
+        *_, (run, run_seconds) = server.record(request)
+        *_, (race, race_seconds) = server.timed_race(request)
+    except Exception:  # a finding like a bench's failure: printed, and the check goes on
+        traceback.print_exc()
+        print(f"  FAILED: the app's Run and race, {dtype}", flush=True)
+        return
+    meta, timing = run.trace.meta, run.timing
+    print(
+        f"  app Run {dtype} {meta.mode}: lookahead {speedup_words(timing, Method.LOOKAHEAD)} over greedy, "
+        f"{timing.rounds} rounds in {run_seconds:.1f} s; {verdict(timing, 'this prompt')}",
+        flush=True,
+    )
+    print(
+        f"  app race {dtype} {race.mode}: "
+        + ", ".join(f"{m.method} {times(m.speedup)}" for m in race.timing.methods)
+        + f" over greedy, {race.timing.rounds} rounds in {race_seconds:.1f} s",
+        flush=True,
+    )
+    if args.out is not None:
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / f"run-{dtype}.json").write_text(run.to_json())
+        (args.out / f"race-{dtype}.json").write_text(race.to_json())
 
 
 def measured_auto(lm, asked: str | None, refresh: bool):

@@ -2,7 +2,8 @@
 runs cannot break unseen. One prompt, a few tokens, one round, every entrant of the bench (hf-static included);
 float32, so every output must equal greedy `generate`'s. It runs in `make test` (CI). It once ran past 15 minutes
 there: torch's two threads spun beside the suite's other worker. With one (OMP_NUM_THREADS, tests/conftest.py) it
-took 60 s at a load of 7 on the 2-core CPU (2026-11-26); with two, about 8 minutes at a load of 8."""
+took 60 s at a load of 7 on the 2-core CPU (2026-11-26); with two, about 8 minutes at a load of 8. Its last part, a
+Run and a race through the app's server functions, is written as files the app opens."""
 
 from __future__ import annotations
 
@@ -11,15 +12,24 @@ import subprocess
 import sys
 from pathlib import Path
 
+from lookahead_core.records import RaceRecord, StepMode
+from visuals.library import read_run
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_the_gpu_check_runs_on_the_cpu_and_every_method_is_exact(default_model, tmp_path):
     command = [sys.executable, "scripts/gpu_check.py", "--device", "cpu", "--dtypes", "float32", "--sets", "humaneval"]
-    command += ["--limit", "1", "--max-new-tokens", "8", "--repeats", "1", "--out", str(tmp_path)]
+    command += ["--limit", "1", "--max-new-tokens", "8", "--repeats", "1", "--out", str(tmp_path), "--app-tokens", "4"]
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-2000:]
     report = json.loads((tmp_path / "humaneval-float32.json").read_text())
     assert "hf-static" in report["summary"] and report["settings"]["static_compiled"] is False
     assert all(row["exact"] == 1 for row in report["summary"].values()), done.stdout
     assert "| over hf-greedy | over hf-static |" in done.stdout
+    run = read_run((tmp_path / "run-float32.json").read_bytes())  # what the app's Open does with a file
+    assert run.trace.meta.mode == StepMode.EAGER and len(run.trace.summary.new_token_ids) == 4
+    assert run.timing is not None and run.timing.rounds >= 1
+    race = RaceRecord.from_json((tmp_path / "race-float32.json").read_text())
+    assert race.mode == StepMode.EAGER and len(race.lanes) >= 4
+    assert "app Run float32 eager: lookahead" in done.stdout and "app race float32 eager:" in done.stdout
