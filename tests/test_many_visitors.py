@@ -81,18 +81,21 @@ def test_a_cancelled_run_stops_within_a_step(url):
     assert "<b>4</b><span>new tokens" in result[1]  # the slot is free again
 
 
-def test_eight_concurrent_clients_all_finish_with_the_single_client_output(url):
+def test_four_concurrent_clients_all_finish_with_the_single_client_output(url):
+    """Four sessions queued at once on one model (the server runs one at a time): each gets the output one client
+    alone gets. Four, not eight: one at a time, eight cost 73 s to catch what four catch."""
+
     def output_of(client: Client) -> str:
         result = client.predict(**run_request(8), api_name="/run")
         return client.predict(result[0]["maximum"], api_name="/scrub")[OUTPUT]
 
     alone = output_of(Client(url, verbose=False))
-    clients = [Client(url, verbose=False) for _ in range(8)]
+    clients = [Client(url, verbose=False) for _ in range(4)]
     started = time.perf_counter()
     with ThreadPoolExecutor(len(clients)) as pool:
         outputs = list(pool.map(output_of, clients))
-    print(f"\n8 concurrent 8-token Runs: all finished in {time.perf_counter() - started:.1f} s")
-    assert outputs == [alone] * 8
+    print(f"\n4 concurrent 8-token Runs: all finished in {time.perf_counter() - started:.1f} s")
+    assert outputs == [alone] * 4
 
 
 def test_past_the_queue_bound_a_client_is_told_the_lab_is_busy(url):
