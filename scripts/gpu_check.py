@@ -17,16 +17,24 @@ Then, per dtype, a Run and a race of the first prompt of the first set, recorded
 (lab.server.record and timed_race: the model held, the budget, the deadlines, the default step mode) and written
 to DIR as run-DTYPE.json (a file the app opens and replays, beside the CPU recordings) and race-DTYPE.json;
 `--app-tokens 0` leaves them out.
+
+After each bench, each engine method decodes the first prompt once more and its step is split in two: the pass
+(the forward, from the host's view: launch or replay, the device's work, the read back) and the rest (proposing,
+verifying, committing, recording: the host's alone), medians over the steps; `--profile` adds torch.profiler's
+table of that lookahead decoding's ops. Where a step's time goes is what the next speedup needs.
 """
 
 from __future__ import annotations
 
 import argparse
+import statistics
 import sys
 import traceback
+from dataclasses import replace
 from pathlib import Path
 
 import torch
+from torch.profiler import ProfilerActivity
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -35,10 +43,10 @@ from lab.datasets import load_prompts
 from lab.heads import runtime_for
 from lookahead_core.costs import step_costs
 from lookahead_core.fixed import chosen_mode
-from lookahead_core.models import load_model
+from lookahead_core.models import encode_prompt, load_model
 from lookahead_core.records import METHODS, Method, StepMode
 from lookahead_core.request import DecodeRequest
-from lookahead_core.trace import machine_facts
+from lookahead_core.trace import decode_steps, machine_facts
 from lookahead_core.tuning import choose_settings
 from visuals.timing import speedup_words, times, verdict
 
@@ -57,6 +65,7 @@ def main() -> None:
     parser.add_argument("--modes", nargs="+", default=None, choices=[mode.value for mode in StepMode])
     parser.add_argument("--methods", default=",".join(ENTRANTS), help="comma-separated entrants (default: all)")
     parser.add_argument("--app-tokens", type=int, default=None, help="the app's Run and race (default 128; 0: none)")
+    parser.add_argument("--profile", action="store_true", help="torch.profiler's table of one lookahead decoding")
     args = parser.parse_args()
     try:
         methods = check_methods([name.strip() for name in args.methods.split(",") if name.strip()])
@@ -94,6 +103,9 @@ def main() -> None:
                 stem = args.out / (f"{name}-{dtype}" + (f"-{asked}" if len(args.modes) > 1 else ""))
                 stem.with_suffix(".json").write_text(report.to_json(indent=1))
             rows += report_rows(report, name, dtype)
+            ids = encode_prompt(lm.tokenizer, prompts[0]["prompt"], prompts[0]["chat"])
+            for method in [m.method for m in methods if m.method is not None]:
+                print_split(lm, ids, replace(runtime.settled(request), method=method), runtime, args.profile)
         del lm
         if args.device == "cuda":
             torch.cuda.empty_cache()
@@ -153,6 +165,30 @@ def measured_auto(lm, asked: str | None, refresh: bool):
         flush=True,
     )
     return auto
+
+
+def print_split(lm, ids: list[int], request: DecodeRequest, runtime, profile: bool) -> None:
+    """One decoding of `request`'s method, its steps split into the pass and the rest (medians, ms); with
+    `profile`, lookahead's decoding under torch.profiler, its ops' table printed."""
+    if profile and request.method == Method.LOOKAHEAD:
+        activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if lm.device.type == "cuda" else [])
+        with torch.profiler.profile(activities=activities) as profiled:
+            records = list(decode_steps(lm, ids, request, runtime))
+        sort = "self_cuda_time_total" if lm.device.type == "cuda" else "self_cpu_time_total"
+        print(profiled.key_averages().table(sort_by="self_cpu_time_total", row_limit=15), flush=True)
+        print(profiled.key_averages().table(sort_by=sort, row_limit=10), flush=True)
+    else:
+        records = list(decode_steps(lm, ids, request, runtime))
+    steps = records[1:]  # after the prefill
+    if not steps:
+        return
+    forward = 1e3 * statistics.median(r.forward_seconds for r in steps)
+    whole = 1e3 * statistics.median(r.step_seconds for r in steps)
+    print(
+        f"  split {request.method}: pass {forward:.2f} ms, the rest of the step {whole - forward:.2f} ms "
+        f"(medians of {len(steps)} steps)",
+        flush=True,
+    )
 
 
 def report_rows(report, name: str, dtype: str) -> list[tuple]:
