@@ -33,6 +33,19 @@ from tests.visual_checks import PRESETS, example  # noqa: E402
 torch.set_num_threads(1)
 os.environ["OMP_NUM_THREADS"] = "1"
 
+# Models a test saves to a temporary folder are named by that folder, and the product caches a step-cost curve per
+# model: one per test run would pile up in the user's cache (hundreds did). The controlling process, once every
+# worker is done, removes the curves of models that lay under pytest's temporary folders, and no other.
+TEMPORARY_CURVES = "tmp-pytest-of-*"
+
+
+def pytest_sessionfinish(session) -> None:
+    if hasattr(session.config, "workerinput"):  # an xdist worker: others may still be reading the cache
+        return
+    for curve in (models.cache_root() / "step-costs").glob(TEMPORARY_CURVES):
+        curve.unlink(missing_ok=True)
+
+
 # A test is marked by what its fixtures load, however deep it takes them, so `-m "not model and not browser"`
 # leaves out every test that needs the real model or Chromium (markers: pyproject.toml). A test that reaches for
 # either without its fixture fails, saying so (`unmarked_reach`).
