@@ -94,7 +94,7 @@ def main() -> None:
             except Exception:  # one bench's failure (a capture, say) is a finding: print it, go on with the next
                 traceback.print_exc()
                 print(f"  FAILED: {name} {dtype} {asked or 'default mode'}", flush=True)
-                rows.append((name, dtype, asked, "FAILED", *([None] * 6)))
+                rows.append((name, dtype, asked, "FAILED", *([None] * 7)))
                 continue
             if report.settings.mode_note:
                 print(f"  note: {report.settings.mode_note}", flush=True)
@@ -193,42 +193,54 @@ def print_split(lm, ids: list[int], request: DecodeRequest, runtime, profile: bo
 
 def report_rows(report, name: str, dtype: str) -> list[tuple]:
     """Each method's figures in a bench report, printed as a line as they come, and returned as table rows."""
-    rows, mode = [], report.settings.mode
+    rows, mode, baseline = [], report.settings.mode, report.settings.baseline
     for method, s in report.summary.items():
         step_ms = 1e3 * s.seconds / s.steps
         static = s.over_static.median if s.over_static is not None else None
         exact = f"{s.exact}/{s.prompts}"
-        figures = (s.tokens_per_second, s.speedup, static, s.tokens_per_step, step_ms, exact)
+        first = first_round(s.round_seconds)
+        figures = (s.tokens_per_second, s.speedup, static, s.tokens_per_step, step_ms, exact, first)
         rows.append((name, dtype, mode, method, *figures))
         interval = s.speedup_interval
         spread = f" ({interval.low:.2f}-{interval.high:.2f})" if interval is not None else ""
         print(
-            f"  {name} {dtype} {mode} {method}: {s.tokens_per_second:.1f} tok/s, {s.speedup:.2f}x{spread}, "
-            f"{times(s.over_static) if s.over_static is not None else '-'} over hf-static, "
-            f"{s.tokens_per_step:.2f} tok/step, {step_ms:.1f} ms/step, exact {exact}",
+            f"  {name} {dtype} {mode} {method}: {s.tokens_per_second:.1f} tok/s, {s.speedup:.2f}x{spread} over "
+            f"{baseline}, {times(s.over_static) if s.over_static is not None else '-'} over hf-static, "
+            f"{s.tokens_per_step:.2f} tok/step, {step_ms:.1f} ms/step, exact {exact}, "
+            f"first round {f'{first:.2f}x' if first is not None else '-'} the later ones' median",
             flush=True,
         )
     return rows
+
+
+def first_round(round_seconds: list[float] | None) -> float | None:
+    """The first round's seconds over the later rounds' median (a warm-up that covered every shape: about 1);
+    None after fewer than two rounds."""
+    if not round_seconds or len(round_seconds) < 2:
+        return None
+    return round_seconds[0] / statistics.median(round_seconds[1:])
 
 
 def print_table(rows: list[tuple], args: argparse.Namespace) -> None:
     """Every row measured, as one Markdown table, after a line saying how it was measured."""
     print(
         f"\n{args.limit} prompts per set, {args.max_new_tokens} new tokens, {args.repeats} interleaved rounds; "
-        "median tok/s, speedups ratios of medians over hf-greedy and over hf-static, same run"
+        "median tok/s, speedups ratios of medians over the baseline (hf-greedy where it ran, else greedy) and over "
+        "hf-static, same run; first round: its seconds over the later rounds' median"
     )
-    columns = ["set", "dtype", "mode", "method", "tokens/s", "over hf-greedy", "over hf-static"]
-    columns += ["tokens/step", "ms/step", "exact"]
+    columns = ["set", "dtype", "mode", "method", "tokens/s", "over baseline", "over hf-static"]
+    columns += ["tokens/step", "ms/step", "exact", "first round"]
     print("| " + " | ".join(columns) + " |")
     print("|" + "---|" * len(columns))
-    for name, dtype, mode, method, rate, speedup, static, per_step, step_ms, exact in rows:
+    for name, dtype, mode, method, rate, speedup, static, per_step, step_ms, exact, first in rows:
         if method == "FAILED":
             print(f"| {name} | {dtype} | {mode} | FAILED (see its error above) |" + " |" * (len(columns) - 4))
             continue
         over_static = f"{static:.2f}x" if static is not None else "-"
+        cold = f"{first:.2f}x" if first is not None else "-"
         print(
             f"| {name} | {dtype} | {mode} | {method} | {rate:.1f} | {speedup:.2f}x | {over_static} | {per_step:.2f} "
-            f"| {step_ms:.1f} | {exact} |"
+            f"| {step_ms:.1f} | {exact} | {cold} |"
         )
 
 

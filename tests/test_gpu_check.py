@@ -26,7 +26,7 @@ def test_the_gpu_check_runs_on_the_cpu_and_every_method_is_exact(default_model, 
     report = json.loads((tmp_path / "humaneval-float32.json").read_text())
     assert "hf-static" in report["summary"] and report["settings"]["static_compiled"] is False
     assert all(row["exact"] == 1 for row in report["summary"].values()), done.stdout
-    assert "| over hf-greedy | over hf-static |" in done.stdout
+    assert "| over baseline | over hf-static |" in done.stdout
     run = read_run((tmp_path / "run-float32.json").read_bytes())  # what the app's Open does with a file
     assert run.trace.meta.mode == StepMode.EAGER and len(run.trace.summary.new_token_ids) == 4
     assert run.timing is not None and run.timing.rounds >= 1
