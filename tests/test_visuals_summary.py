@@ -7,7 +7,7 @@ from html import escape
 
 from lab import budget
 from lab.budget import Prices
-from lookahead_core.records import Method
+from lookahead_core.records import Method, StepMode
 from tests.conftest import cost_table
 from tests.test_budget import decode_step
 from tests.visual_checks import example
@@ -77,3 +77,16 @@ def test_passes_of_outputs_of_different_lengths_say_so():
         ),
     )
     assert f"vs {run.trace.summary.tokens - 5} tokens: different lengths" in summary.summary_html(shorter)
+
+
+def test_the_facts_say_how_the_steps_ran_and_why_not_as_asked():
+    """A GPU's Run is captured by default: a reader comparing it with a CPU recording must see which step ran."""
+    run = example("python")
+    assert "· eager step ·" in summary.summary_html(run)
+    captured = dataclasses.replace(run.trace.meta, mode=StepMode.CUDA_GRAPH)
+    html = summary.summary_html(dataclasses.replace(run, trace=dataclasses.replace(run.trace, meta=captured)))
+    assert "· fixed-shape step captured as a CUDA graph ·" in html and "eager step" not in html
+    note = "cuda-graph needs a CUDA device, this is cpu: the fixed-shape step ran uncaptured"
+    fallen = dataclasses.replace(run.trace.meta, mode=StepMode.FIXED, mode_note=note)
+    html = summary.summary_html(dataclasses.replace(run, trace=dataclasses.replace(run.trace, meta=fallen)))
+    assert f"· fixed-shape step, uncaptured ({note}) ·" in html

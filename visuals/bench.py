@@ -15,7 +15,7 @@ from lookahead_core.records import BenchMethod, BenchReport, BenchResult, BenchS
 
 from .markup import escape
 from .palette import BLACK, BLUE, GREEN, GREY, ORANGE, PURPLE, SKY, VERMILLION
-from .timing import bench_rate, bench_rounds_words, bench_speedup, busy_words
+from .timing import bench_rate, bench_rounds_words, bench_speedup, busy_words, mode_words
 
 HUES = {
     BenchMethod.GREEDY: BLUE,
@@ -136,7 +136,8 @@ def bench_report_html(report: BenchReport) -> str:
         for i, chart in enumerate(charts)
     )
     facts = (
-        f"{machine.model} · {machine.device_name} · {machine.dtype} · torch {machine.torch} · "
+        f"{machine.model} · {machine.device_name} · {machine.dtype} · "
+        f"{mode_words(settings.mode, settings.mode_note)} · torch {machine.torch} · "
         f"transformers {machine.transformers} · {settings.ran_at}"
     )
     timing = bench_rounds_words(settings)

@@ -18,7 +18,7 @@ from .markup import escape, scroll_region
 from .palette import BLACK, BLUE, GREEN, GREY, PURPLE, SKY
 from .plans import settings_words
 from .summary import stat, used_words
-from .timing import rate_words, speedup_words, timing_notes, too_short, verdict
+from .timing import mode_words, rate_words, speedup_words, timing_notes, too_short, verdict
 
 HUES = {
     Method.GREEDY: BLUE,
@@ -237,7 +237,10 @@ def race_html(result: RaceRecord, used: float | None = None, gpu: bool = False) 
         f"Lookahead: {settings_words(result.settings)}. Prompt lookup: match up to {result.lookup.ngram} tokens, "
         f"copy {result.lookup.tokens}. Speculative: draft {draft.model} ({draft.dtype}), k = {draft.tokens}."
     )
-    facts = f"{machine.model} · {machine.device_name} · {machine.dtype} · measured {result.ran_at}"
+    facts = (
+        f"{machine.model} · {machine.device_name} · {machine.dtype} · {mode_words(result.mode, result.mode_note)} · "
+        f"measured {result.ran_at}"
+    )
     return (
         f'<div class="ll-summary"><div class="ll-stats">{"".join(stats)}</div>'
         f"<p>{escape(race_story(result))}</p>{table}"

@@ -11,7 +11,7 @@ from lookahead_core.records import METHODS, Fit, Machine, Method, Progress, Run,
 from .markup import escape
 from .methods import method_settings
 from .plans import settings_words
-from .timing import speedup_words, timing_notes, too_short, verdict
+from .timing import mode_words, speedup_words, timing_notes, too_short, verdict
 
 
 def plain_name(run: Run) -> str:
@@ -131,8 +131,8 @@ def summary_html(run: Run) -> str:
         ),
     ]
     facts = (
-        f"{machine.model} · {machine.device_name} · {machine.dtype} · {sampling_words(run)} · "
-        f"recorded {meta.recorded_at}"
+        f"{machine.model} · {machine.device_name} · {machine.dtype} · {mode_words(meta.mode, meta.mode_note)} · "
+        f"{sampling_words(run)} · recorded {meta.recorded_at}"
     )
     return (
         f'<div class="ll-summary"><div class="ll-stats">{"".join(stats)}</div>'

@@ -8,7 +8,30 @@ one method, and says "within noise" otherwise; what other programs used of the C
 
 from __future__ import annotations
 
-from lookahead_core.records import METHODS, BenchSettings, BenchTotals, Busy, Method, MethodTiming, Spread, Timing
+from lookahead_core.records import (
+    METHODS,
+    BenchSettings,
+    BenchTotals,
+    Busy,
+    Method,
+    MethodTiming,
+    Spread,
+    StepMode,
+    Timing,
+)
+
+STEP_MODES = {
+    StepMode.EAGER: "eager step",
+    StepMode.FIXED: "fixed-shape step, uncaptured",
+    StepMode.CUDA_GRAPH: "fixed-shape step captured as a CUDA graph",
+    StepMode.COMPILED: "fixed-shape step through torch.compile",
+}
+
+
+def mode_words(mode: StepMode, note: str) -> str:
+    """How the steps were run, as the facts line says it: the mode, and why it is not the one asked for."""
+    return STEP_MODES[mode] + (f" ({note})" if note else "")
+
 
 FEWEST_COMPARED = 8  # tokens: a round the deadline cut shorter gives speedups that are mostly its prefill's
 
