@@ -20,6 +20,7 @@ import os
 import time
 from collections.abc import Iterator
 
+from lookahead_core import fixed
 from lookahead_core.costs import step_costs
 from lookahead_core.models import encode_prompt, load_model
 from lookahead_core.records import METHODS, Needs, Progress, RaceRecord, Run, raced_on
@@ -36,6 +37,7 @@ from .shelf import Shelf
 from .timed_run import timed_run
 
 ZERO_GPU = space.on_zero_gpu(spaces)
+fixed.DEFAULT_MODES = space.step_modes(ZERO_GPU)  # before any model work: the curves and runs take it alike
 SERVER_NAME = os.environ.get("GRADIO_SERVER_NAME", "0.0.0.0")
 ACCESS = access_from_environment(SERVER_NAME, ZERO_GPU)
 MODEL = ModelHolder(warm=not ZERO_GPU)

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import math
 
+from lookahead_core.fixed import DEFAULT_MODES
+
 MAX_NEW_TOKENS = 128  # per request on ZeroGPU: a Run or race then fits well inside a visitor's quota
 SLOT_START = 10.0  # seconds: attaching the GPU, moving the weights in, the first kernels
 # H100, float32, SmolLM2-135M: about 0.03 s per forward pass (docs/bench); ZeroGPU's half card and
@@ -23,6 +25,13 @@ LONGEST_SLOT = 60
 def on_zero_gpu(spaces) -> bool:
     """Whether this process runs on ZeroGPU hardware: the `spaces` package is there and says so."""
     return spaces is not None and bool(spaces.config.Config.zero_gpu)
+
+
+def step_modes(zero_gpu: bool) -> dict:
+    """The engine's default step mode per device here (fixed.DEFAULT_MODES): on ZeroGPU the eager step everywhere.
+    The GPU is lent per call and its weights placed anew each time, and a CUDA graph replays the addresses it
+    recorded; until a Space has measured that a capture is safe across calls, none is made there."""
+    return {} if zero_gpu else dict(DEFAULT_MODES)
 
 
 def slot_seconds(max_new_tokens: int, runs: int, measures_costs: bool = False) -> int:

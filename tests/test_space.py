@@ -14,13 +14,15 @@ from pathlib import Path
 
 import pytest
 import spaces
+import torch
 
 import app
 from lab import server, space
 from lab.requests import ModelRequest
+from lookahead_core import fixed
 from lookahead_core.config import LookaheadConfig
 from lookahead_core.models import DEFAULT_MODEL
-from lookahead_core.records import RaceRecord
+from lookahead_core.records import RaceRecord, StepMode
 from lookahead_core.request import DecodeRequest
 from lookahead_core.sampling import GREEDY, SamplingConfig
 from ui import player
@@ -143,3 +145,13 @@ def test_the_readme_front_matter_names_real_versions():
     requirements = (ROOT / "requirements.txt").read_text().splitlines()
     assert "torch==2.11.0" in requirements and not any(line.startswith("spaces") for line in requirements)
     assert f"gradio=={gradio.__version__}" in requirements
+
+
+def test_on_zero_gpu_no_step_is_captured_and_elsewhere_cuda_keeps_its_cuda_graph():
+    """ZeroGPU places the weights anew for each call, and a CUDA graph replays the addresses it recorded."""
+    assert space.step_modes(True) == {}
+    assert space.step_modes(False) == {"cuda": StepMode.CUDA_GRAPH} == fixed.DEFAULT_MODES  # not on a Space here
+    on_cuda = type("OnCuda", (), {"device": torch.device("cuda", 0)})()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(fixed, "DEFAULT_MODES", space.step_modes(True))
+        assert fixed.default_mode(on_cuda) == StepMode.EAGER
