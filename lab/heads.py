@@ -44,17 +44,18 @@ def ships(lm: LoadedModel, needs: Needs) -> bool:
     return lm.name == DEFAULT_MODEL and shipped[needs].exists()
 
 
-def medusa_for(lm: LoadedModel, path: str | Path | None = None) -> Medusa:
+def medusa_for(lm: LoadedModel, path: str | Path | None = None, mode: StepMode | None = None) -> Medusa:
     """Medusa for `lm`: the heads at `path` (default: the shipped heads, for the embedded model only) with the
-    tree fitted to this hardware's measured step costs. NoHeads when none are given and none ship for `lm`;
-    MedusaError (one line) for heads trained for another model."""
+    tree fitted to this hardware's measured step costs in the step mode a run asking for `mode` takes (None: the
+    device's default). NoHeads when none are given and none ship for `lm`; MedusaError (one line) for heads
+    trained for another model."""
     if path is None:
         if not ships(lm, Needs.HEADS):
             raise NoHeads(NONE_SHIP[Needs.HEADS].format(name=lm.name))
         heads = load_heads(SHIPPED_HEADS, lm.model, lm.name, label=SHIPPED_LABEL)
     else:
         heads = load_heads(path, lm.model, lm.name)
-    return fitted_medusa(heads, step_costs(lm).fitted_relative)
+    return fitted_medusa(heads, step_costs(lm, mode=mode).fitted_relative)
 
 
 def eagle_draft(lm: LoadedModel, tokens: int = DEFAULT_DRAFT_TOKENS, path: str | Path | None = None) -> Draft:
@@ -87,12 +88,13 @@ def runtime_for(
     none ship for `lm`), drafting `tokens` per step; with the auto settings, deadline, learning and step mode
     (None: the device's default, fixed.default_mode) given."""
     needs = {METHODS[method].needs for method in methods}
+    mode = None if mode is None else StepMode(mode)
     return Runtime(
         auto=auto,
         draft=make_draft(lm, draft, tokens) if Needs.DRAFT in needs else None,
         layer=eagle_draft(lm, tokens, layer) if Needs.LAYER in needs else None,
-        heads=medusa_for(lm, heads) if Needs.HEADS in needs else None,
+        heads=medusa_for(lm, heads, mode) if Needs.HEADS in needs else None,
         deadline=deadline,
         learn=learn,
-        mode=None if mode is None else StepMode(mode),
+        mode=mode,
     )

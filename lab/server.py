@@ -130,11 +130,12 @@ def timed_race(request: ModelRequest) -> Iterator[Progress | tuple[RaceRecord, f
     held = MODEL.get(request.model, request.dtype)
     d = request.decode
     lm = held.lm
-    costs = step_costs(lm)
+    mode = fixed.chosen_mode(lm.model, None)[0]
+    costs = step_costs(lm, mode=mode)
     started = time.perf_counter()  # a model's first load and cost curve are not the request's: its time starts here
     deadline = Deadline(RACE_SECONDS, reserve=RESERVE)
     prompt_ids = encode_prompt(lm.tokenizer, request.prompt, request.chat)
-    auto = choose_settings(costs) if d.auto else None
+    auto = choose_settings(costs, mode) if d.auto else None
     runtime = held.runtime(raced_on(lm.device.type), d, auto, deadline)
     lanes = len(raced(runtime, lm.device.type))
     within_budget(held.prices, prompt_ids, d, decodings=lanes, seconds=RACE_SECONDS)

@@ -3,9 +3,10 @@
 On a GPU a step of a hundred tokens costs about what a step of one does; on a CPU the cost grows
 with every token. Lookahead pays off only when the tokens a step commits outgrow what the wider
 step costs, so the auto settings start from this curve: measured once per model, device and
-dtype, and kept as JSON in the user cache folder. It is measured in the step mode that runs there (fixed.py):
-a captured step on a GPU is no longer flat (on an H200, 4.2 ms for 1 row and 7.1 ms for 121), so the eager curve
-would choose a window too wide for it.
+dtype, and kept as JSON in the user cache folder. It is measured in the step mode that runs there (fixed.py): the
+eager step on a GPU is launch overhead and flat, a captured one pays for its rows (on an H200 a captured lookahead
+step of 121 rows took 7.1-8.6 ms whole, plain decoding's 4.1-4.2 ms), so the eager curve would pick a window too
+wide for it. The compiled mode is priced by the CUDA graph's curve: a compile per size would take minutes.
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ from functools import partial
 import torch
 
 from .attention import attention_plan
-from .fixed import chosen_mode, shape_for, step_passes
+from .capture import capture_for
+from .fixed import FixedPasses, chosen_mode, failed, shape_for
 from .forward import forward_tree, keep_rows, prefill
 from .layout import chain_layout
 from .models import LoadedModel, cache_root
@@ -119,10 +121,11 @@ def pass_timers(lm: LoadedModel, prefix: list[int], sizes, mode: StepMode, round
 
         return [partial(eager, size) for size in sizes], lambda: None
     decodings = []
-    for size in sizes:
-        passes = step_passes(lm.model, mode, shape_for(rows=size, reach=0, room=len(prefix) + rounds))
-        passes.prefill(prefix)
+    for size in sizes:  # steps of their own, freed after: a curve's shapes are not a decoding's
+        shape = shape_for(rows=size, reach=0, room=len(prefix) + rounds)
+        passes = FixedPasses(lm.model, shape, capture_for(mode), registered=False)
         decodings.append(passes)
+        passes.prefill(prefix)
 
     def fixed(passes, size: int):
         seconds = passes.tree(prefix[:size], chain_layout(size), plan).seconds
@@ -148,15 +151,24 @@ def costs_path(lm: LoadedModel, mode: StepMode = StepMode.EAGER):
 
 def step_costs(lm: LoadedModel, refresh: bool = False, mode: StepMode | None = None) -> StepCosts:
     """The cost curve of this model on this device and dtype in the step mode a run asking for `mode` takes
-    (fixed.chosen_mode; None: the device's default): from the cache, or measured now and cached."""
-    mode = chosen_mode(lm.model, mode)[0]
+    (fixed.chosen_mode; None: the device's default; compiled: the CUDA graph's): from the cache, or measured now
+    and cached. Where a wider shape fails in that mode, the mode is marked failed for the model (its runs then go
+    eager, saying why) and the eager curve is returned."""
+    asked = chosen_mode(lm.model, mode)[0]
+    mode = StepMode.CUDA_GRAPH if asked == StepMode.COMPILED else asked
     path = costs_path(lm, mode)
     if path.exists() and not refresh:
         try:
             return StepCosts(**json.loads(path.read_text()))  # the same fields as the records' curve
         except (ValueError, TypeError):
             pass  # a damaged cache file is measured again
-    costs = measure_step_costs(lm, mode=mode)
+    try:
+        costs = measure_step_costs(lm, mode=mode)
+    except Exception as error:  # a wider shape's capture failed: the mode fails on this model, its runs go eager
+        if mode == StepMode.EAGER:
+            raise
+        failed(lm.model, asked, error)
+        return step_costs(lm, refresh, StepMode.EAGER)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(dataclasses.asdict(costs), indent=1))
     return costs

@@ -212,14 +212,14 @@ class FixedPasses:
     """The fixed-shape step's passes over one decoding (the calls of forward.Passes). The shape's buffers are
     taken at the prefill and given back by `release` (the decoders do, when they end or are dropped)."""
 
-    def __init__(self, model, shape: Shape, capture: Callable) -> None:
-        self.model, self.shape, self.capture = model, shape, capture
+    def __init__(self, model, shape: Shape, capture: Callable, registered: bool = True) -> None:
+        self.model, self.shape, self.capture, self.registered = model, shape, capture, registered
         self.step: FixedStep | None = None
 
     @torch.inference_mode()
     def prefill(self, prompt_ids: list[int], hidden: bool = False) -> Pass:
         cache, result = prefill(self.model, prompt_ids, hidden)
-        self.step = acquired(self.model, self.shape, self.capture)
+        self.step = acquired(self.model, self.shape, self.capture) if self.registered else self.own_step()
         self.step.load(cache, len(prompt_ids))
         self.length = len(prompt_ids)
         return result
@@ -256,6 +256,12 @@ class FixedPasses:
         self.length += len(kept)
         self.step.length.fill_(self.length)
 
+    def own_step(self) -> FixedStep:
+        """A step of this shape for these passes alone (not kept beside the model: freed with them)."""
+        step = FixedStep(self.model, self.shape, self.capture)
+        step.model = self.model
+        return step
+
     def release(self) -> None:
         if self.step is not None:
             self.step.model, self.step = None, None
@@ -277,8 +283,9 @@ def fixed_refusal(model) -> str:
 
 
 # The default per device. On CUDA the CUDA graph: on an H200 (2026-11-26, docs/bench/h200-*-cuda-graph-2026-11-26.json)
-# it was exact for every method in float32 and its 1-token step took 4.2 ms against the eager step's 17 ms. Every
-# other device runs the eager step: a CPU pays for every pad row of a fixed shape, and nothing captures there.
+# it was exact for every method in float32 and plain decoding's whole step took 4.2 ms, where the eager 1-token pass
+# alone took 17.4 ms. Every other device runs the eager step: a CPU pays for every pad row of a fixed shape, and
+# nothing captures there.
 DEFAULT_MODES = {"cuda": StepMode.CUDA_GRAPH}
 
 
@@ -292,8 +299,9 @@ PROBE_LOCK = threading.Lock()
 
 
 def probe_failure(model, mode: StepMode) -> str:
-    """Why `mode`'s step fails on `model` (its exception, in one line), or "" when it runs: tried once per model
-    and mode, on a 1-row shape of its own (a capture that cannot be recorded fails here, not in a visitor's run)."""
+    """Why `mode`'s step fails on `model` (in one line), or "" when it runs: tried once per model and mode on a
+    1-row shape of its own, its token compared with the eager step's (a capture that cannot be recorded, or
+    replays wrong, fails here); a failure met later (`failed`, by the cost curve's wider shapes) is kept too."""
     with PROBE_LOCK:
         known = PROBED.setdefault(model, {})
         if mode not in known:
@@ -301,23 +309,37 @@ def probe_failure(model, mode: StepMode) -> str:
         return known[mode]
 
 
+def failed(model, mode: StepMode, error: BaseException) -> str:
+    """Keep `error`, met running `mode`'s step on `model`, as why the mode fails there; returns it in one line."""
+    why = one_line(error)
+    with PROBE_LOCK:
+        PROBED.setdefault(model, {})[mode] = why
+    return why
+
+
+PROBE_PROMPT, PROBE_TOKEN = [1, 2], 3  # ids every vocabulary has
+
+
 def tried(model, mode: StepMode) -> str:
-    """The probe: a 1-token prefill, one pass and one copy-down in `mode`; the failure in one line, or ""."""
-    step = FixedStep(model, shape_for(rows=1, reach=0, room=2), capture_for(mode))
-    step.model = model
+    """The probe: a 2-token prefill and one pass (with its copy-down) in `mode` and in the eager step; the failure
+    in one line, or "" when the two agree."""
+    passes = FixedPasses(model, shape_for(rows=1, reach=0, room=len(PROBE_PROMPT) + 1), capture_for(mode), False)
     try:
-        with torch.inference_mode():
-            cache, _ = prefill(model, [0])
-            step.load(cache, 1)
-            step.run()
-            step.copy_down()
-            synchronize(model.device)
-    except Exception as failed:  # noqa: BLE001 - any failure of the mode's step sends the run to the eager step
-        first = (str(failed).strip().splitlines() or [""])[0][:160]
-        return f"{type(failed).__name__}: {first}" if first else type(failed).__name__
+        passes.prefill(PROBE_PROMPT)
+        got = passes.one(PROBE_TOKEN).argmax
+        eager = EagerPasses(model)
+        eager.prefill(PROBE_PROMPT)
+        wanted = eager.one(PROBE_TOKEN).argmax
+    except Exception as error:  # noqa: BLE001 - any failure of the mode's step sends the run to the eager step
+        return one_line(error)
     finally:
-        step.model = None
-    return ""
+        passes.release()
+    return "" if got == wanted else f"its token {got[0]} differed from the eager step's {wanted[0]}"
+
+
+def one_line(error: BaseException) -> str:
+    first = (str(error).strip().splitlines() or [""])[0][:160]
+    return f"{type(error).__name__}: {first}" if first else type(error).__name__
 
 
 def chosen_mode(model, asked: StepMode | None) -> tuple[StepMode, str]:

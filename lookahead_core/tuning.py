@@ -16,6 +16,7 @@ from pathlib import Path
 
 from .config import LookaheadConfig, SettingsError
 from .costs import StepCosts, costs_path, step_costs
+from .fixed import chosen_mode
 from .models import LoadedModel
 from .planning import CostAwarePlanner, FullPlanner, StepPlanner
 from .records import LookaheadSettings, PlannerKind, Regime, StepMode
@@ -67,15 +68,19 @@ def make_planner(planner: PlannerKind, costs: StepCosts | None) -> StepPlanner:
     return CostAwarePlanner(costs) if planner == PlannerKind.COST_AWARE else FullPlanner()
 
 
-def choose_settings(costs: StepCosts) -> AutoSettings:
-    """Pick (W, N, G) and the planner from the relative cost of a PROBE_TOKENS-token step.
+def choose_settings(costs: StepCosts, mode: StepMode = StepMode.EAGER) -> AutoSettings:
+    """Pick (W, N, G) and the planner from the relative cost of a PROBE_TOKENS-token step, for runs in step
+    `mode` (the curve's).
 
     The ratio comes from a line fitted through the whole measured curve, so one noisy timing
-    cannot flip the choice.
+    cannot flip the choice. In a fixed-shape mode every step is padded to its shape's rows, so a planner's
+    narrower step would save nothing: the paper's full plan runs there, whatever the regime.
     """
     ratio = costs.fitted_relative(PROBE_TOKENS)
     regime = Regime.FLAT if ratio <= FLAT else Regime.MODERATE if ratio <= MODERATE else Regime.STEEP
     config, planner = CHOICES[regime]
+    if mode != StepMode.EAGER:
+        planner = PlannerKind.FULL
     return AutoSettings(config, planner, regime, ratio, costs)
 
 
@@ -83,17 +88,19 @@ def auto_settings(lm: LoadedModel, refresh: bool = False, mode: StepMode | None 
     """Auto settings for this model on its device and dtype, from the cost curve of the step mode a run asking
     for `mode` takes (measured once, cached): the regime's choice, or the settings a tune map chose here and was
     told to adopt (`adopt`)."""
-    auto = choose_settings(step_costs(lm, refresh, mode))
-    tuned = adopted(lm)
+    ran = chosen_mode(lm.model, mode)[0]
+    auto = choose_settings(step_costs(lm, refresh, ran), ran)
+    tuned = adopted(lm, ran)
     if tuned is None:
         return auto
     config, planner, source = tuned
     return replace(auto, config=config, planner=planner, adopted=source)
 
 
-def tuned_path(lm: LoadedModel) -> Path:
-    """Where a tune map's chosen lookahead settings for this model, device and dtype are kept: beside its curve."""
-    path = costs_path(lm)
+def tuned_path(lm: LoadedModel, mode: StepMode | None = None) -> Path:
+    """Where a tune map's chosen lookahead settings for this model, device, dtype and the step mode a run asking
+    for `mode` takes (None: the device's default) are kept: beside that mode's curve."""
+    path = costs_path(lm, chosen_mode(lm.model, mode)[0])
     return path.with_name(path.stem + "-tuned.json")
 
 
@@ -112,10 +119,10 @@ def adopt(lm: LoadedModel, config: LookaheadConfig, planner: PlannerKind, source
     return path
 
 
-def adopted(lm: LoadedModel) -> tuple[LookaheadConfig, PlannerKind, str] | None:
-    """The adopted settings for this model, device and dtype; None where none were adopted, or the file names
-    another model, device or dtype, or does not read as settings."""
-    path = tuned_path(lm)
+def adopted(lm: LoadedModel, mode: StepMode | None = None) -> tuple[LookaheadConfig, PlannerKind, str] | None:
+    """The adopted settings for this model, device, dtype and step mode (tuned_path); None where none were
+    adopted, or the file names another model, device or dtype, or does not read as settings."""
+    path = tuned_path(lm, mode)
     if not path.exists():
         return None
     try:

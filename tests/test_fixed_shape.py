@@ -193,8 +193,10 @@ forward = fixed.FixedStep.forward
 @pytest.mark.parametrize("corruption", ["pad rows seen", "prefix one column too far"])
 def test_a_wrong_mask_is_caught(corruption, monkeypatch):
     """Negative controls for the exactness test above: a mask that lets real rows see the pad rows, or the
-    prefix one column past L, and the output leaves generate's."""
+    prefix one column past L, and the output leaves generate's. The mode's probe runs first, on the sound step:
+    it would catch the second corruption itself and send the runs eager."""
     lm = tiny_model("llama")
+    assert fixed.chosen_mode(lm.model, StepMode.FIXED) == (StepMode.FIXED, "")
     if corruption == "pad rows seen":
         monkeypatch.setattr(fixed, "padded_tree", pad_rows_seen(fixed.padded_tree))
     else:
@@ -271,6 +273,24 @@ def test_a_step_that_fails_its_probe_sends_the_run_to_the_eager_step_and_says_wh
     monkeypatch.undo()  # negative control: the same model with a capture that works keeps the fixed step
     other = tiny_model("llama", seed=7).model
     assert fixed.chosen_mode(other, StepMode.FIXED) == (StepMode.FIXED, "")
+
+
+def misreplayed(function):
+    """A capture that records but replays wrong (as a graph reading weights that have moved would): its argmax is
+    off by one."""
+
+    def replayed():
+        outputs = function()
+        return outputs if outputs is None else (outputs[0], outputs[1] + 1, outputs[2])
+
+    return replayed
+
+
+def test_a_capture_that_replays_a_token_the_eager_step_does_not_fails_its_probe(monkeypatch):
+    lm = tiny_model("llama", seed=8)
+    monkeypatch.setitem(capture.CAPTURES, StepMode.FIXED, misreplayed)
+    mode, note = fixed.chosen_mode(lm.model, StepMode.FIXED)
+    assert mode == StepMode.EAGER and "differed from the eager step's" in note
 
 
 def test_a_model_the_fixed_step_cannot_drive_falls_back_to_the_eager_step_and_says_why():
@@ -535,20 +555,49 @@ def test_a_model_is_let_go_after_its_fixed_shape_decodings(released, monkeypatch
 
 
 def test_the_step_cost_curve_is_measured_in_the_mode_that_runs_and_kept_apart(tmp_path, monkeypatch):
-    """A captured step is not flat on a GPU (4.2 ms for 1 row, 7.1 for 121 on an H200): auto settings chosen from
-    the eager curve would be too wide for it. On a CPU a captured mode runs the fixed step, and its curve is that
-    step's; the eager curve (the CPU's default) is measured by the eager passes and cached under its own name."""
+    """The eager step on a GPU is flat (launch overhead), a captured one pays for its rows (on an H200 a captured
+    121-row lookahead step took 7.1-8.6 ms whole, plain decoding's 4.2): auto settings from the eager curve would
+    be too wide for it. On a CPU a captured mode runs the fixed step, and its curve is that step's,
+    measured on steps of its own (none kept beside the model); the eager curve (the CPU's default) is measured by
+    the eager passes and cached under its own name."""
     from lookahead_core import costs
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     lm = tiny_model("llama")
     modes = []
-    real = costs.step_passes
-    monkeypatch.setattr(costs, "step_passes", lambda model, mode, shape: modes.append(mode) or real(model, mode, shape))
+    real = costs.capture_for
+    monkeypatch.setattr(costs, "capture_for", lambda mode: modes.append(mode) or real(mode))
     curve = costs.step_costs(lm, mode=StepMode.CUDA_GRAPH)
     assert modes == [StepMode.FIXED] * len(costs.SIZES) and curve.sizes == list(costs.SIZES)
     assert min(curve.seconds) > 0
     assert costs.costs_path(lm, StepMode.FIXED).exists() and not costs.costs_path(lm).exists()
-    assert all(step.model is None for steps in fixed.STEPS[lm.model].values() for step in steps), "all given back"
+    assert fixed.STEPS.get(lm.model) is None, "the curve's steps were its own, freed with it"
     costs.step_costs(lm)
     assert len(modes) == len(costs.SIZES) and costs.costs_path(lm).exists()
+
+
+def test_a_mode_whose_wider_shape_fails_in_the_curve_sends_runs_eager_and_the_curve_is_the_eager_ones(
+    tmp_path, monkeypatch
+):
+    """The probe tries one row; the curve's wider shapes can still fail (memory, an op a capture refuses): the
+    failure is kept as the mode's, later runs go eager saying why, and the curve returned is the eager one."""
+    from lookahead_core import costs
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    lm = dataclasses.replace(tiny_model("llama", seed=11), tokenizer=CharTokenizer())
+    assert fixed.chosen_mode(lm.model, StepMode.FIXED) == (StepMode.FIXED, "")  # its probe passed
+    real = fixed.FixedStep.forward
+
+    def refusing(self):
+        if self.shape.rows > 8:
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+        return real(self)
+
+    monkeypatch.setattr(fixed.FixedStep, "forward", refusing)
+    curve = costs.step_costs(lm, mode=StepMode.FIXED)
+    assert costs.costs_path(lm).exists() and not costs.costs_path(lm, StepMode.FIXED).exists()
+    assert curve.sizes == list(costs.SIZES)
+    mode, note = fixed.chosen_mode(lm.model, StepMode.FIXED)
+    assert mode == StepMode.EAGER and "OutOfMemoryError: CUDA out of memory" in note and "ran eagerly" in note
+    trace = record_trace(lm, PROMPTS[0], request(Method.GREEDY), Runtime(mode=StepMode.FIXED))
+    assert (trace.meta.mode, trace.meta.mode_note) == (StepMode.EAGER, note)
