@@ -7,8 +7,8 @@ TF32 is off, so float32 is true float32 and lookahead's `exact` must equal the p
 half precision `exact` is the match rate against greedy `generate` in the same dtype. Every figure
 is measured in this run; the table is printed as Markdown, and each bench report is written to
 DIR as JSON when --out is given (`visuals.bench` draws them; the GPU image lacks plotly). `--modes` benches this
-engine's methods in each step mode given (docs/engine.md; default on CUDA: eager and cuda-graph, the figures that
-would make the CUDA graph the engine's default there; on a CPU: the engine's default), the peers beside each; the
+engine's methods in each step mode given (docs/engine.md; default on CUDA: eager and cuda-graph, the comparison
+behind the CUDA graph as the engine's default there; on a CPU: the engine's default), the peers beside each; the
 table's mode column says which ran (a captured mode on a CPU runs fixed, and says so). `--methods` narrows the
 entrants (default: every one), so that a lease's minutes go where they are owed. A bench that fails (a capture
 that cannot run, say) prints its error and a FAILED row, and the check goes on with the next one.
@@ -91,21 +91,20 @@ def main() -> None:
             request = DecodeRequest(max_new_tokens=args.max_new_tokens)
             try:
                 report = run_bench(lm, prompts, methods, request, runtime, dataset=name, repeats=args.repeats)
+                if report.settings.mode_note:
+                    print(f"  note: {report.settings.mode_note}", flush=True)
+                if args.out is not None:
+                    args.out.mkdir(parents=True, exist_ok=True)
+                    stem = args.out / (f"{name}-{dtype}" + (f"-{asked}" if len(args.modes) > 1 else ""))
+                    stem.with_suffix(".json").write_text(report.to_json(indent=1))
+                rows += report_rows(report, name, dtype)
+                ids = encode_prompt(lm.tokenizer, prompts[0]["prompt"], prompts[0]["chat"])
+                for method in [m.method for m in methods if m.method is not None]:
+                    print_split(lm, ids, replace(runtime.settled(request), method=method), runtime, args.profile)
             except Exception:  # one bench's failure (a capture, say) is a finding: print it, go on with the next
                 traceback.print_exc()
                 print(f"  FAILED: {name} {dtype} {asked or 'default mode'}", flush=True)
-                rows.append((name, dtype, asked, "FAILED", *([None] * 7)))
-                continue
-            if report.settings.mode_note:
-                print(f"  note: {report.settings.mode_note}", flush=True)
-            if args.out is not None:
-                args.out.mkdir(parents=True, exist_ok=True)
-                stem = args.out / (f"{name}-{dtype}" + (f"-{asked}" if len(args.modes) > 1 else ""))
-                stem.with_suffix(".json").write_text(report.to_json(indent=1))
-            rows += report_rows(report, name, dtype)
-            ids = encode_prompt(lm.tokenizer, prompts[0]["prompt"], prompts[0]["chat"])
-            for method in [m.method for m in methods if m.method is not None]:
-                print_split(lm, ids, replace(runtime.settled(request), method=method), runtime, args.profile)
+                rows.append((name, dtype, asked or "default mode", "FAILED", *([None] * 7)))
         del lm
         if args.device == "cuda":
             torch.cuda.empty_cache()
@@ -118,15 +117,16 @@ def app_recordings(args: argparse.Namespace, dtype: str, item: dict) -> None:
     """A Run (auto lookahead beside greedy) and a race of `item`, through the app's server functions on this
     device, their figures printed and, with --out, the records written. The server's model holder loads the
     model again (the one this check held is let go first): what a visitor's request meets."""
-    from lab import server
-    from lab.requests import ModelRequest
-    from lookahead_core.models import DEFAULT_MODEL
-
     tokens = args.app_tokens or args.max_new_tokens
     decode = DecodeRequest(max_new_tokens=tokens, auto=True)
-    request = ModelRequest(prompt=item["prompt"], chat=item["chat"], decode=decode, model=DEFAULT_MODEL, dtype=dtype)
-    server.MODEL.put(load_model(device=args.device, dtype=dtype))
     try:
+        from lab import server  # imported here, where its failure is a finding like any other
+        from lab.requests import ModelRequest
+        from lookahead_core.models import DEFAULT_MODEL
+
+        prompt, chat = item["prompt"], item["chat"]
+        request = ModelRequest(prompt=prompt, chat=chat, decode=decode, model=DEFAULT_MODEL, dtype=dtype)
+        server.MODEL.put(load_model(device=args.device, dtype=dtype))
         *_, (run, run_seconds) = server.record(request)
         *_, (race, race_seconds) = server.timed_race(request)
     except Exception:  # a finding like a bench's failure: printed, and the check goes on
@@ -154,9 +154,9 @@ def app_recordings(args: argparse.Namespace, dtype: str, item: dict) -> None:
 def measured_auto(lm, asked: str | None, refresh: bool):
     """The auto settings from the step-cost curve of the mode a run asking for `asked` takes, said as they are
     chosen (a smoke test on a CPU reuses the cached curve)."""
-    mode = chosen_mode(lm.model, asked)[0]
-    costs = step_costs(lm, refresh=refresh, mode=mode)
-    auto = choose_settings(costs)
+    costs = step_costs(lm, refresh=refresh, mode=chosen_mode(lm.model, asked)[0])
+    mode = chosen_mode(lm.model, asked)[0]  # eager, should the mode have failed on the curve's wider shapes
+    auto = choose_settings(costs, mode)
     curve = ", ".join(f"{n}: {costs.relative(n):.2f}x" for n in COST_POINTS)
     print(f"# {mode}: one step of n tokens, in 1-token steps ({costs.seconds[0] * 1e3:.1f} ms): {curve}")
     print(

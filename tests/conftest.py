@@ -35,7 +35,8 @@ os.environ["OMP_NUM_THREADS"] = "1"
 
 # Models a test saves to a temporary folder are named by that folder, and the product caches a step-cost curve per
 # model: one per test run would pile up in the user's cache (hundreds did). The controlling process, once every
-# worker is done, removes the curves of models that lay under pytest's temporary folders, and no other.
+# worker is done, removes the curves of models that lay under pytest's temporary folders in /tmp (a session
+# running beside this one may lose its own: a cache, measured again); a --basetemp elsewhere leaves them.
 TEMPORARY_CURVES = "tmp-pytest-of-*"
 
 

@@ -155,3 +155,7 @@ def test_on_zero_gpu_no_step_is_captured_and_elsewhere_cuda_keeps_its_cuda_graph
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(fixed, "DEFAULT_MODES", space.step_modes(True))
         assert fixed.default_mode(on_cuda) == StepMode.EAGER
+    # and the server sets them so at import, before the module-scope load and any model work (ast: no ZeroGPU here)
+    lines = [ast.unparse(node) for node in ast.parse(Path(server.__file__).read_text()).body]
+    holder = next(i for i, line in enumerate(lines) if line.startswith("MODEL = "))
+    assert "fixed.DEFAULT_MODES = space.step_modes(ZERO_GPU)" in lines[:holder]
