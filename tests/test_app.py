@@ -244,7 +244,7 @@ def steep_costs(monkeypatch):
 
     from .conftest import cost_table
 
-    monkeypatch.setattr(server, "step_costs", lambda lm: cost_table(0.05))
+    monkeypatch.setattr(server, "step_costs", lambda lm, mode=None: cost_table(0.05))
     monkeypatch.setattr(server, "auto_settings", lambda lm: choose_settings(cost_table(0.05)))
 
 
