@@ -32,6 +32,10 @@ class Field:
     default: object = NO_DEFAULT
 
 
+MODEL_FIELDS = (  # the model and dtype, last in every form that does model work
+    Field("choice", lambda page: page.model_box.choice, DEFAULT_MODEL),
+    Field("dtype", lambda page: page.model_box.dtype, "auto"),
+)
 SENT_FIRST = (  # the prompt and lookahead's settings
     Field("prompt", lambda page: page.controls.prompt),
     Field("chat", lambda page: page.controls.chat),
@@ -48,8 +52,7 @@ SENT_LAST = (  # the other methods' settings, sampling and the model
     Field("top_k", lambda page: page.controls.sampling.top_k),
     Field("top_p", lambda page: page.controls.sampling.top_p),
     Field("seed", lambda page: page.controls.sampling.seed),
-    Field("choice", lambda page: page.model_box.choice, DEFAULT_MODEL),
-    Field("dtype", lambda page: page.model_box.dtype, "auto"),
+    *MODEL_FIELDS,
 )
 RUN_FORM = (
     *SENT_FIRST,

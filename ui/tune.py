@@ -14,7 +14,6 @@ import gradio as gr
 
 from lab import server, tune_server
 from lab.tune import SWEPT, TuneProgress
-from lookahead_core.models import DEFAULT_MODEL
 from lookahead_core.records import METHODS
 from lookahead_core.records.tune import TuneReport
 from visuals import library
@@ -29,7 +28,7 @@ from visuals.tune import (
 )
 
 from .events import REFUSALS, announced_load, warned
-from .form import Field, form_handler
+from .form import MODEL_FIELDS, Field, form_handler
 
 INTRO = (
     '<div class="ll-budget">Every cell decodes every prompt once; its speedup is predicted from this hardware\'s '
@@ -164,7 +163,6 @@ TUNE_FORM = (
     Field("methods", lambda page: page.tune.methods),
     Field("windows", lambda page: page.tune.windows),
     Field("ngrams", lambda page: page.tune.ngrams),
-    Field("choice", lambda page: page.model_box.choice, DEFAULT_MODEL),
-    Field("dtype", lambda page: page.model_box.dtype, "auto"),
+    *MODEL_FIELDS,
 )
 tune_model = form_handler(TUNE_FORM, map_tune)
