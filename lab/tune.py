@@ -414,7 +414,7 @@ def held_out_check(lm: LoadedModel, sweep: Sweep, chosen: TuneCell | None, optio
     decoding; None without held-out prompts, a chosen lookahead cell, or a round."""
     if not options.held_out or chosen is None:
         return None
-    ids = [p for _, p in options.held_out]
+    started, ids = time.perf_counter(), [p for _, p in options.held_out]
     auto = sweep.auto
     auto_lane = (
         replace(sweep.base, method=M.LOOKAHEAD, lookahead=auto.config),
@@ -432,6 +432,7 @@ def held_out_check(lm: LoadedModel, sweep: Sweep, chosen: TuneCell | None, optio
         chosen_speedup=speedups[0],
         auto_speedup=speedups[1],
         rounds=ran,
+        seconds=time.perf_counter() - started,
     )
 
 

@@ -121,6 +121,7 @@ def report() -> TuneReport:
             chosen_speedup=Spread(median=1.2, low=1.1, high=1.3),
             auto_speedup=Spread(median=1.1, low=1.0, high=1.2),
             rounds=3,
+            seconds=40.0,
         ),
     )
 
@@ -249,6 +250,7 @@ def test_every_swept_cell_is_exact_and_the_sweep_says_where_it_is():
     assert sum(c.measured_speedup is not None for c in made.cells) == 4 + 1
     assert set(made.chosen) == {c.method for c in made.cells}
     assert made.held_out is not None and made.held_out.rounds == 1
+    assert 0 < made.held_out.seconds < made.sweep_seconds
     assert [p.done for p in progress] == sorted(p.done for p in progress)
     assert read_tune_report(made.to_json()) == made
 

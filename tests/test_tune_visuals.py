@@ -60,3 +60,9 @@ def test_the_cli_table_says_the_load_the_prediction_error_and_the_held_out_check
     assert "load average: 3.00" in text and "other programs used 1.2 of 2 cores" in text
     assert "predicted within 15% of measured on 1 of 2 timed cells" in text
     assert "the map's choice (window=2 ngram=3 guesses=2) 1.20x" in text
+
+
+def test_the_table_says_the_maps_time_apart_from_the_held_out_checks():
+    assert "1.7 min (1.0 min the map, 0.7 the held-out check)" in tune_table(report())
+    older = dataclasses.replace(report(), held_out=dataclasses.replace(report().held_out, seconds=None))
+    assert "; 1.7 min; " in tune_table(older)

@@ -53,8 +53,18 @@ def machine_words(report: TuneReport) -> str:
     )
     return (
         f"{m.model} on {m.device_name} ({m.dtype}), {len(report.prompts)} prompts of {report.dataset}, "
-        f"{report.max_new_tokens} new tokens; {report.sweep_seconds / 60:.1f} min; {report.load}{other}"
+        f"{report.max_new_tokens} new tokens; {sweep_minutes(report)}; {report.load}{other}"
     )
+
+
+def sweep_minutes(report: TuneReport) -> str:
+    """The sweep's time, and the held-out check's share of it where the report kept it apart."""
+    held = report.held_out
+    whole = f"{report.sweep_seconds / 60:.1f} min"
+    if held is None or held.seconds is None:
+        return whole
+    the_map = (report.sweep_seconds - held.seconds) / 60
+    return f"{whole} ({the_map:.1f} min the map, {held.seconds / 60:.1f} the held-out check)"
 
 
 def speedup_text(cell: TuneCell) -> str:

@@ -70,7 +70,8 @@ class TunePlain:
 @dataclass(kw_only=True)
 class HeldOut:
     """The map's chosen lookahead settings against auto settings on prompts the map did not see: each one's
-    speedup over plain decoding, a ratio of medians over interleaved rounds."""
+    speedup over plain decoding, a ratio of medians over interleaved rounds. `seconds`: the check's own time,
+    part of the report's `sweep_seconds` (None in reports from before it was kept apart)."""
 
     prompts: list[str]
     chosen: dict[str, int]
@@ -78,6 +79,7 @@ class HeldOut:
     chosen_speedup: Spread
     auto_speedup: Spread
     rounds: int
+    seconds: float | None = None
 
 
 @dataclass(kw_only=True)
