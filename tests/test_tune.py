@@ -323,3 +323,5 @@ def test_the_shipped_maps_read_back_and_the_gpu_one_says_it_was_not_measured():
     assert cpu.source is None and all(c.exact for c in cpu.cells) and cpu.busy is not None
     assert "not measured on a GPU" in gpu.source and all(c.measured_speedup is None for c in gpu.cells)
     assert [c.label for c in cpu.cells] == [c.label for c in gpu.cells]
+    others = [p for p in library.BENCH.glob("*tune*.json") if p not in (library.CPU_MAP, library.GPU_MAP)]
+    assert others and all(read_tune_report(p.read_text()).cells for p in others)  # the 2-thread map among them
