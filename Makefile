@@ -38,9 +38,10 @@ browser:
 	else echo "note: /usr/bin/chromium is missing and installing it needs root and apt-get: the browser test will be skipped"; fi
 
 # Markers (pyproject.toml): `model` and `browser` are applied by the fixtures a test takes (tests/conftest.py).
-# --dist loadfile keeps each module, and so the app it serves and the chromium it drives, in one worker.
+# --dist loadfile keeps each module, and so the app it serves and the chromium it drives, in one worker; the modules
+# are dealt longest first, as tests/conftest.py orders them (LONGEST_FIRST), not most tests first.
 test: $(VENV)/.dev browser
-	$(BIN)/python -m pytest -q -m "not slow" -n auto --dist loadfile
+	$(BIN)/python -m pytest -q -m "not slow" -n auto --dist loadfile --no-loadscope-reorder
 
 # Where to start: the tests that need neither the real model nor Chromium nor minutes of CPU, in one process. The
 # last line counts them, above it the slowest five; `$(BIN)/python -m pytest --collect-only -q -m "$(QUICK)"` lists them.

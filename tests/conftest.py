@@ -56,8 +56,37 @@ MARKED_BY = {
 }
 
 
+# `make test` deals whole modules to its two workers (--dist loadfile) in the order collected (--no-loadscope-reorder;
+# xdist's own order, most tests first, dealt the one-test modules of a minute last, and a worker ran them alone for
+# a minute or two at the end). So the longest modules come first, by their seconds in a junit report of `make
+# test` on the 2-core CPU (2026-11-26), and the last modules dealt are short ones; every other module follows them
+# in its own order.
+LONGEST_FIRST = [
+    "test_engine_default_model.py",  # 316 s
+    "test_app.py",  # 229 s
+    "test_accessibility.py",  # 160 s
+    "test_public.py",  # 150 s
+    "test_page_on_the_model.py",  # 128 s
+    "test_space.py",  # 128 s
+    "test_fixed_shape.py",  # 109 s
+    "test_many_visitors.py",  # 105 s
+    "test_sampling.py",  # 99 s
+    "test_classroom.py",  # 88 s
+    "test_gpu_check.py",  # 84 s
+    "test_accessible_classroom.py",  # 75 s
+    "test_eagle.py",  # 54 s
+    "test_hostile_links.py",  # 30 s
+]
+
+
+def longest_first(item: pytest.Item) -> int:
+    name = item.path.name
+    return LONGEST_FIRST.index(name) if name in LONGEST_FIRST else len(LONGEST_FIRST)
+
+
 @pytest.hookimpl(tryfirst=True)  # before pytest's own hook deselects by marker
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    items.sort(key=longest_first)  # stable: each module's tests keep their order
     missing = chromium_missing()
     for item in items:
         for marker, fixtures in MARKED_BY.items():
