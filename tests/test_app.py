@@ -575,7 +575,8 @@ def default_run(client: Client):
 
 def test_the_default_run_beside_two_cpu_burners_keeps_its_time_and_says_the_machine_was_busy(client):
     """On 2 cores two burners take most of the CPU, so every step is slower than the prices measured at load:
-    only a deadline enforced during the work keeps the request within its time."""
+    only a deadline enforced during the work keeps the request within its time. Where the machine was already
+    so busy that the latest prices leave no room, the Run is refused up front, saying the machine is busy."""
     burners = [multiprocessing.Process(target=burn, args=(BURN_SECONDS,), daemon=True) for _ in range(BURNERS)]
     for burner in burners:
         burner.start()
@@ -587,7 +588,11 @@ def test_the_default_run_beside_two_cpu_burners_keeps_its_time_and_says_the_mach
             burner.terminate()
             burner.join()
     summary, notice = result[1], result[-1]
-    used = float(re.search(r"This request took ([0-9.]+) s of model time", notice).group(1))
+    took = re.search(r"This request took ([0-9.]+) s of model time", notice)
+    if took is None:  # busier still (make test beside burners of its own): the Run is refused before any work
+        assert "Not run" in notice and "This machine is busy now" in notice, notice
+        return
+    used = float(took.group(1))
     assert used <= 1.1 * RUN_SECONDS, f"the Run held the model {used:.1f} s, over 1.1 × {RUN_SECONDS:.0f} s"
     assert "these timings are less reliable" in summary and "Other programs used about" in summary
     print(f"\nthe default Run beside {BURNERS} burners held the model {used:.1f} s of its {RUN_SECONDS:.0f} s")
