@@ -25,7 +25,7 @@ from lookahead_core.costs import step_costs
 from lookahead_core.models import encode_prompt, load_model
 from lookahead_core.records import METHODS, Needs, Progress, RaceRecord, Run, raced_on
 from lookahead_core.request import DecodeRequest
-from lookahead_core.tuning import auto_settings, choose_settings
+from lookahead_core.tuning import auto_settings
 
 from . import space
 from .access import access_from_environment
@@ -135,7 +135,7 @@ def timed_race(request: ModelRequest) -> Iterator[Progress | tuple[RaceRecord, f
     started = time.perf_counter()  # a model's first load and cost curve are not the request's: its time starts here
     deadline = Deadline(RACE_SECONDS, reserve=RESERVE)
     prompt_ids = encode_prompt(lm.tokenizer, request.prompt, request.chat)
-    auto = choose_settings(costs, mode) if d.auto else None
+    auto = auto_settings(lm, mode=mode) if d.auto else None  # as a Run's: the adopted settings, where adopted
     runtime = held.runtime(raced_on(lm.device.type), d, auto, deadline)
     lanes = len(raced(runtime, lm.device.type))
     within_budget(held.prices, prompt_ids, d, decodings=lanes, seconds=RACE_SECONDS)

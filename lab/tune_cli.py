@@ -12,13 +12,11 @@ from dataclasses import replace
 from pathlib import Path
 
 from lookahead_core.config import LookaheadConfig
-from lookahead_core.costs import step_costs
-from lookahead_core.fixed import chosen_mode
 from lookahead_core.models import encode_prompt, load_model
 from lookahead_core.records import METHODS, Method
 from lookahead_core.records.tune import TuneReport
 from lookahead_core.request import DecodeRequest
-from lookahead_core.tuning import adopt, choose_settings
+from lookahead_core.tuning import adopt, regime_settings
 
 from .datasets import load_prompts
 from .heads import runtime_for, ships
@@ -136,8 +134,7 @@ def tune(args: argparse.Namespace) -> None:
     grid = grid if heads else replace(grid, tree_sizes=())  # Medusa only where it has heads
     swept = [m for m in SWEPT if SWEPT[m].settings(grid)]
     runtime = runtime_for(lm, swept, draft=args.draft_model, heads=args.heads)
-    mode = chosen_mode(lm.model, None)[0]
-    auto = choose_settings(step_costs(lm, refresh=not args.cached_costs, mode=mode), mode)
+    auto = regime_settings(lm, refresh=not args.cached_costs)
     checkpoint = Path(args.checkpoint) if args.checkpoint else None
     options = TuneOptions(
         dataset=args.dataset,

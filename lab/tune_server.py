@@ -14,13 +14,11 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from lookahead_core.costs import step_costs
-from lookahead_core.fixed import chosen_mode
 from lookahead_core.models import encode_prompt
 from lookahead_core.records import Method
 from lookahead_core.records.tune import TuneReport
 from lookahead_core.request import DecodeRequest
-from lookahead_core.tuning import choose_settings
+from lookahead_core.tuning import regime_settings
 
 from . import server
 from .budget import Deadline
@@ -115,8 +113,7 @@ def mapping(request: TuneRequest) -> Iterator[TuneProgress | tuple[TuneReport, f
     and last the report with the seconds it took. Medusa is swept only where heads ship for the model."""
     held = server.MODEL.get(request.model, request.dtype)
     lm = held.lm
-    mode = chosen_mode(lm.model, None)[0]
-    auto = choose_settings(step_costs(lm, mode=mode), mode)
+    auto = regime_settings(lm)
     started, deadline = time.perf_counter(), Deadline(TUNE_SECONDS)
     decode = DecodeRequest(max_new_tokens=request.max_new_tokens)
     swept = [method for method in SWEPT if SWEPT[method].settings(request.grid)]

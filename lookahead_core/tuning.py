@@ -84,13 +84,19 @@ def choose_settings(costs: StepCosts, mode: StepMode = StepMode.EAGER) -> AutoSe
     return AutoSettings(config, planner, regime, ratio, costs)
 
 
+def regime_settings(lm: LoadedModel, refresh: bool = False, mode: StepMode | None = None) -> AutoSettings:
+    """The regime's choice for this model on its device and dtype, from the cost curve of the step mode a run
+    asking for `mode` takes (measured once, cached), adopted settings aside: what a tune map compares its own
+    choice with. The mode is read after the curve: one that failed on the curve's wider shapes runs eagerly."""
+    costs = step_costs(lm, refresh, mode)
+    return choose_settings(costs, chosen_mode(lm.model, mode)[0])
+
+
 def auto_settings(lm: LoadedModel, refresh: bool = False, mode: StepMode | None = None) -> AutoSettings:
-    """Auto settings for this model on its device and dtype, from the cost curve of the step mode a run asking
-    for `mode` takes (measured once, cached): the regime's choice, or the settings a tune map chose here and was
-    told to adopt (`adopt`)."""
-    ran = chosen_mode(lm.model, mode)[0]
-    auto = choose_settings(step_costs(lm, refresh, ran), ran)
-    tuned = adopted(lm, ran)
+    """Auto settings for this model on its device and dtype in the step mode a run asking for `mode` takes: the
+    regime's choice (regime_settings), or the settings a tune map chose here and was told to adopt (`adopt`)."""
+    auto = regime_settings(lm, refresh, mode)
+    tuned = adopted(lm, mode)
     if tuned is None:
         return auto
     config, planner, source = tuned

@@ -41,13 +41,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from lab.bench import ENTRANTS, REPEATS, check_methods, run_bench
 from lab.datasets import load_prompts
 from lab.heads import runtime_for
-from lookahead_core.costs import step_costs
 from lookahead_core.fixed import chosen_mode
 from lookahead_core.models import encode_prompt, load_model
 from lookahead_core.records import METHODS, Method, StepMode
 from lookahead_core.request import DecodeRequest
 from lookahead_core.trace import decode_steps, machine_facts
-from lookahead_core.tuning import choose_settings
+from lookahead_core.tuning import regime_settings
 from visuals.timing import speedup_words, times, verdict
 
 COST_POINTS = (1, 16, 64, 128, 256)
@@ -154,9 +153,8 @@ def app_recordings(args: argparse.Namespace, dtype: str, item: dict) -> None:
 def measured_auto(lm, asked: str | None, refresh: bool):
     """The auto settings from the step-cost curve of the mode a run asking for `asked` takes, said as they are
     chosen (a smoke test on a CPU reuses the cached curve)."""
-    costs = step_costs(lm, refresh=refresh, mode=chosen_mode(lm.model, asked)[0])
-    mode = chosen_mode(lm.model, asked)[0]  # eager, should the mode have failed on the curve's wider shapes
-    auto = choose_settings(costs, mode)
+    auto = regime_settings(lm, refresh, asked)
+    costs, mode = auto.costs, chosen_mode(lm.model, asked)[0]
     curve = ", ".join(f"{n}: {costs.relative(n):.2f}x" for n in COST_POINTS)
     print(f"# {mode}: one step of n tokens, in 1-token steps ({costs.seconds[0] * 1e3:.1f} ms): {curve}")
     print(

@@ -245,7 +245,7 @@ def steep_costs(monkeypatch):
     from .conftest import cost_table
 
     monkeypatch.setattr(server, "step_costs", lambda lm, mode=None: cost_table(0.05))
-    monkeypatch.setattr(server, "auto_settings", lambda lm: choose_settings(cost_table(0.05)))
+    monkeypatch.setattr(server, "auto_settings", lambda lm, mode=None: choose_settings(cost_table(0.05)))
 
 
 def test_an_auto_run_records_and_replays_each_steps_plan(client, steep_costs):
