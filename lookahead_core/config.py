@@ -40,8 +40,11 @@ class LookaheadConfig:
 
     @property
     def tokens_per_step(self) -> int:
-        """Tokens fed to one full step: the current token, the window and G guesses of N-1 tokens."""
-        window_tokens = (self.window - 1) + (self.ngram - 2) * self.window
+        """The most tokens one step feeds: the current token, the window's rows at their most and G guesses of
+        N-1 tokens. A window of L levels is W + N - 1 - L columns wide (window.py), c not fed: full (L = N - 1)
+        it feeds the most unless W < N - 2, when a warm-up step's fewer, wider levels feed more."""
+        width = self.window + self.ngram - 1
+        window_tokens = max(levels * (width - levels) for levels in range(1, self.ngram)) - 1
         return 1 + window_tokens + self.guesses * (self.ngram - 1)
 
 

@@ -219,6 +219,21 @@ def test_layout_size_matches_the_configured_cost_once_warm():
     assert fed.layout.size == config.tokens_per_step == 1 + 14 + 3 * 15 + 15 * 4
 
 
+@pytest.mark.parametrize("ngram", range(2, 9))
+@pytest.mark.parametrize("window", range(1, 9))
+def test_no_step_feeds_more_than_the_configured_tokens(window, ngram):
+    """The window's rows through warm-up and once full, plus G guesses, at most tokens_per_step, reached once: a
+    fixed-shape step is sized by it (W=2, N=5: warm-up's 3 levels of 3 columns feed 8 rows, full 2 x 4 feed 7)."""
+    config = LookaheadConfig(window=window, ngram=ngram, guesses=3)
+    jacobi = JacobiWindow.initial(0, list(range(1, 50)), window, ngram)
+    fed = []
+    for step in range(ngram):
+        fed.append(sum(len(level) for level in jacobi.levels) - 1)
+        jacobi.advance(jacobi.levels[-1], next_token=step, step=step + 1)
+    assert len(jacobi.levels) == ngram - 1 and len(jacobi.levels[0]) == window, "the walk reached a full window"
+    assert max(fed) + 1 + 3 * (ngram - 1) == config.tokens_per_step
+
+
 # ------------------------------------------------------------------------------------------------
 # KV cache compaction
 
