@@ -43,9 +43,20 @@ class Graphed:
                 self.function()
         torch.cuda.current_stream().wait_stream(side)
         graph = torch.cuda.CUDAGraph()
+        own_cublas_workspace()
         with torch.cuda.graph(graph):
             self.outputs = self.function()
+        own_cublas_workspace()
         self.graph = graph
+
+
+def own_cublas_workspace() -> None:
+    """Drop cuBLAS's cached workspaces, around a capture: the capture's matmuls then take a workspace in the graph's
+    own memory pool, which lives as long as the graph, and nothing after the capture shares it. Without this, a
+    graph replays matmuls into the workspace cached when it was recorded, which is freed when anything clears
+    the cache: transformers' compiled `generate` does (inductor's CUDA graph trees clear it around each recording),
+    and on an H200 lookahead's captured step then failed with an illegal memory access (2026-11-26)."""
+    torch._C._cuda_clearCublasWorkspaces()
 
 
 def graphed(function: Callable) -> Graphed:
