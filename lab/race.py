@@ -214,7 +214,7 @@ def race_record(
         lanes=lanes,
         settings=lookahead_settings(request, runtime),
         lookup=lookup_settings(request),
-        draft=runtime.draft.settings(),
+        draft=runtime.draft.settings() if any(lane.method == Method.SPECULATIVE for lane in lanes) else None,
         step_costs=costs.curve(),
         machine=machine_facts(lm),
         max_new_tokens=request.max_new_tokens,

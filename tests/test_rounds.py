@@ -16,7 +16,7 @@ from lab.race import ROUNDS, race, raced, racing
 from lab.timed_run import RUN_ROUNDS, timed_run
 from lookahead_core.config import LookaheadConfig
 from lookahead_core.costs import StepCosts
-from lookahead_core.records import Method, Progress, StopReason
+from lookahead_core.records import Method, Progress, RaceRecord, StopReason
 from lookahead_core.request import DecodeRequest
 from lookahead_core.runtime import Runtime
 from visuals.race import NOISE, cost_figure, race_html
@@ -176,3 +176,16 @@ def test_on_a_gpu_the_race_drafts_with_the_eagle_layer_in_place_of_a_same_size_d
     assert Method.EAGLE in gpu and Method.SPECULATIVE not in gpu and len(cpu) == len(gpu)
     no_layer = replace(runtime, layer=None)
     assert Method.EAGLE not in raced(no_layer, "cuda") and Method.SPECULATIVE not in raced(no_layer, "cuda")
+
+
+def test_a_race_without_the_draft_model_records_no_draft(tiny_lm):
+    """On a GPU the draft model does not race (EAGLE does in its place) and the runtime holds none: an H200's
+    race once failed reading its settings. Its record says None, reads back, and its summary names no draft (a
+    race with the draft is the control)."""
+    costs = StepCosts.of(cost_table(0.1))
+    request = replace(REQUEST, max_new_tokens=8)
+    alone = race(tiny_lm, PROMPT, request, Runtime(), costs)
+    assert Method.SPECULATIVE not in [lane.method for lane in alone.lanes] and alone.draft is None
+    assert RaceRecord.from_json(alone.to_json()) == alone and "Speculative:" not in race_html(alone)
+    drafted = race(tiny_lm, PROMPT, request, Runtime(draft=tiny_draft("llama")), costs)
+    assert drafted.draft is not None and "Speculative: draft" in race_html(drafted)

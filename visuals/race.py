@@ -235,7 +235,8 @@ def race_html(result: RaceRecord, used: float | None = None, gpu: bool = False) 
     draft = result.draft
     settings = (
         f"Lookahead: {settings_words(result.settings)}. Prompt lookup: match up to {result.lookup.ngram} tokens, "
-        f"copy {result.lookup.tokens}. Speculative: draft {draft.model} ({draft.dtype}), k = {draft.tokens}."
+        f"copy {result.lookup.tokens}."
+        + (f" Speculative: draft {draft.model} ({draft.dtype}), k = {draft.tokens}." if draft is not None else "")
     )
     facts = (
         f"{machine.model} · {machine.device_name} · {machine.dtype} · {mode_words(result.mode, result.mode_note)} · "

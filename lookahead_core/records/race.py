@@ -53,7 +53,7 @@ class RaceRecord(Document):
     lanes: list[RaceLane]
     settings: LookaheadSettings  # lookahead's
     lookup: LookupSettings
-    draft: DraftSettings
+    draft: DraftSettings | None  # speculative decoding's draft, None where it did not race (schema 10; on a GPU)
     step_costs: StepCostCurve
     machine: Machine
     max_new_tokens: int
