@@ -20,6 +20,7 @@ from pathlib import Path
 
 from lookahead_core.config import LookaheadConfig, LookupConfig, SettingsError, check_draft_tokens
 from lookahead_core.costs import StepCosts
+from lookahead_core.fixed import chosen_mode
 from lookahead_core.forward import synchronize
 from lookahead_core.medusa import MAX_TREE_SIZE, make_medusa
 from lookahead_core.models import LoadedModel
@@ -465,6 +466,7 @@ def tuning(
     chosen = chosen_cells(cells)
     look = cells[chosen[M.LOOKAHEAD]] if M.LOOKAHEAD in chosen else None
     held = yield from held_out_check(lm, sweep, look, options, 2 + len(cells) + ran, total)
+    mode, mode_note = chosen_mode(lm.model, runtime.mode)
     return TuneReport(
         dataset=options.dataset,
         prompts=[name for name, _ in prompts],
@@ -486,6 +488,8 @@ def tuning(
         load=uptime(),
         ran_at=time.strftime("%Y-%m-%dT%H:%M:%S"),
         held_out=held,
+        mode=mode,
+        mode_note=mode_note,
     )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from dataclasses import replace
 from types import SimpleNamespace
 
 import pytest
@@ -15,7 +16,7 @@ from lab.payoff import Decoded, best, predicted_speedup, within
 from lab.tune import MAX_CELLS, TuneGrid, TuneOptions, check_grid, repriced, timed_indices, tuning
 from lookahead_core import tuning as auto_tuning
 from lookahead_core.config import LookaheadConfig, SettingsError
-from lookahead_core.records import Busy, Machine, Method, PlannerKind, SchemaError, Spread, StepCostCurve
+from lookahead_core.records import Busy, Machine, Method, PlannerKind, SchemaError, Spread, StepCostCurve, StepMode
 from lookahead_core.records.tune import TUNE_VERSION, HeldOut, TuneCell, TunePlain, TuneReport, read_tune_report
 from lookahead_core.request import DecodeRequest
 from lookahead_core.tuning import adopt, adopted, choose_settings
@@ -138,6 +139,14 @@ def test_every_cell_keeps_the_keys_other_tools_read():
     for data in json.loads(report().to_json())["cells"]:
         assert {"method", "settings", "tokens_per_step", "predicted_speedup", "measured_speedup", "exact"} <= set(data)
     assert json.loads(report().to_json())["cells"][1]["measured_speedup"] is None
+
+
+def test_a_version_1_report_reads_as_one_that_ran_the_eager_step():
+    """Version 2 added the step mode: a version 1 report (the CPU maps shipped before it) ran the eager step."""
+    data = json.loads(replace(report(), mode=StepMode.CUDA_GRAPH).to_json())
+    del data["mode"], data["mode_note"]
+    read = read_tune_report(json.dumps(data | {"tune_version": 1}))
+    assert read.mode == StepMode.EAGER and read.tune_version == TUNE_VERSION == 2
 
 
 @pytest.mark.parametrize("version", [None, 0, TUNE_VERSION + 1])
@@ -308,6 +317,7 @@ def test_the_cli_maps_writes_the_report_and_the_page_and_adopts_the_choice(tmp_p
     args += ["--rounds", "1", "--json", str(out), "--html", str(page), "--adopt"]
     assert main(args) == 0
     made = read_tune_report(out.read_text())
+    assert made.mode == StepMode.EAGER and made.mode_note == ""  # a CPU runs the eager step by default
     assert [c.label for c in made.cells] == ["lookahead W=2 N=3 G=2", "lookahead W=3 N=3 G=3", "prompt-lookup N=2 k=4"]
     assert all(c.exact for c in made.cells) and "heatmap" in page.read_text()
     captured = capsys.readouterr()
@@ -316,12 +326,14 @@ def test_the_cli_maps_writes_the_report_and_the_page_and_adopts_the_choice(tmp_p
     assert adopted(load_model(str(folder), device="cpu"))[0] == LookaheadConfig(**chosen)
 
 
-def test_the_shipped_maps_read_back_and_the_gpu_one_says_it_was_not_measured():
+def test_the_shipped_maps_read_back_each_measured_where_it_says():
     from visuals import library
 
     cpu, gpu = library.recorded_maps()
     assert cpu.source is None and all(c.exact for c in cpu.cells) and cpu.busy is not None
-    assert "not measured on a GPU" in gpu.source and all(c.measured_speedup is None for c in gpu.cells)
-    assert [c.label for c in cpu.cells] == [c.label for c in gpu.cells]
+    assert cpu.mode == StepMode.EAGER and cpu.machine.device == "cpu"
+    assert gpu.source is None and all(c.exact for c in gpu.cells) and gpu.machine.device_name == "NVIDIA H200"
+    assert gpu.mode == StepMode.CUDA_GRAPH and any(c.measured_speedup is not None for c in gpu.cells)
+    assert {c.label for c in cpu.cells} & {c.label for c in gpu.cells}, "the lesson compares cells both swept"
     others = [p for p in library.BENCH.glob("*tune*.json") if p not in (library.CPU_MAP, library.GPU_MAP)]
     assert others and all(read_tune_report(p.read_text()).cells for p in others)  # the 2-thread map among them

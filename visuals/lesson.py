@@ -332,8 +332,8 @@ LESSON: tuple[LessonStep, ...] = (
         "**The same method pays on one machine and loses on another.** {cell} commits {cell_tokens} tokens per "
         "step wherever it runs; on {cpu_machine} a 64-row step costs {cpu_cost} a 1-row step, so the tune map "
         "predicts it at {cpu_speedup} of plain decoding's speed, while on the {gpu_machine} a 64-row step costs "
-        "{gpu_cost} and the same cell is predicted at {gpu_speedup}. Here the map chose {cpu_chosen}. The GPU "
-        "side is priced off figures recorded on an H200, not measured: its own map is owed until a GPU is lent.",
+        "{gpu_cost} and the same cell is predicted at {gpu_speedup}. Here the map chose {cpu_chosen}; there it chose "
+        "{gpu_chosen}, measured at {gpu_measured} of plain decoding ({gpu_date}).",
         "python",
         -1,
         "tune",
@@ -348,6 +348,9 @@ LESSON: tuple[LessonStep, ...] = (
             "gpu_cost": says("a 64-row step costs {}."),
             "gpu_speedup": says("{} there"),
             "cpu_chosen": says("the map chose {} here"),
+            "gpu_chosen": says("the map chose {} there"),
+            "gpu_measured": says("measured at {} of plain decoding"),
+            "gpu_date": says("swept on {} "),
         },
     ),
     LessonStep(

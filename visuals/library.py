@@ -43,11 +43,11 @@ def example_run(preset_id: str) -> Run:
     return load_run(example_path(preset(load_presets(), preset_id)))
 
 
-# The tune maps the card shows before a sweep and the lesson quotes: this lab's CPU map (python -m lab tune), and
-# its cells priced off the H200's figures recorded in GPU.md (scripts/h200_map.py) until a GPU map is measured
+# The tune maps the card shows before a sweep and the lesson quotes: this lab's CPU map and an H200's, each swept
+# there (python -m lab tune; the H200's in the captured step, docs/tune.md)
 BENCH = ASSETS.parent / "docs" / "bench"
 CPU_MAP = BENCH / "cpu-tune-humaneval-float32-2026-11-26.json"
-GPU_MAP = BENCH / "h200-tune-predicted-humaneval-float32-2026-11-26.json"
+GPU_MAP = BENCH / "h200-tune-humaneval-float32-cuda-graph-2026-11-26.json"
 
 
 @cache

@@ -16,6 +16,7 @@ from lookahead_core.records import Method
 from lookahead_core.records.tune import SHORT, TuneCell, TuneReport
 
 from .markup import escape
+from .timing import mode_words, times
 
 WITHIN = 0.15  # a prediction within this share of the measured speedup counts as right
 
@@ -52,8 +53,9 @@ def machine_words(report: TuneReport) -> str:
         else f"; other programs used {busy.other_cores:.1f} of {busy.cores} cores"
     )
     return (
-        f"{m.model} on {m.device_name} ({m.dtype}), {len(report.prompts)} prompts of {report.dataset}, "
-        f"{report.max_new_tokens} new tokens; {sweep_minutes(report)}; {report.load}{other}"
+        f"{m.model} on {m.device_name} ({m.dtype}, {mode_words(report.mode, report.mode_note)}), "
+        f"{len(report.prompts)} prompts of {report.dataset}, {report.max_new_tokens} new tokens; "
+        f"{sweep_minutes(report)}; {report.load}{other}"
     )
 
 
@@ -391,42 +393,69 @@ def probe_cost(report: TuneReport) -> float:
     return seconds[-1] / seconds[0]
 
 
-def turned(cpu: TuneReport, gpu: TuneReport) -> TuneCell | None:
-    """The cell the two machines disagree on most: a predicted loss here, a predicted gain there (None: none)."""
+def paired(cpu: TuneReport, gpu: TuneReport) -> list[tuple[TuneCell, TuneCell]]:
+    """The cells both maps swept (a method at the same settings), in the first map's order: each machine's grid
+    may reach where the other's does not (a GPU's wider windows)."""
+    there = {cell.label: cell for cell in gpu.cells}
+    return [(here, there[here.label]) for here in cpu.cells if here.label in there]
+
+
+def turned(cpu: TuneReport, gpu: TuneReport) -> tuple[TuneCell, TuneCell] | None:
+    """The cell the two machines disagree on most, as each map has it: a predicted loss here, a predicted gain
+    there (None: none)."""
     pairs = [
         (here, there)
-        for here, there in zip(cpu.cells, gpu.cells, strict=True)
+        for here, there in paired(cpu, gpu)
         if here.exact and here.predicted_speedup < 1 <= there.predicted_speedup
     ]
     if not pairs:
         return None
-    here, _ = max(pairs, key=lambda pair: pair[1].predicted_speedup - pair[0].predicted_speedup)
-    return here
+    return max(pairs, key=lambda pair: pair[1].predicted_speedup - pair[0].predicted_speedup)
+
+
+def measured_words(cell: TuneCell | None) -> str:
+    """A cell's measured speedup over plain decoding, or that it was not timed."""
+    if cell is None or cell.measured_speedup is None:
+        return "not timed"
+    return times(cell.measured_speedup)
 
 
 def two_machines_facts(cpu: TuneReport, gpu: TuneReport) -> dict[str, str]:
-    """The figures the lesson's step quotes, read from the two maps (the second priced off recorded figures)."""
-    cell = turned(cpu, gpu)
-    there = gpu.cells[cpu.cells.index(cell)] if cell is not None else None
-    chosen = cpu.chosen_cell(Method.LOOKAHEAD)
+    """The figures the lesson's step quotes, read from the two maps."""
+    pair = turned(cpu, gpu)
+    chosen, chosen_there = cpu.chosen_cell(Method.LOOKAHEAD), gpu.chosen_cell(Method.LOOKAHEAD)
     return {
         "cpu_machine": cpu.machine.device_name,
         "gpu_machine": gpu.machine.device_name,
         "cpu_cost": f"{probe_cost(cpu):.2f}×",
         "gpu_cost": f"{probe_cost(gpu):.2f}×",
-        "cell": cell.label if cell is not None else "",
-        "cell_tokens": f"{cell.tokens_per_step:.2f}" if cell is not None else "",
-        "cpu_speedup": f"{cell.predicted_speedup:.2f}×" if cell is not None else "",
-        "gpu_speedup": f"{there.predicted_speedup:.2f}×" if there is not None else "",
+        "cell": pair[0].label if pair is not None else "",
+        "cell_tokens": f"{pair[0].tokens_per_step:.2f}" if pair is not None else "",
+        "cpu_speedup": f"{pair[0].predicted_speedup:.2f}×" if pair is not None else "",
+        "gpu_speedup": f"{pair[1].predicted_speedup:.2f}×" if pair is not None else "",
         "cpu_chosen": chosen.label if chosen is not None else "",
+        "gpu_chosen": chosen_there.label if chosen_there is not None else "",
+        "gpu_measured": measured_words(chosen_there),
+        "gpu_date": gpu.ran_at[:10],
     }
+
+
+def there_words(gpu: TuneReport, facts: dict[str, str]) -> str:
+    """How the second map was made: priced off recorded figures (its `source` says which), or swept there, with
+    its chosen lookahead cell's measured speedup."""
+    if gpu.source:
+        return f"There: {gpu.source}."
+    return (
+        f"There: swept on {facts['gpu_date']} (python -m lab tune); the map chose {facts['gpu_chosen']} there, "
+        f"measured at {facts['gpu_measured']} of plain decoding."
+    )
 
 
 def two_machines_html(cpu: TuneReport, gpu: TuneReport | None) -> str:
     """The recorded maps side by side, as the tune card shows them before a sweep: what a wide step costs on
-    each machine, the cell they disagree on most, and the predicted speedup on both of that cell and of each
-    method's chosen cell here (the second machine's priced off its recorded figures, and saying so). Short:
-    the card, outlined by the lesson, must fit on a screen."""
+    each machine, the cell they disagree on most, the predicted speedup on both of that cell and of each
+    method's chosen cell here, and how the second map was made. Short: the card, outlined by the lesson, must
+    fit on a screen."""
     if gpu is None:
         return f"<p>The map of {escape(cpu.machine.device_name)}; the GPU map is owed until a GPU is lent.</p>"
     f = two_machines_facts(cpu, gpu)
@@ -439,14 +468,14 @@ def two_machines_html(cpu: TuneReport, gpu: TuneReport | None) -> str:
             f"<p>{escape(f['cell'])} commits {f['cell_tokens']} tokens per step on both: predicted "
             f"{f['cpu_speedup']} of plain decoding here, {f['gpu_speedup']} there.</p>"
         )
-    shown = {*cpu.chosen.values(), *([cpu.cells.index(turned(cpu, gpu))] if f["cell"] else [])}
+    shown = {cpu.cells[i].label for i in cpu.chosen.values()} | {f["cell"]}
     cells = "; ".join(
         f"{escape(here.label)}: {here.predicted_speedup:.2f}× here, {there.predicted_speedup:.2f}× there"
-        for index, (here, there) in enumerate(zip(cpu.cells, gpu.cells, strict=True))
-        if index in shown
+        for here, there in paired(cpu, gpu)
+        if here.label in shown
     )
     return (
         f'<div class="ll-tune-two">{words}<p>Each method\'s chosen cell, predicted over plain decoding: {cells} '
         f"(the map chose {escape(f['cpu_chosen'])} here; {escape(cpu.ran_at[:10])}).</p>"
-        f"<p><small>There: {escape(gpu.source or '')}.</small></p></div>"
+        f"<p><small>{escape(there_words(gpu, f))}</small></p></div>"
     )

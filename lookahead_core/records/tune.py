@@ -11,11 +11,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .codec import decode, parse_json, to_json
-from .names import Method, PlannerKind, SchemaError
+from .names import Method, PlannerKind, SchemaError, StepMode
 from .run import Machine, StepCostCurve
 from .timing import Busy, Spread
 
-TUNE_VERSION = 1
+TUNE_VERSION = 2
+READABLE = {1, TUNE_VERSION}  # version 2 added the step mode; a version 1 report ran the eager step
 
 
 @dataclass(kw_only=True)
@@ -105,6 +106,8 @@ class TuneReport:
     # Where the figures come from when this machine did not measure them: a map priced off another machine's
     # recorded step cost (its measured speedups then all None). None: every figure was measured by this sweep.
     source: str | None = None
+    mode: StepMode = StepMode.EAGER  # how every decoding's passes ran (version 2; before, eager)
+    mode_note: str = ""  # why that is not the mode asked for ("" when it is)
     tune_version: int = TUNE_VERSION
 
     def to_json(self, indent: int | None = 1) -> str:
@@ -119,6 +122,6 @@ def read_tune_report(text: str | bytes) -> TuneReport:
     """A tune report from its JSON; SchemaError names the field that does not fit, or another version."""
     data = parse_json(text)
     version = data.get("tune_version") if isinstance(data, dict) else None
-    if version != TUNE_VERSION:
+    if version not in READABLE:
         raise SchemaError(f"this tune report has version {version!r}; this lab reads version {TUNE_VERSION}")
-    return decode(TuneReport, data, "tunereport")
+    return decode(TuneReport, data | {"tune_version": TUNE_VERSION}, "tunereport")
