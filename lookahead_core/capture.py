@@ -55,7 +55,9 @@ def own_cublas_workspace() -> None:
     own memory pool, which lives as long as the graph, and nothing after the capture shares it. Without this, a
     graph replays matmuls into the workspace cached when it was recorded, which is freed when anything clears
     the cache: transformers' compiled `generate` does (inductor's CUDA graph trees clear it around each recording),
-    and on an H200 lookahead's captured step then failed with an illegal memory access (2026-11-26)."""
+    and on an H200 lookahead's captured step then failed with an illegal memory access (2026-11-26; plain decoding's
+    survived, its 1-row matmuls most likely never touching the workspace). scripts/gpu_check.py meets that order:
+    the engine's captures, hf-static's compile, then the timed rounds."""
     torch._C._cuda_clearCublasWorkspaces()
 
 

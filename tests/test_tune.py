@@ -20,6 +20,7 @@ from lookahead_core.records import Busy, Machine, Method, PlannerKind, SchemaErr
 from lookahead_core.records.tune import TUNE_VERSION, HeldOut, TuneCell, TunePlain, TuneReport, read_tune_report
 from lookahead_core.request import DecodeRequest
 from lookahead_core.tuning import adopt, adopted, choose_settings
+from visuals.tune import two_machines_html
 
 from .conftest import assert_same_types, cost_table, drained, tiny_model, tiny_runtime
 
@@ -334,6 +335,8 @@ def test_the_shipped_maps_read_back_each_measured_where_it_says():
     assert cpu.mode == StepMode.EAGER and cpu.machine.device == "cpu"
     assert gpu.source is None and all(c.exact for c in gpu.cells) and gpu.machine.device_name == "NVIDIA H200"
     assert gpu.mode == StepMode.CUDA_GRAPH and any(c.measured_speedup is not None for c in gpu.cells)
-    assert {c.label for c in cpu.cells} & {c.label for c in gpu.cells}, "the lesson compares cells both swept"
+    shown = two_machines_html(cpu, gpu)
+    assert all(cpu.cells[i].label in shown for i in cpu.chosen.values()), "every method's choice here is on the card"
+    assert "not swept there" in shown  # the CPU's lookahead W=3 is not on the H200's grid
     others = [p for p in library.BENCH.glob("*tune*.json") if p not in (library.CPU_MAP, library.GPU_MAP)]
     assert others and all(read_tune_report(p.read_text()).cells for p in others)  # the 2-thread map among them

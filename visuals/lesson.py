@@ -330,17 +330,18 @@ LESSON: tuple[LessonStep, ...] = (
     LessonStep(
         "Same method, another machine",
         "**The same method pays on one machine and loses on another.** {cell} commits {cell_tokens} tokens per "
-        "step wherever it runs; on {cpu_machine} a 64-row step costs {cpu_cost} a 1-row step, so the tune map "
-        "predicts it at {cpu_speedup} of plain decoding's speed, while on the {gpu_machine} a 64-row step costs "
-        "{gpu_cost} and the same cell is predicted at {gpu_speedup}. Here the map chose {cpu_chosen}; there it chose "
-        "{gpu_chosen}, measured at {gpu_measured} of plain decoding ({gpu_date}).",
+        "step here and {gpu_tokens} there; on {cpu_machine} a 64-row step costs {cpu_cost} a 1-row step, so the "
+        "tune map predicts it at {cpu_speedup} of plain decoding's speed, while on the {gpu_machine} a 64-row step "
+        "costs {gpu_cost} and the same cell is predicted at {gpu_speedup}. Here the map chose {cpu_chosen}; there it "
+        "chose {gpu_chosen}, measured at {gpu_measured} of plain decoding ({gpu_date}).",
         "python",
         -1,
         "tune",
         two_maps,
         {
             "cell": says("{} commits"),
-            "cell_tokens": says("commits {} tokens per step"),
+            "cell_tokens": says("commits {} tokens per step here"),
+            "gpu_tokens": says("and {} there"),
             "cpu_machine": says("On {} a 64-row step"),
             "cpu_cost": says("a 64-row step costs {} a 1-row step"),
             "cpu_speedup": says("predicted {} of plain decoding here"),

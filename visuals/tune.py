@@ -431,6 +431,7 @@ def two_machines_facts(cpu: TuneReport, gpu: TuneReport) -> dict[str, str]:
         "gpu_cost": f"{probe_cost(gpu):.2f}×",
         "cell": pair[0].label if pair is not None else "",
         "cell_tokens": f"{pair[0].tokens_per_step:.2f}" if pair is not None else "",
+        "gpu_tokens": f"{pair[1].tokens_per_step:.2f}" if pair is not None else "",
         "cpu_speedup": f"{pair[0].predicted_speedup:.2f}×" if pair is not None else "",
         "gpu_speedup": f"{pair[1].predicted_speedup:.2f}×" if pair is not None else "",
         "cpu_chosen": chosen.label if chosen is not None else "",
@@ -453,9 +454,9 @@ def there_words(gpu: TuneReport, facts: dict[str, str]) -> str:
 
 def two_machines_html(cpu: TuneReport, gpu: TuneReport | None) -> str:
     """The recorded maps side by side, as the tune card shows them before a sweep: what a wide step costs on
-    each machine, the cell they disagree on most, the predicted speedup on both of that cell and of each
-    method's chosen cell here, and how the second map was made. Short: the card, outlined by the lesson, must
-    fit on a screen."""
+    each machine, the cell they disagree on most (its tokens per step and predicted speedup on each), each
+    method's chosen cell here predicted on both (or not swept there), and how the second map was made. Short:
+    the card, outlined by the lesson, must fit on a screen."""
     if gpu is None:
         return f"<p>The map of {escape(cpu.machine.device_name)}; the GPU map is owed until a GPU is lent.</p>"
     f = two_machines_facts(cpu, gpu)
@@ -465,14 +466,14 @@ def two_machines_html(cpu: TuneReport, gpu: TuneReport | None) -> str:
     )
     if f["cell"]:
         words += (
-            f"<p>{escape(f['cell'])} commits {f['cell_tokens']} tokens per step on both: predicted "
-            f"{f['cpu_speedup']} of plain decoding here, {f['gpu_speedup']} there.</p>"
+            f"<p>{escape(f['cell'])} commits {f['cell_tokens']} tokens per step here and {f['gpu_tokens']} there: "
+            f"predicted {f['cpu_speedup']} of plain decoding here, {f['gpu_speedup']} there.</p>"
         )
-    shown = {cpu.cells[i].label for i in cpu.chosen.values()} | {f["cell"]}
+    there = {cell.label: cell for cell in gpu.cells}
     cells = "; ".join(
-        f"{escape(here.label)}: {here.predicted_speedup:.2f}× here, {there.predicted_speedup:.2f}× there"
-        for here, there in paired(cpu, gpu)
-        if here.label in shown
+        f"{escape(here.label)}: {here.predicted_speedup:.2f}× here, "
+        + (f"{there[here.label].predicted_speedup:.2f}× there" if here.label in there else "not swept there")
+        for here in (cpu.cells[i] for i in cpu.chosen.values())
     )
     return (
         f'<div class="ll-tune-two">{words}<p>Each method\'s chosen cell, predicted over plain decoding: {cells} '

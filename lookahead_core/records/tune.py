@@ -123,5 +123,6 @@ def read_tune_report(text: str | bytes) -> TuneReport:
     data = parse_json(text)
     version = data.get("tune_version") if isinstance(data, dict) else None
     if version not in READABLE:
-        raise SchemaError(f"this tune report has version {version!r}; this lab reads version {TUNE_VERSION}")
+        readable = " and ".join(map(str, sorted(READABLE)))
+        raise SchemaError(f"this tune report has version {version!r}; this lab reads versions {readable}")
     return decode(TuneReport, data | {"tune_version": TUNE_VERSION}, "tunereport")
