@@ -222,6 +222,7 @@ def race_record(
         sampling=request.sampling.record(),
         timing=timing,
         medusa=runtime.heads.settings() if runtime.heads is not None else None,
+        eagle=runtime.layer.settings() if any(lane.method == Method.EAGLE for lane in lanes) else None,
         mode=mode,
         mode_note=mode_note,
     )

@@ -16,10 +16,10 @@ from lab.race import ROUNDS, race, raced, racing
 from lab.timed_run import RUN_ROUNDS, timed_run
 from lookahead_core.config import LookaheadConfig
 from lookahead_core.costs import StepCosts
-from lookahead_core.records import Method, Progress, RaceRecord, StopReason
+from lookahead_core.records import METHODS, Method, Progress, RaceRecord, StopReason
 from lookahead_core.request import DecodeRequest
 from lookahead_core.runtime import Runtime
-from visuals.race import NOISE, cost_figure, race_html
+from visuals.race import NOISE, cost_figure, playback_html, race_figure, race_html
 from visuals.summary import summary_html
 from visuals.timing import FEWEST_COMPARED
 
@@ -189,3 +189,23 @@ def test_a_race_without_the_draft_model_records_no_draft(tiny_lm):
     assert RaceRecord.from_json(alone.to_json()) == alone and "Speculative:" not in race_html(alone)
     drafted = race(tiny_lm, PROMPT, request, Runtime(draft=tiny_draft("llama")), costs)
     assert drafted.draft is not None and "Speculative: draft" in race_html(drafted)
+
+
+def test_a_race_with_a_gpus_lanes_records_the_eagle_layer_in_the_drafts_place(tiny_lm, monkeypatch):
+    """On a GPU the race runs EAGLE's layer where a CPU runs the draft model: the record keeps the layer's settings
+    and no draft's, and the summary names the layer (the CPU's lanes, here with the same runtime, are the control)."""
+    import lab.race
+    from lookahead_core.records import raced_on
+
+    runtime, costs = tiny_runtime(tiny_lm, "llama"), StepCosts.of(cost_table(0.1))
+    request = replace(REQUEST, max_new_tokens=8)
+    on_cpu = race(tiny_lm, PROMPT, request, runtime, costs)
+    assert on_cpu.eagle is None and on_cpu.draft is not None
+    monkeypatch.setattr(lab.race, "raced_on", lambda device: raced_on("cuda"))
+    on_gpu = race(tiny_lm, PROMPT, request, runtime, costs)
+    assert Method.EAGLE in [lane.method for lane in on_gpu.lanes] and on_gpu.draft is None
+    assert on_gpu.eagle == runtime.layer.settings() and f"EAGLE: layer {on_gpu.eagle.model}, k = 4" in race_html(on_gpu)
+    assert RaceRecord.from_json(on_gpu.to_json()) == on_gpu
+    for drawn in (race_figure(on_gpu), cost_figure(on_gpu)):  # every view of the race draws the EAGLE lane
+        assert any(METHODS[Method.EAGLE].short in (trace.name or "") for trace in drawn.data)
+    assert METHODS[Method.EAGLE].name in playback_html(on_gpu)

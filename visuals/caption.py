@@ -8,7 +8,7 @@ lookup and speculative decoding say what their matches or their draft chain did.
 
 from __future__ import annotations
 
-from lookahead_core.records import METHODS, GuessSource, Method, PlanReason, StepKind, StepRecord, TokenSource, Trace
+from lookahead_core.records import METHODS, GuessSource, PlanReason, StepKind, StepRecord, TokenSource, Trace
 
 from .markup import escape
 from .methods import STOP_WORDS, candidate_kind, draft_words
@@ -23,15 +23,6 @@ NO_GUESSES = (
 
 def plural(count: int, word: str, many: str | None = None) -> str:
     return f"{count} {word if count == 1 else many or word + 's'}"
-
-
-PREFILL_SETUP = {
-    Method.LOOKAHEAD: "Every n-gram of the prompt goes into the pool.",
-    Method.PROMPT_LOOKUP: "Prompt lookup keeps no pool: each step searches the prompt and the output afresh.",
-    Method.SPECULATIVE: "The draft model reads the prompt too, into a KV cache of its own.",
-    Method.MEDUSA: "The heads read the prompt's last hidden state: their first guesses come from this pass.",
-    Method.GREEDY: "",
-}
 
 
 def prefill_caption(trace: Trace, record: StepRecord) -> str:

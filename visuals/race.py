@@ -26,6 +26,7 @@ HUES = {
     Method.PROMPT_LOOKUP: GREEN,
     Method.SPECULATIVE: PURPLE,
     Method.MEDUSA: BLACK,
+    Method.EAGLE: PURPLE,  # the speculative family's colour: EAGLE races where the draft model does not (a GPU)
 }
 LAYOUT = {
     "template": "none",
@@ -237,6 +238,7 @@ def race_html(result: RaceRecord, used: float | None = None, gpu: bool = False) 
         f"Lookahead: {settings_words(result.settings)}. Prompt lookup: match up to {result.lookup.ngram} tokens, "
         f"copy {result.lookup.tokens}."
         + (f" Speculative: draft {draft.model} ({draft.dtype}), k = {draft.tokens}." if draft is not None else "")
+        + (f" EAGLE: layer {result.eagle.model}, k = {result.eagle.tokens}." if result.eagle is not None else "")
     )
     facts = (
         f"{machine.model} · {machine.device_name} · {machine.dtype} · {mode_words(result.mode, result.mode_note)} · "

@@ -18,7 +18,7 @@ SCHEMA_VERSION = 10
 # (a version 8 record ran the eager step, the only one there was), a Run's and a bench result's divergence from
 # plain decoding (a version 8 record kept none), and the engine's version in the machine's facts (0: not recorded);
 # version 10 a race without speculative decoding's draft (on a GPU EAGLE races in its place; a version 9 race always
-# raced the draft).
+# raced the draft), and EAGLE's layer settings when it raced (a version 9 race kept none).
 UPGRADABLE = {3, 4, 5, 6, 7, 8, 9}
 # The engine's version, recorded with every trace: raised when a change makes the engine decode faster or slower
 # on the same machine, so a shipped recording says which engine it timed (tests/test_records.py fails when a preset
