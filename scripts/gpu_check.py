@@ -128,6 +128,7 @@ def app_recordings(args: argparse.Namespace, dtype: str, item: dict) -> None:
         server.MODEL.put(load_model(device=args.device, dtype=dtype))
         *_, (run, run_seconds) = server.record(request)
         *_, (race, race_seconds) = server.timed_race(request)
+        drawn(run, race)
     except Exception:  # a finding like a bench's failure: printed, and the check goes on
         traceback.print_exc()
         print(f"  FAILED: the app's Run and race, {dtype}", flush=True)
@@ -148,6 +149,17 @@ def app_recordings(args: argparse.Namespace, dtype: str, item: dict) -> None:
         args.out.mkdir(parents=True, exist_ok=True)
         (args.out / f"run-{dtype}.json").write_text(run.to_json())
         (args.out / f"race-{dtype}.json").write_text(race.to_json())
+
+
+def drawn(run, race) -> None:
+    """Draw the Run's and the race's summaries as the page does: a GPU's records (its lanes, its step mode) must
+    draw too, and a CPU's tests never make them (a GPU race's EAGLE lane once failed to draw)."""
+    from visuals.race import cost_figure, playback_html, race_figure, race_html
+    from visuals.summary import summary_html
+
+    summary_html(run)
+    for draw in (race_html, race_figure, cost_figure, playback_html):
+        draw(race)
 
 
 def measured_auto(lm, asked: str | None, refresh: bool):
