@@ -23,8 +23,9 @@ from lookahead_core.costs import StepCosts
 from lookahead_core.fixed import chosen_mode
 from lookahead_core.forward import synchronize
 from lookahead_core.medusa import MAX_TREE_SIZE, make_medusa
+from lookahead_core.methods import step_shape
 from lookahead_core.models import LoadedModel
-from lookahead_core.records import METHODS, Machine, StepKind
+from lookahead_core.records import METHODS, Machine, StepKind, StepMode
 from lookahead_core.records import Method as M
 from lookahead_core.records.tune import HeldOut, TuneCell, TunePlain, TuneReport, cell_label
 from lookahead_core.request import DecodeRequest
@@ -139,9 +140,10 @@ class Measured:
     exact: bool
     offered: int
     accepted: int
+    shape: int = 0  # the rows every pass ran in a fixed-shape step mode (0: the eager step; a checkpoint before it)
 
     def decoded(self) -> Decoded:
-        return Decoded(tokens=self.tokens, rows=tuple(self.rows), host_seconds=self.host_seconds)
+        return Decoded(tokens=self.tokens, rows=tuple(self.rows), host_seconds=self.host_seconds, shape=self.shape)
 
 
 def decode_prompt(lm: LoadedModel, ids: list[int], request: DecodeRequest, runtime: Runtime, reference: list[int]):
@@ -166,7 +168,15 @@ def decode_prompt(lm: LoadedModel, ids: list[int], request: DecodeRequest, runti
         exact=new_ids == reference,
         offered=offered,
         accepted=accepted,
+        shape=shape_rows(lm, ids, request, runtime),
     )
+
+
+def shape_rows(lm: LoadedModel, ids: list[int], request: DecodeRequest, runtime: Runtime) -> int:
+    """The rows every pass of the request runs in its step mode: its fixed shape's T, or 0 for the eager step."""
+    if chosen_mode(lm.model, runtime.mode)[0] == StepMode.EAGER:
+        return 0
+    return step_shape(request, runtime, len(ids)).rows
 
 
 def measure(lm: LoadedModel, prompts: list[list[int]], references, request: DecodeRequest, runtime: Runtime):
@@ -181,6 +191,7 @@ def measure(lm: LoadedModel, prompts: list[list[int]], references, request: Deco
         exact=all(p.exact for p in parts),
         offered=sum(p.offered for p in parts),
         accepted=sum(p.accepted for p in parts),
+        shape=max(p.shape for p in parts),
     )
 
 

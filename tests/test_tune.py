@@ -12,7 +12,7 @@ import pytest
 
 from lab import tune_cli
 from lab.cli import main
-from lab.payoff import Decoded, best, predicted_speedup, within
+from lab.payoff import Decoded, best, predicted_speedup, relative_cost, within
 from lab.tune import MAX_CELLS, TuneGrid, TuneOptions, check_grid, repriced, timed_indices, tuning
 from lookahead_core import tuning as auto_tuning
 from lookahead_core.config import LookaheadConfig, SettingsError
@@ -55,6 +55,18 @@ def test_the_host_time_beyond_the_pass_lowers_the_prediction():
     quiet = predicted_speedup(cost, NARROW, PLAIN, 0.01, 0.0)
     assert quiet == pytest.approx(63 / 40)
     assert predicted_speedup(cost, busy, PLAIN, 0.01, 0.0) == pytest.approx(0.63 / 0.8)
+
+
+def test_a_fixed_shape_step_is_priced_at_its_shape_not_the_rows_it_fed():
+    """In a fixed-shape step mode every pass runs the shape's T rows, pad rows and all (on an H200's captured step
+    prompt lookup fed 9 rows a step into a shape of 21, was priced at 9, and the clock came out 18% below the
+    prediction). The same decoding of the eager step (shape 0) is the control."""
+    cost = cost_table(0.05).relative
+    fixed = dataclasses.replace(NARROW, shape=21)
+    assert relative_cost(cost, fixed) == pytest.approx(cost(21)) and relative_cost(cost, NARROW) == pytest.approx(
+        cost(6)
+    )
+    assert predicted_speedup(cost, fixed, PLAIN, 0.01, 0.0) < predicted_speedup(cost, NARROW, PLAIN, 0.01, 0.0)
 
 
 def test_within_is_a_share_of_the_measured_speedup():
@@ -263,6 +275,24 @@ def test_every_swept_cell_is_exact_and_the_sweep_says_where_it_is():
     assert 0 < made.held_out.seconds < made.sweep_seconds
     assert [p.done for p in progress] == sorted(p.done for p in progress)
     assert read_tune_report(made.to_json()) == made
+
+
+@pytest.mark.heavy
+def test_a_sweep_in_the_fixed_shape_step_prices_each_cell_at_its_shape():
+    """The fixed step (what CUDA captures) pads every pass to the shape's T: lookahead W=2 N=3 G=2 runs 8 rows a
+    step whatever it fed, and its cost is read there; plain decoding's shape is its one row."""
+    lm = dataclasses.replace(tiny_model("llama"), tokenizer=SimpleNamespace(pad_token_id=0))
+    runtime = dataclasses.replace(tiny_runtime(lm, "llama"), mode=StepMode.FIXED)
+    grid = TuneGrid(windows=(2,), ngrams=(3,), lookups=(), draft_tokens=(), tree_sizes=())
+    curve = cost_table(0.05)
+    options = TuneOptions(dataset="tiny", rounds=1, best=1, sample=0)
+    prompts = [("loop", [5, 6, 7, 5, 6, 7, 5, 6, 7, 5])]
+    _, made = drained(
+        tuning(lm, prompts, grid, DecodeRequest(max_new_tokens=12), runtime, choose_settings(curve), options)
+    )
+    (cell,) = made.cells
+    assert made.mode == StepMode.FIXED and cell.exact and cell.rows_fed < 8
+    assert cell.relative_cost == pytest.approx(curve.relative(LookaheadConfig(2, 3, 2).tokens_per_step) * 1.0)
 
 
 @pytest.mark.heavy
