@@ -140,10 +140,10 @@ class Measured:
     exact: bool
     offered: int
     accepted: int
-    shape: int = 0  # the rows every pass ran in a fixed-shape step mode (0: the eager step; a checkpoint before it)
 
-    def decoded(self) -> Decoded:
-        return Decoded(tokens=self.tokens, rows=tuple(self.rows), host_seconds=self.host_seconds, shape=self.shape)
+    def decoded(self, shape: int = 0) -> Decoded:
+        """As the predictor reads it, each pass priced at `shape` rows at least (shape_rows)."""
+        return Decoded(tokens=self.tokens, rows=tuple(self.rows), host_seconds=self.host_seconds, shape=shape)
 
 
 def decode_prompt(lm: LoadedModel, ids: list[int], request: DecodeRequest, runtime: Runtime, reference: list[int]):
@@ -168,15 +168,16 @@ def decode_prompt(lm: LoadedModel, ids: list[int], request: DecodeRequest, runti
         exact=new_ids == reference,
         offered=offered,
         accepted=accepted,
-        shape=shape_rows(lm, ids, request, runtime),
     )
 
 
-def shape_rows(lm: LoadedModel, ids: list[int], request: DecodeRequest, runtime: Runtime) -> int:
-    """The rows every pass of the request runs in its step mode: its fixed shape's T, or 0 for the eager step."""
+def shape_rows(lm: LoadedModel, request: DecodeRequest, runtime: Runtime) -> int:
+    """The rows every pass of the request runs in the step mode it ran in (a mode whose probe failed ran eagerly):
+    its fixed shape's T, which no prompt changes, or 0 for the eager step. Worked out when a cell is priced, not
+    kept with its measurement, so a resumed sweep prices every cell alike."""
     if chosen_mode(lm.model, runtime.mode)[0] == StepMode.EAGER:
         return 0
-    return step_shape(request, runtime, len(ids)).rows
+    return step_shape(request, runtime, prompt_length=1).rows
 
 
 def measure(lm: LoadedModel, prompts: list[list[int]], references, request: DecodeRequest, runtime: Runtime):
@@ -191,7 +192,6 @@ def measure(lm: LoadedModel, prompts: list[list[int]], references, request: Deco
         exact=all(p.exact for p in parts),
         offered=sum(p.offered for p in parts),
         accepted=sum(p.accepted for p in parts),
-        shape=max(p.shape for p in parts),
     )
 
 
@@ -239,9 +239,10 @@ def sweep_curve(saved: Checkpoint, costs: StepCosts) -> StepCosts:
 # ---------------------------------------------------------------- the cells, predicted and timed
 
 
-def tune_cell(method: M, settings: Settings, measured: Measured, cost, plain: Measured) -> TuneCell:
-    """A cell's record: what decoding measured and the speedup predicted from the curve (`cost`, in 1-row steps)."""
-    decoded, unit = measured.decoded(), statistics.median(plain.forward_seconds or [0.0])
+def tune_cell(method: M, settings: Settings, measured: Measured, cost, plain: Measured, shape: int) -> TuneCell:
+    """A cell's record: what decoding measured and the speedup predicted from the curve (`cost`, in 1-row steps),
+    each pass priced at `shape` rows at least (its fixed shape; plain decoding's is its one row)."""
+    decoded, unit = measured.decoded(shape), statistics.median(plain.forward_seconds or [0.0])
     steps = max(len(measured.rows), 1)
     return TuneCell(
         method=method,
@@ -256,6 +257,7 @@ def tune_cell(method: M, settings: Settings, measured: Measured, cost, plain: Me
         predicted_speedup=predicted_speedup(cost, decoded, plain.decoded(), unit, plain.prefill_seconds),
         measured_speedup=None,
         exact=measured.exact,
+        shape=shape,
     )
 
 
@@ -394,7 +396,9 @@ def measured_cells(lm: LoadedModel, sweep: Sweep, saved: Checkpoint, stop: Calla
         yield TuneProgress(done=first + 1 + k, total=total, label=label)
         request, runtime = sweep.lane(method, settings)
         work = lambda r=request, rt=runtime: measure(lm, sweep.ids, sweep.references, r, rt)  # noqa: E731
-        cells.append(tune_cell(method, settings, measured_cell(saved, label, work), sweep.costs.relative, plain))
+        measured = measured_cell(saved, label, work)
+        shape = shape_rows(lm, request, runtime)
+        cells.append(tune_cell(method, settings, measured, sweep.costs.relative, plain, shape))
     return cells, plain
 
 

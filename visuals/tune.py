@@ -263,7 +263,8 @@ def break_even(z: list, x: list, y: list):
 
 def curves_figure(report: TuneReport):
     """The two curves behind every map: the step's cost against rows fed (the measured curve, and each cell at
-    its mean), and each cell's tokens per step against the rows it fed; a marker shape per method."""
+    the mean rows its passes ran: fed, or its fixed shape's), and each cell's tokens per step against the rows it
+    fed; a marker shape per method."""
     curve = report.curve
     figure = make_subplots(
         rows=1,
@@ -284,9 +285,13 @@ def curves_figure(report: TuneReport):
     for method in methods_of(report):
         cells = [c for c in report.cells if c.method == method]
         style = {"symbol": MARKER.get(method, "circle"), "size": 10, "color": LINE, "line": {"width": 1}}
-        for column, values in ((1, [c.relative_cost for c in cells]), (2, [c.tokens_per_step for c in cells])):
+        ran, fed = [max(c.rows_fed, c.shape) for c in cells], [c.rows_fed for c in cells]
+        for column, x, values in (
+            (1, ran, [c.relative_cost for c in cells]),
+            (2, fed, [c.tokens_per_step for c in cells]),
+        ):
             figure.add_scatter(
-                x=[c.rows_fed for c in cells],
+                x=x,
                 y=values,
                 mode="markers",
                 marker=style,

@@ -16,7 +16,7 @@ from .run import Machine, StepCostCurve
 from .timing import Busy, Spread
 
 TUNE_VERSION = 2
-READABLE = {1, TUNE_VERSION}  # version 2 added the step mode; a version 1 report ran the eager step
+READABLE = {1, TUNE_VERSION}  # version 2 added the step mode and each cell's shape; a version 1 report ran eagerly
 
 
 @dataclass(kw_only=True)
@@ -26,7 +26,8 @@ class TuneCell:
     `settings` are the method's own, by name (lookahead: window, ngram, guesses; prompt lookup: ngram, tokens;
     a draft or EAGLE: tokens; Medusa: tree_size). `tokens_per_step` counts decode steps only (the prefill
     apart); `rows_fed` is the mean tokens fed per decode step and `relative_cost` the mean cost of those steps
-    on the curve, in 1-row steps; `host_seconds` the mean seconds per step beyond the forward pass (proposing,
+    on the curve, in 1-row steps, each at the rows its pass ran (`shape`, where a fixed-shape step pads every pass
+    to its T); `host_seconds` the mean seconds per step beyond the forward pass (proposing,
     verifying, a draft's own passes). `predicted_speedup` is over plain decoding from those figures;
     `measured_speedup` the ratio of median rates over plain decoding in interleaved rounds (None: not timed).
     `exact`: every prompt's output equals greedy `generate`'s.
@@ -44,6 +45,7 @@ class TuneCell:
     predicted_speedup: float
     measured_speedup: Spread | None
     exact: bool
+    shape: int = 0  # the rows every pass ran in a fixed-shape step (fixed.py's T; 0: the eager step, or version 1)
 
     @property
     def label(self) -> str:
