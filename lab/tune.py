@@ -536,8 +536,9 @@ def repriced(report: TuneReport, costs: StepCosts, unit: float, machine: Machine
     tokens per step and rows fed this sweep measured: a prediction for that machine, every measured speedup None,
     each method's chosen cell its best predicted. The host's time per step (a draft's passes included) carries
     over as the same share of a 1-row step as it took here (the report's curve's); each prompt's prefill is
-    priced as one step (a small model's prefill on a GPU costs about what a step does). `source` says where
-    `costs` come from."""
+    priced as one step (a small model's prefill on a GPU costs about what a step does). Each step is priced at the
+    rows it fed, as an eager step runs them: a fixed-shape step there would run its shape's T (tune_cell).
+    `source` says where `costs` come from."""
     share = unit / report.curve.seconds[0]
     steps = report.plain.steps
     plain = Decoded(
