@@ -210,19 +210,20 @@ def race_record(
         lane.speedup = figures.speedup.median
         lane.exact = lane.new_token_ids == greedy.new_token_ids if request.sampling.is_greedy else None
     mode, mode_note = chosen_mode(lm.model, runtime.mode)
+    ran = {lane.method for lane in lanes}  # each drafting method's settings where it raced, else None
     return RaceRecord(
         lanes=lanes,
         settings=lookahead_settings(request, runtime),
         lookup=lookup_settings(request),
-        draft=runtime.draft.settings() if any(lane.method == Method.SPECULATIVE for lane in lanes) else None,
+        draft=runtime.draft.settings() if Method.SPECULATIVE in ran else None,
         step_costs=costs.curve(),
         machine=machine_facts(lm),
         max_new_tokens=request.max_new_tokens,
         ran_at=time.strftime("%Y-%m-%dT%H:%M:%S"),
         sampling=request.sampling.record(),
         timing=timing,
-        medusa=runtime.heads.settings() if runtime.heads is not None else None,
-        eagle=runtime.layer.settings() if any(lane.method == Method.EAGLE for lane in lanes) else None,
+        medusa=runtime.heads.settings() if Method.MEDUSA in ran else None,
+        eagle=runtime.layer.settings() if Method.EAGLE in ran else None,
         mode=mode,
         mode_note=mode_note,
     )
