@@ -176,7 +176,7 @@ def measured_auto(lm, asked: str | None, refresh: bool):
     print(f"# {mode}: one step of n tokens, in 1-token steps ({costs.seconds[0] * 1e3:.1f} ms): {curve}")
     print(
         f"# {mode}: auto W={auto.config.window} N={auto.config.ngram} G={auto.config.guesses}, {auto.planner} plan "
-        f"({auto.regime}: a 64-token step costs {auto.ratio:.2f}x a 1-token step)",
+        f"({auto.regime}: the line fitted through the curve puts a 64-token step at {auto.ratio:.2f}x)",
         flush=True,
     )
     return auto

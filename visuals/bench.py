@@ -115,8 +115,8 @@ def lookahead_words(settings: BenchSettings) -> str:
     chosen = f"auto: W={auto.window} N={auto.ngram} G={auto.guesses}, {auto.planner} plan"
     if auto.regime is not None:
         return (
-            f"{chosen} ({auto.regime} regime: a {auto.probe_tokens}-token step measured at {auto.probe_ratio:.2f}x "
-            "a 1-token step)"
+            f"{chosen} ({auto.regime} regime: the line fitted through the measured curve puts a "
+            f"{auto.probe_tokens}-token step at {auto.probe_ratio:.2f}x a 1-token step)"
         )
     return f"{chosen} ({settings.auto_why})" if settings.auto_why else chosen
 
