@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from lookahead_core.costs import step_costs
+from lookahead_core.costs import shape_costs, step_costs
 from lookahead_core.draft import DEFAULT_DRAFT, DEFAULT_DRAFT_TOKENS, Draft, make_draft
 from lookahead_core.eagle import EAGLE, load_eagle
 from lookahead_core.medusa import Medusa, fitted_medusa, load_heads
@@ -86,7 +86,7 @@ def runtime_for(
     """What `methods` run with on `lm`, built once: for each, what its table entry needs (the draft model called
     `draft`, the heads at `heads` and the EAGLE layer at `layer`, the shipped ones by default: NoHeads where
     none ship for `lm`), drafting `tokens` per step; with the auto settings, deadline, learning and step mode
-    (None: the device's default, fixed.default_mode) given."""
+    (None: the device's default, fixed.default_mode) given, and that mode's step costs where it is captured."""
     needs = {METHODS[method].needs for method in methods}
     mode = None if mode is None else StepMode(mode)
     return Runtime(
@@ -97,4 +97,5 @@ def runtime_for(
         deadline=deadline,
         learn=learn,
         mode=mode,
+        costs=shape_costs(lm, mode),
     )

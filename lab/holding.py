@@ -9,6 +9,7 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 
+from lookahead_core.costs import shape_costs
 from lookahead_core.draft import DEFAULT_DRAFT, DEFAULT_DRAFT_TOKENS, Draft, make_draft
 from lookahead_core.medusa import Medusa
 from lookahead_core.models import DEFAULT_MODEL, DTYPES, LoadedModel, load_model
@@ -62,7 +63,7 @@ class Held:
     def runtime(self, methods, decode: DecodeRequest, auto: AutoSettings | None, deadline: Deadline) -> Runtime:
         """What `methods` run with for one request, built once: what each one's table entry needs (heads and a
         layer where they ship for this model: `Runtime.has` says), the auto settings, the deadline, the prices
-        that learn."""
+        that learn, and the captured step's costs its fixed shapes are widened on."""
         needs = {METHODS[method].needs for method in methods}
         return Runtime(
             auto=auto,
@@ -71,6 +72,7 @@ class Held:
             heads=self.medusa() if Needs.HEADS in needs else None,
             deadline=deadline,
             learn=self.prices.learn if self.prices is not None else None,
+            costs=shape_costs(self.lm),
         )
 
 

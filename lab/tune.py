@@ -367,9 +367,11 @@ def references_of(lm: LoadedModel, saved: Checkpoint, prompts: list[list[int]], 
 
 def prepared(lm, prompts, grid: TuneGrid, base: DecodeRequest, runtime: Runtime, auto: AutoSettings, saved) -> Sweep:
     """The sweep's fixed parts: the curve (a resumed sweep's own), the cells' runtime with lookahead planned
-    as auto settings plan it here, and the references."""
+    as auto settings plan it here and each fixed shape widened on that curve, and the references."""
     costs = sweep_curve(saved, auto.costs)
-    planned = replace(runtime, auto=None, plan=lambda: make_planner(auto.planner, costs))
+    shaped = chosen_mode(lm.model, runtime.mode)[0] != StepMode.EAGER
+    plan = lambda: make_planner(auto.planner, costs)  # noqa: E731
+    planned = replace(runtime, auto=None, plan=plan, costs=costs if shaped else None)
     references = references_of(lm, saved, [ids for _, ids in prompts], base.max_new_tokens)
     return Sweep(
         prompts=prompts,

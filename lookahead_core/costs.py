@@ -31,6 +31,7 @@ from .records import StepCostCurve, StepMode
 
 SIZES = (1, 2, 4, 8, 12, 16, 24, 32, 48, 64, 96, 128)
 CONTEXT = 256  # a prompt plus a few dozen new tokens: where the bench's steps run
+PAD_GAIN = 0.9  # a fixed shape is widened only to a size at most this share of its cost (nearer, noise decides)
 
 
 class StepCosts(StepCostCurve):
@@ -58,6 +59,18 @@ class StepCosts(StepCostCurve):
         intercept = mean_y - slope * mean_x
         one = max(intercept + slope, 1e-12)
         return (intercept + slope * tokens) / one
+
+    def cheapest_rows(self, rows: int) -> int:
+        """The rows a fixed shape that must hold `rows` runs: the measured size above `rows` that costs least,
+        where it costs at most PAD_GAIN of `rows` (its pad rows are exact: each sees only itself, fixed.py), else
+        `rows`. A captured GPU step's curve dips: on an H200 a 16-row step cost 1.9 one-row steps and a 24-row
+        step 1.3 (docs/tune.md), so a step of 8 to 16 rows runs cheaper as 24. A rising curve (a CPU's) keeps
+        every shape as it is."""
+        wider = [(seconds, size) for size, seconds in zip(self.sizes, self.seconds, strict=True) if size > rows]
+        if not wider:
+            return rows
+        seconds, size = min(wider)
+        return size if seconds <= PAD_GAIN * self.seconds_for(rows) else rows
 
     def seconds_for(self, tokens: int) -> float:
         sizes, seconds = self.sizes, self.seconds
@@ -172,3 +185,12 @@ def step_costs(lm: LoadedModel, refresh: bool = False, mode: StepMode | None = N
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(dataclasses.asdict(costs), indent=1))
     return costs
+
+
+def shape_costs(lm: LoadedModel, mode: StepMode | None = None) -> StepCosts | None:
+    """The step costs a fixed shape is widened on (Runtime.costs): the curve of the step mode a run asking for
+    `mode` takes (measured once, cached); None for the eager step, which has no shape. A CPU's fixed-shape curve
+    rises, so there it widens nothing."""
+    if chosen_mode(lm.model, mode)[0] == StepMode.EAGER:
+        return None
+    return step_costs(lm, mode=mode)

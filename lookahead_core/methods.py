@@ -142,9 +142,12 @@ def recorded_settings(request: DecodeRequest, runtime: Runtime) -> dict:
 
 def step_shape(request: DecodeRequest, runtime: Runtime, prompt_length: int) -> Shape:
     """The fixed shape of the request's steps (greedy: one row, nothing past it), its cache sized for the prompt
-    and every new token."""
+    and every new token; its rows the cheapest size on the runtime's step costs that holds the most a step feeds
+    (StepCosts.cheapest_rows; without costs, that most)."""
     guessing = GUESSING.get(request.method)
     rows = guessing.rows(request, runtime) if guessing is not None else 1
+    if runtime.costs is not None:
+        rows = runtime.costs.cheapest_rows(rows)
     hidden = guessing is not None and guessing.keep_hidden
     return shape_for(rows, reach(request, runtime), prompt_length + request.max_new_tokens, hidden)
 

@@ -3,8 +3,9 @@
 The request (request.py) says what to decode and with which settings; the runtime holds the objects a
 decoding runs with: this hardware's auto settings (each decoding gets a fresh planner of their kind), the
 draft model, the EAGLE layer, Medusa's heads, the request's deadline, what learns from every decoding's
-records (the budget's prices) and the step mode (eager, fixed, cuda-graph, compiled: fixed.py). Every entry
-of the engine and the lab takes it whole.
+records (the budget's prices), the step mode (eager, fixed, cuda-graph, compiled: fixed.py) and that mode's
+step costs, which widen a fixed shape to the cheapest size that holds it. Every entry of the engine and the lab
+takes it whole.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Protocol
 
+from .costs import StepCosts
 from .draft import Draft
 from .medusa import Medusa
 from .planning import StepPlanner
@@ -48,6 +50,7 @@ class Runtime:
     deadline: Deadline | None = None  # the request's time (the lab's; the engine asks only the callables it gets)
     learn: Callable[[list[StepRecord]], None] | None = None  # takes every timed decoding's records
     mode: StepMode | None = None  # how the passes run (fixed.chosen_mode); None: the device's (fixed.default_mode)
+    costs: StepCosts | None = None  # that mode's step costs: a fixed shape runs their cheapest size that holds it
 
     def has(self, needs: Needs) -> bool:
         """Whether what a method needs is here."""

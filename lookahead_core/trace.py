@@ -286,7 +286,9 @@ def recording_run(
     traced = tracing(lm, prompt_ids, request, runtime, prompt_text, deadline(method))
     trace = yield from reported(traced, 3, parts, method, request.max_new_tokens)
     greedy = replace(request, method=Method.GREEDY)
-    plain = tracing(lm, prompt_ids, greedy, Runtime(mode=runtime.mode), prompt_text, deadline(Method.GREEDY))
+    plain = tracing(
+        lm, prompt_ids, greedy, Runtime(mode=runtime.mode, costs=runtime.costs), prompt_text, deadline(Method.GREEDY)
+    )
     greedy = yield from reported(plain, 4, parts, Method.GREEDY, request.max_new_tokens)
     return Run(trace=trace, greedy=greedy, divergence=parted(lm, prompt_ids, greedy, trace))
 

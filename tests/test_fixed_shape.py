@@ -114,19 +114,65 @@ def spy(acquired, shapes: list):
     return noting
 
 
+def curve(seconds: dict[int, float]) -> StepCosts:
+    """A step-cost curve of these sizes and seconds (the hardware's facts made up)."""
+    return StepCosts(
+        sizes=list(seconds),
+        seconds=list(seconds.values()),
+        context=256,
+        hardware="test",
+        model="tiny",
+        dtype="float32",
+        measured_at="2026-11-26T00:00:00",
+    )
+
+
+# An H200's captured curve (ms, the tune map of 2026-11-26): 8 to 16 rows cost more than 24 to 64 do
+DIPPING = curve({1: 4.6, 2: 5.6, 4: 5.5, 8: 8.6, 12: 9.0, 16: 8.9, 24: 6.0, 32: 6.1, 48: 6.6, 64: 6.7})
+RISING = curve({1: 1.0, 2: 1.4, 4: 1.6, 8: 2.7, 16: 2.7, 24: 4.0, 64: 5.5})  # a CPU's: flat at 8-16, no dip
+# Every pass of more than one row is cheapest at 64: each method's shape widens there
+WIDEST = curve({1: 1.0, 2: 3.0, 4: 3.0, 8: 3.0, 16: 3.0, 32: 3.0, 64: 2.0})
+
+
+def test_a_shape_on_the_curves_dip_widens_to_the_cheapest_size_that_holds_it():
+    assert [DIPPING.cheapest_rows(rows) for rows in (1, 8, 11, 16, 17, 24, 32, 48)] == [1, 24, 24, 24, 24, 24, 32, 48]
+    assert DIPPING.cheapest_rows(65) == 65, "no measured size holds it"
+    assert [RISING.cheapest_rows(rows) for rows in (1, 8, 11, 16, 24)] == [1, 8, 11, 16, 24], (
+        "a rising curve widens none"
+    )
+    within_noise = curve({1: 1.0, 8: 2.0, 16: 1.85})  # 16 rows 7.5% cheaper than 8: not enough to widen
+    assert within_noise.cheapest_rows(8) == 8 and curve({1: 1.0, 8: 2.0, 16: 1.7}).cheapest_rows(8) == 16
+
+
+def test_every_method_is_exact_in_widened_shapes(monkeypatch):
+    lm = tiny_model("llama")
+    runtime = dataclasses.replace(tiny_runtime(lm, "llama"), mode=StepMode.FIXED, costs=WIDEST)
+    shapes = []
+    monkeypatch.setattr(fixed, "acquired", spy(fixed.acquired, shapes))
+    for prompt in PROMPTS:
+        reference = greedy_reference(lm.model, prompt, MAX_NEW_TOKENS, None)
+        for method in Method:
+            assert output(lm, prompt, request(method), runtime) == reference, f"{method} on {prompt}"
+    assert {s.rows for s in shapes} == {1, 64}, "greedy's one row, every other method widened to 64"
+
+
 @pytest.mark.parametrize("method", list(Method))
 def test_the_fixed_step_records_what_the_eager_step_records(method):
     """Greedy and sampled: the step records (rows, masks seen, verification, draws, window, pool) are the eager
-    step's, timings aside; only the trace's meta says which mode ran."""
+    step's, timings aside, in the method's own shape and in one widened to 64 rows; only the trace's meta says
+    which mode ran."""
     lm = dataclasses.replace(tiny_model("llama"), tokenizer=CharTokenizer())
     runtime = tiny_runtime(lm, "llama")
     for sampling in (None, SamplingConfig(temperature=0.8, top_k=20, seed=7)):
         req = request(method) if sampling is None else request(method, sampling=sampling)
         eager = record_trace(lm, PROMPTS[0], req, dataclasses.replace(runtime, mode=StepMode.EAGER))
-        fixed_trace = record_trace(lm, PROMPTS[0], req, dataclasses.replace(runtime, mode=StepMode.FIXED))
-        assert_same_records(untimed(fixed_trace.steps), untimed(eager.steps))
-        assert (eager.meta.mode, fixed_trace.meta.mode) == (StepMode.EAGER, StepMode.FIXED)
-    assert fixed.STEPS.get(lm.model), "the fixed-shape step ran"
+        for costs in (None, WIDEST):
+            fixed_runtime = dataclasses.replace(runtime, mode=StepMode.FIXED, costs=costs)
+            fixed_trace = record_trace(lm, PROMPTS[0], req, fixed_runtime)
+            assert_same_records(untimed(fixed_trace.steps), untimed(eager.steps))
+            assert (eager.meta.mode, fixed_trace.meta.mode) == (StepMode.EAGER, StepMode.FIXED)
+    rows = {shape.rows for shape, _ in fixed.STEPS.get(lm.model)}
+    assert rows and (64 in rows) == (method != Method.GREEDY), "the fixed-shape step ran, widened but for greedy"
 
 
 def committed_cache(lm, prompt: list[int], req: DecodeRequest, runtime: Runtime):
@@ -574,6 +620,21 @@ def test_the_step_cost_curve_is_measured_in_the_mode_that_runs_and_kept_apart(tm
     assert fixed.STEPS.get(lm.model) is None, "the curve's steps were its own, freed with it"
     costs.step_costs(lm)
     assert len(modes) == len(costs.SIZES) and costs.costs_path(lm).exists()
+
+
+def test_the_labs_runtime_widens_on_the_curve_of_a_fixed_shape_mode_and_the_eager_step_takes_none(
+    tmp_path, monkeypatch
+):
+    from lab.heads import runtime_for
+    from lookahead_core import costs
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    lm = tiny_model("llama")
+    widened = runtime_for(lm, [Method.LOOKAHEAD], mode="cuda-graph")  # on a CPU: the fixed step, uncaptured
+    assert widened.costs == costs.step_costs(lm, mode=StepMode.FIXED) and costs.costs_path(lm, StepMode.FIXED).exists()
+    assert runtime_for(lm, [Method.LOOKAHEAD], mode="eager").costs is None
+    assert runtime_for(lm, [Method.LOOKAHEAD]).costs is None, "a CPU's default step is eager"
+    assert not costs.costs_path(lm).exists(), "the eager step measures no curve for a shape it does not have"
 
 
 def test_a_mode_whose_wider_shape_fails_in_the_curve_sends_runs_eager_and_the_curve_is_the_eager_ones(

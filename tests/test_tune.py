@@ -281,22 +281,27 @@ def test_every_swept_cell_is_exact_and_the_sweep_says_where_it_is():
 def test_a_sweep_in_the_fixed_shape_step_prices_each_cell_at_its_shape():
     """The fixed step (what CUDA captures) pads every pass to the shape's T: lookahead W=2 N=3 G=2 runs 8 rows a
     step whatever it fed, and its cost is read there. The same sweep in the eager step, each pass its own rows, is
-    the control."""
+    the control. On a curve that dips past 8 rows (a captured GPU step's) the shape widens to the cheaper size,
+    and the cell is priced there."""
     lm = dataclasses.replace(tiny_model("llama"), tokenizer=SimpleNamespace(pad_token_id=0))
     grid = TuneGrid(windows=(2,), ngrams=(3,), lookups=(), draft_tokens=(), tree_sizes=())
     curve = cost_table(0.05)
+    dipping = dataclasses.replace(curve, seconds=[*curve.seconds[:-1], curve.seconds[0] * 1.05])
     options = TuneOptions(dataset="tiny", rounds=1, best=1, sample=0)
     prompts = [("loop", [5, 6, 7, 5, 6, 7, 5, 6, 7, 5])]
     made = {}
-    for mode in (StepMode.FIXED, StepMode.EAGER):
-        runtime = dataclasses.replace(tiny_runtime(lm, "llama"), mode=mode)
+    for mode, costs in ((StepMode.FIXED, curve), (StepMode.EAGER, curve), ("dipping", dipping)):
+        runtime = dataclasses.replace(
+            tiny_runtime(lm, "llama"), mode=StepMode.EAGER if mode == StepMode.EAGER else StepMode.FIXED
+        )
         asked = DecodeRequest(max_new_tokens=12)
-        _, made[mode] = drained(tuning(lm, prompts, grid, asked, runtime, choose_settings(curve), options))
-    (fixed,), (eager,) = made[StepMode.FIXED].cells, made[StepMode.EAGER].cells
+        _, made[mode] = drained(tuning(lm, prompts, grid, asked, runtime, choose_settings(costs), options))
+    (fixed,), (eager,), (widened,) = made[StepMode.FIXED].cells, made[StepMode.EAGER].cells, made["dipping"].cells
     assert made[StepMode.FIXED].mode == StepMode.FIXED and fixed.exact and fixed.rows_fed < 8
     assert fixed.shape == LookaheadConfig(2, 3, 2).tokens_per_step == 8
     assert fixed.relative_cost == pytest.approx(curve.relative(8))
     assert eager.shape == 0 and eager.relative_cost < curve.relative(8)
+    assert widened.exact and widened.shape == dipping.sizes[-1] and widened.relative_cost == pytest.approx(1.05)
 
 
 @pytest.mark.heavy
