@@ -47,7 +47,7 @@ def example_run(preset_id: str) -> Run:
 # there (python -m lab tune; the H200's in the captured step, docs/tune.md)
 BENCH = ASSETS.parent / "docs" / "bench"
 CPU_MAP = BENCH / "cpu-tune-humaneval-float32-2026-11-26.json"
-GPU_MAP = BENCH / "h200-tune-humaneval-float32-cuda-graph-at-shape-2026-11-26.json"
+GPU_MAP = BENCH / "h200-tune-humaneval-float32-cuda-graph-widened-2026-11-26.json"
 
 
 @cache
