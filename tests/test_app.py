@@ -263,7 +263,7 @@ def test_a_race_times_every_method_plays_them_back_and_says_why(client, steep_co
     for name in ("Greedy", "Lookahead", "Prompt lookup", "Speculative decoding", "Medusa heads"):  # the shipped heads
         assert f">{name}</th>" in summary and f"<b>{name}</b>" in playback["value"]
     assert summary.count("✓ same as greedy") == 5 and "best: " in summary
-    assert "costs 4.15x a 1-token step" in summary and "draft bf16-self (bfloat16), k = 4" in summary
+    assert "puts a 64-token step at 4.15x a 1-token step" in summary and "draft bf16-self (bfloat16), k = 4" in summary
     assert "CPU" in summary and "float32" in summary
     assert (" won on " in summary) or ("Within noise on " in summary) or ("decoding was fastest on" in summary)
     assert "interleaved rounds" in summary and "during this race" in summary
