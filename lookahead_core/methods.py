@@ -140,12 +140,18 @@ def recorded_settings(request: DecodeRequest, runtime: Runtime) -> dict:
     return NO_SETTINGS | (guessing.recorded(request, runtime) if guessing is not None else {})
 
 
+def step_rows(request: DecodeRequest, runtime: Runtime) -> int:
+    """The most rows a step of the request's method feeds (greedy: one)."""
+    guessing = GUESSING.get(request.method)
+    return guessing.rows(request, runtime) if guessing is not None else 1
+
+
 def step_shape(request: DecodeRequest, runtime: Runtime, prompt_length: int) -> Shape:
     """The fixed shape of the request's steps (greedy: one row, nothing past it), its cache sized for the prompt
-    and every new token; its rows the cheapest size on the runtime's step costs that holds the most a step feeds
-    (StepCosts.cheapest_rows; without costs, that most)."""
+    and every new token; its rows the cheapest size on the runtime's step costs that holds step_rows
+    (StepCosts.cheapest_rows; without costs, step_rows)."""
     guessing = GUESSING.get(request.method)
-    rows = guessing.rows(request, runtime) if guessing is not None else 1
+    rows = step_rows(request, runtime)
     if runtime.costs is not None:
         rows = runtime.costs.cheapest_rows(rows)
     hidden = guessing is not None and guessing.keep_hidden

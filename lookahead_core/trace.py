@@ -18,7 +18,7 @@ import transformers
 from .decoding import DecodingError, check_request, greedy_steps
 from .divergence import divergence
 from .fixed import chosen_mode, step_passes
-from .methods import guessing_decoder, reach, recorded_settings, step_shape
+from .methods import guessing_decoder, reach, recorded_settings, step_rows, step_shape
 from .models import LoadedModel
 from .records import (
     ENGINE_VERSION,
@@ -57,6 +57,17 @@ def decode_steps(lm: LoadedModel, prompt_ids: list[int], request: DecodeRequest,
     if not METHODS[request.method].guesses:
         return greedy_steps(lm.model, prompt_ids, request.max_new_tokens, lm.eos_ids, request.sampling, passes)
     return guessing_decoder(lm.model, prompt_ids, request, runtime, lm.eos_ids, passes).steps()
+
+
+def shape_facts(request: DecodeRequest, runtime: Runtime, mode: StepMode, prompt_length: int) -> dict:
+    """A trace meta's fixed-shape facts: the rows every pass ran and the most a step fed (both 0 for the eager
+    step, whose passes run the rows they feed)."""
+    if mode == StepMode.EAGER:
+        return {"shape_rows": 0, "shape_needs": 0}
+    return {
+        "shape_rows": step_shape(request, runtime, prompt_length).rows,
+        "shape_needs": step_rows(request, runtime),
+    }
 
 
 WARM_UP_TOKENS = 8
@@ -232,6 +243,7 @@ def tracing(
         prompt_shown=lm.tokenizer.decode(prompt_ids),
         mode=mode,
         mode_note=mode_note,
+        **shape_facts(request, runtime, mode, len(prompt_ids)),
         **recorded_settings(request, runtime),
     )
     pieces = text_pieces(lm.tokenizer, [[token] for token in summary.new_token_ids])

@@ -42,8 +42,9 @@ from lookahead_core.trace import (
     warm_up_prompts,
     warming_up,
 )
+from visuals.summary import summary_html
 
-from .conftest import CharTokenizer, cost_table, tiny_draft, tiny_model, tiny_runtime
+from .conftest import CharTokenizer, cost_table, example, tiny_draft, tiny_model, tiny_runtime
 from .test_engine_tiny_models import greedy_reference
 
 FAMILIES = ["llama", "qwen2", "gpt2"]
@@ -95,13 +96,19 @@ def test_every_method_in_the_fixed_shape_step_equals_generate(family, monkeypatc
     lm = tiny_model(family)
     runtime = dataclasses.replace(tiny_runtime(lm, family), mode=StepMode.FIXED)
     assert fixed.chosen_mode(lm.model, runtime.mode) == (StepMode.FIXED, "")
+    rows = rows_of_exact_runs(lm, runtime, monkeypatch)
+    assert rows >= {1, SETTINGS.tokens_per_step, 1 + 4}, "every method ran its own shape"
+
+
+def rows_of_exact_runs(lm, runtime: Runtime, monkeypatch) -> set[int]:
+    """Every method on every prompt, each output asserted equal to greedy `generate`'s; the rows of the shapes run."""
     shapes = []
     monkeypatch.setattr(fixed, "acquired", spy(fixed.acquired, shapes))
     for prompt in PROMPTS:
         reference = greedy_reference(lm.model, prompt, MAX_NEW_TOKENS, None)
         for method in Method:
             assert output(lm, prompt, request(method), runtime) == reference, f"{method} on {prompt}"
-    assert {s.rows for s in shapes} >= {1, SETTINGS.tokens_per_step, 1 + 4}, "every method ran its own shape"
+    return {shape.rows for shape in shapes}
 
 
 def spy(acquired, shapes: list):
@@ -147,13 +154,8 @@ def test_a_shape_on_the_curves_dip_widens_to_the_cheapest_size_that_holds_it():
 def test_every_method_is_exact_in_widened_shapes(monkeypatch):
     lm = tiny_model("llama")
     runtime = dataclasses.replace(tiny_runtime(lm, "llama"), mode=StepMode.FIXED, costs=WIDEST)
-    shapes = []
-    monkeypatch.setattr(fixed, "acquired", spy(fixed.acquired, shapes))
-    for prompt in PROMPTS:
-        reference = greedy_reference(lm.model, prompt, MAX_NEW_TOKENS, None)
-        for method in Method:
-            assert output(lm, prompt, request(method), runtime) == reference, f"{method} on {prompt}"
-    assert {s.rows for s in shapes} == {1, 64}, "greedy's one row, every other method widened to 64"
+    rows = rows_of_exact_runs(lm, runtime, monkeypatch)
+    assert rows == {1, 64}, "greedy's one row, every other method widened to 64"
 
 
 @pytest.mark.parametrize("method", list(Method))
@@ -173,6 +175,22 @@ def test_the_fixed_step_records_what_the_eager_step_records(method):
             assert (eager.meta.mode, fixed_trace.meta.mode) == (StepMode.EAGER, StepMode.FIXED)
     rows = {shape.rows for shape, _ in fixed.STEPS.get(lm.model)}
     assert rows and (64 in rows) == (method != Method.GREEDY), "the fixed-shape step ran, widened but for greedy"
+
+
+def test_a_trace_says_the_rows_its_passes_ran_and_the_most_its_steps_fed():
+    """The facts line reads them from the trace's meta (never re-derived): the eager step has no shape."""
+    lm = dataclasses.replace(tiny_model("llama"), tokenizer=CharTokenizer())
+    runtime, most = tiny_runtime(lm, "llama"), SETTINGS.tokens_per_step
+    cases = [(StepMode.EAGER, None, (0, 0)), (StepMode.FIXED, None, (most, most)), (StepMode.FIXED, WIDEST, (64, most))]
+    for mode, costs, facts in cases:
+        ran = dataclasses.replace(runtime, mode=mode, costs=costs)
+        meta = record_trace(lm, PROMPTS[0], request(Method.LOOKAHEAD), ran).meta
+        assert (meta.shape_rows, meta.shape_needs) == facts, f"{mode} {costs}"
+    eager = example("python")
+    meta = dataclasses.replace(eager.trace.meta, mode=StepMode.CUDA_GRAPH, shape_rows=64, shape_needs=most)
+    widened = summary_html(dataclasses.replace(eager, trace=dataclasses.replace(eager.trace, meta=meta)))
+    assert f"64 rows a pass (its steps feed at most {most}: widened to the cheapest size on the step costs)" in widened
+    assert "rows a pass" not in summary_html(eager), "an eager run says nothing of a shape"
 
 
 def committed_cache(lm, prompt: list[int], req: DecodeRequest, runtime: Runtime):

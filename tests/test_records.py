@@ -131,6 +131,15 @@ def test_a_trace_of_another_schema_version_is_refused_naming_both_versions(run):
         Trace.from_json(text)
 
 
+def test_a_version_10_trace_reads_as_one_with_no_shape(run):
+    data = to_data(run.trace)
+    data["schema_version"] = 10
+    for key in ("shape_rows", "shape_needs"):
+        data["meta"].pop(key)
+    read = Trace.from_json(json.dumps(data))
+    assert (read.meta.shape_rows, read.meta.shape_needs) == (0, 0) and read.steps == run.trace.steps
+
+
 def test_a_version_3_run_reads_as_a_run_of_a_model_without_sliding_layers(run):
     data = to_data(run)
 
@@ -144,7 +153,7 @@ def test_a_version_3_run_reads_as_a_run_of_a_model_without_sliding_layers(run):
         for key in ("layers", "sliding_layers", "sliding_window"):
             trace["meta"]["machine"].pop(key)
     read = Run.from_json(json.dumps(old))
-    assert read.schema_version == read.trace.schema_version == SCHEMA_VERSION == 10
+    assert read.schema_version == read.trace.schema_version == SCHEMA_VERSION == 11
     assert read.trace.meta.machine.layers == 0 and all(s.sliding is None for s in read.trace.steps)
     assert read.trace.steps == run.trace.steps
 

@@ -11,7 +11,7 @@ from lookahead_core.records import METHODS, Fit, Machine, Method, Progress, Run,
 from .markup import escape
 from .methods import method_settings
 from .plans import settings_words
-from .timing import mode_words, speedup_words, timing_notes, too_short, verdict
+from .timing import mode_words, shape_words, speedup_words, timing_notes, too_short, verdict
 
 
 def plain_name(run: Run) -> str:
@@ -130,9 +130,11 @@ def summary_html(run: Run) -> str:
             f"measured on {machine.device_name}",
         ),
     ]
+    shape = shape_words(meta.shape_rows, meta.shape_needs)
     facts = (
         f"{machine.model} · {machine.device_name} · {machine.dtype} · {mode_words(meta.mode, meta.mode_note)} · "
-        f"{sampling_words(run)} · recorded {meta.recorded_at}"
+        + (f"{shape} · " if shape else "")
+        + f"{sampling_words(run)} · recorded {meta.recorded_at}"
     )
     return (
         f'<div class="ll-summary"><div class="ll-stats">{"".join(stats)}</div>'

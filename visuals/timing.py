@@ -33,6 +33,15 @@ def mode_words(mode: StepMode, note: str) -> str:
     return STEP_MODES[mode] + (f" ({note})" if note else "")
 
 
+def shape_words(rows: int, needs: int) -> str:
+    """A fixed shape's rows, as the facts line says them ("" for the eager step, which has no shape)."""
+    if not rows:
+        return ""
+    if rows == needs:
+        return f"{rows} rows a pass"
+    return f"{rows} rows a pass (its steps feed at most {needs}: widened to the cheapest size on the step costs)"
+
+
 FEWEST_COMPARED = 8  # tokens: a round the deadline cut shorter gives speedups that are mostly its prefill's
 
 

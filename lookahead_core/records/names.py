@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import enum
 
-SCHEMA_VERSION = 10
+SCHEMA_VERSION = 11
 # Older versions whose records read as this one: each only added facts with defaults. Version 4 added
 # the sliding-window masks (a version 3 record is one of a model with no sliding layer); version 5 the
 # repeated timings of a Run and a race (a version 4 record timed each method once, and says so); version 6
@@ -18,8 +18,9 @@ SCHEMA_VERSION = 10
 # (a version 8 record ran the eager step, the only one there was), a Run's and a bench result's divergence from
 # plain decoding (a version 8 record kept none), and the engine's version in the machine's facts (0: not recorded);
 # version 10 a race without speculative decoding's draft (on a GPU EAGLE races in its place; a version 9 race always
-# raced the draft), and EAGLE's layer settings when it raced (a version 9 race kept none).
-UPGRADABLE = {3, 4, 5, 6, 7, 8, 9}
+# raced the draft), and EAGLE's layer settings when it raced (a version 9 race kept none); version 11 the rows a
+# trace's fixed-shape passes ran and the most its steps fed (a version 10 trace kept neither: 0, as the eager step's).
+UPGRADABLE = {3, 4, 5, 6, 7, 8, 9, 10}
 # The engine's version, recorded with every trace: raised when a change makes the engine decode faster or slower
 # on the same machine, so a shipped recording says which engine it timed (tests/test_records.py fails when a preset
 # was recorded by an older engine than the one that would replay a Run of it). 1: the engine's own CPU products

@@ -123,6 +123,8 @@ class TraceMeta:
     prompt_shown: str = ""  # the prompt's ids decoded as one text (chat template included): every script whole
     mode: StepMode = StepMode.EAGER  # how the passes after the prefill ran (schema 9; before, eager)
     mode_note: str = ""  # why the mode asked for could not run and this one ran instead ("" when it ran as asked)
+    shape_rows: int = 0  # the rows every pass after the prefill ran in a fixed-shape mode (schema 11; 0: eager)
+    shape_needs: int = 0  # the most rows a step feeds; below shape_rows where the step costs widened the shape
 
 
 @dataclass(kw_only=True)
