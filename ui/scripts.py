@@ -42,6 +42,13 @@ ACCESSIBLE = f"""
       caption.setAttribute("aria-live", "polite");
       caption.setAttribute("aria-atomic", "true");
     }}
+    // Gradio's toast header is a role=button (it expands grouped messages) that holds the toast's Close button:
+    // a control inside a control (axe: nested-interactive). A refusal's toast holds one message, so the header is
+    // made plain text; Close stays a button, and the refusal's words stay under Run once it is closed
+    document.querySelectorAll(".toast-header[role=button]").forEach((header) => {{
+      header.removeAttribute("role");
+      header.removeAttribute("tabindex");
+    }});
     // Gradio's footer repeats a button's text in its icon's alt text: the icon is decoration there
     document.querySelectorAll("footer button img[alt]").forEach((image) => {{
       if (image.alt && image.closest("button").innerText.includes(image.alt)) image.alt = "";
