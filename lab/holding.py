@@ -9,7 +9,7 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 
-from lookahead_core.costs import shape_costs
+from lookahead_core.costs import StepCosts
 from lookahead_core.draft import DEFAULT_DRAFT, DEFAULT_DRAFT_TOKENS, Draft, make_draft
 from lookahead_core.medusa import Medusa
 from lookahead_core.models import DEFAULT_MODEL, DTYPES, LoadedModel, load_model
@@ -60,10 +60,13 @@ class Held:
             self.copy = make_draft(self.lm, DEFAULT_DRAFT, DEFAULT_DRAFT_TOKENS)
         return Draft(self.copy.model, DEFAULT_DRAFT, tokens)
 
-    def runtime(self, methods, decode: DecodeRequest, auto: AutoSettings | None, deadline: Deadline) -> Runtime:
+    def runtime(
+        self, methods, decode: DecodeRequest, auto: AutoSettings | None, deadline: Deadline, costs: StepCosts | None
+    ) -> Runtime:
         """What `methods` run with for one request, built once: what each one's table entry needs (heads and a
         layer where they ship for this model: `Runtime.has` says), the auto settings, the deadline, the prices
-        that learn, and the captured step's costs its fixed shapes are widened on."""
+        that learn, and the step costs its fixed shapes are widened on (costs.shape_costs: None for the eager
+        step; read before the request's time starts, since a GPU's first curve is measured then)."""
         needs = {METHODS[method].needs for method in methods}
         return Runtime(
             auto=auto,
@@ -72,7 +75,7 @@ class Held:
             heads=self.medusa() if Needs.HEADS in needs else None,
             deadline=deadline,
             learn=self.prices.learn if self.prices is not None else None,
-            costs=shape_costs(self.lm),
+            costs=costs,
         )
 
 

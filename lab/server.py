@@ -21,7 +21,7 @@ import time
 from collections.abc import Iterator
 
 from lookahead_core import fixed
-from lookahead_core.costs import step_costs
+from lookahead_core.costs import shape_costs, step_costs
 from lookahead_core.models import encode_prompt, load_model
 from lookahead_core.records import METHODS, Needs, Progress, RaceRecord, Run, raced_on
 from lookahead_core.request import DecodeRequest
@@ -110,11 +110,12 @@ def record(request: ModelRequest) -> Iterator[Progress | tuple[Run, float]]:
     d = request.decode
     lm = held.lm
     auto = auto_settings(lm) if d.auto and METHODS[d.method].window else None
+    costs = shape_costs(lm)
     started = time.perf_counter()  # a model's first load and cost curve are not the request's: its time starts here
     deadline = Deadline(RUN_SECONDS, reserve=RESERVE)
     prompt_ids = encode_prompt(lm.tokenizer, request.prompt, request.chat)
     within_budget(held.prices, prompt_ids, d, decodings=2, seconds=RUN_SECONDS)
-    runtime = held.runtime([d.method], d, auto, deadline)
+    runtime = held.runtime([d.method], d, auto, deadline, costs)
     needs = METHODS[d.method].needs
     if not runtime.has(needs):
         raise InputError(NOT_SHIPPED[needs])
@@ -136,7 +137,7 @@ def timed_race(request: ModelRequest) -> Iterator[Progress | tuple[RaceRecord, f
     deadline = Deadline(RACE_SECONDS, reserve=RESERVE)
     prompt_ids = encode_prompt(lm.tokenizer, request.prompt, request.chat)
     auto = auto_settings(lm, mode=mode) if d.auto else None  # as a Run's: the adopted settings, where adopted
-    runtime = held.runtime(raced_on(lm.device.type), d, auto, deadline)
+    runtime = held.runtime(raced_on(lm.device.type), d, auto, deadline, shape_costs(lm))
     lanes = len(raced(runtime, lm.device.type))
     within_budget(held.prices, prompt_ids, d, decodings=lanes, seconds=RACE_SECONDS)
     rounds = expected_rounds(held.prices, d, RACE_SECONDS, lanes)

@@ -14,6 +14,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from lookahead_core.costs import shape_costs
 from lookahead_core.models import encode_prompt
 from lookahead_core.records import Method
 from lookahead_core.records.tune import TuneReport
@@ -113,11 +114,11 @@ def mapping(request: TuneRequest) -> Iterator[TuneProgress | tuple[TuneReport, f
     and last the report with the seconds it took. Medusa is swept only where heads ship for the model."""
     held = server.MODEL.get(request.model, request.dtype)
     lm = held.lm
-    auto = regime_settings(lm)
+    auto, costs = regime_settings(lm), shape_costs(lm)
     started, deadline = time.perf_counter(), Deadline(TUNE_SECONDS)
     decode = DecodeRequest(max_new_tokens=request.max_new_tokens)
     swept = [method for method in SWEPT if SWEPT[method].settings(request.grid)]
-    runtime = held.runtime(swept, decode, None, deadline)  # a draft, heads: made only for a method swept
+    runtime = held.runtime(swept, decode, None, deadline, costs)  # a draft, heads: made only for a method swept
     prompts = [(name, encode_prompt(lm.tokenizer, text, chat)) for name, text, chat in request.prompts]
     options = TuneOptions(
         dataset=", ".join(p[0] for p in request.prompts), rounds=ROUNDS, sample=2, stop=deadline.passed
