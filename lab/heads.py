@@ -86,7 +86,8 @@ def runtime_for(
     """What `methods` run with on `lm`, built once: for each, what its table entry needs (the draft model called
     `draft`, the heads at `heads` and the EAGLE layer at `layer`, the shipped ones by default: NoHeads where
     none ship for `lm`), drafting `tokens` per step; with the auto settings, deadline, learning and step mode
-    (None: the device's default, fixed.default_mode) given, and that mode's step costs where it is captured."""
+    (None: the device's default, fixed.default_mode) given, and the step costs its fixed shapes widen on
+    (costs.shape_costs: none for the eager step)."""
     needs = {METHODS[method].needs for method in methods}
     mode = None if mode is None else StepMode(mode)
     return Runtime(
