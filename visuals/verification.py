@@ -14,6 +14,7 @@ from lookahead_core.records import CandidateRecord, Draw, GuessSource, SampledPo
 
 from .markup import escape, scroll_region
 from .methods import STOP_WORDS, candidate_kind, candidate_label, candidate_why
+from .sources import step_sources_html
 from .tokens import chip, chips, named
 from .window import trajectory_route
 
@@ -237,4 +238,5 @@ def verification_html(record: StepRecord, vocab: dict[str, str]) -> str:
             f'<div class="ll-poolhead">guaranteed next token {guaranteed}'
             f'<span class="ll-dim">from the row of c, as greedy decoding would emit</span></div>'
         )
-    return head + guesses_html(record, vocab) + trajectories_html(record, vocab) + committed_html(record, vocab)
+    panel = head + guesses_html(record, vocab) + trajectories_html(record, vocab) + committed_html(record, vocab)
+    return panel + step_sources_html(record)

@@ -1,0 +1,82 @@
+"""Where a run's tokens came from: the breakdown by the source of each matched guess, per run and per step, read
+from the records (the winner's recorded source, its matched tokens, the committed tokens' sources)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter
+
+from lookahead_core.records import TokenSource
+from tests.visual_checks import example
+from visuals import sources, summary
+from visuals.replay import panels
+
+
+def test_every_committed_token_has_one_origin(run):
+    origins = sources.run_origins(run.trace)
+    assert origins.tokens == run.trace.summary.tokens
+    for record in run.trace.steps:
+        step = sources.step_origins(record)
+        assert step.tokens == len(record.committed)
+        assert len(step.matched) <= 1 and sum(step.own.values()) <= 1
+
+
+def test_a_step_credits_its_winners_matched_tokens_to_the_winners_source(run):
+    for record in run.trace.steps[1:]:
+        verification_ = record.verification
+        step = sources.step_origins(record)
+        if verification_.winner is None:
+            assert not step.matched and step.own == Counter(record.sources)
+            continue
+        winner = verification_.candidates[verification_.winner]
+        assert step.matched == Counter({sources.origin(winner): min(verification_.accepted, len(record.committed))})
+
+
+def test_the_summary_and_the_verification_panel_show_the_breakdown(run):
+    words = sources.run_sources_words(run.trace)
+    assert f"Where the {run.trace.summary.tokens} new tokens came from" in words
+    assert summary.escape(words) in summary.summary_html(run)
+    step = next(i for i, r in enumerate(run.trace.steps) if r.verification is not None)
+    line = sources.step_sources_words(run.trace.steps[step])
+    assert line.startswith("Where this step's") and summary.escape(line) in panels(run, step)["verification"]
+    assert sources.step_sources_html(run.trace.steps[0]) == ""  # the prefill verifies nothing
+
+
+def test_a_run_whose_gain_is_all_the_prompts_n_grams_says_so():
+    run = example("spelling")
+    origins = sources.run_origins(run.trace)
+    assert origins.guessed and set(origins.matched) == {"prompt"}
+    assert "Every matched guess was one of the prompt's n-grams: none came from the window's harvest." in (
+        sources.run_sources_words(run.trace)
+    )
+
+
+def test_the_window_harvest_is_named_with_its_count():
+    run = example("pencils")
+    window = sources.run_origins(run.trace).matched["window"]
+    assert window > 0
+    words = sources.run_sources_words(run.trace)
+    assert f"n-grams the window harvested {window}" in words
+    assert f"{window} of them were n-grams the Jacobi window had guessed and harvested" in words
+
+
+def test_a_sampled_step_names_its_own_token_as_sampled_or_bonus():
+    run = example("story-sampled")
+    for record in run.trace.steps[1:]:
+        own = sources.step_origins(record).own
+        assert set(own) <= {TokenSource.SAMPLED, TokenSource.BONUS}
+
+
+def test_a_step_cut_short_by_the_stop_rule_has_no_token_of_its_own():
+    run = example("spelling")
+    record = next(r for r in run.trace.steps[1:] if r.verification.accepted >= 2)
+    cut = dataclasses.replace(record, committed=record.committed[:2], sources=record.sources[:2])
+    step = sources.step_origins(cut)
+    assert step.guessed == 2 and not step.own
+    assert sources.step_sources_words(cut) == "Where this step's 2 tokens came from: 2 matched an n-gram of the prompt."
+
+
+def test_a_prompt_lookup_match_is_a_copy_and_a_draft_a_chain():
+    assert "copies from the prompt" in sources.run_sources_words(example("spelling-lookup").trace)
+    assert "the draft's chains" in sources.run_sources_words(example("study-tips-speculative").trace)
+    assert "Medusa's heads" in sources.run_sources_words(example("study-tips-medusa").trace)
