@@ -145,7 +145,7 @@ def test_a_round_cut_to_a_few_tokens_gives_no_speedup(tiny_lm, slow_clock):
         run.timing = replace(run.timing, compared_tokens=tokens)
         html, summary = race_html(race_result), summary_html(run)
         assert ("not compared" not in html + summary) == shown
-        assert ("best: " in html) == shown and ("no method named" in html) != shown
+        assert ("no method named" in html) != shown and "best: " not in html  # one round: no verdict either way
         assert ("too few to tell the methods&#x27; speeds apart" in html + summary) != shown
         assert ("as fast as greedy" in summary) == shown
 

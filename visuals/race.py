@@ -18,7 +18,17 @@ from .markup import escape, scroll_region
 from .palette import BLACK, BLUE, GREEN, GREY, PURPLE, SKY
 from .plans import settings_words
 from .summary import stat, used_words
-from .timing import mode_words, rate_words, speedup_words, timing_notes, too_short, verdict
+from .timing import (
+    FEWEST_ROUNDS,
+    mode_words,
+    no_verdict,
+    rate_words,
+    speedup_words,
+    times,
+    timing_notes,
+    too_short,
+    verdict,
+)
 
 HUES = {
     Method.GREEDY: BLUE,
@@ -158,15 +168,19 @@ def lane_reason(result: RaceRecord, lane: RaceLane) -> str:
 
 def race_story(result: RaceRecord) -> str:
     """Which method won on this prompt and this hardware, and the measured figures that decided it: with
-    repeated rounds, the verdict of their intervals; a race timed once (an older record) says so."""
+    repeated rounds, the verdict of their intervals (none from fewer than FEWEST_ROUNDS); a race timed once (an
+    older record) says so."""
     machine = result.machine
     where = f"{machine.device_name} ({machine.dtype})"
     if result.timing is not None:
         timing = result.timing
+        withheld = no_verdict(timing, where)
+        if withheld:
+            return withheld
         leader = max((timing.of(m) for m in timing.leaders), key=lambda t: t.speedup.median).method
         why = (
             f" {METHODS[leader].short.capitalize()}: {lane_reason(result, result.lane(leader))}."
-            if leader != Method.GREEDY and not too_short(timing)
+            if leader != Method.GREEDY
             else ""
         )
         return verdict(result.timing, where) + why
@@ -175,10 +189,29 @@ def race_story(result: RaceRecord) -> str:
         return (
             f"No method beat greedy decoding on {where}: the best, {METHODS[best.method].short}, ran "
             f"{best.speedup:.2f}× as fast ({lane_reason(result, best)}). A step pays only when it commits more "
-            "tokens than it costs: the figure on the right shows what each width costs here."
+            f"tokens than it costs: the figure on the right shows what each width costs on {where}."
         )
     name = METHODS[best.method].name
     return f"{name} won on {where}, {best.speedup:.2f}× as fast as greedy: {lane_reason(result, best)}."
+
+
+def best_stat(result: RaceRecord) -> str:
+    """The race's headline figure: the winner's speedup, the leaders' when within noise, or that no method is
+    named (a round cut short, fewer than FEWEST_ROUNDS rounds); a race timed once gives its fastest lane."""
+    timing = result.timing
+    tooltip = "median tokens per second / greedy's, over the rounds"
+    if timing is None:
+        best = max(result.lanes[1:], key=lambda lane: lane.speedup)
+        return stat(f"{best.speedup:.2f}×", f"best: {METHODS[best.method].short}", tooltip)
+    if too_short(timing):
+        return stat(speedup_words(timing, result.lanes[1].method), "no method named", tooltip)
+    if timing.rounds < FEWEST_ROUNDS:
+        return stat("no verdict", f"fewer than {FEWEST_ROUNDS} rounds", tooltip)
+    leader = max((timing.of(m) for m in timing.leaders), key=lambda t: t.speedup.median)
+    if len(timing.leaders) == 1:
+        return stat(times(leader.speedup), f"best: {METHODS[leader.method].short}", tooltip)
+    names = ", ".join(METHODS[m].short for m in timing.leaders)
+    return stat(times(leader.speedup), f"within noise: {names}", tooltip)
 
 
 def exact_words(lane: RaceLane) -> str:
@@ -215,16 +248,10 @@ def race_html(result: RaceRecord, used: float | None = None, gpu: bool = False) 
 
     `used`: the seconds the whole request held the model (on ZeroGPU, the visitor's GPU quota).
     """
-    machine, best = result.machine, max(result.lanes[1:], key=lambda lane: lane.speedup)
-    speed = speedup_words(result.timing, best.method) if result.timing is not None else f"{best.speedup:.2f}×"
+    machine = result.machine
     rounds = result.timing.rounds if result.timing is not None else 1
-    short = result.timing is not None and too_short(result.timing)
     stats = [
-        stat(
-            speed,
-            "no method named" if short else f"best: {METHODS[best.method].short}",
-            "median tokens per second / greedy's, over the rounds",
-        ),
+        best_stat(result),
         stat(f"{result.max_new_tokens}", "max new tokens", "every method decoded the same prompt"),
         stat(str(rounds), "interleaved rounds" if rounds > 1 else "round", "every method once per round"),
     ]

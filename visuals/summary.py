@@ -12,7 +12,18 @@ from .markup import escape
 from .methods import method_settings
 from .plans import settings_words
 from .sources import run_sources_html
-from .timing import mode_words, shape_words, speedup_words, timing_notes, too_short, verdict
+from .timing import (
+    FEWEST_ROUNDS,
+    ROUND_COUNTS,
+    against_one,
+    mode_words,
+    no_verdict,
+    run_verdict,
+    shape_words,
+    speedup_words,
+    timing_notes,
+    too_short,
+)
 
 
 def plain_name(run: Run) -> str:
@@ -48,8 +59,36 @@ def measured_speedup(run: Run) -> str:
     return f"{run.trace.summary.tokens_per_second / rate if rate else 0.0:.2f}×"
 
 
+def verdict_words(run: Run, where: str) -> str:
+    """The Run's verdict in plain words: its method against plain decoding only, and none from fewer rounds than
+    a verdict needs or from a run timed once (recorded before repeated rounds)."""
+    if run.timing is None:
+        name = METHODS[run.trace.meta.method].name
+        return f"{name} was timed once against {plain_name(run)} on {where}, so no verdict is given."
+    return run_verdict(run.timing, run.trace.meta.method, where, plain_name(run))
+
+
+def figures_words(run: Run) -> str:
+    """The measured speedup behind the verdict: its median and interval over the rounds ("" when the round shown
+    compared too few tokens for a speedup)."""
+    name, plain, timing = METHODS[run.trace.meta.method].name, plain_name(run), run.timing
+    if timing is None:
+        return f"{name} ran {measured_speedup(run)} as fast as {plain} in that one timing."
+    if too_short(timing):
+        return ""
+    speedup = measured_speedup(run)
+    if timing.rounds < FEWEST_ROUNDS:
+        return f"{name} ran {speedup} as fast as {plain} over {ROUND_COUNTS[timing.rounds]}, too few to judge by."
+    spread = timing.of(run.trace.meta.method).speedup
+    return (
+        f"{name} ran {speedup} as fast as {plain}: the median of {timing.rounds} rounds, and its interval "
+        f"{against_one(spread)}."
+    )
+
+
 def speed_story(run: Run) -> str:
-    """Whether the method was faster here, with the verdict of the rounds' intervals, and why."""
+    """Whether the method was faster than plain decoding on its machine, in plain words first (the verdict of
+    the rounds' intervals, and why: tokens per step against the cost of a step), then the measured speedup."""
     ours = run.trace
     decode = ours.steps[1:]
     if not decode:
@@ -58,24 +97,17 @@ def speed_story(run: Run) -> str:
     cost = step_cost(run)
     device = ours.meta.machine.device_name
     plain = plain_name(run)
-    story = (
-        f"{METHODS[ours.meta.method].name} ran {measured_speedup(run)} as fast as {plain} on {device}: it committed "
-        f"{compression:.2f} tokens per step, and one of its steps took {cost:.2f}× as long as a {plain} step"
+    why = (
+        f"It committed {compression:.2f} tokens per step where {plain} commits one, and a typical step of it took "
+        f"{cost:.2f}× as long as a {plain} step"
     )
-    if run.timing is not None and too_short(run.timing):
-        story = (
-            f"{METHODS[ours.meta.method].name} committed {compression:.2f} tokens per step on {device}, and one of its "
-            f"steps took {cost:.2f}× as long as a {plain} step"
-        )
     mean_fed = sum(r.tokens_fed for r in decode) / len(decode)
     if cost < 1 and mean_fed > 1:
-        story += (
+        why += (
             f" (a step of {mean_fed:.1f} tokens cannot cost less than a 1-token step: that difference is timing "
             "noise, not a finding)"
         )
-    story += "."
-    if run.timing is not None:
-        story += " " + verdict(run.timing, device, plain)
+    story = " ".join(part for part in (verdict_words(run, device), why + ".", figures_words(run)) if part)
     if any(r.draft is not None for r in decode):
         drafting = sum(r.draft.seconds for r in decode if r.draft is not None) / len(decode)
         story += f" Of each step, {drafting:.3f} s on average went to drafting."
@@ -85,9 +117,9 @@ def speed_story(run: Run) -> str:
     if METHODS[ours.meta.method].window and all(r.window.warming_up for r in decode):
         story += " The run ended while the window was still warming up, before any n-gram was harvested."
     elif compression < 1.15:
-        story += " Few guesses were accepted here: the text was hard to predict."
-    elif run.timing is not None and run.timing.leaders == [Method.GREEDY]:
-        story += " Guesses were accepted, but each step fed so many tokens that this device paid more than it saved."
+        story += " Few guesses were accepted: the text was hard to predict."
+    elif run.timing is not None and run.timing.leaders == [Method.GREEDY] and not no_verdict(run.timing, device):
+        story += f" Guesses were accepted, but each step fed so many tokens that {device} paid more than it saved."
     return story
 
 
@@ -124,6 +156,11 @@ def summary_html(run: Run) -> str:
         stat(str(s.tokens), "new tokens", f"stop: {s.stop.value if s.stop else 'none'}; {sampling_words(run)}"),
         stat(f"{s.steps} vs {g.steps}", passes_label(run), "the prefill counts as one pass"),
         stat(f"{s.tokens_per_step:.2f}", "tokens per step", "the compression ratio: tokens / forward passes"),
+        stat(
+            f"{step_cost(run):.2f}×",
+            f"a typical step vs {plain_name(run)}'s",
+            "mean seconds of a decoding step over plain decoding's (the prefill apart)",
+        ),
         stat(measured_speedup(run), f"speed vs {plain_name(run)}", "ratio of median tokens per second over the rounds"),
         stat(
             f"{s.seconds:.1f} s vs {g.seconds:.1f} s",

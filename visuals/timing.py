@@ -3,7 +3,8 @@ machine's load.
 
 Pure functions of a `records.Timing` (a bench's of its `BenchTotals` and settings). A speedup reads as its
 median with its interval ("1.93×, 1.85–2.01×"); the verdict names a winner only when the record's leaders are
-one method, and says "within noise" otherwise; what other programs used of the CPU is said beside the figures.
+one method, says "within noise" otherwise, and is withheld below FEWEST_ROUNDS rounds; a Run's verdict speaks of
+its method against plain decoding only. What other programs used of the CPU is said beside the figures.
 """
 
 from __future__ import annotations
@@ -94,31 +95,68 @@ def rounds_words(timing: Timing, what: str, shown: str) -> str:
     )
 
 
-def verdict(timing: Timing, where: str, plain: str = "greedy") -> str:
-    """The winner when the intervals say so, or which methods are within noise of each other; after a single
-    round, only which was fastest in it, since one round has no spread to judge by."""
+FEWEST_ROUNDS = 3  # rounds: fewer give an interval too thin to name a winner by (two points are no spread)
+ROUND_COUNTS = {1: "one round", 2: "two rounds"}
+
+
+def no_verdict(timing: Timing, where: str) -> str:
+    """Why no verdict is given ("" when one is): the deadline cut the round shown to a few tokens, or fewer
+    than FEWEST_ROUNDS rounds were timed. Nothing is named fastest then, not even within the rounds."""
     if too_short(timing):
         return (
             f"The request's time ran out on {where} after {timing.compared_tokens} tokens were compared: too few to "
             "tell the methods' speeds apart (the prefill and the first steps weigh most), so no speedup is given."
         )
-    if timing.rounds == 1:
-        fastest = max(timing.methods, key=lambda t: t.speedup.median)
-        name = METHODS[fastest.method].short if fastest.method != Method.GREEDY else plain
+    if timing.rounds < FEWEST_ROUNDS:
+        done = ROUND_COUNTS.get(timing.rounds, f"{timing.rounds} rounds")
         return (
-            f"Only one round fitted in the time on {where}: {name} was fastest in it "
-            f"({times(fastest.speedup)} as fast as {plain}), but one round has no spread, so this is no verdict."
+            f"Only {done} fitted in the time on {where}: fewer than {FEWEST_ROUNDS} rounds were timed, so no verdict "
+            "is given (so few rounds cannot tell a real difference from noise)."
         )
+    return ""
+
+
+def against_one(spread: Spread) -> str:
+    """Where a speedup's interval lies against 1× (no difference), in words."""
+    if spread.low > 1:
+        return "lies above 1×"
+    if spread.high < 1:
+        return "lies below 1×"
+    return "includes 1×"
+
+
+def verdict(timing: Timing, where: str, plain: str = "greedy") -> str:
+    """A race's verdict: the winner when the intervals say so, or which methods are within noise of each other;
+    none from a round cut short or from fewer than FEWEST_ROUNDS rounds (`no_verdict`)."""
+    withheld = no_verdict(timing, where)
+    if withheld:
+        return withheld
     if len(timing.leaders) == 1:
         (winner,) = timing.leaders
         if winner == Method.GREEDY:
-            return f"{plain.capitalize()} decoding was fastest on {where}: every other method's interval lies below 1×."
+            who = "Greedy decoding" if plain == "greedy" else plain.capitalize()
+            return f"{who} was fastest on {where}: every other method's interval lies below 1×."
         return (
             f"{METHODS[winner].short.capitalize()} won on {where}, {times(timing.of(winner).speedup)} as fast as "
             f"{plain}: its interval clears every other method's."
         )
-    names = " and ".join(METHODS[m].short if m != Method.GREEDY else plain for m in timing.leaders)
-    return f"Within noise on {where}: {names} cannot be told apart (their intervals overlap)."
+    names = [METHODS[m].short if m != Method.GREEDY else plain for m in timing.leaders]
+    listed = ", ".join(names[:-1]) + " and " + names[-1]
+    return f"Within noise on {where}: {listed} cannot be told apart (their intervals overlap)."
+
+
+def run_verdict(timing: Timing, method: Method, where: str, plain: str = "greedy") -> str:
+    """A Run's verdict in plain words: its one method against `plain` decoding, the only comparison a Run
+    measures (a race compares the methods); none from a round cut short or from fewer than FEWEST_ROUNDS."""
+    withheld = no_verdict(timing, where)
+    if withheld:
+        return withheld
+    name = METHODS[method].name
+    if timing.leaders == [method]:
+        return f"{name} was faster than {plain} on {where}."
+    if timing.leaders == [Method.GREEDY]:
+        return f"{name} was slower than {plain} on {where}."
+    return f"{name} and {plain} were within noise of each other on {where}: neither can be called faster."
 
 
 def partial_words(timing: Timing) -> str:
