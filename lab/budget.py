@@ -1,20 +1,23 @@
 """How long one request may hold the model, which requests are worth starting, and the deadline that holds.
 
 One model serves every visitor in turn, so no request may hold it for long. A request's time
-(RUN_SECONDS, or RACE_SECONDS for the four methods of a race) is enforced while it works: a
-Deadline shares the time left among the decodings still to come, and a decoding that reaches
-its share stops at its next step, partial and labelled so. So how wide a method's steps are, or
-how many tokens it asks for, is the deadline's business; before any decoding, a request is only
-refused when its prompt's prefills (two per decoding: warm-up and timed run) would take more than
-PREFILL_SHARE of its time, or when not even MIN_TOKENS new tokens of each decoding would fit at
-plain decoding's pace, saying what would help. The prices are the measured step-cost curve,
-scaled by what the latest steps the server ran really took (Prices.learn): a curve measured on a
-busy machine, or a machine that became busy, is corrected within a request. On a ZeroGPU Space
-the platform's quota rules (space.py) decide instead.
+(RUN_SECONDS, or RACE_SECONDS for the methods of a race) is enforced while it works: a Deadline
+shares the time left among the decodings still to come, and a decoding that reaches its share
+stops at its next step, partial and labelled so. So how wide a method's steps are, or how many
+tokens it asks for, is the deadline's business: a request that cannot finish its tokens in time
+runs what fits. It is refused only when not even its prompt's prefills (two per decoding: warm-up
+and timed run) and one new token of each decoding fit, and the refusal names the cause: the
+prompt, where it would not fit on this machine when quiet either, else the machine's load. The
+prices are the measured step-cost curve, scaled by what the latest steps really took
+(Prices.learn); evidence older than FRESH_SECONDS, or taken on another count of threads, is
+renewed by a probe of a few plain steps before a request is judged by it, so prices follow the
+machine both ways: up when it gets busy, down again when it is quiet. On a ZeroGPU Space the
+platform's quota rules (space.py) decide instead.
 """
 
 from __future__ import annotations
 
+import math
 import statistics
 import threading
 import time
@@ -36,14 +39,15 @@ RACE_SECONDS = 60.0  # a race: every method, each warmed up
 # prefill and the step after it, priced as the prefill) is paid from it. Beside two CPU burners a race whose
 # last lanes started with their shares spent held the model 1.13x its time without it.
 RESERVE = 0.1
-PREFILL_SHARE = 0.5  # the prompt's prefills may take at most this share of a request's time
 # A prefill of a long prompt costs more than the curve's straight line (measured at a 256-token
 # context) says: attention grows with the square of its length.
 PREFILL_MARGIN = 2.0
-# A request is worth starting when this many new tokens (or all it asks for, if fewer) fit at worst;
-# past what fits, the deadline stops it with what it did.
-MIN_TOKENS = 16
 LEARNED_STEPS = 128  # the prices follow the median of the last this many steps' measured/priced ratios
+# Evidence older than this may describe another machine: a busy moment that passed, or a quiet one that did not
+# last. Beside two CPU burners a price left by their worst moment once refused every request after they stopped,
+# since a refused request runs no step to learn from.
+FRESH_SECONDS = 5.0
+PROBE_TOKENS = 4  # plain steps of the warm-up prompt that renew stale prices: about 0.15 s on the quiet 2-core CPU
 
 
 class BudgetError(ValueError):
@@ -54,9 +58,11 @@ class Prices:
     """What a forward pass of any width costs on this hardware: the measured curve, scaled by what the latest
     steps really took."""
 
-    def __init__(self, costs: StepCosts) -> None:
+    def __init__(self, costs: StepCosts, clock: Callable[[], float] = time.monotonic) -> None:
         self.costs = costs
         self._ratios: deque[float] = deque(maxlen=LEARNED_STEPS)
+        self._learned = -math.inf  # when the latest evidence came in
+        self._clock = clock
         self._lock = threading.Lock()
 
     @property
@@ -68,9 +74,18 @@ class Prices:
     def step(self, width: int) -> float:
         return self.costs.seconds_for(width) * self.scale
 
-    def learn(self, records: list[StepRecord]) -> None:
-        """Take in what these decoding steps took (a draft's passes apart): the prices follow this machine's load."""
+    def age(self) -> float:
+        """Seconds since the latest evidence came in (infinite before any)."""
         with self._lock:
+            return self._clock() - self._learned
+
+    def learn(self, records: list[StepRecord], renew: bool = False) -> None:
+        """Take in what these decoding steps took (a draft's passes apart): the prices follow this machine's load.
+        With `renew` they replace the evidence kept so far (a probe's: the machine as it is now)."""
+        with self._lock:
+            if renew:
+                self._ratios.clear()
+            self._learned = self._clock()
             for record in records:
                 if record.kind != StepKind.DECODE:
                     continue  # a prefill's width is the prompt's: the curve is priced after it
@@ -144,63 +159,48 @@ def warmed_prices(lm: LoadedModel, draft: Draft) -> Prices:
     return prices
 
 
+def probe(lm: LoadedModel, prices: Prices) -> None:
+    """Renew the prices from PROBE_TOKENS plain steps of the warm-up prompt, timed now: a fraction of a second
+    that keeps a request from being judged by a moment that has passed."""
+    prompt_ids = encode_prompt(lm.tokenizer, WARM_UP_PROMPT, chat=False)
+    plain = DecodeRequest(max_new_tokens=PROBE_TOKENS, method=Method.GREEDY)
+    prices.learn(list(decode_steps(lm, prompt_ids, plain)), renew=True)
+
+
 def prefill_seconds(prices: Prices, prompt_tokens: int, decodings: int) -> float:
     """The prompt's prefills: two per decoding (its warm-up and its timed run)."""
     return 2 * decodings * PREFILL_MARGIN * prices.step(prompt_tokens)
 
 
-def request_seconds(prices: Prices, prompt_tokens: int, new_tokens: int, decodings: int) -> float:
-    """A request at plain decoding's pace: the prefills, then the warm-ups' and the new tokens, one 1-token
-    step each, in every decoding."""
-    return prefill_seconds(prices, prompt_tokens, decodings) + decodings * (WARM_UP_TOKENS + new_tokens) * prices.step(
-        1
+def first_token_seconds(prices: Prices, prompt_tokens: int, decodings: int) -> float:
+    """The least a request of `decodings` decodings can do at `prices`: the prompt's prefills, then the warm-ups'
+    tokens and one new token, one 1-token step each, in every decoding."""
+    steps = decodings * (WARM_UP_TOKENS + 1)
+    return prefill_seconds(prices, prompt_tokens, decodings) + steps * prices.step(1)
+
+
+def check_budget(prices: Prices, prompt_tokens: int, decodings: int, seconds: float, load: str = "") -> None:
+    """Refuse (BudgetError) work of which not even the prompt's prefills and one new token of each of its
+    `decodings` fit in `seconds` at the latest prices; past that the deadline stops it with what fitted. The
+    message names the cause: the prompt, where it would not fit at the curve's (quiet) prices either, else the
+    machine's load (`load`: words on what other programs use, or empty)."""
+    if first_token_seconds(prices, prompt_tokens, decodings) <= seconds:
+        return
+    quiet = first_token_seconds(Prices(prices.costs), prompt_tokens, decodings)
+    if quiet > seconds:
+        raise BudgetError(
+            f"The prompt is {prompt_tokens:,} tokens: reading it takes this machine about {quiet:.0f} s even when "
+            f"it is quiet (twice for each of the {decodings} decodings, a warm-up's and a timed one), over the "
+            f"{seconds:.0f} s a request may hold the model. Shorten the prompt."
+        )
+    raise BudgetError(
+        f"This machine is busy now: its latest steps took {prices.scale:.1f}× their time on the quiet machine{load}, "
+        f"so not even one new token of each of the {decodings} decodings would fit in the {seconds:.0f} s a "
+        "request may hold the model. Try again in a minute: the pace is measured again before every request."
     )
-
-
-def longest_prompt(prices: Prices, decodings: int, seconds: float) -> int:
-    """The most prompt tokens whose prefills fit in PREFILL_SHARE of `seconds`."""
-    low, high = 1, 1 << 20
-    while low < high:  # a step's cost grows with its width: bisect for the last size that fits
-        middle = (low + high + 1) // 2
-        if prefill_seconds(prices, middle, decodings) <= PREFILL_SHARE * seconds:
-            low = middle
-        else:
-            high = middle - 1
-    return low
-
-
-def check_budget(prices: Prices, prompt_tokens: int, new_tokens: int, decodings: int, seconds: float) -> None:
-    """Refuse (BudgetError) a request whose prompt's prefills exceed their share of `seconds`, or where not even
-    MIN_TOKENS new tokens of each of its `decodings` (all it asks for, if fewer) fit at plain decoding's pace."""
-    longest = longest_prompt(prices, decodings, seconds)
-    if prompt_tokens > longest:
-        raise BudgetError(
-            f"The prompt is {prompt_tokens:,} tokens; a request may hold the model for {seconds:.0f} s here, "
-            f"which leaves room for at most {longest:,} prompt tokens. Shorten the prompt." + busy_advice(prices)
-        )
-    needed = min(new_tokens, MIN_TOKENS)
-    worst = request_seconds(prices, prompt_tokens, needed, decodings)
-    if worst > seconds:
-        raise BudgetError(
-            f"Even {needed} new tokens of each of its {decodings} decodings would hold the model for about "
-            f"{worst:.0f} s here at plain decoding's pace ({prices.step(1) * 1000:.0f} ms a token, measured on the "
-            f"latest steps), over the {seconds:.0f} s a request may take while others wait. Shorten the prompt."
-            + busy_advice(prices)
-        )
 
 
 BUSY_SCALE = 1.5  # the latest steps this many times their price at load: the machine is busier than it was
-
-
-def busy_advice(prices: Prices) -> str:
-    """When the latest steps ran well over their measured price, the machine is busy: waiting would help."""
-    scale = prices.scale
-    if scale < BUSY_SCALE:
-        return ""
-    return (
-        f" This machine is busy now: its latest steps took {scale:.1f}× the time measured when the model loaded; "
-        "trying again when it is quieter would help too."
-    )
 
 
 def fit(prices: Prices, rounds: int) -> Fit:

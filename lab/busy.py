@@ -47,6 +47,10 @@ class CpuWatch:
         self._machine = machine_busy_seconds(stat)
         self._own = own_seconds()
 
+    def seconds(self) -> float:
+        """Wall seconds since the watch started."""
+        return time.perf_counter() - self._wall
+
     def reading(self) -> Busy:
         wall = time.perf_counter() - self._wall
         machine = machine_busy_seconds(self._stat)

@@ -9,18 +9,31 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 
+import torch
+
 from lookahead_core.costs import StepCosts
 from lookahead_core.draft import DEFAULT_DRAFT, DEFAULT_DRAFT_TOKENS, Draft, make_draft
 from lookahead_core.medusa import Medusa
-from lookahead_core.models import DEFAULT_MODEL, DTYPES, LoadedModel, load_model
-from lookahead_core.records import METHODS, Fit, Machine, Needs
+from lookahead_core.models import DEFAULT_MODEL, DTYPES, LoadedModel, encode_prompt, load_model
+from lookahead_core.records import METHODS, Fit, Machine, Method, Needs, StepKind
 from lookahead_core.request import DecodeRequest
 from lookahead_core.runtime import Deadline, Runtime
-from lookahead_core.trace import machine_facts
+from lookahead_core.trace import decode_steps, machine_facts
 from lookahead_core.tuning import AutoSettings
 
-from .budget import Prices, fit, warmed_prices
+from .budget import (
+    FRESH_SECONDS,
+    PROBE_TOKENS,
+    WARM_UP_PROMPT,
+    BudgetError,
+    Prices,
+    check_budget,
+    fit,
+    probe,
+    warmed_prices,
+)
 from .heads import NoHeads, eagle_draft, medusa_for
+from .threads import ThreadChoice
 
 
 @dataclass
@@ -33,6 +46,38 @@ class Held:
     copy: Draft | None = None
     heads: Medusa | NoHeads | None = None  # None: not looked for yet
     layer: Draft | NoHeads | None = None  # the EAGLE layer as a draft; None: not looked for yet
+    threads: ThreadChoice | None = None  # the torch threads its work runs on (None: a GPU's, or not chosen yet)
+
+    def admit(self, prompt_tokens: int, decodings: int, seconds: float) -> int:
+        """The one gate of every card's model work (a Run, a race, a sweep), asked before its time starts: the torch
+        threads for the machine as it is now (the count the work runs on, returned; set in this OS thread), prices
+        renewed by a probe where their evidence is stale or was taken on another count, and BudgetError only for
+        work of which not even one token of each of its `decodings` fits in `seconds` (budget.check_budget)."""
+        threads = torch.get_num_threads()
+        if self.threads is not None:
+            before, threads = self.threads.threads, self.threads.choose()
+            torch.set_num_threads(threads)
+        else:
+            before = threads
+        if self.prices is None:
+            return threads
+        if threads != before or self.prices.age() > FRESH_SECONDS:
+            probe(self.lm, self.prices)
+        try:
+            check_budget(self.prices, prompt_tokens, decodings, seconds, self.load_words())
+        except BudgetError:
+            if self.prices.age() < FRESH_SECONDS / 2:
+                raise
+            probe(self.lm, self.prices)  # judged on the machine as it is this moment, never on a moment passed
+            check_budget(self.prices, prompt_tokens, decodings, seconds, self.load_words())
+        return threads
+
+    def load_words(self) -> str:
+        """What other programs used of this CPU at the latest reading, as a clause for a refusal (or nothing)."""
+        choice = self.threads
+        if choice is None or choice.others is None:
+            return ""
+        return f" (other programs used {choice.others:.1f} of its {choice.cores} cores)"
 
     def medusa(self) -> Medusa | None:
         """Medusa with the heads that ship for this model, fitted to this hardware (looked for once); None when
@@ -103,6 +148,7 @@ class ModelHolder:
                 lm = load_model(None if choice == DEFAULT_MODEL else choice, dtype=dtype)
                 self._held = Held(lm)
             if self._warm and self._held.prices is None:
+                self._held.threads = chosen_threads(self._held.lm)
                 self._held.prices = warmed_prices(self._held.lm, self._held.draft(DEFAULT_DRAFT_TOKENS))
             return self._held
 
@@ -123,6 +169,21 @@ class ModelHolder:
         """Whether a request for `choice` would load it first (it is not the held model)."""
         held = self._held
         return held is None or not holds(held.lm, choice, dtype)
+
+
+def chosen_threads(lm: LoadedModel) -> ThreadChoice | None:
+    """The torch threads for a CPU model, measured on a few plain steps at each count (None on a GPU)."""
+    if lm.device.type != "cpu":
+        return None
+    prompt_ids = encode_prompt(lm.tokenizer, WARM_UP_PROMPT, chat=False)
+    plain = DecodeRequest(max_new_tokens=PROBE_TOKENS, method=Method.GREEDY)
+
+    def steps() -> list[float]:
+        return [r.step_seconds for r in decode_steps(lm, prompt_ids, plain) if r.kind == StepKind.DECODE]
+
+    choice = ThreadChoice()
+    choice.measure(steps)
+    return choice
 
 
 def holds(lm: LoadedModel, choice: str, dtype: str) -> bool:

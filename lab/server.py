@@ -19,6 +19,7 @@ except ImportError:
 import os
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 
 from lookahead_core import fixed
 from lookahead_core.costs import shape_costs, step_costs
@@ -29,11 +30,12 @@ from lookahead_core.tuning import auto_settings
 
 from . import space
 from .access import access_from_environment
-from .budget import RACE_SECONDS, RESERVE, RUN_SECONDS, Deadline, Prices, check_budget
+from .budget import RACE_SECONDS, RESERVE, RUN_SECONDS, Deadline, Prices
 from .holding import ModelHolder
 from .race import ROUNDS, raced, racing
 from .requests import MAX_NEW_TOKENS, InputError, ModelRequest
 from .shelf import Shelf
+from .threads import running_on
 from .timed_run import timed_run
 
 ZERO_GPU = space.on_zero_gpu(spaces)
@@ -81,15 +83,6 @@ def race_slot(request: ModelRequest) -> int:
     return space.slot_seconds(request.decode.max_new_tokens, runs=SPACE_LANES + 1, measures_costs=request.decode.auto)
 
 
-def within_budget(
-    prices: Prices | None, prompt_ids: list[int], decode: DecodeRequest, decodings: int, seconds: float
-) -> None:
-    """Refuse (BudgetError) model work of `decodings` decodings not worth starting in `seconds` at `prices`
-    (None: unpriced): a Run makes two, a race one per method."""
-    if prices is not None:
-        check_budget(prices, len(prompt_ids), decode.max_new_tokens, decodings, seconds)
-
-
 def expected_rounds(prices: Prices | None, decode: DecodeRequest, seconds: float, lanes: int) -> int:
     """How many race rounds the progress bar announces first: rounds of `lanes` greedy-priced decodings that
     fit in `seconds` (the race itself decides from the rounds it measures)."""
@@ -111,15 +104,15 @@ def record(request: ModelRequest) -> Iterator[Progress | tuple[Run, float]]:
     lm = held.lm
     auto = auto_settings(lm) if d.auto and METHODS[d.method].window else None
     costs = shape_costs(lm)
-    started = time.perf_counter()  # a model's first load and cost curve are not the request's: its time starts here
-    deadline = Deadline(RUN_SECONDS, reserve=RESERVE)
     prompt_ids = encode_prompt(lm.tokenizer, request.prompt, request.chat)
-    within_budget(held.prices, prompt_ids, d, decodings=2, seconds=RUN_SECONDS)
+    threads = held.admit(len(prompt_ids), decodings=2, seconds=RUN_SECONDS)
+    started = time.perf_counter()  # a model's first load, cost curve and probe are not the request's: it starts here
+    deadline = Deadline(RUN_SECONDS, reserve=RESERVE)
     runtime = held.runtime([d.method], d, auto, deadline, costs)
     needs = METHODS[d.method].needs
     if not runtime.has(needs):
         raise InputError(NOT_SHIPPED[needs])
-    run = yield from timed_run(lm, prompt_ids, d, runtime, request.prompt)
+    run = yield from running_on(threads, timed_run(lm, prompt_ids, d, runtime, request.prompt))
     yield run, time.perf_counter() - started  # the result yielded last: spaces passes on only what is yielded
 
 
@@ -133,13 +126,13 @@ def timed_race(request: ModelRequest) -> Iterator[Progress | tuple[RaceRecord, f
     lm = held.lm
     mode = fixed.chosen_mode(lm.model, None)[0]
     costs = step_costs(lm, mode=mode)
-    started = time.perf_counter()  # a model's first load and cost curve are not the request's: its time starts here
-    deadline = Deadline(RACE_SECONDS, reserve=RESERVE)
     prompt_ids = encode_prompt(lm.tokenizer, request.prompt, request.chat)
     auto = auto_settings(lm, mode=mode) if d.auto else None  # as a Run's: the adopted settings, where adopted
-    runtime = held.runtime(raced_on(lm.device.type), d, auto, deadline, shape_costs(lm))
+    runtime = held.runtime(raced_on(lm.device.type), d, auto, None, shape_costs(lm))
     lanes = len(raced(runtime, lm.device.type))
-    within_budget(held.prices, prompt_ids, d, decodings=lanes, seconds=RACE_SECONDS)
+    threads = held.admit(len(prompt_ids), decodings=lanes, seconds=RACE_SECONDS)
+    started = time.perf_counter()  # a model's first load, cost curve and probe are not the request's: it starts here
+    runtime = replace(runtime, deadline=Deadline(RACE_SECONDS, reserve=RESERVE))
     rounds = expected_rounds(held.prices, d, RACE_SECONDS, lanes)
-    result = yield from racing(lm, prompt_ids, d, runtime, costs, rounds)
+    result = yield from running_on(threads, racing(lm, prompt_ids, d, runtime, costs, rounds))
     yield result, time.perf_counter() - started  # the result yielded last: spaces passes on only what is yielded

@@ -25,6 +25,7 @@ from . import server
 from .budget import Deadline
 from .datasets import load_prompts
 from .requests import InputError, check_prompt, model_of, new_tokens_of, short, whole_number
+from .threads import running_on
 from .tune import SWEPT, TuneGrid, TuneOptions, TuneProgress, check_grid, tuning
 
 SETS = ("humaneval", "mtbench", "gsm8k")  # the shipped prompt sets a visitor may sweep on
@@ -115,13 +116,14 @@ def mapping(request: TuneRequest) -> Iterator[TuneProgress | tuple[TuneReport, f
     held = server.MODEL.get(request.model, request.dtype)
     lm = held.lm
     auto, costs = regime_settings(lm), shape_costs(lm)
+    prompts = [(name, encode_prompt(lm.tokenizer, text, chat)) for name, text, chat in request.prompts]
+    threads = held.admit(max(len(ids) for _, ids in prompts), decodings=1, seconds=TUNE_SECONDS)
     started, deadline = time.perf_counter(), Deadline(TUNE_SECONDS)
     decode = DecodeRequest(max_new_tokens=request.max_new_tokens)
     swept = [method for method in SWEPT if SWEPT[method].settings(request.grid)]
     runtime = held.runtime(swept, decode, None, deadline, costs)  # a draft, heads: made only for a method swept
-    prompts = [(name, encode_prompt(lm.tokenizer, text, chat)) for name, text, chat in request.prompts]
     options = TuneOptions(
         dataset=", ".join(p[0] for p in request.prompts), rounds=ROUNDS, sample=2, stop=deadline.passed
     )
-    report = yield from tuning(lm, prompts, request.grid, decode, runtime, auto, options)
+    report = yield from running_on(threads, tuning(lm, prompts, request.grid, decode, runtime, auto, options))
     yield report, time.perf_counter() - started

@@ -1,0 +1,135 @@
+"""The server's torch threads follow the cores other programs leave free, in whichever OS thread resumes the work;
+the one gate renews stale prices with a probe before it judges a request, so a busy moment passes."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+import torch
+
+from lab import budget, threads
+from lab.budget import BudgetError, Prices, first_token_seconds
+from lab.holding import Held
+from lookahead_core.records import Busy
+
+from .conftest import cost_table
+from .test_budget import decode_step
+
+
+class FakeWatch:
+    """A CpuWatch whose reading says other programs used `others` cores over a long enough interval."""
+
+    others = 0.0
+
+    def seconds(self) -> float:
+        return 10.0
+
+    def reading(self) -> Busy:
+        return Busy(other_cores=FakeWatch.others, cores=2, seconds=10.0, heavy=FakeWatch.others > 0.2)
+
+
+@pytest.fixture
+def watched(monkeypatch):
+    monkeypatch.setattr(threads, "CpuWatch", FakeWatch)
+    yield FakeWatch
+    FakeWatch.others = 0.0
+
+
+def test_the_counts_tried_at_load_are_one_half_and_all_cores():
+    assert threads.counts_to_try(1) == [1] and threads.counts_to_try(2) == [1, 2]
+    assert threads.counts_to_try(16) == [1, 8, 16]
+
+
+def test_a_request_gets_the_cores_other_programs_left_free_at_most_the_fastest_count(watched):
+    choice = threads.ThreadChoice(cores=2, best=2)
+    watched.others = 0.05  # quiet: a browser and an editor
+    assert choice.choose() == 2
+    watched.others = 1.9  # two burners on two cores: two threads would wait on each other at every barrier
+    assert choice.choose() == 1 and choice.others == 1.9
+    watched.others = 0.9  # one burner
+    assert choice.choose() == 1
+    watched.others = 0.0  # and quiet again
+    assert choice.choose() == 2
+    assert threads.ThreadChoice(cores=2, best=1).choose() == 1  # one thread ran fastest at load: never more
+
+
+def test_the_fastest_count_at_load_is_kept_unless_the_machine_was_busy_then(watched):
+    pace = {1: 0.030, 2: 0.020}  # seconds of a plain step at each count
+
+    def steps():
+        return [pace[torch.get_num_threads()]] * 3
+
+    before = torch.get_num_threads()
+    try:
+        choice = threads.ThreadChoice(cores=2)
+        choice.measure(steps)
+        assert choice.best == 2 and choice.timed == pace
+        pace[1] = 0.010
+        choice.measure(steps)
+        assert choice.best == 1
+        watched.others = 1.5  # measured beside busy programs: the figures say only what that moment allowed
+        choice.measure(steps)
+        assert choice.best == 2 and choice.threads == 1
+    finally:
+        torch.set_num_threads(before)
+
+
+def counts(n: int):
+    for _ in range(n):
+        yield torch.get_num_threads()
+    return "done"
+
+
+def resumed_in_other_threads(work, times: int) -> list[int]:
+    """Resume `work` `times` times, each time from a fresh OS thread whose torch count was set to 2 first."""
+    seen = []
+
+    def resume():
+        torch.set_num_threads(2)
+        seen.append(next(work))
+
+    for _ in range(times):
+        worker = threading.Thread(target=resume)
+        worker.start()
+        worker.join()
+    return seen
+
+
+def test_work_runs_on_the_chosen_threads_whichever_os_thread_resumes_it():
+    """torch keeps the count per OS thread and Gradio may resume a generator on any worker thread; the bare
+    generator (the negative control) runs on whatever count the resuming thread had."""
+    assert resumed_in_other_threads(threads.running_on(1, counts(3)), 3) == [1, 1, 1]
+    assert resumed_in_other_threads(counts(3), 3) == [2, 2, 2]
+
+
+def test_running_on_returns_the_works_value_and_closing_it_closes_the_work():
+    work = threads.running_on(1, counts(2))
+    with pytest.raises(StopIteration) as done:
+        while True:
+            next(work)
+    assert done.value.value == "done"
+    inner = counts(5)
+    outer = threads.running_on(1, inner)
+    next(outer)
+    outer.close()
+    assert inner.gi_frame is None  # closed, not left suspended
+
+
+def test_the_gate_renews_a_busy_moments_prices_with_a_probe_and_admits_the_request(tiny_lm, monkeypatch):
+    """Beside two burners the prices reached 6x; after the burners stopped every request was refused, since a
+    refused request runs no step to learn from. The gate probes the machine as it is and admits it; judged on the
+    stale prices (the negative control) the same request is refused."""
+    monkeypatch.setattr(budget, "encode_prompt", lambda tokenizer, text, chat: [1, 2, 3, 4])  # a char tokenizer
+    now = [0.0]
+    costs = cost_table(0.05)
+    costs.seconds = [s / 10 for s in costs.seconds]  # near what the tiny model's steps take
+    prices = Prices(costs, clock=lambda: now[0])
+    prices.learn([decode_step(1, 50 * prices.costs.seconds_for(1))] * 128)  # the worst moment: 50x
+    now[0] = 60.0  # a minute later, the burners gone
+    seconds = 5 * first_token_seconds(Prices(costs), 4, 2)
+    with pytest.raises(BudgetError, match="busy now"):
+        budget.check_budget(prices, 4, 2, seconds)
+    held = Held(tiny_lm, prices=prices)
+    assert held.admit(4, decodings=2, seconds=seconds) == torch.get_num_threads()
+    assert prices.age() == 0.0 and prices.scale < 50
