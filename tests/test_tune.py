@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from dataclasses import replace
 from types import SimpleNamespace
 
@@ -376,6 +377,8 @@ def test_the_shipped_maps_read_back_each_measured_where_it_says():
     assert gpu.mode == StepMode.CUDA_GRAPH and any(c.measured_speedup is not None for c in gpu.cells)
     shown = two_machines_html(cpu, gpu)
     assert all(cpu.cells[i].label in shown for i in cpu.chosen.values()), "every method's choice here is on the card"
-    assert "not swept there" in shown  # the CPU's lookahead W=3 is not on the H200's grid
+    assert "not swept on the NVIDIA H200" in shown  # the CPU's lookahead W=3 is not on the H200's grid
+    assert "the 2-core CPU of 2026-11-26" in shown and "the NVIDIA H200 of 2026-11-26" in shown  # named, not "here"
+    assert not re.search(r"\b(here|there)\b", shown)
     others = [p for p in library.BENCH.glob("*tune*.json") if p not in (library.CPU_MAP, library.GPU_MAP)]
     assert others and all(read_tune_report(p.read_text()).cells for p in others)  # the 2-thread map among them

@@ -307,8 +307,8 @@ LESSON: tuple[LessonStep, ...] = (
         "When it pays off",
         "**Code repeats its own names**, so guesses from the prompt and the output are often right: {ratio} tokens "
         "per pass. And on a CPU, where every token fed costs time, the **cost-aware plan** (auto settings) feeds a "
-        "guess only where its measured gain outgrows its measured cost. Here lookahead ran {speedup} as fast as "
-        "greedy, its interval clear of 1× ({device}, {date}).",
+        "guess only where its measured gain outgrows its measured cost. On {device} lookahead ran {speedup} as "
+        "fast as greedy, its interval clear of 1× (recorded {date}).",
         "python",
         -1,
         "summary",
@@ -318,9 +318,9 @@ LESSON: tuple[LessonStep, ...] = (
     LessonStep(
         "When it does not",
         "**Hard-to-predict text** (a translation into German) leaves the pool little to reuse: {ratio} tokens per "
-        "pass. And the paper's wide window makes each pass cost more: one took {step_cost} as long as a greedy one, "
-        "so lookahead ran {speedup} as fast as greedy ({device}, {date}). The race at the bottom measures the cost "
-        "of a wide pass on the machine serving this page.",
+        "pass. And the paper's wide window makes each pass cost more: a typical one took {step_cost} as long as a "
+        "greedy one, so lookahead ran {speedup} as fast as greedy ({device}, {date}). The race at the bottom "
+        "measures the cost of a wide pass on the machine serving this page.",
         "german",
         -1,
         "summary",
@@ -330,26 +330,29 @@ LESSON: tuple[LessonStep, ...] = (
     LessonStep(
         "Same method, another machine",
         "**The same method pays on one machine and loses on another.** {cell} commits {cell_tokens} tokens per "
-        "step here and {gpu_tokens} there; on {cpu_machine} a 64-row step costs {cpu_cost} a 1-row step, so the "
-        "tune map predicts it at {cpu_speedup} of plain decoding's speed, while on the {gpu_machine} a 64-row step "
-        "costs {gpu_cost} and the same cell is predicted at {gpu_speedup}. Here the map chose {cpu_chosen}; there it "
-        "chose {gpu_chosen}, measured at {gpu_measured} of plain decoding ({gpu_date}).",
+        "step on {cpu_machine} and {gpu_tokens} on {gpu_machine}. On {cpu_short} a 64-row step costs {cpu_cost} a "
+        "1-row step, so the tune map predicts the cell at {cpu_speedup} of plain decoding's speed; on {gpu_short} it "
+        "costs {gpu_cost}, and the same cell is predicted at {gpu_speedup}. Each map chose its own cell: "
+        "{cpu_chosen} on the first, {gpu_chosen} on the second, measured at {gpu_measured} of plain decoding "
+        "({gpu_date}).",
         "python",
         -1,
         "tune",
         two_maps,
         {
             "cell": says("{} commits"),
-            "cell_tokens": says("commits {} tokens per step here"),
-            "gpu_tokens": says("and {} there"),
-            "cpu_machine": says("On {} a 64-row step"),
+            "cell_tokens": says("commits {} tokens per step on"),
+            "gpu_tokens": says("and {} on"),
+            "cpu_short": says("On {} a 64-row step"),
+            "gpu_short": says("on {} it costs"),
+            "cpu_machine": says("slower than plain decoding on {}"),
+            "gpu_machine": says("and faster on {}"),
             "cpu_cost": says("a 64-row step costs {} a 1-row step"),
-            "cpu_speedup": says("predicted {} of plain decoding here"),
-            "gpu_machine": says("on {} a 64-row step"),
-            "gpu_cost": says("a 64-row step costs {}."),
-            "gpu_speedup": says("{} there"),
-            "cpu_chosen": says("the map chose {} here"),
-            "gpu_chosen": says("the map chose {} there"),
+            "gpu_cost": says("it costs {}."),
+            "cpu_speedup": says("predicted at {} of plain decoding"),
+            "gpu_speedup": says("{} on the"),
+            "cpu_chosen": says("chose {})"),
+            "gpu_chosen": says("it chose {}"),
             "gpu_measured": says("measured at {} of plain decoding"),
             "gpu_date": says("swept on {} "),
         },

@@ -425,13 +425,25 @@ def measured_words(cell: TuneCell | None) -> str:
     return times(cell.measured_speedup)
 
 
+def machine_name(report: TuneReport, dated: bool = True) -> str:
+    """A map's machine as a student reads it, from its record: "the NVIDIA H200 of 2026-11-26", "the 2-core CPU of
+    2026-11-26" (a CPU's cores as the sweep's load reading counted them); undated, "the NVIDIA H200", "the CPU"."""
+    machine, date = report.machine, f" of {report.ran_at[:10]}" if dated else ""
+    if machine.device != "cpu":
+        return f"the {machine.device_name}{date}"
+    cores = f"{report.busy.cores}-core " if report.busy is not None and dated else ""
+    return f"the {cores}CPU{date}"
+
+
 def two_machines_facts(cpu: TuneReport, gpu: TuneReport) -> dict[str, str]:
     """The figures the lesson's step quotes, read from the two maps."""
     pair = turned(cpu, gpu)
     chosen, chosen_there = cpu.chosen_cell(Method.LOOKAHEAD), gpu.chosen_cell(Method.LOOKAHEAD)
     return {
-        "cpu_machine": cpu.machine.device_name,
-        "gpu_machine": gpu.machine.device_name,
+        "cpu_machine": machine_name(cpu),
+        "gpu_machine": machine_name(gpu),
+        "cpu_short": machine_name(cpu, dated=False),
+        "gpu_short": machine_name(gpu, dated=False),
         "cpu_cost": f"{probe_cost(cpu):.2f}×",
         "gpu_cost": f"{probe_cost(gpu):.2f}×",
         "cell": pair[0].label if pair is not None else "",
@@ -447,41 +459,51 @@ def two_machines_facts(cpu: TuneReport, gpu: TuneReport) -> dict[str, str]:
 
 
 def there_words(gpu: TuneReport, facts: dict[str, str]) -> str:
-    """How the second map was made: priced off recorded figures (its `source` says which), or swept there, with
-    its chosen lookahead cell's measured speedup."""
+    """How the second map was made: priced off recorded figures (its `source` says which), or swept on its machine,
+    with its chosen lookahead cell's measured speedup."""
     if gpu.source:
-        return f"There: {gpu.source}."
+        return f"The map of {facts['gpu_machine']}: {gpu.source}."
     return (
-        f"There: swept on {facts['gpu_date']} (python -m lab tune); the map chose {facts['gpu_chosen']} there, "
-        f"measured at {facts['gpu_measured']} of plain decoding."
+        f"The map of {facts['gpu_machine']} was swept on {facts['gpu_date']} (python -m lab tune); it chose "
+        f"{facts['gpu_chosen']}, measured at {facts['gpu_measured']} of plain decoding."
     )
 
 
 def two_machines_html(cpu: TuneReport, gpu: TuneReport | None) -> str:
-    """The recorded maps side by side, as the tune card shows them before a sweep: what a wide step costs on
-    each machine, the cell they disagree on most (its tokens per step and predicted speedup on each), each
-    method's chosen cell here predicted on both (or not swept there), and how the second map was made. Short:
-    the card, outlined by the lesson, must fit on a screen."""
+    """The recorded maps side by side, as the tune card shows them before a sweep, each machine named (in full
+    once, with its date): in plain words first, whether the same settings lose on one and pay on the other; then
+    what a wide step costs on each, the cell they disagree on most (its tokens per step and predicted speedup on
+    each), each method's chosen cell on the first predicted on both (or not swept on the second), and how the
+    second map was made. Short: the card, outlined by the lesson, must fit on a screen."""
     if gpu is None:
-        return f"<p>The map of {escape(cpu.machine.device_name)}; the GPU map is owed until a GPU is lent.</p>"
+        return f"<p>The map of {escape(machine_name(cpu))}; the GPU map is owed until a GPU is lent.</p>"
     f = two_machines_facts(cpu, gpu)
-    words = (
-        f"<p>On {escape(f['cpu_machine'])} a {PROBE}-row step costs {f['cpu_cost']} a 1-row step; on "
-        f"{escape(f['gpu_machine'])} a {PROBE}-row step costs {f['gpu_cost']}.</p>"
+    cpu_name, gpu_name = escape(f["cpu_machine"]), escape(f["gpu_machine"])
+    words = ""
+    if f["cell"]:
+        words += (
+            f"<p><b>The same settings can lose on one machine and pay on another</b>: {escape(f['cell'])} is "
+            f"predicted to be slower than plain decoding on {cpu_name} and faster on {gpu_name}.</p>"
+        )
+        cpu_name, gpu_name = escape(f["cpu_short"]), escape(f["gpu_short"])  # named in full above
+    words += (
+        f"<p>On {cpu_name} a {PROBE}-row step costs {f['cpu_cost']} a 1-row step; on {gpu_name} it costs "
+        f"{f['gpu_cost']}.</p>"
     )
     if f["cell"]:
         words += (
-            f"<p>{escape(f['cell'])} commits {f['cell_tokens']} tokens per step here and {f['gpu_tokens']} there: "
-            f"predicted {f['cpu_speedup']} of plain decoding here, {f['gpu_speedup']} there.</p>"
+            f"<p>{escape(f['cell'])} commits {f['cell_tokens']} tokens per step on {cpu_name} and {f['gpu_tokens']} "
+            f"on {gpu_name}: predicted at {f['cpu_speedup']} of plain decoding's speed on {cpu_name}, "
+            f"{f['gpu_speedup']} on {gpu_name}.</p>"
         )
-    there = {cell.label: cell for cell in gpu.cells}
+    on_gpu = {cell.label: cell for cell in gpu.cells}
     cells = "; ".join(
-        f"{escape(here.label)}: {here.predicted_speedup:.2f}× here, "
-        + (f"{there[here.label].predicted_speedup:.2f}× there" if here.label in there else "not swept there")
-        for here in (cpu.cells[i] for i in cpu.chosen.values())
+        f"{escape(cell.label)}: {cell.predicted_speedup:.2f}× / "
+        + (f"{on_gpu[cell.label].predicted_speedup:.2f}×" if cell.label in on_gpu else f"not swept on {gpu_name}")
+        for cell in (cpu.cells[i] for i in cpu.chosen.values())
     )
     return (
-        f'<div class="ll-tune-two">{words}<p>Each method\'s chosen cell, predicted over plain decoding: {cells} '
-        f"(the map chose {escape(f['cpu_chosen'])} here; {escape(cpu.ran_at[:10])}).</p>"
+        f'<div class="ll-tune-two">{words}<p>Each method\'s chosen cell on {cpu_name}, predicted over plain decoding '
+        f"on {cpu_name} / on {gpu_name}: {cells} (the map of {cpu_name} chose {escape(f['cpu_chosen'])}).</p>"
         f"<p><small>{escape(there_words(gpu, f))}</small></p></div>"
     )
