@@ -66,3 +66,24 @@ def test_the_table_says_the_maps_time_apart_from_the_held_out_checks():
     assert "1.7 min (1.0 min the map, 0.7 the held-out check)" in tune_table(report())
     older = dataclasses.replace(report(), held_out=dataclasses.replace(report().held_out, seconds=None))
     assert "; 1.7 min; " in tune_table(older)
+
+
+def test_a_small_share_accepted_never_reads_as_none_beside_the_tokens_it_gained():
+    """A wide window verifies hundreds of candidate tokens a step: 0.14 of them accepted (1.14 tokens per step) once
+    read "accepted 0%" in the sweep's table. A share above 0 now says so; a share of exactly 0 is the control."""
+    wide = dataclasses.replace(report().cells[1], tokens_per_step=1.14, acceptance=0.0012)
+    none = dataclasses.replace(report().cells[1], tokens_per_step=1.0, acceptance=0.0)
+    rare = dataclasses.replace(report().cells[1], tokens_per_step=1.01, acceptance=0.0004)
+    for cells, shown in (([wide], "0.1%"), ([none], "0%"), ([rare], "under 0.1%")):
+        sweep = dataclasses.replace(report(), cells=cells, chosen={})
+        assert f"<td>{cells[0].tokens_per_step:.2f}</td>" in tune_table_html(sweep)
+        assert f"<td>{shown}</td>" in tune_table_html(sweep) and f" {shown}" in tune_table(sweep)
+    assert "<td>0%</td>" not in tune_table_html(dataclasses.replace(report(), cells=[wide], chosen={}))
+
+
+def test_counts_of_one_read_in_the_singular():
+    """A sweep of one prompt once read "1 prompts of HumanEval/0"; two prompts are the control."""
+    one = dataclasses.replace(report(), prompts=["a"], max_new_tokens=1)
+    assert "1 prompt of humaneval, 1 new token;" in tune_table(one)
+    assert "on 1 held-out prompt, 3 rounds" in tune_table(one)
+    assert "2 prompts of humaneval, 64 new tokens;" in tune_table(report())

@@ -23,6 +23,7 @@ from .timing import (
     mode_words,
     no_verdict,
     rate_words,
+    share_words,
     speedup_words,
     times,
     timing_notes,
@@ -160,7 +161,7 @@ def lane_reason(result: RaceRecord, lane: RaceLane) -> str:
     if below_one_step(lane.mean_tokens_fed, ratio):
         words += f" ({NOISE}: this difference is timing noise)"
     if lane.acceptance is not None:
-        words += f", {lane.acceptance:.0%} of the candidate tokens accepted"
+        words += f", {share_words(lane.acceptance)} of the candidate tokens accepted"
     if lane.draft_seconds:
         words += f", {lane.draft_seconds / lane.seconds[-1]:.0%} of its time in the draft model"
     return words

@@ -66,6 +66,17 @@ def times(spread: Spread) -> str:
     return f"{spread.median:.2f}× ({spread.low:.2f}–{spread.high:.2f}×)"
 
 
+def share_words(share: float) -> str:
+    """A share as a percentage a reader can set beside tokens per step: whole percents from 10%, one decimal
+    below, and "under 0.1%" for a share above 0 that would read as 0% (a wide window verifies hundreds of
+    candidate tokens a step, so 0.14 accepted of them is 0.1%, not none)."""
+    if share >= 0.1 or share == 0:
+        return f"{share:.0%}"
+    if share < 0.001:
+        return "under 0.1%"
+    return f"{share:.1%}"
+
+
 def rate_words(timing: MethodTiming) -> str:
     """Tokens per second: the median over the rounds, and their min–max."""
     rate = timing.rate

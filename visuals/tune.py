@@ -15,8 +15,9 @@ from plotly.subplots import make_subplots
 from lookahead_core.records import Method
 from lookahead_core.records.tune import SHORT, TuneCell, TuneReport
 
+from .caption import plural
 from .markup import escape
-from .timing import mode_words, times
+from .timing import mode_words, share_words, times
 
 WITHIN = 0.15  # a prediction within this share of the measured speedup counts as right
 
@@ -45,7 +46,7 @@ def machine_words(report: TuneReport) -> str:
     """What the map was measured on, and how busy the machine was meanwhile."""
     m, busy = report.machine, report.busy
     if report.source is not None:
-        prompts = f"{len(report.prompts)} prompts of {report.dataset}"
+        prompts = f"{plural(len(report.prompts), 'prompt')} of {report.dataset}"
         return f"{m.model} on {m.device_name} ({m.dtype}), {prompts}: {report.load}"
     other = (
         ""
@@ -54,7 +55,7 @@ def machine_words(report: TuneReport) -> str:
     )
     return (
         f"{m.model} on {m.device_name} ({m.dtype}, {mode_words(report.mode, report.mode_note)}), "
-        f"{len(report.prompts)} prompts of {report.dataset}, {report.max_new_tokens} new tokens; "
+        f"{plural(len(report.prompts), 'prompt')} of {report.dataset}, {plural(report.max_new_tokens, 'new token')}; "
         f"{sweep_minutes(report)}; {report.load}{other}"
     )
 
@@ -85,8 +86,9 @@ def held_out_words(report: TuneReport) -> str:
     chosen = " ".join(f"{k}={v}" for k, v in held.chosen.items())
     auto = " ".join(f"{k}={v}" for k, v in held.auto.items())
     return (
-        f"on {len(held.prompts)} held-out prompts, {held.rounds} rounds: the map's choice ({chosen}) "
-        f"{c.median:.2f}x [{c.low:.2f}-{c.high:.2f}], auto ({auto}) {a.median:.2f}x [{a.low:.2f}-{a.high:.2f}]"
+        f"on {plural(len(held.prompts), 'held-out prompt')}, {plural(held.rounds, 'round')}: the map's choice "
+        f"({chosen}) {c.median:.2f}x [{c.low:.2f}-{c.high:.2f}], "
+        f"auto ({auto}) {a.median:.2f}x [{a.low:.2f}-{a.high:.2f}]"
     )
 
 
@@ -94,15 +96,15 @@ def tune_table(report: TuneReport) -> str:
     """Every cell as a plain-text table (predicted / measured speedup over plain decoding), and the verdicts."""
     lines = [
         machine_words(report),
-        f"{'cell':<34}{'tok/step':>9}{'rows fed':>9}{'cost':>7}{'accepted':>9}{'exact':>7}  predicted / measured",
+        f"{'cell':<34}{'tok/step':>9}{'rows fed':>9}{'cost':>7}{'accepted':>11}{'exact':>7}  predicted / measured",
     ]
     chosen = set(report.chosen.values())
     for index, cell in enumerate(report.cells):
-        accepted = f"{cell.acceptance:.0%}" if cell.acceptance is not None else "-"
+        accepted = share_words(cell.acceptance) if cell.acceptance is not None else "-"
         mark = " <- chosen" if index in chosen else ""
         lines.append(
             f"{cell.label:<34}{cell.tokens_per_step:>9.2f}{cell.rows_fed:>9.1f}{cell.relative_cost:>6.2f}x"
-            f"{accepted:>9}{'yes' if cell.exact else 'NO':>7}  {speedup_text(cell)}{mark}"
+            f"{accepted:>11}{'yes' if cell.exact else 'NO':>7}  {speedup_text(cell)}{mark}"
         )
     lines += [prediction_words(report), held_out_words(report)]
     return "\n".join(lines)
@@ -336,7 +338,7 @@ def tune_table_html(report: TuneReport) -> str:
     chosen = set(report.chosen.values())
     rows = []
     for index, cell in enumerate(report.cells):
-        accepted = f"{cell.acceptance:.0%}" if cell.acceptance is not None else "–"
+        accepted = share_words(cell.acceptance) if cell.acceptance is not None else "–"
         rows.append(
             f"<tr><th scope='row'>{escape(cell.label)}{' (chosen)' if index in chosen else ''}</th>"
             f"<td>{cell.tokens_per_step:.2f}</td><td>{cell.rows_fed:.1f}</td><td>{cell.relative_cost:.2f}×</td>"
@@ -345,7 +347,8 @@ def tune_table_html(report: TuneReport) -> str:
         )
     head = "".join(
         f"<th scope='col'>{h}</th>"
-        for h in ("cell", "tokens/step", "rows fed", "step cost", "accepted", "predicted", "measured", "error", "exact")
+        for h in ("cell", "tokens/step", "rows fed", "step cost", "candidate tokens accepted")
+        + ("predicted", "measured", "error", "exact")
     )
     return (
         f'<table class="ll-tune-table"><caption>Every cell of the map: speedup over plain decoding, '
