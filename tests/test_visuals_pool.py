@@ -48,3 +48,32 @@ def test_pool_marks_the_recorded_guess_of_each_entry(lookahead_run):
     items = re.findall(r'<li class="ll-entry( ll-chosen)?">(.*?)</li>', html)
     assert [bool(chosen) for chosen, _ in items] == [False] * (len(entries) - 1) + [True]
     assert f">guess {lane + 1}" in items[-1][1]
+
+
+def test_the_pools_change_adds_up_with_what_was_added_and_evicted(lookahead_run):
+    """The panel once read "+0 this step" beside "Added (8)" and "2 evicted": 6 of the 8 were in the pool already
+    (moved to newest). The header now splits the added into new and already there, and its parts add up, on every
+    recorded step and on that one (its negative: a step that added nothing says no split)."""
+    trace = lookahead_run.trace
+    for _, record in decode_steps(lookahead_run):
+        p = record.pool
+        header = pool.size_words(record)
+        new = int(re.search(r": (\d+) new", header).group(1)) if " new" in header else 0
+        evicted = int(re.search(r"(\d+) evicted", header).group(1)) if "evicted" in header else 0
+        again = re.search(r"(\d+) of the (\d+) added already there", header)
+        assert new - evicted == p.size - p.size_before and evicted == len(p.evicted)
+        assert new + (int(again.group(1)) if again else 0) == len(p.added)
+        assert again is None or int(again.group(2)) == len(p.added)
+    record = next(r for _, r in decode_steps(lookahead_run) if len(r.pool.added) >= 8)
+    added = [dataclasses.replace(record.pool.added[0]) for _ in range(8)]
+    evicted = added[:2]
+    step = dataclasses.replace(
+        record, pool=dataclasses.replace(record.pool, added=added, evicted=evicted, size=50, size_before=50)
+    )
+    assert "50 n-grams in the pool, +0 this step: 2 new, 2 evicted, 6 of the 8 added already there" in pool.pool_html(
+        step, trace.vocab, trace.meta.settings.guesses
+    )
+    quiet = dataclasses.replace(
+        record, pool=dataclasses.replace(record.pool, added=[], evicted=[], size=50, size_before=50)
+    )
+    assert pool.size_words(quiet) == "50 n-grams in the pool, +0 this step"

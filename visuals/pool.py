@@ -35,10 +35,17 @@ def ngram_html(vocab: dict, key: int, continuation: list[int], source: str | Non
 
 
 def size_words(record: StepRecord) -> str:
+    """The pool's size and this step's change, told so that its parts add up: of the n-grams added, those new to
+    the pool grew it and each eviction shrank it; the rest were there already (moved to newest). The split follows
+    from the recorded sizes, since the pool grows by one for each new entry and shrinks by one for each eviction."""
     pool = record.pool
-    evicted = len(pool.evicted)
-    change = f", {pool.size - pool.size_before:+d} this step"
-    return f"{pool.size} n-grams in the pool{change}" + (f", {evicted} evicted" if evicted else "")
+    evicted, added = len(pool.evicted), len(pool.added)
+    new = pool.size - pool.size_before + evicted
+    parts = [f"{new} new", f"{evicted} evicted"] if evicted else [f"{new} new"] if new else []
+    if added > new:
+        parts.append(f"{added - new} of the {added} added already there")
+    change = pool.size - pool.size_before
+    return f"{pool.size} n-grams in the pool, {change:+d} this step" + (f": {', '.join(parts)}" if parts else "")
 
 
 def entries_html(record: StepRecord, vocab: dict) -> str:
