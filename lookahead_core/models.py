@@ -101,7 +101,8 @@ def device_name(device: torch.device) -> str:
     """A human name for the hardware: the GPU's name, or the CPU with its core count."""
     if device.type == "cuda":
         return torch.cuda.get_device_name(device)
-    return f"CPU ({os.cpu_count()} cores, {torch.get_num_threads()} torch threads)"
+    cores, threads = os.cpu_count(), torch.get_num_threads()
+    return f"CPU ({cores} core{'s' * (cores != 1)}, {threads} torch thread{'s' * (threads != 1)})"
 
 
 def cache_root() -> Path:

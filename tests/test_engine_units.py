@@ -310,3 +310,13 @@ def test_a_token_holding_part_of_a_character_shows_its_bytes_marked():
 
     tokenizer = PieceTokenizer()
     assert [token_text(tokenizer, i) for i in range(3)] == ["‹e4›", " ‹f0 9f 98›", "word"]
+
+
+def test_the_cpus_name_counts_its_threads_in_the_singular_and_the_plural(monkeypatch):
+    """A lab started with one torch thread once named its CPU "1 torch threads"; two threads are the control."""
+    from lookahead_core import models
+
+    monkeypatch.setattr(models.os, "cpu_count", lambda: 2)
+    for threads, words in ((1, "CPU (2 cores, 1 torch thread)"), (2, "CPU (2 cores, 2 torch threads)")):
+        monkeypatch.setattr(models.torch, "get_num_threads", lambda threads=threads: threads)
+        assert models.device_name(torch.device("cpu")) == words
