@@ -123,7 +123,8 @@ def test_a_races_verdict_quotes_the_winners_row_and_names_none_from_two_rounds(r
     result = dataclasses.replace(raced, timing=timed(methods, CASES[case]))
     html = race_html(result)
     table, figures = rows(html), stats(html)
-    (story,) = texts(html, r"</div><p>(.*?)</p><table")
+    assert "measured here" not in html and f"measured on {result.step_costs.hardware}, costs" in html  # named
+    story = texts(html, r"<p>(.*?)</p>")[0]  # the first paragraph, under the figures
     if case == "two rounds":
         assert story.startswith("Only two rounds fitted in the time on ")
         assert f"fewer than {FEWEST_ROUNDS} rounds were timed, so no verdict is given" in story

@@ -49,3 +49,27 @@ def test_an_auto_run_renders_its_plans_and_the_window_left_out(auto_run):
         assert all(replay.panel_values(auto_run, index))
     html = summary.summary_html(auto_run)
     assert "cost-aware plan" in html and "Auto: on test hardware" in html
+
+
+def test_a_plan_says_what_it_tried_in_plain_words_before_its_figures():
+    """A student once read only "Plan: No window and 1 of 3 guesses, 7 tokens each: 6.50 tokens expected for 1.64x
+    the measured time of a 1-token step". The plain sentence now comes first, the figures after it in brackets."""
+    from lookahead_core.records import PlanRecord
+
+    plan = PlanRecord(
+        reason=PlanReason.BEST_RATIO,
+        window_fed=False,
+        guesses_offered=3,
+        guesses_verified=1,
+        guess_length=7,
+        expected_tokens=6.5,
+        relative_cost=1.64,
+    )
+    words = plans.plan_words(plan)
+    plain = "this step tried 1 of the 3 guesses the pool offered, without the window: of the plans measured so far"
+    figures = "(no window and 1 of 3 guesses, 7 tokens each: 6.50 tokens expected for 1.64x the measured time"
+    assert words.startswith(plain) and figures in words and words.index(plain) < words.index(figures)
+    fed = plans.plan_words(PlanRecord(**{**plan.__dict__, "window_fed": True, "guesses_verified": 3}))
+    assert fed.startswith("this step tried the window and all 3 guesses the pool offered:")
+    probe = PlanRecord(**{**plan.__dict__, "reason": PlanReason.PROBE_WINDOW, "window_fed": True, "idle_steps": 5})
+    assert plans.plan_words(probe).startswith("this step fed the window again to see whether it pays now")

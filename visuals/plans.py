@@ -50,15 +50,33 @@ def fed_words(plan: PlanRecord) -> str:
     return f"{window} and {of}, {plan.guess_length} token{'s' if plan.guess_length != 1 else ''} each"
 
 
+def tried_words(plan: PlanRecord) -> str:
+    """What the plan tried beyond c, in plain words, e.g. "1 of the 3 guesses the pool offered, without the window"."""
+    offered, verified = plan.guesses_offered, plan.guesses_verified
+    if not offered:
+        guesses = "no guess (the pool offered none)"
+    elif not verified:
+        guesses = "none of the " + ("guess" if offered == 1 else f"{offered} guesses") + " the pool offered"
+    elif verified == offered:
+        guesses = "the one guess the pool offered" if offered == 1 else f"all {offered} guesses the pool offered"
+    else:
+        guesses = f"{verified} of the {offered} guesses the pool offered"
+    return f"the window and {guesses}" if plan.window_fed else f"{guesses}, without the window"
+
+
 def plan_words(plan: PlanRecord) -> str:
-    """Why this step fed what it fed, with the planner's measured figures."""
+    """Why this step fed what it fed: in plain words first, then the planner's measured figures in brackets."""
     if plan.reason == PlanReason.PAPER:
         return "the paper's plan: the whole window and every guess the pool offered"
     if plan.reason == PlanReason.ALL_PROPOSED:
         return "every candidate the method proposed"
     if plan.reason == PlanReason.PROBE_WINDOW:
-        return f"{fed_words(plan)}: the window had sat out {plan.idle_steps} steps, so it was fed to measure it again"
+        return (
+            f"this step fed the window again to see whether it pays now, after it had sat out {plan.idle_steps} "
+            f"step{'s' * (plan.idle_steps != 1)} ({fed_words(plan)})"
+        )
     return (
-        f"{fed_words(plan)}: {plan.expected_tokens:.2f} tokens expected for {plan.relative_cost:.2f}x the measured "
-        "time of a 1-token step, the best ratio of the plans measured so far in this run"
+        f"this step tried {tried_words(plan)}: of the plans measured so far in this run, that one was expected to "
+        f"write the most tokens for its time ({fed_words(plan)}: {plan.expected_tokens:.2f} tokens expected for "
+        f"{plan.relative_cost:.2f}x the measured time of a 1-token step)"
     )

@@ -97,7 +97,7 @@ def cost_figure(result: RaceRecord) -> go.Figure:
         y=[r for r, ok in zip(ratios, steady, strict=True) if ok],
         mode="lines+markers",
         line={"color": GREY},
-        name=f"one pass (measured here, {costs.measured_at})",
+        name=f"one pass (measured on {costs.hardware}, {costs.measured_at})",
     )
     noisy = [(size, r) for size, r, ok in zip(costs.sizes, ratios, steady, strict=True) if not ok]
     if noisy:
@@ -145,7 +145,7 @@ def charts_words(result: RaceRecord) -> str:
         for lane in result.lanes[1:]
     )
     return (
-        f"The charts in words. Tokens against time: {reached}. One forward pass, measured here, costs "
+        f"The charts in words. Tokens against time: {reached}. One forward pass, measured on {costs.hardware}, costs "
         f"{curve} against a 1-token pass; {steps}."
     )
 

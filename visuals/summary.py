@@ -185,7 +185,7 @@ def summary_html(run: Run) -> str:
 def fit_words(fit: Fit) -> str:
     """What fits in a request's time at this machine's latest prices: the lab's suggested lengths, and why."""
     return (
-        f" At the pace measured here on the latest steps ({fit.step_seconds * 1000:.0f} ms for a 1-token step), "
+        f" At the pace this machine showed on its latest steps ({fit.step_seconds * 1000:.0f} ms for a 1-token step), "
         f"{fit.rounds} rounds of a Run fit in its {fit.run_seconds:.0f} s with up to about {fit.run_tokens} new "
         f"tokens, and {fit.rounds} rounds of the race in its {fit.race_seconds:.0f} s with up to about "
         f"{fit.race_tokens}; longer requests get fewer rounds, and one that reaches its time stops, partial."

@@ -88,7 +88,7 @@ def rate_words(timing: MethodTiming) -> str:
 def busy_words(busy: Busy, what: str) -> str:
     """What other programs used of the CPU while `what` (a Run, this race) was measured."""
     if busy.other_cores is None:
-        return f"What other programs used of the machine during {what} could not be read here."
+        return f"What other programs used of the machine during {what} could not be read on it."
     share = f"about {busy.other_cores * 100:.0f}% of one core (this machine has {busy.cores})"
     if busy.heavy:
         return f"Other programs used {share} during {what}: these timings are less reliable."
