@@ -152,3 +152,25 @@ def test_a_races_verdict_quotes_the_winners_row_and_names_none_from_two_rounds(r
         assert story.startswith("Lookahead won on ") and speed.split(" · ")[0] in story
     else:
         assert story.startswith("Within noise on ") and " won " not in story
+
+
+def test_counts_of_one_read_in_the_singular():
+    """ "1 tokens", "1 rounds", "1 passes": a deadline can cut a round to one token, and a Run to one round; two of
+    each are the control."""
+    from lookahead_core.records import Fit
+    from visuals import progress, summary
+    from visuals.timing import no_verdict, speedup_words
+
+    timing = dataclasses.replace(timed([Method.LOOKAHEAD, Method.GREEDY], CASES["two rounds"]), partial=True)
+    cut = dataclasses.replace(timing, compared_tokens=1)
+    assert "when 1 token had been compared" in no_verdict(cut, "CPU")
+    assert speedup_words(cut, Method.LOOKAHEAD) == "not compared (1 token)"
+    assert speedup_words(dataclasses.replace(cut, compared_tokens=2), Method.LOOKAHEAD) == "not compared (2 tokens)"
+    fit = Fit(step_seconds=0.5, rounds=1, run_seconds=30, run_tokens=1, race_seconds=60, race_tokens=3)
+    assert "1 round of a Run fit in its 30 s with up to about 1 new token, and 1 round of the race" in (
+        summary.fit_words(fit)
+    )
+    shipped = example("python")
+    prefill = dataclasses.replace(shipped, trace=dataclasses.replace(shipped.trace, steps=shipped.trace.steps[:1]))
+    assert "over the 1 pass of this run" in progress.chart_words(prefill)
+    assert f"over the {len(shipped.trace.steps)} passes of this run" in progress.chart_words(shipped)

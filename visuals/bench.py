@@ -13,6 +13,7 @@ import plotly.io as pio
 
 from lookahead_core.records import BenchMethod, BenchReport, BenchResult, BenchSettings, BenchTotals
 
+from .caption import plural
 from .markup import escape
 from .palette import BLACK, BLUE, GREEN, GREY, ORANGE, PURPLE, SKY, VERMILLION
 from .timing import bench_rate, bench_rounds_words, bench_speedup, busy_words, mode_words
@@ -150,9 +151,10 @@ table{{border-collapse:collapse}}td,th{{padding:4px 10px;border-bottom:1px solid
 td:first-child,th:first-child{{text-align:left}}.dim{{color:#666}}.ok{{color:{GREEN}}}</style></head>
 <body><h1>Lookahead Lab bench: {escape(settings.dataset)}</h1>
 <p class="dim">{escape(facts)}</p>
-<p>{len(report.prompts)} prompts, {settings.max_new_tokens} new tokens each; speedup is tokens per second
-over <b>{escape(settings.baseline)}</b> measured in the same run; exact counts the prompts whose output equals
-greedy <code>generate</code> token for token. Lookahead settings: {escape(lookahead_words(settings))}</p>
+<p>{plural(len(report.prompts), "prompt")}, {plural(settings.max_new_tokens, "new token")} each;
+speedup is tokens per second over <b>{escape(settings.baseline)}</b> measured in the same run; exact counts the
+prompts whose output equals greedy <code>generate</code> token for token. Lookahead settings:
+{escape(lookahead_words(settings))}</p>
 <p>{escape(timing)}</p>
 <table><tr><th>method</th><th>tokens</th><th>steps</th><th>tokens/step</th><th>seconds</th><th>tokens/s</th>
 <th>speedup</th><th>exact</th></tr>{summary_rows(report)}</table>

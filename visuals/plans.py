@@ -45,8 +45,8 @@ def fed_words(plan: PlanRecord) -> str:
     if not plan.guesses_offered:
         return f"{window}, no guess offered"
     if not plan.guesses_verified:
-        return f"{window}, none of the {plan.guesses_offered} guesses"
-    of = f"{plan.guesses_verified} of {plan.guesses_offered} guesses"
+        return f"{window}, none of the {plan.guesses_offered} guess{'es' * (plan.guesses_offered != 1)}"
+    of = f"{plan.guesses_verified} of {plan.guesses_offered} guess{'es' * (plan.guesses_offered != 1)}"
     return f"{window} and {of}, {plan.guess_length} token{'s' if plan.guess_length != 1 else ''} each"
 
 

@@ -11,6 +11,7 @@ import plotly.graph_objects as go
 
 from lookahead_core.records import METHODS, Run, TokenSource
 
+from .caption import plural
 from .divergence import divergence_words
 from .markup import escape
 from .palette import KINDS, PATTERNS, marked_label
@@ -53,7 +54,8 @@ def chart_words(run: Run) -> str:
     spread = ", ".join(f"{counts[k]} committed {k}" for k in sorted(counts))
     sources = [source for r in steps for source in r.sources]
     split = ", ".join(f"{sources.count(s)} {KINDS[s.value][1]}" for s in TokenSource if sources.count(s))
-    return f"Tokens committed per forward pass, over the {len(steps)} passes of this run: {spread}; by source: {split}."
+    passes = plural(len(steps), "pass", "passes")
+    return f"Tokens committed per forward pass, over the {passes} of this run: {spread}; by source: {split}."
 
 
 def progress_html(run: Run, index: int) -> str:

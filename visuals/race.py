@@ -57,7 +57,7 @@ def race_figure(result: RaceRecord) -> go.Figure:
             y=lane.tokens,
             mode="lines",
             line={"color": HUES[lane.method], "width": 2, "shape": "hv"},
-            name=f"{METHODS[lane.method].short}: {lane.tokens[-1]} tokens in {lane.seconds[-1]:.2f} s",
+            name=f"{METHODS[lane.method].short}: {plural(lane.tokens[-1], 'token')} in {lane.seconds[-1]:.2f} s",
             cliponaxis=False,
         )
     figure.update_layout(
@@ -135,7 +135,8 @@ def charts_words(result: RaceRecord) -> str:
     """The two charts in words (their text alternative): where each method's tokens stood in time, and what
     one step cost each method against the measured cost curve."""
     reached = "; ".join(
-        f"{METHODS[lane.method].short} {lane.tokens[-1]} tokens at {lane.seconds[-1]:.2f} s" for lane in result.lanes
+        f"{METHODS[lane.method].short} {plural(lane.tokens[-1], 'token')} at {lane.seconds[-1]:.2f} s"
+        for lane in result.lanes
     )
     costs = result.step_costs
     curve = f"{costs.seconds[-1] / costs.seconds[0]:.2f}× for {costs.sizes[-1]} tokens fed"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from lookahead_core.records import METHODS, Fit, Machine, Method, Progress, Run, Trace
 
+from .caption import plural
 from .markup import escape
 from .methods import method_settings
 from .plans import settings_words
@@ -119,7 +120,7 @@ def speed_story(run: Run) -> str:
     elif compression < 1.15:
         story += " Few guesses were accepted: the text was hard to predict."
     elif run.timing is not None and run.timing.leaders == [Method.GREEDY] and not no_verdict(run.timing, device):
-        story += f" Guesses were accepted, but each step fed so many tokens that {device} paid more than it saved."
+        story += " Guesses were accepted, but each step fed so many tokens that it cost more than they saved."
     return story
 
 
@@ -186,9 +187,10 @@ def fit_words(fit: Fit) -> str:
     """What fits in a request's time at this machine's latest prices: the lab's suggested lengths, and why."""
     return (
         f" At the pace this machine showed on its latest steps ({fit.step_seconds * 1000:.0f} ms for a 1-token step), "
-        f"{fit.rounds} rounds of a Run fit in its {fit.run_seconds:.0f} s with up to about {fit.run_tokens} new "
-        f"tokens, and {fit.rounds} rounds of the race in its {fit.race_seconds:.0f} s with up to about "
-        f"{fit.race_tokens}; longer requests get fewer rounds, and one that reaches its time stops, partial."
+        f"{plural(fit.rounds, 'round')} of a Run fit in its {fit.run_seconds:.0f} s with up to about "
+        f"{plural(fit.run_tokens, 'new token')}, and {plural(fit.rounds, 'round')} of the race in its "
+        f"{fit.race_seconds:.0f} s with up to about {fit.race_tokens}; longer requests get fewer rounds, and one "
+        "that reaches its time stops, partial."
     )
 
 

@@ -21,6 +21,8 @@ from lookahead_core.records import (
     Timing,
 )
 
+from .caption import plural
+
 STEP_MODES = {
     StepMode.EAGER: "eager step",
     StepMode.FIXED: "fixed-shape step, uncaptured",
@@ -55,7 +57,7 @@ def too_short(timing: Timing) -> bool:
 def speedup_words(timing: Timing, method: Method) -> str:
     """A method's speedup as shown: its median with its interval, or that too few tokens were compared."""
     if too_short(timing):
-        return f"not compared ({timing.compared_tokens} tokens)"
+        return f"not compared ({plural(timing.compared_tokens, 'token')})"
     return times(timing.of(method).speedup)
 
 
@@ -115,8 +117,9 @@ def no_verdict(timing: Timing, where: str) -> str:
     than FEWEST_ROUNDS rounds were timed. Nothing is named fastest then, not even within the rounds."""
     if too_short(timing):
         return (
-            f"The request's time ran out on {where} after {timing.compared_tokens} tokens were compared: too few to "
-            "tell the methods' speeds apart (the prefill and the first steps weigh most), so no speedup is given."
+            f"The request's time ran out on {where} when {plural(timing.compared_tokens, 'token')} had been compared: "
+            "too few to tell the methods' speeds apart (the prefill and the first steps weigh most), so no speedup is "
+            "given."
         )
     if timing.rounds < FEWEST_ROUNDS:
         done = ROUND_COUNTS.get(timing.rounds, f"{timing.rounds} rounds")
