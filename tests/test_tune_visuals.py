@@ -87,3 +87,14 @@ def test_counts_of_one_read_in_the_singular():
     assert "1 prompt of humaneval, 1 new token;" in tune_table(one)
     assert "on 1 held-out prompt, 3 rounds" in tune_table(one)
     assert "2 prompts of humaneval, 64 new tokens;" in tune_table(report())
+
+
+def test_the_sweeps_words_open_in_plain_words_naming_the_machine():
+    from visuals.tune import tune_summary_html
+
+    html = tune_summary_html(report())
+    plain = "Each cell is one method at one setting. Its speed against plain decoding is predicted from two curves"
+    assert html.index(plain) < html.index("tiny on CPU") and "measured on the 2-core CPU of 2026-11-26" in html
+    assert "2 cells were also timed by the clock" in html
+    one = dataclasses.replace(report(), cells=report().cells[:1], chosen={Method.LOOKAHEAD: 0})
+    assert "1 cell was also timed by the clock" in tune_summary_html(one)

@@ -358,13 +358,19 @@ def tune_table_html(report: TuneReport) -> str:
 
 
 def tune_summary_html(report: TuneReport) -> str:
-    """The map in words: what it was measured on and how busy the machine was, the chosen cells, the held-out
-    check and the prediction's error."""
+    """The map in words: in plain words first, what a cell is and how its speed was found; then what the map was
+    measured on and how busy the machine was, the chosen cells, the held-out check and the prediction's error."""
     chosen = "; ".join(
         f"{escape(cell.label)}: {speedup_text(cell)}" for cell in (report.chosen_cell(m) for m in report.chosen) if cell
     )
+    timed = sum(cell.measured_speedup is not None for cell in report.cells)
+    plain = (
+        f"Each cell is one method at one setting. Its speed against plain decoding is predicted from two curves "
+        f"measured on {machine_name(report)}: what a step costs for the rows it feeds, and how many tokens a step "
+        f"commits; {plural(timed, 'cell was', 'cells were')} also timed by the clock, to check the prediction."
+    )
     return (
-        f'<div class="ll-tune-summary"><p>{escape(machine_words(report))}</p>'
+        f'<div class="ll-tune-summary"><p>{escape(plain)}</p><p>{escape(machine_words(report))}</p>'
         f"<p><b>Chosen</b> (predicted / measured over plain decoding): {chosen or 'none'}</p>"
         f"<p>{escape(prediction_words(report))}. {escape(held_out_words(report))}.</p></div>"
     )
