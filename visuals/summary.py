@@ -165,8 +165,8 @@ def summary_html(run: Run) -> str:
         stat(measured_speedup(run), f"speed vs {plain_name(run)}", "ratio of median tokens per second over the rounds"),
         stat(
             f"{s.seconds:.1f} s vs {g.seconds:.1f} s",
-            f"time vs {plain_name(run)}",
-            f"measured on {machine.device_name}",
+            f"time vs {plain_name(run)}" + (", the replayed round" if run.timing and run.timing.rounds > 1 else ""),
+            f"measured on {machine.device_name}; the speed beside it is the median over the rounds, not this round's",
         ),
     ]
     shape = shape_words(meta.shape_rows, meta.shape_needs)
