@@ -3,7 +3,7 @@
 Each step loads its preset's example at its step (no model) and names the panel to outline; the
 browser outlines it and scrolls it into view (scripts.HIGHLIGHT; on a phone, above the open sidebar,
 which is a sheet over the lower half there). The sidebar starts closed; a lesson link (?lesson=N)
-opens it.
+opens it, and so does its arrow, which applies step 1 as ?lesson=1 does.
 """
 
 from __future__ import annotations
@@ -65,3 +65,11 @@ def lesson_at(page, index: int) -> dict:
     step = str(step_index(library.example_run(item.preset), item))
     moved = {page.lesson.walkthrough: gr.Walkthrough(selected=index), page.controls.preset: item.preset}
     return moved | preset_values(page, item.preset, step) | {page.lesson.lit: item.panel}
+
+
+def lesson_opened(page, lit: str) -> dict:
+    """The sidebar opened with its arrow: step 1 applied as `?lesson=1` applies it, unless a step already was (the
+    sidebar closed and opened again: the page stays as the visitor left it, its outlined panel brought back)."""
+    if lit:
+        return {page.lesson.lit: gr.skip()}
+    return lesson_at(page, 0)

@@ -24,7 +24,7 @@ from .controls import Controls, build_controls
 from .events import LabBlocks, bound
 from .exports import Exports, build_exports
 from .form import RACE_FORM, RUN_FORM, inputs
-from .lesson import LessonBar, build_lesson, lesson_at
+from .lesson import LessonBar, build_lesson, lesson_at, lesson_opened
 from .links import opened
 from .model_box import ModelBox, build_model_box
 from .player import Panels, Replay, build_panels, build_replay
@@ -170,14 +170,14 @@ def wire_replay(demo: gr.Blocks, page: Page) -> None:
     demo.load(bound(opened, page), None, opening, **PRIVATE, **REPLAYING).then(
         None, lesson.lit, None, js=scripts.HIGHLIGHT
     )
+    lessoned = [lesson.walkthrough, c.preset, *filled, lesson.lit]
     for target, button in lesson.moves:
-        button.click(
-            partial(lesson_at, page, target),
-            None,
-            [lesson.walkthrough, c.preset, *filled, lesson.lit],
-            **PRIVATE,
-            **REPLAYING,
-        ).then(None, lesson.lit, None, js=scripts.HIGHLIGHT)
+        button.click(partial(lesson_at, page, target), None, lessoned, **PRIVATE, **REPLAYING).then(
+            None, lesson.lit, None, js=scripts.HIGHLIGHT
+        )
+    lesson.bar.expand(bound(lesson_opened, page), lesson.lit, lessoned, **PRIVATE, **REPLAYING).then(
+        None, lesson.lit, None, js=scripts.HIGHLIGHT
+    )
     page.contrast.change(None, page.contrast, None, js=scripts.CONTRAST, **PRIVATE)
     c.prompt.input(bound(controls_events.own_prompt, page), None, [c.preset, c.preset_note], **PRIVATE, **REPLAYING)
     c.preset.input(bound(choose_preset, page), c.preset, filled, api_name="preset", **REPLAYING)

@@ -17,6 +17,7 @@ from lab.tune import SWEPT, TuneProgress
 from lookahead_core.records import METHODS
 from lookahead_core.records.tune import TuneReport
 from visuals import library
+from visuals.markup import scroll_region
 from visuals.summary import notice_html
 from visuals.tune import (
     curves_figure,
@@ -131,7 +132,7 @@ def shown(card: TuneCard, report: TuneReport, seconds: float) -> dict:
     return maps | {
         card.summary: tune_summary_html(report) + used,
         card.curves: gr.Plot(curves_figure(report), visible=bool(report.cells)),
-        card.table: tune_table_html(report),
+        card.table: scroll_region(tune_table_html(report), "every cell of the map"),  # wider than a phone
     }
 
 

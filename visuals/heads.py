@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from lookahead_core.records import Branch, StepKind, StepRecord, Verdict
 
-from .markup import escape
+from .markup import escape, scroll_region
 from .tokens import chip, named
 
 
@@ -73,6 +73,9 @@ def heads_html(record: StepRecord, vocab: dict[str, str]) -> str:
         f"it; their choices filled a sparse tree of {len(heads.tree)} nodes, verified in this one pass "
         f"({heads.seconds * 1000:.1f} ms of heads). This step: {escape(said)}"
         f"{escape(f'; the guaranteed token was {current}') if current else ''}.</p>"
-        f'<table class="ll-heads"><thead><tr><th scope="col">head</th>{ranks}</tr></thead>'
-        f"<tbody>{''.join(rows)}</tbody></table>"
+        + scroll_region(  # wider than a phone: it scrolls in its panel
+            f'<table class="ll-heads"><thead><tr><th scope="col">head</th>{ranks}</tr></thead>'
+            f"<tbody>{''.join(rows)}</tbody></table>",
+            "what each head guessed",
+        )
     )

@@ -262,6 +262,7 @@ def race_html(result: RaceRecord, used: float | None = None, gpu: bool = False) 
         '<table class="ll-race-table"><thead><tr><th>method</th><th>speed</th><th>time</th><th>tokens</th>'
         f"<th>passes</th><th>why</th></tr></thead><tbody>{rows}</tbody></table>"
     )
+    table = scroll_region(table, "the race, method by method")  # wider than a phone: it scrolls in its card
     draft = result.draft
     settings = (
         f"Lookahead: {settings_words(result.settings)}. Prompt lookup: match up to {result.lookup.ngram} tokens, "
