@@ -96,3 +96,17 @@ def test_the_figures_do_not_depend_on_the_lane_order(order):
 def test_one_round_names_no_winner():
     single = method_timings(rounds_of({G: [0.10], L: [0.05]}))
     assert leaders(single) == [G, L]
+
+
+def test_runs_of_different_lengths_say_whether_the_deadline_or_sampling_made_them_so():
+    """A greedy Run cut by its deadline once said its lengths differed because "sampled text stops at its own end
+    of sequence"."""
+    from lab.timing import timing_of
+    from lookahead_core.records import Busy
+    from visuals.timing import lengths_words
+
+    quiet = Busy(other_cores=0.0, cores=2, seconds=1.0, heavy=False)
+    cut = timing_of([[lap(L, 0.05, steps=10, partial=True), lap(G, 0.1, steps=6, partial=True)]], 0, quiet, 30.0)
+    ended = timing_of([[lap(L, 0.05, steps=10), lap(G, 0.1, steps=6)]], 0, quiet, 30.0)
+    assert "the deadline stopped them" in lengths_words(cut, "greedy") and "sampled" not in lengths_words(cut, "x")
+    assert "sampled text stops at its own end of sequence" in lengths_words(ended, "greedy")

@@ -273,8 +273,8 @@ def notice_html(
         limit = (
             f" One model serves every visitor in turn: a Run may hold it for {budget[0]:.0f} s, a race for "
             f"{budget[1]:.0f} s. A request that reaches its time stops at its next step and says it is partial; "
-            "only one where not even a few tokens could fit (priced from this machine's measured step costs, "
-            "as if no guess were ever accepted) is refused before it starts, with what would help."
+            "only one where not even a first token could fit (priced from this machine's step costs, measured "
+            "again before each request) is refused before it starts, saying why."
         )
     return (
         '<div class="ll-budget">Run records the chosen method and then greedy decoding of your prompt on the model '

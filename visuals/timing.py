@@ -185,12 +185,18 @@ def partial_words(timing: Timing) -> str:
 
 
 def lengths_words(timing: Timing, plain: str) -> str:
-    """Sampled runs stop at their own end of sequence: say that the rates compare equal lengths."""
+    """Runs that ended at different lengths (the deadline stopped them at different points, or sampled text
+    stopped at its own end of sequence): say why, and that the rates compare equal lengths."""
     if not timing.lengths_differ:
         return ""
+    why = (
+        "the deadline stopped them at different points"
+        if timing.partial
+        else "sampled text stops at its own end of sequence"
+    )
     return (
-        f"The runs ended at different lengths (sampled text stops at its own end of sequence): each rate counts "
-        f"the first {timing.compared_tokens} tokens, as {plain} did, so like is compared with like."
+        f"The runs ended at different lengths ({why}): each rate counts the first {timing.compared_tokens} tokens, "
+        f"as {plain} did, so like is compared with like."
     )
 
 
