@@ -53,7 +53,7 @@ from lookahead_core.sampling import GREEDY, SamplingConfig
 from lookahead_core.trace import (
     WARM_UP_TOKENS,
     candidate_tokens,
-    decode_steps,
+    lean_steps,
     machine_facts,
     summarize,
     warm_up,
@@ -143,14 +143,15 @@ def run_generate(
 
 
 def run_engine(lm: LoadedModel, prompt_ids: list[int], request: DecodeRequest, runtime: Runtime) -> Timed:
-    """One of this engine's methods (the request's), timed end to end (step bookkeeping included).
+    """One of this engine's methods (the request's), timed end to end (the lean path: its steps tallied, not
+    recorded).
 
     With the runtime's auto settings, lookahead gets a fresh planner of their kind. Guessing methods also
     count the candidate tokens they verified and the tokens accepted.
     """
     synchronize(lm.device)
     start = time.perf_counter()
-    records = list(decode_steps(lm, prompt_ids, request, runtime))
+    records = list(lean_steps(lm, prompt_ids, request, runtime))
     synchronize(lm.device)
     seconds = time.perf_counter() - start
     summary = summarize(records)

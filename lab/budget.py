@@ -89,7 +89,7 @@ class Prices:
             for record in records:
                 if record.kind != StepKind.DECODE:
                     continue  # a prefill's width is the prompt's: the curve is priced after it
-                drafting = record.draft.seconds if record.draft is not None else 0.0
+                drafting = record.draft_seconds
                 self._ratios.append((record.step_seconds - drafting) / self.costs.seconds_for(record.tokens_fed))
 
 

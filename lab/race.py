@@ -23,15 +23,15 @@ from lookahead_core.fixed import chosen_mode
 from lookahead_core.forward import synchronize
 from lookahead_core.methods import lookahead_settings, lookup_settings, reach
 from lookahead_core.models import LoadedModel
-from lookahead_core.records import METHODS, Method, RaceLane, RaceRecord, StepRecord, raced_on
+from lookahead_core.records import METHODS, Method, RaceLane, RaceRecord, StepTally, raced_on
 from lookahead_core.request import DecodeRequest
 from lookahead_core.runtime import Deadline, Runtime
 from lookahead_core.tokens import text_pieces
 from lookahead_core.trace import (
     Progress,
     candidate_tokens,
-    decode_steps,
     finished,
+    lean_steps,
     machine_facts,
     summarize,
     warming_up,
@@ -41,7 +41,7 @@ from .busy import CpuWatch
 from .timing import Lap, shown_round, timing_of
 
 
-def acceptance(method: Method, records: list[StepRecord]) -> float | None:
+def acceptance(method: Method, records: list[StepTally]) -> float | None:
     """Accepted candidate tokens over candidate tokens verified (None for plain decoding)."""
     if not METHODS[method].guesses:
         return None
@@ -62,19 +62,19 @@ def timed_lane(
     parts: int,
     until: Callable[[float], bool] | None = None,
 ) -> Generator[Progress, None, tuple[RaceLane, Lap]]:
-    """Decode once, timed with nothing drawn, a Progress after every step; return the lane's figures
-    (speedup and exact filled in later) and its lap.
+    """Decode once, timed with nothing drawn and no step recorded (the lean path: each step tallied), a Progress
+    after every step; return the lane's figures (speedup and exact filled in later) and its lap.
 
     The clock runs only while a step runs, up to the device's sync: whatever the consumer does with
     a Progress is not charged to the method. The step figures leave out the prefill, which all
     methods share. `until` (a deadline) is asked before every step after the prefill, with the seconds
     the last step took (what the next is expected to take; after the prefill, the prefill's): True stops
     the lane there, its lap partial.
-    The runtime's `learn` takes the step records at the end (the budget's prices).
+    The runtime's `learn` takes the step tallies at the end (the budget's prices).
     """
     method, max_new_tokens = request.method, request.max_new_tokens
     tokens, seconds, records = [0], [0.0], []
-    steps = decode_steps(lm, prompt_ids, request, runtime)
+    steps = lean_steps(lm, prompt_ids, request, runtime)
     synchronize(lm.device)
     partial = False
     while True:
@@ -105,7 +105,7 @@ def timed_lane(
     return lane, Lap(method=method, tokens=tokens, seconds=seconds, partial=partial)
 
 
-def race_lane(lm: LoadedModel, method: Method, records: list[StepRecord], tokens: list[int], seconds: list[float]):
+def race_lane(lm: LoadedModel, method: Method, records: list[StepTally], tokens: list[int], seconds: list[float]):
     """A lane's figures from its step records and the cumulative tokens and seconds after each step (speedup
     and exact filled in later); the step figures leave out the prefill, which all methods share."""
     fed = [record.tokens_fed for record in records]
@@ -122,7 +122,7 @@ def race_lane(lm: LoadedModel, method: Method, records: list[StepRecord], tokens
         decode_step_seconds=(seconds[-1] - seconds[1]) / steps if steps else 0.0,
         mean_tokens_fed=sum(fed[1:]) / steps if steps else 0.0,
         decode_tokens_per_step=(tokens[-1] - tokens[1]) / steps if steps else 0.0,
-        draft_seconds=sum(r.draft.seconds for r in records if r.draft is not None),
+        draft_seconds=sum(r.draft_seconds for r in records),
         speedup=0.0,
         exact=None,
         acceptance=acceptance(method, records),

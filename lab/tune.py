@@ -29,7 +29,7 @@ from lookahead_core.records import Method as M
 from lookahead_core.records.tune import HeldOut, TuneCell, TunePlain, TuneReport, cell_label
 from lookahead_core.request import DecodeRequest
 from lookahead_core.runtime import Runtime
-from lookahead_core.trace import candidate_tokens, decode_steps, machine_facts, shape_facts, warm_up
+from lookahead_core.trace import candidate_tokens, lean_steps, machine_facts, shape_facts, warm_up
 from lookahead_core.tuning import AutoSettings, make_planner
 
 from .bench import run_generate
@@ -146,11 +146,11 @@ class Measured:
 
 
 def decode_prompt(lm: LoadedModel, ids: list[int], request: DecodeRequest, runtime: Runtime, reference: list[int]):
-    """One prompt: its records with the wall time of each (everything between two records: the host's share
-    beyond the forward pass included), as a Measured of one prompt."""
+    """One prompt: its steps, tallied (the lean path), with the wall time of each (everything between two steps:
+    the host's share beyond the forward pass included), as a Measured of one prompt."""
     records, walls = [], []
     start = time.perf_counter()
-    for record in decode_steps(lm, ids, request, runtime):
+    for record in lean_steps(lm, ids, request, runtime):
         now = time.perf_counter()
         records.append(record)
         walls.append(now - start)
@@ -280,7 +280,7 @@ def timed_pass(lm: LoadedModel, prompts: list[list[int]], request: DecodeRequest
     for ids in prompts:
         synchronize(lm.device)
         start = time.perf_counter()
-        tokens += sum(len(r.committed) for r in decode_steps(lm, ids, request, runtime))
+        tokens += sum(len(r.committed) for r in lean_steps(lm, ids, request, runtime))
         synchronize(lm.device)
         seconds += time.perf_counter() - start
     return rate(tokens, seconds)

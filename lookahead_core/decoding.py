@@ -1,13 +1,14 @@
 """Plain decoding and the guess-and-verify methods, greedy or sampled, as step generators: one
-StepRecord per forward pass of the target.
+StepRecord per forward pass of the target when the decoding is recorded, else one StepTally.
 
 All share the prefill (step 0) and the commit rules (verify.commit). A guessing step reads:
 propose (lookahead: the Jacobi window and the pool's guesses; prompt lookup: earlier matches;
 speculative: a draft model's chain) -> plan (what of it to feed) -> lay out (one token tree) ->
-forward (one pass of the unmodified model) -> verify -> commit (and keep only the committed rows
-in the KV cache) -> observe (the proposer and the planner learn) -> record.
-The planner chooses among what was proposed, so it runs after the proposer. Records hold token
-ids, counts, facts and measured seconds; nothing here formats for display.
+forward (one pass of the unmodified model) -> verify (a StepVerdict) -> commit (and keep only the
+committed rows in the KV cache) -> observe (the proposer and the planner learn from the verdict) ->
+yield (the recorder's record, or its tally: recorder.py). The planner chooses among what was proposed,
+so it runs after the proposer. Records hold token ids, counts, facts and measured seconds; nothing
+here formats for display.
 """
 
 from __future__ import annotations
@@ -18,15 +19,16 @@ from dataclasses import dataclass, replace
 
 import torch
 
-from .attention import AttentionPlan, attention_plan, sliding_view
+from .attention import attention_plan
 from .forward import EagerPasses, Pass, Passes, output_device
 from .layout import CURRENT, StepLayout, tree_layout
 from .planning import FullPlanner, Plan, StepPlanner
 from .proposers import Candidate, Outcome, Proposal, Proposer, StepContext
-from .records import Branch, InputRow, Method, SlidingRecord, StepKind, StepRecord, StopReason, TokenSource
+from .recorder import StepFacts, step_record, step_tally
+from .records import Branch, Method, StepKind, StepRecord, StepTally, StopReason
 from .request import DecodeRequest
 from .sampling import GREEDY, SamplingConfig, draw, probabilities
-from .verify import commit, commit_sources, verify, verify_sampled
+from .verify import StepVerdict, commit, verify, verify_sampled
 
 
 class DecodingError(ValueError):
@@ -57,25 +59,26 @@ def next_token(result: Pass, sampling: SamplingConfig, generator: torch.Generato
     return draw(probabilities(result.logits[-1:], sampling)[0], generator)
 
 
-def plain_source(sampling: SamplingConfig) -> TokenSource:
-    return TokenSource.GUARANTEED if sampling.is_greedy else TokenSource.SAMPLED
+def yielded(recorded: bool) -> Callable[[StepFacts], StepRecord | StepTally]:
+    """What a decoding yields for each step: its record (`recorded`), else its tally."""
+    return step_record if recorded else step_tally
 
 
-def prefill_record(
-    method: Method, prompt_ids: list[int], committed: list[int], stop, seconds: float, source, wall: float
-) -> StepRecord:
+def prefill_facts(
+    method: Method, prompt_ids: list[int], committed: list[int], stop, seconds: float, sampled: bool, wall: float
+) -> StepFacts:
     """Step 0; `wall` adds what the method set up after the pass (a draft's own prefill)."""
-    return StepRecord(
+    return StepFacts(
         step=0,
         method=method,
         kind=StepKind.PREFILL,
         position=0,
         tokens_fed=len(prompt_ids),
         committed=committed,
-        sources=[source],
         stop=stop,
         forward_seconds=seconds,
         step_seconds=wall,
+        sampled=sampled,
     )
 
 
@@ -90,25 +93,34 @@ def greedy_steps(
     eos_ids: frozenset[int],
     sampling: SamplingConfig = GREEDY,
     passes: Passes | None = None,
-) -> Iterator[StepRecord]:
+    *,
+    recorded: bool = True,
+) -> Iterator[StepRecord | StepTally]:
     """Plain autoregressive decoding, greedy or sampled: one committed token per forward pass (the eager step's
-    passes, or those of `passes`: the fixed-shape step's, one row each)."""
+    passes, or those of `passes`: the fixed-shape step's, one row each), each step's record yielded when
+    `recorded`, else its tally."""
     passes = passes or EagerPasses(model)
     try:
-        yield from plain_steps(model, passes, prompt_ids, max_new_tokens, eos_ids, sampling)
+        yield from plain_steps(model, passes, prompt_ids, max_new_tokens, eos_ids, sampling, yielded(recorded))
     finally:
         passes.release()
 
 
 def plain_steps(
-    model, passes: Passes, prompt_ids: list[int], max_new_tokens: int, eos_ids: frozenset[int], sampling: SamplingConfig
-) -> Iterator[StepRecord]:
+    model,
+    passes: Passes,
+    prompt_ids: list[int],
+    max_new_tokens: int,
+    eos_ids: frozenset[int],
+    sampling: SamplingConfig,
+    out: Callable[[StepFacts], StepRecord | StepTally],
+) -> Iterator[StepRecord | StepTally]:
     generator = None if sampling.is_greedy else sampling.generator(output_device(model))
+    sampled = not sampling.is_greedy
     result = passes.prefill(prompt_ids)
     token = next_token(result, sampling, generator)
     committed, stop = commit([token], max_new_tokens, eos_ids)
-    source = plain_source(sampling)
-    yield prefill_record(Method.GREEDY, prompt_ids, committed, stop, result.seconds, source, result.seconds)
+    yield out(prefill_facts(Method.GREEDY, prompt_ids, committed, stop, result.seconds, sampled, result.seconds))
     produced, step = 1, 0
     while stop is None:
         step += 1
@@ -118,17 +130,19 @@ def plain_steps(
         token = next_token(result, sampling, generator)
         committed, stop = commit([token], max_new_tokens - produced, eos_ids)
         produced += 1
-        yield StepRecord(
-            step=step,
-            method=Method.GREEDY,
-            kind=StepKind.DECODE,
-            position=position,
-            tokens_fed=1,
-            committed=committed,
-            sources=[plain_source(sampling)],
-            stop=stop,
-            forward_seconds=result.seconds,
-            step_seconds=time.perf_counter() - start,
+        yield out(
+            StepFacts(
+                step=step,
+                method=Method.GREEDY,
+                kind=StepKind.DECODE,
+                position=position,
+                tokens_fed=1,
+                committed=committed,
+                stop=stop,
+                forward_seconds=result.seconds,
+                step_seconds=time.perf_counter() - start,
+                sampled=sampled,
+            )
         )
 
 
@@ -168,42 +182,16 @@ def lay_out(current: int, proposal: Proposal, plan: Plan) -> StepInput:
     return StepInput(tokens, tree_layout(tuple(parents)), places, window_rows, [c for part in ordered for c in part])
 
 
-def input_rows(fed: StepInput, position: int) -> list[InputRow]:
-    """The rows as the record holds them: token, position id, parent, place, and the rows each sees."""
-    return [
-        InputRow(
-            token=token,
-            position=position + depth,
-            parent=parent,
-            branch=branch,
-            lane=lane,
-            index=index,
-            sees=list(sees),
-        )
-        for token, depth, parent, (branch, lane, index), sees in zip(
-            fed.tokens, fed.layout.depths, fed.layout.parents, fed.places, fed.layout.seen, strict=True
-        )
-    ]
-
-
-def sliding_record(plan: AttentionPlan, layout: StepLayout, position: int) -> SlidingRecord | None:
-    """What the rows saw on the sliding-window layers (None for a model without any)."""
-    view = sliding_view(plan, layout.seen, layout.depths, position)
-    if view is None:
-        return None
-    prefix_from, sees = zip(*view, strict=True)
-    return SlidingRecord(window=plan.window, layers=plan.sliding_layers, prefix_from=list(prefix_from), sees=list(sees))
-
-
 class GuessingDecoder:
     """One guess-and-verify run's state: KV cache, committed sequence, the proposer and the planner.
 
     `make_proposer(sequence)` builds the method's proposer once the prefill has committed the
     first token; the request's method names the records, its sampling settings and budget of new tokens
-    hold. With `keep_hidden`, each pass also keeps its rows' last hidden states, and each step's context
-    holds those of the positions the last pass committed. `passes` runs the forward passes (the eager step's
-    unless given: the fixed-shape step's, fixed.py). Raises UnsupportedModel (attention.py) at once for a model
-    whose attention cannot take a token tree's masks.
+    hold. With `recorded` each step yields its StepRecord, else its StepTally (no record built, no
+    proposer's report asked for). With `keep_hidden`, each pass also keeps its rows' last hidden states,
+    and each step's context holds those of the positions the last pass committed. `passes` runs the
+    forward passes (the eager step's unless given: the fixed-shape step's, fixed.py). Raises
+    UnsupportedModel (attention.py) at once for a model whose attention cannot take a token tree's masks.
     """
 
     def __init__(
@@ -217,7 +205,9 @@ class GuessingDecoder:
         planner: StepPlanner | None = None,
         keep_hidden: bool = False,
         passes: Passes | None = None,
+        recorded: bool = True,
     ):
+        self.recorded, self.out = recorded, yielded(recorded)
         self.model, self.method, self.max_new_tokens = model, request.method, request.max_new_tokens
         self.eos_ids, self.keep_hidden, self.fresh = eos_ids, keep_hidden, None
         self.attention = attention_plan(model.config)
@@ -230,7 +220,7 @@ class GuessingDecoder:
         self.stop: StopReason | None = None
         self.step_index = 0
 
-    def prefill(self) -> StepRecord:
+    def prefill(self) -> StepRecord | StepTally:
         """Step 0: run the prompt, commit the first token, start the proposer from the prompt."""
         start = time.perf_counter()
         result = self.passes.prefill(self.prompt_ids, self.keep_hidden)
@@ -240,10 +230,12 @@ class GuessingDecoder:
         self.sequence = self.prompt_ids + committed
         if self.stop is None:
             self.proposer = self.make_proposer(self.sequence)
-        source, wall = plain_source(self.sampling), time.perf_counter() - start
-        return prefill_record(self.method, self.prompt_ids, committed, self.stop, result.seconds, source, wall)
+        sampled, wall = not self.sampling.is_greedy, time.perf_counter() - start
+        return self.out(
+            prefill_facts(self.method, self.prompt_ids, committed, self.stop, result.seconds, sampled, wall)
+        )
 
-    def steps(self) -> Iterator[StepRecord]:
+    def steps(self) -> Iterator[StepRecord | StepTally]:
         """The prefill, then one step per forward pass until a stop (or until the consumer stops asking)."""
         try:
             yield self.prefill()
@@ -252,8 +244,8 @@ class GuessingDecoder:
         finally:
             self.passes.release()
 
-    def step(self) -> StepRecord:
-        """One forward pass: propose, plan, lay out, forward, verify, commit, observe, record."""
+    def step(self) -> StepRecord | StepTally:
+        """One forward pass: propose, plan, lay out, forward, verify, commit, observe, then its record or tally."""
         start = time.perf_counter()
         self.step_index += 1
         position = len(self.sequence) - 1
@@ -261,45 +253,47 @@ class GuessingDecoder:
         plan = self.planner.plan(proposal)
         fed = lay_out(self.sequence[-1], proposal, plan)
         result = self.passes.tree(fed.tokens, fed.layout, self.attention, self.keep_hidden)
-        verification = self.verify(fed, result)
-        winner = fed.candidates[verification.winner] if verification.accepted else None
-        committed = self.commit(verification.block, winner)
+        verdict = self.verify(fed, result)
+        winner = fed.candidates[verdict.winner] if verdict.accepted else None
+        committed = self.commit(verdict.block, winner)
         if self.keep_hidden:
-            accepted = winner.rows[: verification.accepted] if winner is not None else ()
+            accepted = winner.rows[: verdict.accepted] if winner is not None else ()
             self.fresh = result.hidden[[0, *accepted]]
         argmax = result.argmax
         window_argmax = [argmax[0], *(argmax[r] for r in fed.window_rows)] if plan.feed_window else []
-        outcome = Outcome(self.sequence, self.step_index, plan.feed_window, window_argmax, verification)
-        report = self.proposer.observe(outcome)
+        outcome = Outcome(self.sequence, self.step_index, plan.feed_window, window_argmax, fed.candidates, verdict)
+        self.proposer.observe(outcome)
         self.planner.observe(outcome)
-        return StepRecord(
-            step=self.step_index,
-            method=self.method,
-            kind=StepKind.DECODE,
-            position=position,
-            tokens_fed=fed.layout.size,
-            committed=committed,
-            sources=commit_sources(len(committed), verification),
-            stop=self.stop,
-            forward_seconds=result.seconds,
-            step_seconds=time.perf_counter() - start,
-            rows=input_rows(fed, position),
-            plan=plan.record,
-            window=report.window,
-            pool=report.pool,
-            verification=verification,
-            draft=report.draft,
-            sliding=sliding_record(self.attention, fed.layout, position),
-            heads=report.heads,
+        seconds = time.perf_counter() - start
+        return self.out(
+            StepFacts(
+                step=self.step_index,
+                method=self.method,
+                kind=StepKind.DECODE,
+                position=position,
+                tokens_fed=fed.layout.size,
+                committed=committed,
+                stop=self.stop,
+                forward_seconds=result.seconds,
+                step_seconds=seconds,
+                sampled=not self.sampling.is_greedy,
+                draft_seconds=proposal.draft_seconds,
+                fed=fed,
+                plan=plan,
+                verdict=verdict,
+                argmax=argmax,
+                attention=self.attention,
+                report=self.proposer.report(outcome) if self.recorded else None,
+            )
         )
 
-    def verify(self, fed: StepInput, result: Pass):
+    def verify(self, fed: StepInput, result: Pass) -> StepVerdict:
         """Greedy verification on the argmax, or the sampling rule on the logits, with the run's generator."""
         if self.sampling.is_greedy:
             return verify(fed.candidates, result.argmax)
         return verify_sampled(fed.candidates, result.logits, self.sampling, self.generator)
 
-    def commit(self, block: list[int], winner: Candidate | None) -> list[int]:
+    def commit(self, block: tuple[int, ...], winner: Candidate | None) -> list[int]:
         """Commit what the rules allow of `block`; keep in the cache only c and the winner's accepted rows."""
         committed, self.stop = commit(block, self.max_new_tokens - self.produced, self.eos_ids)
         if self.stop is None:

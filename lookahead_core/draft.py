@@ -128,7 +128,7 @@ class DraftProposer:
     def __init__(self, draft: Draft, sequence: list[int], vocabulary: int, sampling: SamplingConfig) -> None:
         self.draft, self.vocabulary, self.sampling = draft, vocabulary, sampling
         self.before = len(sequence)  # the sequence's length when the last chain was drafted
-        self.record: DraftRecord | None = None  # what the last `propose` drafted
+        self.drafted: tuple[list[int], float] = ([], 0.0)  # the last `propose`'s tokens and seconds
         self.generator = None if sampling.is_greedy else sampling.generator(output_device(draft.model), stream=1)
         self.cache = new_cache()
         extend(draft.model, self.cache, sequence[:-1])  # the draft's prefill: all but c
@@ -149,15 +149,21 @@ class DraftProposer:
         self.before = len(context.sequence)
         self.cached = self.before + len(tokens) - 1  # the last draft was never fed
         distributions = None if self.sampling.is_greedy else torch.stack(rows)
-        self.record = DraftRecord(tokens=list(tokens), forward_passes=len(tokens), seconds=time.perf_counter() - start)
-        return Proposal(None, [draft_chain(tokens, chances, distributions)])
+        self.drafted = (tokens, time.perf_counter() - start)
+        return Proposal(None, [draft_chain(tokens, chances, distributions)], draft_seconds=self.drafted[1])
 
-    def observe(self, outcome: Outcome) -> ProposerReport:
+    def observe(self, outcome: Outcome) -> None:
         """Keep in the draft's cache the committed prefix and the drafted tokens that were committed."""
-        (chain,) = [c for c in outcome.verification.candidates if c.source == GuessSource.DRAFT] or [None]
-        agreed = chain.matched if chain is not None else 0
+        agreed = next((m for c, m in outcome.judged() if c.source == GuessSource.DRAFT), 0)
         self.cached = min(self.cached, self.before + agreed, len(outcome.sequence) - 1)  # c is always fed again
         surplus = self.cache.get_seq_length() - self.cached
         if surplus:
             self.cache.crop(-surplus)
-        return ProposerReport(draft=self.record)
+
+    def report(self, outcome: Outcome) -> ProposerReport:
+        return ProposerReport(draft=drafted_record(*self.drafted))
+
+
+def drafted_record(tokens: list[int], seconds: float) -> DraftRecord:
+    """What a draft drafted before a step's pass, one pass a token, for the step's record."""
+    return DraftRecord(tokens=list(tokens), forward_passes=len(tokens), seconds=seconds)

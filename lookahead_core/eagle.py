@@ -27,11 +27,10 @@ from safetensors.torch import save_file
 from torch import nn
 from transformers import DynamicCache, LlamaConfig, LlamaModel
 
-from .draft import Draft, draft_chain, draft_token
+from .draft import Draft, draft_chain, draft_token, drafted_record
 from .forward import output_device
 from .medusa import HeadsTarget, MedusaError, logit_transform, read_checked, target_of
 from .proposers import Outcome, Proposal, ProposerReport, StepContext
-from .records import DraftRecord
 from .sampling import SamplingConfig
 
 HEADER_KEY = "lookahead-lab.eagle"
@@ -201,7 +200,7 @@ class EagleProposer:
         self.size = model.get_output_embeddings().weight.shape[0]
         self.generator = None if sampling.is_greedy else sampling.generator(output_device(model), stream=1)
         self.cache, self.cached = DynamicCache(), 0
-        self.record: DraftRecord | None = None
+        self.drafted: tuple[list[int], float] = ([], 0.0)  # the last `propose`'s tokens and seconds
 
     @torch.inference_mode()
     def advance(self, features: torch.Tensor, tokens: list[int]) -> torch.Tensor:
@@ -231,9 +230,11 @@ class EagleProposer:
         if surplus := self.cache.get_seq_length() - self.cached:
             self.cache.crop(-surplus)
         distributions = None if self.sampling.is_greedy else torch.stack(rows)
-        self.record = DraftRecord(tokens=tokens, forward_passes=len(tokens), seconds=time.perf_counter() - start)
-        return Proposal(None, [draft_chain(tokens, chances, distributions)])
+        self.drafted = (tokens, time.perf_counter() - start)
+        return Proposal(None, [draft_chain(tokens, chances, distributions)], draft_seconds=self.drafted[1])
 
-    def observe(self, outcome: Outcome) -> ProposerReport:
+    def observe(self, outcome: Outcome) -> None:
         """Nothing to keep: the next pass's true features come with the next step's context."""
-        return ProposerReport(draft=self.record)
+
+    def report(self, outcome: Outcome) -> ProposerReport:
+        return ProposerReport(draft=drafted_record(*self.drafted))

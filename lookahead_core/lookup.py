@@ -70,6 +70,9 @@ class PromptLookupProposer:
         matches = find_matches(context.sequence, self.config)
         return Proposal(None, [match_branch(m, lane, self.prompt_length) for lane, m in enumerate(matches)])
 
-    def observe(self, outcome: Outcome) -> ProposerReport:
+    def observe(self, outcome: Outcome) -> None:
         """Prompt lookup keeps no state: the sequence it searches is the committed one."""
+
+    def report(self, outcome: Outcome) -> ProposerReport:
+        """Nothing of its own for the record: its matches are the candidates verified."""
         return ProposerReport()

@@ -100,6 +100,24 @@ def logit_transform(model, logits: torch.Tensor) -> torch.Tensor:
 # The heads
 
 
+@dataclass(frozen=True)
+class TopChoices:
+    """The heads' top choices for one hidden state: `tokens[k]`, head k + 1's best first; `scores` (vocab x K) and
+    the `top` scores (width x K) they were read from, so the probabilities are worked out only when asked."""
+
+    tokens: list[list[int]]
+    scores: torch.Tensor
+    top: torch.Tensor
+
+    def guesses(self) -> list[HeadGuesses]:
+        """Each head's choices with the probabilities its softmax gave them (for a step's record)."""
+        chances = (self.top - self.scores.logsumexp(dim=0)).exp().T.tolist()
+        return [
+            HeadGuesses(head=k + 1, tokens=tokens, probabilities=chances[k][: len(tokens)])
+            for k, tokens in enumerate(self.tokens)
+        ]
+
+
 class MedusaHeads(nn.Module):
     """K heads for one model: head k's state is h + SiLU(W_k h + b_k), W_k square (d x d).
 
@@ -134,16 +152,12 @@ class MedusaHeads(nn.Module):
         return output_logits(model, self.states(hidden))
 
     @torch.inference_mode()
-    def top_choices(self, model, hidden: torch.Tensor, widths: Sequence[int]) -> list[HeadGuesses]:
-        """Head k's `widths[k]` most likely tokens, best first, with their probabilities, for one hidden
-        state (d,)."""
+    def top_choices(self, model, hidden: torch.Tensor, widths: Sequence[int]) -> TopChoices:
+        """Head k's `widths[k]` most likely tokens, best first, for one hidden state (d,)."""
         scores = output_scores(model, self.states(hidden.to(self.weight.dtype)))  # (vocab, K)
         top = scores.topk(max(widths), dim=0)
-        chances = (top.values - scores.logsumexp(dim=0)).exp().T.tolist()
-        return [
-            HeadGuesses(head=k + 1, tokens=tokens[:width], probabilities=chances[k][:width])
-            for k, (tokens, width) in enumerate(zip(top.indices.T.tolist(), widths, strict=False))
-        ]
+        tokens = [row[:width] for row, width in zip(top.indices.T.tolist(), widths, strict=False)]
+        return TopChoices(tokens=tokens, scores=scores, top=top.values)
 
     def header(self) -> dict:
         return {**asdict(self.target), "heads": self.heads, "accuracy": self.accuracy, "format": FORMAT}
@@ -324,16 +338,17 @@ class MedusaProposer:
         self.medusa, self.model = medusa, model
         self.widths = tree_widths(medusa.tree)
         self.paths = [list(path) for path in medusa.tree]  # the tree as each step's record keeps it
-        self.record: HeadsRecord | None = None  # what the heads guessed for the last `propose`
 
     def propose(self, context: StepContext) -> Proposal:
         start = time.perf_counter()
-        choices = self.medusa.heads.top_choices(self.model, context.hidden, self.widths)
-        branch = tree_branch(self.medusa.tree, [head.tokens for head in choices])
-        self.record = HeadsRecord(heads=choices, tree=self.paths, seconds=time.perf_counter() - start)
+        self.choices = self.medusa.heads.top_choices(self.model, context.hidden, self.widths)
+        branch = tree_branch(self.medusa.tree, self.choices.tokens)
+        self.seconds = time.perf_counter() - start
         return Proposal(None, [branch])
 
-    def observe(self, outcome: Outcome) -> ProposerReport:
-        """The heads' guesses, for the step's record; nothing to learn (the next hidden state comes with the
-        next step's context)."""
-        return ProposerReport(heads=self.record)
+    def observe(self, outcome: Outcome) -> None:
+        """Nothing to learn: the next hidden state comes with the next step's context."""
+
+    def report(self, outcome: Outcome) -> ProposerReport:
+        """The heads' guesses with their probabilities, and the tree they filled."""
+        return ProposerReport(heads=HeadsRecord(heads=self.choices.guesses(), tree=self.paths, seconds=self.seconds))

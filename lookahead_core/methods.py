@@ -159,10 +159,17 @@ def step_shape(request: DecodeRequest, runtime: Runtime, prompt_length: int) -> 
 
 
 def guessing_decoder(
-    model, prompt_ids: list[int], request: DecodeRequest, runtime: Runtime, eos_ids, passes: Passes | None = None
+    model,
+    prompt_ids: list[int],
+    request: DecodeRequest,
+    runtime: Runtime,
+    eos_ids,
+    passes: Passes | None = None,
+    *,
+    recorded: bool = True,
 ) -> GuessingDecoder:
     """The decoder of a guessing method (the request's), its planner fresh from the runtime, its passes `passes`
-    (the eager step's when None)."""
+    (the eager step's when None), yielding records when `recorded`, else tallies."""
     guessing = GUESSING[request.method]
     make_proposer = guessing.proposer(model, prompt_ids, request, runtime)
     planner = runtime.planner(request.method)
@@ -175,4 +182,5 @@ def guessing_decoder(
         planner=planner,
         keep_hidden=guessing.keep_hidden,
         passes=passes,
+        recorded=recorded,
     )

@@ -14,19 +14,25 @@ from typing import Protocol
 
 from .costs import StepCosts
 from .proposers import Outcome, Proposal
-from .records import GuessReason, GuessSource, PlanReason, PlanRecord
+from .records import GuessReason, GuessSource, PlanReason
 
 PROBE_EVERY = 16  # a window left out this many steps in a row is fed once, to measure it again
 
 
-@dataclass
+@dataclass(frozen=True)
 class Plan:
-    """This step's input beyond c: the window or not, the first `guesses` guesses cut to `length` tokens."""
+    """This step's input beyond c: the window or not, the first `guesses` guesses cut to `length` tokens; why, out
+    of how many guesses `offered`; a cost-aware plan also what it weighed: the tokens it `expected`, the step's
+    `cost` in 1-token steps, the steps the window had sat out before (`idle_steps`)."""
 
     feed_window: bool
     guesses: int
     length: int
-    record: PlanRecord
+    reason: PlanReason
+    offered: int
+    expected: float | None = None
+    cost: float | None = None
+    idle_steps: int = 0
 
 
 class StepPlanner(Protocol):
@@ -46,14 +52,7 @@ class FullPlanner:
     def plan(self, proposal: Proposal) -> Plan:
         offered, length, window = len(proposal.guesses), guess_length(proposal), proposal.window is not None
         reason = PlanReason.PAPER if window else PlanReason.ALL_PROPOSED
-        return Plan(
-            window,
-            offered,
-            length,
-            PlanRecord(
-                reason=reason, window_fed=window, guesses_offered=offered, guesses_verified=offered, guess_length=length
-            ),
-        )
+        return Plan(window, offered, length, reason, offered)
 
     def observe(self, outcome: Outcome) -> None:
         """The full plan learns nothing."""
@@ -116,35 +115,25 @@ class CostAwarePlanner:
                     cost = self.costs.relative(1 + window * window_tokens + k * length)
                     options.append((expected / cost, -k, -length, window, k, length, expected, cost))
         _, _, _, window, k, length, expected, cost = max(options)
-        record = PlanRecord(
-            reason=reason,
-            window_fed=window,
-            guesses_offered=len(guesses),
-            guesses_verified=k,
-            guess_length=length,
-            expected_tokens=expected,
-            relative_cost=cost,
-            idle_steps=self.idle_steps,
-        )
-        return Plan(window, k, length, record)
+        return Plan(window, k, length, reason, len(guesses), expected, cost, self.idle_steps)
 
     def observe(self, outcome: Outcome) -> None:
         """Update the measured gains from what verification decided."""
-        candidates = outcome.verification.candidates
-        guesses = [c for c in candidates if c.source != GuessSource.TRAJECTORY]
-        matched = [c.matched for c in guesses]
+        judged = outcome.judged()
+        guesses = [(c, m) for c, m in judged if c.source != GuessSource.TRAJECTORY]
+        matched = [m for _, m in guesses]
         if guesses:
-            fed = len(guesses[0].tokens)
+            first = guesses[0][0]
             for k in range(1, len(matched) + 1):
                 best = max(matched[:k])
-                for length in range(1, fed + 1):
-                    self.gain(guesses[0].reason, k, length).add(float(min(best, length)))
+                for length in range(1, len(first.tokens) + 1):
+                    self.gain(first.reason, k, length).add(float(min(best, length)))
         if not outcome.window_fed:
             self.idle_steps += 1
             return
         self.idle_steps = 0
         best_guess = max(matched, default=0)
-        trajectories = [c.matched for c in candidates if c.source == GuessSource.TRAJECTORY]
+        trajectories = [m for c, m in judged if c.source == GuessSource.TRAJECTORY]
         beyond = max(max(trajectories, default=0) - best_guess, 0)
-        harvested = max((c.matched for c in guesses if c.source == GuessSource.WINDOW), default=0)
+        harvested = max((m for c, m in guesses if c.source == GuessSource.WINDOW), default=0)
         self.window_gain.add(float(beyond + (harvested if harvested == best_guess else 0)))

@@ -74,9 +74,15 @@ class NGramPool:
 
     def guesses(self, key: int, previous: int | None, limit: int) -> list[Guess]:
         """At most `limit` guesses for the token after `key`: two-token key matches first, newest first."""
-        newest_first = self.entries(key)[::-1]
-        both = [e for e in newest_first if previous is not None and e.previous == previous]
-        rest = [e for e in newest_first if not (previous is not None and e.previous == previous)]
-        chosen = [Guess(list(e.continuation), e.source, GuessReason.TWO_TOKEN_KEY) for e in both]
-        chosen += [Guess(list(e.continuation), e.source, GuessReason.ONE_TOKEN_KEY) for e in rest]
-        return chosen[:limit]
+        return chosen_guesses(self.entries(key), previous, limit)
+
+
+def chosen_guesses(entries: list[PoolEntry], previous: int | None, limit: int) -> list[Guess]:
+    """At most `limit` guesses from one key's `entries` (oldest first): those whose preceding token is `previous`
+    (a two-token key match) first, then the rest, newest first within each."""
+    newest_first = entries[::-1]
+    both = [e for e in newest_first if previous is not None and e.previous == previous]
+    rest = [e for e in newest_first if not (previous is not None and e.previous == previous)]
+    chosen = [Guess(list(e.continuation), e.source, GuessReason.TWO_TOKEN_KEY) for e in both]
+    chosen += [Guess(list(e.continuation), e.source, GuessReason.ONE_TOKEN_KEY) for e in rest]
+    return chosen[:limit]

@@ -2,21 +2,23 @@
 
 A proposer `propose`s, for the step at hand, branches of input rows (each row extends a row of
 its branch, or c) and the candidate paths among them that verification will check. After the
-forward pass it `observe`s the outcome (the model's argmax at its rows, what was committed) and
-returns what it did for the step's record. The shape follows transformers' candidate
-generators (`get_candidates`, `update_candidate_strategy`). The Jacobi window with its n-gram
+forward pass it `observe`s the outcome (the model's argmax at its rows, the verdict, what was
+committed) and learns from it; only when the step is recorded is it asked to `report` what it did
+for the record, so a timed step builds and copies nothing for display. The shape follows
+transformers' candidate generators (`get_candidates`, `update_candidate_strategy`). The Jacobi window with its n-gram
 pool is lookahead decoding's proposer; prompt lookup (lookup.py) and a draft model (draft.py)
 plug in the same way, with no window.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from .config import LookaheadConfig
 from .layout import CURRENT, window_geometry
-from .pool import Guess, NGramPool
+from .pool import Guess, NGramPool, PoolEntry, chosen_guesses
 from .records import (
     Branch,
     DraftRecord,
@@ -24,11 +26,11 @@ from .records import (
     GuessSource,
     HeadsRecord,
     NGram,
-    PoolEntry,
     PoolRecord,
-    VerificationRecord,
     WindowRecord,
 )
+from .records import PoolEntry as PoolRecordEntry
+from .verify import StepVerdict
 from .window import JacobiWindow
 
 
@@ -92,6 +94,7 @@ class Proposal:
 
     window: ProposedBranch | None
     guesses: list[ProposedBranch] = field(default_factory=list)
+    draft_seconds: float = 0.0  # what a draft model's own passes took to propose (a timed lane counts it apart)
 
 
 @dataclass
@@ -114,9 +117,10 @@ class StepContext:
         return None if self.fresh_hidden is None else self.fresh_hidden[-1]
 
 
-@dataclass
+@dataclass(frozen=True)
 class Outcome:
-    """What a step decided, for proposers and planners to learn from.
+    """What a step decided, for proposers and planners to learn from: the committed sequence after it, the step,
+    the candidates verified (in verification order) and the verdict over them.
 
     `window_argmax` is the argmax of c's row followed by that of each window row fed, in the
     branch's local order (empty when the window was not fed).
@@ -126,7 +130,12 @@ class Outcome:
     step: int
     window_fed: bool
     window_argmax: list[int]
-    verification: VerificationRecord
+    candidates: Sequence[Candidate]
+    verdict: StepVerdict
+
+    def judged(self) -> list[tuple[Candidate, int]]:
+        """Each verified candidate with how many of its leading tokens matched."""
+        return list(zip(self.candidates, self.verdict.matched, strict=True))
 
 
 @dataclass
@@ -140,9 +149,14 @@ class ProposerReport:
 
 
 class Proposer(Protocol):
+    """`propose` the step's branches; `observe` the step's outcome and learn from it; `report`, asked after
+    `observe` and only when the step is recorded, what it did in the step, for the record."""
+
     def propose(self, context: StepContext) -> Proposal: ...
 
-    def observe(self, outcome: Outcome) -> ProposerReport: ...
+    def observe(self, outcome: Outcome) -> None: ...
+
+    def report(self, outcome: Outcome) -> ProposerReport: ...
 
 
 def chain_branch(candidate: Candidate, branch: Branch = Branch.GUESS) -> ProposedBranch:
@@ -190,17 +204,29 @@ def fresh_ngrams(harvested, levels, previous, sequence, pooled_upto, ngram):
         )
 
 
-@dataclass
+@dataclass(frozen=True)
 class BeforeStep:
-    """What the proposer saw when it proposed: the window and the pool as they stood before the step."""
+    """What the proposer saw when it proposed, held by reference, never copied (the window makes new lists
+    when it changes, the pool's entries come as a new list): the window's levels and origins, the pool's
+    entries under c (oldest first) and size, the token before c, and the guesses offered, lane by lane."""
 
     levels: list[list[int]]
     origins: list[int]
     warming_up: bool
-    entries: list  # the pool's entries under c, oldest first
+    entries: list[PoolEntry]
     size: int
-    previous: int  # the token before c
-    offered: dict[tuple[int, ...], int]  # each offered guess's continuation -> its lane
+    previous: int
+    offered: list[Guess]
+
+
+@dataclass(frozen=True)
+class AfterStep:
+    """What observing a step did: the window's new top level (empty when not fed), the n-grams it harvested, and
+    the pool's insertions as (key, continuation, source) with what each evicted (None for none)."""
+
+    update: list[int]
+    harvested: list[list[int]]
+    inserted: list[tuple[int, list[int], GuessSource, PoolEntry | None]]
 
 
 class JacobiProposer:
@@ -220,65 +246,74 @@ class JacobiProposer:
 
     def propose(self, context: StepContext) -> Proposal:
         current, previous = context.sequence[-1], context.sequence[-2]
-        offered = self.pool.guesses(current, previous, self.config.guesses)
+        entries = self.pool.entries(current)
+        offered = chosen_guesses(entries, previous, self.config.guesses)
+        window = self.window
         self.before = BeforeStep(
-            self.window.copy_levels(),
-            list(self.window.origins),
-            not self.window.is_full,
-            self.pool.entries(current),
-            self.pool.size,
-            previous,
-            {tuple(g.tokens): lane for lane, g in enumerate(offered)},
+            window.levels, window.origins, not window.is_full, entries, self.pool.size, previous, offered
         )
-        return Proposal(window_branch(self.window), [guess_branch(g, i) for i, g in enumerate(offered)])
+        return Proposal(window_branch(window), [guess_branch(g, i) for i, g in enumerate(offered)])
 
-    def observe(self, outcome: Outcome) -> ProposerReport:
+    def observe(self, outcome: Outcome) -> None:
+        """The Jacobi update (when the window was fed) or a re-anchoring; the fresh n-grams into the pool."""
         before = self.before
         if outcome.window_fed:
             geometry = window_geometry(len(before.levels), len(before.levels[0]))
-            new_level = [outcome.window_argmax[row + 1] for row in geometry.rows[-1]]
-            harvested = self.window.harvest(new_level)
-            self.window.advance(new_level, outcome.sequence[-1], outcome.step)
+            update = [outcome.window_argmax[row + 1] for row in geometry.rows[-1]]
+            harvested = self.window.harvest(update)
+            self.window.advance(update, outcome.sequence[-1], outcome.step)
         else:
-            new_level, harvested = [], []
+            update, harvested = [], []
             self.window.reanchor(outcome.sequence[-1])
-        added, evicted = self.update_pool(harvested, before.levels, before.previous, outcome.sequence)
+        inserted = self.update_pool(harvested, before.levels, before.previous, outcome.sequence)
+        self.after = AfterStep(update, harvested, inserted)
+
+    def report(self, outcome: Outcome) -> ProposerReport:
+        """The window as it stood before the step and what the step did to it; the pool under c, and what changed."""
+        before, after = self.before, self.after
         window = WindowRecord(
             fed=outcome.window_fed,
             warming_up=before.warming_up,
-            levels=before.levels,
-            origins=before.origins,
-            update=new_level,
-            harvested=harvested,
+            levels=[list(level) for level in before.levels],
+            origins=list(before.origins),
+            update=after.update,
+            harvested=after.harvested,
         )
-        return ProposerReport(window, self.pool_record(outcome, added, evicted))
+        return ProposerReport(window, self.pool_record(outcome))
 
-    def pool_record(self, outcome: Outcome, added: list[NGram], evicted: list[NGram]) -> PoolRecord:
+    def pool_record(self, outcome: Outcome) -> PoolRecord:
         """The entries under the key as they stood before this step, each marked with the guess it became."""
-        verified = {c.lane for c in outcome.verification.candidates if c.source != GuessSource.TRAJECTORY}
+        verified = {c.lane for c in outcome.candidates if c.source != GuessSource.TRAJECTORY}
         before = self.before
-        lanes = {c: lane for c, lane in before.offered.items() if lane in verified}
-        entries = [
-            PoolEntry(continuation=list(e.continuation), source=e.source, guess=lanes.get(e.continuation))
-            for e in before.entries
-        ]
+        lanes = {tuple(g.tokens): lane for lane, g in enumerate(before.offered) if lane in verified}
+        inserted = self.after.inserted
         return PoolRecord(
             key=before.levels[0][0],
             previous=before.previous,
-            entries=entries,
-            added=added,
-            evicted=evicted,
+            entries=[
+                PoolRecordEntry(continuation=list(e.continuation), source=e.source, guess=lanes.get(e.continuation))
+                for e in before.entries
+            ],
+            added=[
+                NGram(key=key, continuation=list(continuation), source=source)
+                for key, continuation, source, _ in inserted
+            ],
+            evicted=[
+                NGram(key=key, continuation=list(gone.continuation), source=gone.source)
+                for key, _, _, gone in inserted
+                if gone is not None
+            ],
             size=self.pool.size,
             size_before=before.size,
         )
 
-    def update_pool(self, harvested, levels, previous: int, sequence: list[int]) -> tuple[list[NGram], list[NGram]]:
-        """Insert this step's fresh n-grams (`previous` precedes c); return what was added and evicted."""
-        added, evicted = [], []
-        fresh = fresh_ngrams(harvested, levels, previous, sequence, self.pooled_upto, self.config.ngram)
-        for key, continuation, before, source in fresh:
-            gone = self.pool.insert(key, continuation, before, source)
-            added.append(NGram(key=key, continuation=list(continuation), source=source))
-            evicted += [NGram(key=key, continuation=list(gone.continuation), source=gone.source)] if gone else []
+    def update_pool(self, harvested, levels, previous: int, sequence: list[int]) -> list:
+        """Insert this step's fresh n-grams (`previous` precedes c); return each as (key, continuation, source,
+        the entry it evicted or None)."""
+        inserted = []
+        for key, continuation, before, source in fresh_ngrams(
+            harvested, levels, previous, sequence, self.pooled_upto, self.config.ngram
+        ):
+            inserted.append((key, continuation, source, self.pool.insert(key, continuation, before, source)))
         self.pooled_upto = len(sequence)
-        return added, evicted
+        return inserted

@@ -18,7 +18,7 @@ from .costs import StepCosts
 from .draft import Draft
 from .medusa import Medusa
 from .planning import StepPlanner
-from .records import METHODS, Method, Needs, StepMode, StepRecord
+from .records import METHODS, Method, Needs, StepMode, StepRecord, StepTally
 from .request import DecodeRequest
 from .tuning import AutoSettings
 
@@ -48,7 +48,7 @@ class Runtime:
     layer: Draft | None = None  # EAGLE's layer, drafting as a Draft
     heads: Medusa | None = None  # Medusa's heads with their tree
     deadline: Deadline | None = None  # the request's time (the lab's; the engine asks only the callables it gets)
-    learn: Callable[[list[StepRecord]], None] | None = None  # takes every timed decoding's records
+    learn: Callable[[list[StepRecord | StepTally]], None] | None = None  # takes every timed decoding's steps
     mode: StepMode | None = None  # how the passes run (fixed.chosen_mode); None: the device's (fixed.default_mode)
     costs: StepCosts | None = None  # that mode's step costs: a fixed shape runs their cheapest size that holds it
 

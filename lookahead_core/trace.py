@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import platform
 import time
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import replace
 
 import torch
@@ -30,6 +30,7 @@ from .records import (
     Run,
     StepMode,
     StepRecord,
+    StepTally,
     StopReason,
     Summary,
     Trace,
@@ -40,8 +41,10 @@ from .runtime import NOTHING, Runtime
 from .tokens import text_pieces, vocab_for
 
 
-def decode_steps(lm: LoadedModel, prompt_ids: list[int], request: DecodeRequest, runtime: Runtime = NOTHING):
-    """Validate the request, then yield the records of its method, one per forward pass.
+def decode_steps(
+    lm: LoadedModel, prompt_ids: list[int], request: DecodeRequest, runtime: Runtime = NOTHING
+) -> Iterator[StepRecord]:
+    """Validate the request, then yield the records of its method, one per forward pass (the stepper's path).
 
     The request carries the method and every method's settings, the sampling settings (a temperature above 0
     makes every method sample) and the budget of new tokens; `runtime` what the method runs with (the method
@@ -49,14 +52,30 @@ def decode_steps(lm: LoadedModel, prompt_ids: list[int], request: DecodeRequest,
     their kind, else the paper's full plan), and in which step mode its passes run (fixed.chosen_mode: the
     runtime's, else the device's default, fixed.default_mode). DecodingError names what is missing or out of range.
     """
+    return decoding(lm, prompt_ids, request, runtime, recorded=True)
+
+
+def lean_steps(
+    lm: LoadedModel, prompt_ids: list[int], request: DecodeRequest, runtime: Runtime = NOTHING
+) -> Iterator[StepTally]:
+    """`decode_steps` as a timed lane runs it: the same steps, tokens and passes, each yielding its StepTally; no
+    record is built and nothing is copied for one."""
+    return decoding(lm, prompt_ids, request, runtime, recorded=False)
+
+
+def decoding(lm: LoadedModel, prompt_ids: list[int], request: DecodeRequest, runtime: Runtime, *, recorded: bool):
+    """The steps of one decoding of `request` (see `decode_steps`), recorded or tallied."""
     if not runtime.has(METHODS[request.method].needs):
         raise DecodingError(METHODS[request.method].missing)
     check_request(prompt_ids, request.max_new_tokens, lm.context_length, reach(request, runtime))
     mode, _ = chosen_mode(lm.model, runtime.mode)
     passes = step_passes(lm.model, mode, step_shape(request, runtime, len(prompt_ids)))
     if not METHODS[request.method].guesses:
-        return greedy_steps(lm.model, prompt_ids, request.max_new_tokens, lm.eos_ids, request.sampling, passes)
-    return guessing_decoder(lm.model, prompt_ids, request, runtime, lm.eos_ids, passes).steps()
+        sampling = request.sampling
+        return greedy_steps(
+            lm.model, prompt_ids, request.max_new_tokens, lm.eos_ids, sampling, passes, recorded=recorded
+        )
+    return guessing_decoder(lm.model, prompt_ids, request, runtime, lm.eos_ids, passes, recorded=recorded).steps()
 
 
 def shape_facts(request: DecodeRequest, runtime: Runtime, mode: StepMode, prompt_length: int) -> dict:
@@ -73,8 +92,8 @@ def shape_facts(request: DecodeRequest, runtime: Runtime, mode: StepMode, prompt
 WARM_UP_TOKENS = 8
 
 
-def reported(steps: Iterator[StepRecord], part: int, parts: int, method: Method, max_new_tokens: int, warming_up=False):
-    """Yield a Progress after each record `steps` yields; return what `steps` returns."""
+def reported(steps: Iterator, part: int, parts: int, method: Method, max_new_tokens: int, warming_up=False):
+    """Yield a Progress after each step `steps` yields (a record or a tally); return what `steps` returns."""
     count = tokens = 0
     while True:
         try:
@@ -112,7 +131,7 @@ def warming_up(
     one cut short only warms less)."""
     for part, method in enumerate(methods, first_part):
         warming = replace(request, method=method)
-        steps = first_tokens(decode_steps(lm, prompt_ids, warming, runtime), WARM_UP_TOKENS)
+        steps = first_tokens(lean_steps(lm, prompt_ids, warming, runtime), WARM_UP_TOKENS)
         if until is not None:
             steps = stopping(steps, until)
         yield from reported(steps, part, parts, method, WARM_UP_TOKENS, warming_up=True)
@@ -120,7 +139,7 @@ def warming_up(
             return
 
 
-def first_tokens(steps: Iterator[StepRecord], count: int) -> Iterator[StepRecord]:
+def first_tokens(steps: Iterator[StepTally], count: int) -> Iterator[StepTally]:
     """`steps` until they have committed `count` tokens."""
     committed = 0
     for record in steps:
@@ -130,7 +149,7 @@ def first_tokens(steps: Iterator[StepRecord], count: int) -> Iterator[StepRecord
             return
 
 
-def stopping(steps: Iterator[StepRecord], until: Callable[[float], bool]) -> Iterator[StepRecord]:
+def stopping(steps: Iterator[StepTally], until: Callable[[float], bool]) -> Iterator[StepTally]:
     """`steps` until `until(the last step's seconds)` says True after a step."""
     for record in steps:
         yield record
@@ -164,7 +183,7 @@ def warm_up_prompts(
     return chosen
 
 
-def summarize(steps: list[StepRecord], text: str = "") -> Summary:
+def summarize(steps: Sequence[StepRecord | StepTally], text: str = "") -> Summary:
     """Totals of a run: committed ids, forward passes (prefill included), tokens per step, seconds."""
     new_ids = [t for record in steps for t in record.committed]
     seconds = sum(record.step_seconds for record in steps)
@@ -180,10 +199,9 @@ def summarize(steps: list[StepRecord], text: str = "") -> Summary:
     )
 
 
-def candidate_tokens(steps: list[StepRecord]) -> tuple[int, int]:
+def candidate_tokens(steps: Sequence[StepRecord | StepTally]) -> tuple[int, int]:
     """The candidate tokens a run verified and those accepted, over all its steps ((0, 0) for plain decoding)."""
-    verified = [record.verification for record in steps if record.verification is not None]
-    return sum(len(c.tokens) for v in verified for c in v.candidates), sum(v.accepted for v in verified)
+    return sum(step.verified_tokens for step in steps), sum(step.accepted_tokens for step in steps)
 
 
 def machine_facts(lm: LoadedModel) -> Machine:

@@ -1,12 +1,13 @@
 """Verification and the commit rules: the one place that decides which guessed tokens are kept.
 
-Every proposer's candidates go through `verify` (greedy) or `verify_sampled`, and the step
-record holds the outcome, so the panels show this rule's decisions instead of re-deriving them.
-Greedy: a candidate's token k (a pool guess, a prompt match, a draft token) is accepted while
-it equals the model's prediction for its position (the guaranteed token for k = 0, the argmax
-of token k-1's row after that). The longest match wins, the first on ties; m accepted tokens
-give a block of m + 1, the last being the bonus token. Sampling (the paper's Algorithm 4, and
-speculative sampling's rule for a draft model's tokens): see `verify_sampled`.
+Every proposer's candidates go through `verify` (greedy) or `verify_sampled`, which return a StepVerdict: the
+block of tokens it gives, how many were accepted, the winner and each candidate's agreement. That is all the
+commit, the proposers and the planners read; the step's record is built from it elsewhere (recorder.py), only
+when one is wanted. Greedy: a candidate's token k (a pool guess, a prompt match, a draft token) is accepted while
+it equals the model's prediction for its position (the guaranteed token for k = 0, the argmax of token k-1's row
+after that). The longest match wins, the first on ties; m accepted tokens give a block of m + 1, the last being
+the bonus token. Sampling (the paper's Algorithm 4, and speculative sampling's rule for a draft model's tokens):
+see `verify_sampled`.
 """
 
 from __future__ import annotations
@@ -17,18 +18,31 @@ from typing import Protocol
 
 import torch
 
-from .records import (
-    CandidateRecord,
-    Draw,
-    GuessReason,
-    GuessSource,
-    SampledPosition,
-    StopReason,
-    TokenSource,
-    Verdict,
-    VerificationRecord,
-)
+from .records import Draw, GuessReason, GuessSource, SampledPosition, StopReason
 from .sampling import SamplingConfig, draw, probabilities, uniform
+
+
+@dataclass(frozen=True)
+class StepVerdict:
+    """What verification decided. `block`: the tokens it gives, the guaranteed (greedy) or first committed
+    (sampled) token first, then one per accepted token; m = `accepted` candidate tokens give m + 1. `winner`: the
+    first candidate accepted that far (None when m = 0). `matched[i]`: how many leading tokens of candidate i
+    agreed with the model (greedy: its predictions; sampled: the block). `positions`: every draw of sampled
+    verification, position by position (empty when greedy)."""
+
+    block: tuple[int, ...]
+    accepted: int
+    winner: int | None
+    matched: tuple[int, ...]
+    positions: tuple[SampledPosition, ...] = ()
+
+    @property
+    def bonus(self) -> int | None:
+        """The block's last token when it follows a candidate accepted to its end (greedy: whenever m > 0, the
+        prediction after the last accepted token; sampled: drawn from P after it, with nothing left to try)."""
+        if not self.accepted or (self.positions and self.positions[-1].draws):
+            return None
+        return self.block[-1]
 
 
 class Path(Protocol):
@@ -45,59 +59,23 @@ class Path(Protocol):
     key_length: int
 
 
-def candidate_record(c: Path, expected: list[int], matched: int, judged: Verdict) -> CandidateRecord:
-    """A candidate as the record keeps it: what it offered, what the model expected, and the verdict."""
-    return CandidateRecord(
-        source=c.source,
-        reason=c.reason,
-        lane=c.lane,
-        tokens=list(c.tokens),
-        rows=list(c.rows),
-        expected=expected,
-        matched=matched,
-        verdict=judged,
-        draft_probabilities=list(c.draft_probabilities),
-        found_at=c.found_at,
-        key_length=c.key_length,
-    )
-
-
-def matched_length(tokens: Sequence[int], expected: Sequence[int]) -> int:
-    """How many leading tokens equal the model's predictions for their positions."""
-    m = 0
-    while m < len(tokens) and tokens[m] == expected[m]:
+def greedy_matched(tokens: Sequence[int], rows: Sequence[int], argmax: Sequence[int]) -> int:
+    """How many leading tokens equal the model's predictions for their positions: token 0 the guaranteed token
+    (row 0's argmax), token k the argmax of token k-1's row."""
+    m, expected = 0, argmax[0]
+    while m < len(tokens) and tokens[m] == expected:
+        expected = argmax[rows[m]]
         m += 1
     return m
 
 
-def verdict(index: int, matched: int, winner: int | None, best: int) -> Verdict:
-    if index == winner:
-        return Verdict.WON
-    if matched == 0:
-        return Verdict.NO_MATCH
-    return Verdict.TIED_LATER if matched == best else Verdict.SHORTER
-
-
-def verify(candidates: Sequence[Path], argmax: Sequence[int]) -> VerificationRecord:
+def verify(candidates: Sequence[Path], argmax: Sequence[int]) -> StepVerdict:
     """Greedy verification of `candidates` (rows index `argmax`, row 0 being c) against one forward pass."""
-    guaranteed = argmax[0]
-    expected = [[guaranteed, *(argmax[r] for r in c.rows[:-1])] for c in candidates]
-    matched = [matched_length(c.tokens, e) for c, e in zip(candidates, expected, strict=True)]
+    matched = tuple(greedy_matched(c.tokens, c.rows, argmax) for c in candidates)
     best = max(matched, default=0)
     winner = matched.index(best) if best else None
-    block = [guaranteed] + ([argmax[r] for r in candidates[winner].rows[:best]] if winner is not None else [])
-    outcomes = [
-        candidate_record(c, e, m, verdict(i, m, winner, best))
-        for i, (c, e, m) in enumerate(zip(candidates, expected, matched, strict=True))
-    ]
-    return VerificationRecord(
-        guaranteed=guaranteed,
-        candidates=outcomes,
-        winner=winner,
-        accepted=best,
-        bonus=block[-1] if best else None,
-        block=block,
-    )
+    accepted = tuple(argmax[r] for r in candidates[winner].rows[:best]) if winner is not None else ()
+    return StepVerdict(block=(argmax[0], *accepted), accepted=best, winner=winner, matched=matched)
 
 
 @dataclass(frozen=True)
@@ -162,7 +140,7 @@ def take_out(probs: torch.Tensor, q: torch.Tensor, total: float) -> None:
 
 def verify_sampled(
     candidates: Sequence[Path], logits: torch.Tensor, sampling: SamplingConfig, generator: torch.Generator
-) -> VerificationRecord:
+) -> StepVerdict:
     """Sampled verification of `candidates` against one pass's `logits` (rows x vocab, row 0 being c).
 
     Position by position, from P of the row before it (c's for offset 0, then the row of the
@@ -186,32 +164,22 @@ def verify_sampled(
         alive = [i for i in alive if len(candidates[i].tokens) > offset and candidates[i].tokens[offset] == token]
         row = candidates[alive[0]].rows[offset]
     accepted = len(block) - 1
-    bonus = block[-1] if accepted and not positions[-1].draws else None
-    return outcome_record(candidates, block, accepted, bonus, positions)
-
-
-def outcome_record(
-    candidates: Sequence[Path], block: list[int], accepted: int, bonus: int | None, positions: list[SampledPosition]
-) -> VerificationRecord:
-    """Each candidate's agreement with the block's accepted tokens, its verdict, and the winner (first longest)."""
-    matched = [matched_length(c.tokens, block[:accepted] + [-1] * len(c.tokens)) for c in candidates]
+    matched = tuple(sampled_matched(c.tokens, block[:accepted]) for c in candidates)
     winner = matched.index(accepted) if accepted else None
-    outcomes = [
-        candidate_record(c, block[: min(m + 1, len(c.tokens))], m, verdict(i, m, winner, accepted))
-        for i, (c, m) in enumerate(zip(candidates, matched, strict=True))
-    ]
-    return VerificationRecord(
-        guaranteed=block[0],
-        candidates=outcomes,
-        winner=winner,
-        accepted=accepted,
-        bonus=bonus,
-        block=block,
-        positions=positions,
+    return StepVerdict(
+        block=tuple(block), accepted=accepted, winner=winner, matched=matched, positions=tuple(positions)
     )
 
 
-def commit(block: list[int], remaining: int, eos_ids: frozenset[int]) -> tuple[list[int], StopReason | None]:
+def sampled_matched(tokens: Sequence[int], accepted: Sequence[int]) -> int:
+    """How many leading tokens of a candidate equal the accepted tokens."""
+    m = 0
+    while m < min(len(tokens), len(accepted)) and tokens[m] == accepted[m]:
+        m += 1
+    return m
+
+
+def commit(block: Sequence[int], remaining: int, eos_ids: frozenset[int]) -> tuple[list[int], StopReason | None]:
     """The tokens of `block` that may be committed, and why decoding stops after them (or None).
 
     Stop at the first token of any EOS id, even inside an accepted block; never exceed `remaining`.
@@ -222,19 +190,3 @@ def commit(block: list[int], remaining: int, eos_ids: frozenset[int]) -> tuple[l
         if token in eos_ids:
             return committed, StopReason.EOS
     return committed, (StopReason.MAX_NEW_TOKENS if len(committed) == remaining else None)
-
-
-def commit_sources(length: int, verification: VerificationRecord) -> list[TokenSource]:
-    """How each committed token was produced.
-
-    Greedy: the guaranteed next token, accepted tokens, the bonus. Sampling: the accepted
-    candidate tokens, then the bonus (a candidate accepted to its end) or a token drawn from P.
-    """
-    accepted = verification.accepted
-    if verification.positions:
-        last = TokenSource.BONUS if verification.bonus is not None else TokenSource.SAMPLED
-        return ([TokenSource.ACCEPTED] * accepted + [last])[:length]
-    if accepted == 0:
-        return [TokenSource.GUARANTEED][:length]
-    middle = [TokenSource.ACCEPTED] * (accepted - 1)
-    return [TokenSource.GUARANTEED, *middle, TokenSource.BONUS][:length]

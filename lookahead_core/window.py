@@ -5,7 +5,8 @@ The window starts with level 0 only, W + N - 2 columns wide, and gains a level p
 every level drops its first column (warm-up); once N-1 levels stand W columns wide, each step's
 Jacobi update goes on top, the columns are harvested as n-grams and the levels move down one.
 The window holds token ids, and for each level the step whose Jacobi update produced it (0 for
-the initial fill); it never touches the model.
+the initial fill); it never touches the model. Its lists are never changed in place (every update
+makes new ones), so whoever holds `levels` or `origins` holds the window as it stood then.
 """
 
 from __future__ import annotations
@@ -40,9 +41,6 @@ class JacobiWindow:
     def width(self) -> int:
         return len(self.levels[0])
 
-    def copy_levels(self) -> list[list[int]]:
-        return [list(level) for level in self.levels]
-
     def harvest(self, new_level: list[int]) -> list[list[int]]:
         """The fresh n-grams of a full window: each column read bottom to top, then the new level's token.
 
@@ -68,4 +66,4 @@ class JacobiWindow:
 
     def reanchor(self, next_token: int) -> None:
         """A step that did not feed the window: keep its levels, put the new current token in column 0."""
-        self.levels[0][0] = next_token
+        self.levels = [[next_token, *self.levels[0][1:]], *self.levels[1:]]

@@ -45,7 +45,7 @@ from lookahead_core.fixed import chosen_mode
 from lookahead_core.models import encode_prompt, load_model
 from lookahead_core.records import METHODS, Method, StepMode
 from lookahead_core.request import DecodeRequest
-from lookahead_core.trace import decode_steps, machine_facts
+from lookahead_core.trace import lean_steps, machine_facts
 from lookahead_core.tuning import regime_settings
 from visuals.timing import speedup_words, times, verdict
 
@@ -183,17 +183,18 @@ def measured_auto(lm, asked: str | None, refresh: bool):
 
 
 def print_split(lm, ids: list[int], request: DecodeRequest, runtime, profile: bool) -> None:
-    """One decoding of `request`'s method, its steps split into the pass and the rest (medians, ms); with
-    `profile`, lookahead's decoding under torch.profiler, its ops' table printed."""
+    """One decoding of `request`'s method as a timed lane runs it (the lean path: steps tallied, not recorded), its
+    steps split into the pass and the rest (medians, ms); with `profile`, lookahead's decoding under
+    torch.profiler, its ops' table printed."""
     if profile and request.method == Method.LOOKAHEAD:
         activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if lm.device.type == "cuda" else [])
         with torch.profiler.profile(activities=activities) as profiled:
-            records = list(decode_steps(lm, ids, request, runtime))
+            records = list(lean_steps(lm, ids, request, runtime))
         sort = "self_cuda_time_total" if lm.device.type == "cuda" else "self_cpu_time_total"
         print(profiled.key_averages().table(sort_by="self_cpu_time_total", row_limit=15), flush=True)
         print(profiled.key_averages().table(sort_by=sort, row_limit=10), flush=True)
     else:
-        records = list(decode_steps(lm, ids, request, runtime))
+        records = list(lean_steps(lm, ids, request, runtime))
     steps = records[1:]  # after the prefill
     if not steps:
         return

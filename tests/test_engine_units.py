@@ -16,7 +16,7 @@ from lookahead_core.layout import CURRENT, chain_layout, tree_layout, visible_ro
 from lookahead_core.planning import Plan
 from lookahead_core.pool import Guess, NGramPool
 from lookahead_core.proposers import Proposal, guess_branch, window_branch
-from lookahead_core.records import Branch, GuessReason, GuessSource, PlanReason, PlanRecord
+from lookahead_core.records import Branch, GuessReason, GuessSource, PlanReason
 from lookahead_core.window import JacobiWindow
 
 # ------------------------------------------------------------------------------------------------
@@ -129,12 +129,7 @@ def hand_drawn_step():
     """The hand-drawn step laid out by the engine: c=10, levels [[10, 11, 12], [21, 22, 23]], guess [31, 32]."""
     window = JacobiWindow([[10, 11, 12], [21, 22, 23]], ngram=3)
     guess = guess_branch(Guess([31, 32], GuessSource.PROMPT, GuessReason.ONE_TOKEN_KEY), 0)
-    plan = Plan(
-        True,
-        1,
-        2,
-        PlanRecord(reason=PlanReason.PAPER, window_fed=True, guesses_offered=1, guesses_verified=1, guess_length=2),
-    )
+    plan = Plan(feed_window=True, guesses=1, length=2, reason=PlanReason.PAPER, offered=1)
     return lay_out(10, Proposal(window_branch(window), [guess]), plan)
 
 
@@ -176,14 +171,7 @@ def test_a_plan_without_the_window_and_with_cut_guesses_lays_out_only_that():
     guesses = [
         guess_branch(Guess([31, 32, 33], GuessSource.OUTPUT, GuessReason.TWO_TOKEN_KEY), lane) for lane in range(2)
     ]
-    plan = Plan(
-        False,
-        1,
-        2,
-        PlanRecord(
-            reason=PlanReason.BEST_RATIO, window_fed=False, guesses_offered=2, guesses_verified=1, guess_length=2
-        ),
-    )
+    plan = Plan(feed_window=False, guesses=1, length=2, reason=PlanReason.BEST_RATIO, offered=2)
     fed = lay_out(10, Proposal(window_branch(window), guesses), plan)
     assert fed.tokens == [10, 31, 32] and fed.layout.parents == (-1, 0, 1)
     assert fed.window_rows == range(0)
@@ -209,12 +197,7 @@ def test_layout_size_matches_the_configured_cost_once_warm():
     guesses = [
         guess_branch(Guess([1, 2, 3, 4], GuessSource.WINDOW, GuessReason.ONE_TOKEN_KEY), lane) for lane in range(15)
     ]
-    plan = Plan(
-        True,
-        15,
-        4,
-        PlanRecord(reason=PlanReason.PAPER, window_fed=True, guesses_offered=15, guesses_verified=15, guess_length=4),
-    )
+    plan = Plan(feed_window=True, guesses=15, length=4, reason=PlanReason.PAPER, offered=15)
     fed = lay_out(0, Proposal(window_branch(window), guesses), plan)
     assert fed.layout.size == config.tokens_per_step == 1 + 14 + 3 * 15 + 15 * 4
 

@@ -14,13 +14,13 @@ from lookahead_core.config import LookaheadConfig
 from lookahead_core.decoding import lay_out
 from lookahead_core.planning import FullPlanner, Plan
 from lookahead_core.proposers import JacobiProposer, Outcome, ProposerReport, StepContext
+from lookahead_core.recorder import verification_record
 from lookahead_core.records import (
     Branch,
     GuessReason,
     GuessSource,
     NGram,
     PlanReason,
-    PlanRecord,
     PoolEntry,
     VerificationRecord,
 )
@@ -49,12 +49,13 @@ def decide(
     plan = plan or FullPlanner().plan(proposal)
     fed = lay_out(sequence[-1], proposal, plan)
     assert len(argmax) == len(fed.tokens), fed.tokens
-    verification = verify(fed.candidates, argmax)
-    committed, _ = commit(verification.block, 100, frozenset())
+    verdict = verify(fed.candidates, argmax)
+    committed, _ = commit(verdict.block, 100, frozenset())
     sequence = sequence + committed
     window_argmax = [argmax[0], *(argmax[r] for r in fed.window_rows)] if plan.feed_window else []
-    report = proposer.observe(Outcome(sequence, step, plan.feed_window, window_argmax, verification))
-    return sequence, verification, report
+    outcome = Outcome(sequence, step, plan.feed_window, window_argmax, fed.candidates, verdict)
+    proposer.observe(outcome)
+    return sequence, verification_record(fed.candidates, verdict, argmax), proposer.report(outcome)
 
 
 # Step 1 rows: 0 c=1 | 1 L0C1=50 | 2 L0C2=51 | 3-4 guess 0 (4, 5) | 5-6 guess 1 (6, 6) | 7-8 guess 2 (2, 3).
@@ -141,14 +142,7 @@ def test_a_full_window_harvests_its_columns_into_the_pool(proposer):
 
 
 def test_a_step_that_leaves_the_window_out_keeps_it_and_marks_only_verified_guesses(proposer):
-    plan = Plan(
-        False,
-        1,
-        2,
-        PlanRecord(
-            reason=PlanReason.BEST_RATIO, window_fed=False, guesses_offered=3, guesses_verified=1, guess_length=2
-        ),
-    )
+    plan = Plan(feed_window=False, guesses=1, length=2, reason=PlanReason.BEST_RATIO, offered=3)
     # Rows: 0 c=1 | 1-2 guess 0 (4, 5): both accepted, bonus 9.
     sequence, verification, report = decide(proposer, SEQUENCE, 1, [4, 5, 9], plan)
     assert verification.block == [4, 5, 9] and sequence[-1] == 9

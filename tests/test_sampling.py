@@ -175,12 +175,12 @@ def test_a_sampled_verification_records_every_draw():
         assert [d.token for d in first.draws] == [0, 2][: len(first.draws)]  # distinct, in candidate order
         assert all(0 < d.probability <= 1 and 0 <= d.uniform < 1 for d in first.draws)
         assert all(d.accepted == (d.uniform < d.probability) for d in first.draws)
-        assert [p.token for p in outcome.positions] == outcome.block
+        assert tuple(p.token for p in outcome.positions) == outcome.block
         assert outcome.accepted == len(outcome.block) - 1
         if outcome.accepted:
-            assert outcome.candidates[outcome.winner].matched == outcome.accepted
+            assert outcome.matched[outcome.winner] == outcome.accepted
         if outcome.bonus is not None:  # a candidate accepted to its end, then a free draw from its last row
-            assert outcome.block[:-1] in ([0, 1], [2], [0]) and not outcome.positions[-1].draws
+            assert outcome.block[:-1] in ((0, 1), (2,), (0,)) and not outcome.positions[-1].draws
 
 
 def test_a_rejection_renormalises_what_remains():

@@ -1,8 +1,9 @@
 """Greedy verification and the commit rules, on hand-made candidates and argmax rows.
 
-Verification decides which guessed tokens are kept, so each of its outputs is checked by hand:
-the per-candidate predictions and matched lengths, the verdicts, the winner, the block and its
-bonus token. Row 0 of the argmax is always the current token c.
+Verification decides which guessed tokens are kept, so each of its outputs is checked by hand: the
+verdict (the winner, the block and its bonus token, each candidate's matched length) and the record
+the recorder makes of it (the per-candidate predictions and verdicts). Row 0 of the argmax is always
+the current token c.
 """
 
 from __future__ import annotations
@@ -13,19 +14,18 @@ from lookahead_core.decoding import lay_out
 from lookahead_core.planning import Plan
 from lookahead_core.pool import Guess
 from lookahead_core.proposers import Candidate, Proposal, guess_branch, window_branch
+from lookahead_core.recorder import commit_sources, verification_record
 from lookahead_core.records import (
     Draw,
     GuessReason,
     GuessSource,
     PlanReason,
-    PlanRecord,
     SampledPosition,
     StopReason,
     TokenSource,
     Verdict,
-    VerificationRecord,
 )
-from lookahead_core.verify import commit, commit_sources, verify
+from lookahead_core.verify import StepVerdict, commit, verify
 from lookahead_core.window import JacobiWindow
 
 
@@ -48,14 +48,17 @@ ARGMAX = [5, 6, 0, 0, 6, 7, 8, 6, 7, 0, 6, 7, 1, 0, 0]
 
 def test_the_longest_match_wins_and_brings_its_bonus_token():
     result = verify(CANDIDATES, ARGMAX)
-    assert result.guaranteed == 5
     assert result.winner == 1 and result.accepted == 3
-    assert result.block == [5, 6, 7, 8]  # three accepted tokens, then the prediction after the last
+    assert result.block == (5, 6, 7, 8)  # the guaranteed token, three accepted, the prediction after the last
     assert result.bonus == 8
+    assert result.matched == (1, 3, 2, 3, 0)
 
 
 def test_each_candidate_records_what_the_model_expected_and_how_much_matched():
-    candidates = verify(CANDIDATES, ARGMAX).candidates
+    record = verification_record(CANDIDATES, verify(CANDIDATES, ARGMAX), ARGMAX)
+    assert (record.guaranteed, record.winner, record.accepted, record.bonus) == (5, 1, 3, 8)
+    assert record.block == [5, 6, 7, 8]
+    candidates = record.candidates
     assert [c.expected for c in candidates] == [[5, 6, 0], [5, 6, 7], [5, 6, 7], [5, 6, 7], [5, 0]]
     assert [c.matched for c in candidates] == [1, 3, 2, 3, 0]
     assert [c.verdict for c in candidates] == [
@@ -70,49 +73,40 @@ def test_each_candidate_records_what_the_model_expected_and_how_much_matched():
 
 
 def test_no_match_commits_the_guaranteed_token_alone():
-    result = verify(CANDIDATES, [3, *ARGMAX[1:]])
+    argmax = [3, *ARGMAX[1:]]
+    result = verify(CANDIDATES, argmax)
     assert result.winner is None and result.accepted == 0 and result.bonus is None
-    assert result.block == [3]
-    assert {c.verdict for c in result.candidates} == {Verdict.NO_MATCH}
-    assert verify([], [7]).block == [7]
+    assert result.block == (3,)
+    assert {c.verdict for c in verification_record(CANDIDATES, result, argmax).candidates} == {Verdict.NO_MATCH}
+    assert verify([], [7]).block == (7,)
 
 
 def test_a_tie_goes_to_the_first_candidate():
-    result = verify([guess([4, 1], 1, 0), guess([4, 2], 3, 1)], [4, 9, 9, 9, 9])
-    assert result.winner == 0 and result.block == [4, 9]
-    assert [c.verdict for c in result.candidates] == [Verdict.WON, Verdict.TIED_LATER]
+    candidates, argmax = [guess([4, 1], 1, 0), guess([4, 2], 3, 1)], [4, 9, 9, 9, 9]
+    result = verify(candidates, argmax)
+    assert result.winner == 0 and result.block == (4, 9)
+    verdicts = [c.verdict for c in verification_record(candidates, result, argmax).candidates]
+    assert verdicts == [Verdict.WON, Verdict.TIED_LATER]
 
 
 def test_a_window_trajectory_is_verified_like_a_guess():
     # rows: 0 c | 1 L0C1 | 2 L0C2 | 3 L1C0 | 4 L1C1 | 5 L1C2 | 6 g0 | 7 g1
     window = JacobiWindow([[10, 11, 12], [21, 22, 0]], ngram=3)
     offered = guess_branch(Guess([11, 41], GuessSource.OUTPUT, GuessReason.TWO_TOKEN_KEY), 0)
-    plan = Plan(
-        True,
-        1,
-        2,
-        PlanRecord(reason=PlanReason.PAPER, window_fed=True, guesses_offered=1, guesses_verified=1, guess_length=2),
-    )
+    plan = Plan(feed_window=True, guesses=1, length=2, reason=PlanReason.PAPER, offered=1)
     fed = lay_out(10, Proposal(window_branch(window), [offered]), plan)
     result = verify(fed.candidates, [11, 12, 0, 0, 0, 30, 40, 0])
     # guess [11, 41]: 11 is the guaranteed token, 41 is not what row 6 predicts (40).
     # trajectory of column 2 [11, 12, 0]: each is what the row before it predicts.
-    assert [c.matched for c in result.candidates] == [1, 0, 1, 3]
-    assert [c.source for c in result.candidates] == [GuessSource.OUTPUT] + [GuessSource.TRAJECTORY] * 3
-    assert result.candidates[3].reason == GuessReason.JACOBI_TRAJECTORY and result.candidates[3].lane == 2
-    assert result.winner == 3 and result.block == [11, 12, 0, 30] and result.bonus == 30
+    assert result.matched == (1, 0, 1, 3)
+    assert [c.source for c in fed.candidates] == [GuessSource.OUTPUT] + [GuessSource.TRAJECTORY] * 3
+    assert fed.candidates[3].reason == GuessReason.JACOBI_TRAJECTORY and fed.candidates[3].lane == 2
+    assert result.winner == 3 and result.block == (11, 12, 0, 30) and result.bonus == 30
 
 
-def greedy_outcome(accepted: int) -> VerificationRecord:
-    block = list(range(accepted + 1))
-    return VerificationRecord(
-        guaranteed=0,
-        candidates=[],
-        winner=0 if accepted else None,
-        accepted=accepted,
-        bonus=block[-1] if accepted else None,
-        block=block,
-    )
+def greedy_outcome(accepted: int) -> StepVerdict:
+    block = tuple(range(accepted + 1))
+    return StepVerdict(block=block, accepted=accepted, winner=0 if accepted else None, matched=(accepted,))
 
 
 def test_commit_sources_name_the_guaranteed_accepted_and_bonus_tokens():
@@ -135,25 +129,19 @@ def test_sampled_commit_sources_name_accepted_then_bonus_or_drawn_tokens():
         token=5,
         drawn=True,
     )
-    sampled = VerificationRecord(
-        guaranteed=4,
-        candidates=[],
-        winner=0,
-        accepted=1,
-        bonus=None,
-        block=[4, 5],
-        positions=[SampledPosition(offset=0, row=0, draws=[], token=4, drawn=False), drawn],
+    offered = SampledPosition(
+        offset=0,
+        row=0,
+        draws=[Draw(token=4, probability=0.5, chance=0.5, uniform=0.1, accepted=True)],
+        token=4,
+        drawn=False,
     )
+    sampled = StepVerdict(block=(4, 5), accepted=1, winner=0, matched=(1,), positions=(offered, drawn))
+    assert sampled.bonus is None
     assert commit_sources(2, sampled) == [TokenSource.ACCEPTED, TokenSource.SAMPLED]
-    bonus = VerificationRecord(
-        guaranteed=4,
-        candidates=[],
-        winner=0,
-        accepted=1,
-        bonus=5,
-        block=[4, 5],
-        positions=[SampledPosition(offset=0, row=0, draws=[], token=4, drawn=False)] * 2,
-    )
+    free = SampledPosition(offset=1, row=1, draws=[], token=5, drawn=True)  # nothing left to try: the bonus
+    bonus = StepVerdict(block=(4, 5), accepted=1, winner=0, matched=(1,), positions=(offered, free))
+    assert bonus.bonus == 5
     assert commit_sources(2, bonus) == [TokenSource.ACCEPTED, TokenSource.BONUS]
 
 

@@ -135,11 +135,12 @@ def with_record(run: Run, index: int, record: StepRecord, settings: LookaheadSet
 
 def widest_step_run(run: Run) -> Run:
     """`run` with its last step replaced by a full step of WIDEST, built by the engine's own parts."""
-    from lookahead_core.decoding import input_rows, lay_out
+    from lookahead_core.decoding import lay_out
     from lookahead_core.planning import FullPlanner
     from lookahead_core.pool import Guess
     from lookahead_core.proposers import Proposal, guess_branch, window_branch
-    from lookahead_core.verify import commit_sources, verify
+    from lookahead_core.recorder import commit_sources, input_rows, plan_record, verification_record
+    from lookahead_core.verify import verify
     from lookahead_core.window import JacobiWindow
 
     width, ngram, count = WIDEST.window, WIDEST.ngram, WIDEST.guesses
@@ -158,7 +159,8 @@ def widest_step_run(run: Run) -> Run:
     )
     plan = FullPlanner().plan(proposal)
     fed = lay_out(current, proposal, plan)
-    verified = verify(fed.candidates, draw(len(fed.tokens)))
+    argmax = draw(len(fed.tokens))
+    verified = verify(fed.candidates, argmax)
     update = draw(width)
     harvested = [[level[j] for level in levels] + [update[j]] for j in range(width)]
     last = run.trace.steps[-1]
@@ -168,13 +170,13 @@ def widest_step_run(run: Run) -> Run:
         kind=StepKind.DECODE,
         position=last.position,
         tokens_fed=fed.layout.size,
-        committed=verified.block,
+        committed=list(verified.block),
         sources=commit_sources(len(verified.block), verified),
         stop=None,
         forward_seconds=0.01,
         step_seconds=0.01,
         rows=input_rows(fed, last.position),
-        plan=plan.record,
+        plan=plan_record(plan),
         window=WindowRecord(
             fed=True, warming_up=False, levels=levels, origins=list(range(1, ngram)), update=update, harvested=harvested
         ),
@@ -189,7 +191,7 @@ def widest_step_run(run: Run) -> Run:
             size=500,
             size_before=500 - width,
         ),
-        verification=verified,
+        verification=verification_record(fed.candidates, verified, argmax),
     )
     return with_record(run, len(run.trace.steps) - 1, record, WIDEST)
 

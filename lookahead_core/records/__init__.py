@@ -7,7 +7,7 @@ the enums), `methods` (the method table), `step`, `run`, `timing`, `race`, `benc
 from .bench import BenchPrompt, BenchReport, BenchResult, BenchSettings, BenchTotals
 from .codec import Document, from_data, from_json, parse_json, to_data, to_json
 from .legacy import unversioned_bench_report
-from .live import Fit, Progress
+from .live import Fit, Progress, StepTally
 from .methods import METHODS, MethodEntry, Needs, raced_on
 from .names import (
     ENGINE_VERSION,
@@ -100,6 +100,7 @@ __all__ = [
     "HeadGuesses",
     "HeadsRecord",
     "StepRecord",
+    "StepTally",
     "StepCostCurve",
     "LookaheadSettings",
     "LookupSettings",

@@ -1,12 +1,12 @@
 """Live records, never saved in a document: how far a recording has come (Progress, yielded after every
-forward pass) and what fits in a request's time at the latest prices (Fit).
+forward pass), what a timed step counts (StepTally) and what fits in a request's time at the latest prices (Fit).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .names import Method
+from .names import Method, StepKind, StopReason
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -39,3 +39,22 @@ class Fit:
     run_tokens: int
     race_seconds: float
     race_tokens: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class StepTally:
+    """One forward pass as a timed lane counts it: the lean path's step, which keeps no rows, plan, window, pool or
+    verification. Its fields read as a StepRecord's of the same names (so the totals take either):
+    `draft_seconds` is what a draft model's own passes took before it, `verified_tokens` the candidate tokens it
+    verified and `accepted_tokens` those accepted."""
+
+    step: int
+    kind: StepKind
+    tokens_fed: int
+    committed: list[int]
+    stop: StopReason | None
+    forward_seconds: float
+    step_seconds: float
+    draft_seconds: float = 0.0
+    verified_tokens: int = 0
+    accepted_tokens: int = 0

@@ -236,6 +236,21 @@ class StepRecord:
     sliding: SlidingRecord | None = None  # None: the model has no sliding-window layer
     heads: HeadsRecord | None = None  # Medusa's heads (None for the other methods, and before schema 6)
 
+    @property
+    def draft_seconds(self) -> float:
+        """What a draft model's own passes took before this step's pass (0 without a draft)."""
+        return self.draft.seconds if self.draft is not None else 0.0
+
+    @property
+    def verified_tokens(self) -> int:
+        """The candidate tokens this step verified."""
+        return sum(len(c.tokens) for c in self.verification.candidates) if self.verification is not None else 0
+
+    @property
+    def accepted_tokens(self) -> int:
+        """The candidate tokens this step accepted."""
+        return self.verification.accepted if self.verification is not None else 0
+
     def token_ids(self) -> set[int]:
         """Every token id this record mentions (what a trace's vocabulary must cover)."""
         ids = set(self.committed) | {row.token for row in self.rows}
