@@ -11,6 +11,8 @@ their spread), what other programs used of the CPU meanwhile, a progress bar on 
 BenchReport of `bench.run_bench` as JSON with --json and as a self-contained Plotly page with --html.
 tune: a line per cell on stderr as the sweep goes, a table of the cells on stdout, the TuneReport as JSON
 with --json and as a Plotly page with --html (lab.tune_cli).
+Progress goes to stderr (generate: the model's load, the auto settings' step costs, each prompt's tokens decoded);
+--help gives each option's default, the app's where the app has the option (lookahead: auto settings).
 Errors go to stderr as one line, exit 2.
 """
 
@@ -20,6 +22,9 @@ import argparse
 import json
 import os
 import sys
+import threading
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager, nullcontext
 from dataclasses import replace
 from pathlib import Path
 
@@ -47,13 +52,40 @@ from .datasets import load_prompts, read_prompts_file
 from .heads import NONE_SHIP, runtime_for, ships
 from .tune_cli import add_tune_options, tune
 
+MAX_NEW_TOKENS = 128
+# The settings --window, --ngram and --guesses name: given none, lookahead runs the auto settings, as the app's race
+# and Auto do; given some, the others take the engine's defaults (LookaheadConfig)
+WINDOW_SETTINGS = ("window", "ngram", "guesses")
+
+
+class DefaultsShown(argparse.HelpFormatter):
+    """Each option's help ends with its default, where it has one and the help does not already say it."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if "default" in text or action.default in (None, argparse.SUPPRESS) or action.default is False:
+            return text
+        return f"{text} (default: %(default)s)"
+
+
+def command(commands, name: str, **options) -> argparse.ArgumentParser:
+    """A subcommand whose --help shows its options' defaults."""
+    return commands.add_parser(name, formatter_class=DefaultsShown, **options)
+
 
 def add_model_options(command: argparse.ArgumentParser) -> None:
     command.add_argument(
         "--model", default=None, help="hub id, local folder or .gguf file (default: embedded SmolLM2-135M-Instruct)"
     )
-    command.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
-    command.add_argument("--dtype", default="auto", choices=["auto", "float32", "bfloat16", "float16"])
+    command.add_argument(
+        "--device", default="auto", choices=["auto", "cpu", "cuda"], help="where the model runs (auto: CUDA if any)"
+    )
+    command.add_argument(
+        "--dtype",
+        default="auto",
+        choices=["auto", "float32", "bfloat16", "float16"],
+        help="the weights' type (auto: float32 on a CPU)",
+    )
     command.add_argument("--trust-remote-code", action="store_true", help="allow a hub model's own code to run")
     command.add_argument(
         "--mode",
@@ -64,19 +96,31 @@ def add_model_options(command: argparse.ArgumentParser) -> None:
 
 
 def add_settings_options(command: argparse.ArgumentParser) -> None:
-    command.add_argument("--window", type=int, default=LookaheadConfig.window, metavar="W", help="window W (columns)")
-    command.add_argument("--ngram", type=int, default=LookaheadConfig.ngram, metavar="N", help="n-gram size N")
+    fixed = "auto settings, as the app's; {default} where W, N or G is given"
     command.add_argument(
-        "--guesses", type=int, default=LookaheadConfig.guesses, metavar="G", help="guesses G verified per step"
+        "--window",
+        type=int,
+        metavar="W",
+        help=f"window W (columns) (default: {fixed.format(default=LookaheadConfig.window)})",
+    )
+    command.add_argument(
+        "--ngram", type=int, metavar="N", help=f"n-gram size N (default: {fixed.format(default=LookaheadConfig.ngram)})"
+    )
+    command.add_argument(
+        "--guesses",
+        type=int,
+        metavar="G",
+        help=f"guesses G verified per step (default: {fixed.format(default=LookaheadConfig.guesses)})",
     )
     command.add_argument(
         "--auto",
         action="store_true",
-        help="choose W, N, G and a per-step plan from this hardware's measured step costs (ignores W, N, G)",
+        help="W, N, G and a per-step plan from this hardware's measured step costs, even where W, N or G is given "
+        "(the default where none is)",
     )
-    command.add_argument("--max-new-tokens", type=int, default=128, metavar="M")
+    command.add_argument("--max-new-tokens", type=int, default=MAX_NEW_TOKENS, metavar="M", help="new tokens at most")
     command.add_argument(
-        "--temperature", type=float, default=0.0, metavar="T", help="sample at temperature T (0: greedy, the default)"
+        "--temperature", type=float, default=0.0, metavar="T", help="sample at temperature T (0: greedy)"
     )
     command.add_argument(
         "--top-k", type=int, default=0, metavar="K", help="sample from the K likeliest tokens (0: off)"
@@ -125,18 +169,18 @@ def add_method_options(command: argparse.ArgumentParser) -> None:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m lab", description="Exact lookahead decoding.")
     commands = parser.add_subparsers(dest="command", required=True)
-    gen = commands.add_parser("generate", help="decode prompts with lookahead, prompt lookup, a draft or greedy")
+    gen = command(commands, "generate", help="decode prompts with lookahead, prompt lookup, a draft or greedy")
     source = gen.add_mutually_exclusive_group(required=True)
     source.add_argument("text", nargs="?", metavar="PROMPT", help="one prompt text, as --prompt takes it")
     source.add_argument("--prompt", metavar="TEXT", help="one prompt text")
     source.add_argument("--prompts-file", help='JSONL file, one {"id": str, "prompt": str} per line')
     add_model_options(gen)
-    gen.add_argument("--method", default="lookahead", choices=[m.value for m in Method])
+    gen.add_argument("--method", default="lookahead", choices=[m.value for m in Method], help="the decoding method")
     add_settings_options(gen)
     add_method_options(gen)
     gen.add_argument("--chat", action="store_true", help="wrap each prompt in the model's chat template")
     gen.add_argument("--json", action="store_true", help="one JSON object per prompt per line")
-    bench = commands.add_parser("bench", help="time greedy, lookahead and their peers on a prompt set")
+    bench = command(commands, "bench", help="time greedy, lookahead and their peers on a prompt set")
     bench.add_argument(
         "--dataset", required=True, metavar="humaneval|mtbench|gsm8k|FILE.jsonl", help="a prompt set or a JSONL file"
     )
@@ -162,10 +206,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def add_tune_parser(commands) -> None:
     """`tune`: where each method pays on this machine (lab.tune_cli says what each option does)."""
-    tune = commands.add_parser("tune", help="map where each method pays here: predicted, then checked by the clock")
+    tune = command(commands, "tune", help="map where each method pays here: predicted, then checked by the clock")
     tune.add_argument("--dataset", required=True, metavar="humaneval|mtbench|gsm8k|FILE.jsonl")
     tune.add_argument("--limit", type=int, default=5, metavar="K", help="sweep on the first K prompts (default 5)")
-    tune.add_argument("--max-new-tokens", type=int, default=64, metavar="M")
+    tune.add_argument("--max-new-tokens", type=int, default=64, metavar="M", help="new tokens each prompt decodes")
     add_model_options(tune)
     add_tune_options(tune)
     tune.add_argument("--json", metavar="OUT.json", help="write the report as JSON")
@@ -173,8 +217,10 @@ def add_tune_parser(commands) -> None:
 
 
 def asked_settings(args: argparse.Namespace) -> LookaheadConfig | None:
-    """The W, N, G asked for, validated before any model loads; None with --auto."""
-    return None if args.auto else LookaheadConfig(window=args.window, ngram=args.ngram, guesses=args.guesses)
+    """The W, N, G asked for (those not given: the engine's defaults), validated before any model loads; None (the
+    auto settings) with --auto or where none of W, N, G is given."""
+    given = {name: getattr(args, name) for name in WINDOW_SETTINGS if getattr(args, name) is not None}
+    return None if args.auto or not given else LookaheadConfig(**given)
 
 
 def asked_sampling(args: argparse.Namespace) -> SamplingConfig:
@@ -194,7 +240,8 @@ def chosen_settings(
     for (None: the device's default), said on stderr."""
     if asked is not None:
         return asked, None
-    auto = auto_settings(lm, mode=mode)
+    with waiting("auto settings: this hardware's step costs (measured once per model, device and dtype, then cached)"):
+        auto = auto_settings(lm, mode=mode)
     print(f"auto: {settings_words(auto.settings())}", file=sys.stderr)
     return auto.config, auto
 
@@ -230,18 +277,58 @@ def generate(args: argparse.Namespace) -> None:
         if problem is not None:
             raise ValueError(f"prompt {item['id']} cannot be tokenized: {problem}; remove that character")
     method = asked_method(args)
-    lm = load_model(args.model, device=args.device, dtype=args.dtype, trust_remote_code=args.trust_remote_code)
+    lm = loaded(args)
     window = METHODS[method].window
     config, auto = chosen_settings(asked, lm, args.mode) if window else (asked or LookaheadConfig(), None)
-    runtime = asked_runtime(lm, [method], auto, args)
+    needs = METHODS[method].needs  # a draft model, a layer or heads to load first
+    with waiting(f"{METHODS[method].name}: loading its {needs}") if needs != Needs.NOTHING else nullcontext():
+        runtime = asked_runtime(lm, [method], auto, args)
     request = DecodeRequest(method=method, lookahead=config, lookup=lookup, max_new_tokens=args.max_new_tokens)
     for index, item in enumerate(prompts):
         prompt_ids = encode_prompt(lm.tokenizer, item["prompt"], args.chat)
         seeded = replace(request, sampling=sampling.for_prompt(index))
-        summary = summarize(list(decode_steps(lm, prompt_ids, seeded, runtime)))
+        label = f"{item['id']} ({index + 1} of {len(prompts)})" if len(prompts) > 1 else item["id"]
+        steps = counted(decode_steps(lm, prompt_ids, seeded, runtime), args.max_new_tokens, label)
+        summary = summarize(list(steps))
         summary.text = lm.tokenizer.decode(summary.new_token_ids, skip_special_tokens=True)
         shown = generated_json if args.json else generated_words
         print(shown(item, prompt_ids, seeded, runtime, summary, lm), flush=True)
+
+
+@contextmanager
+def waiting(words: str) -> Iterator[None]:
+    """While the work inside runs (a load, a measurement: no count to give), `words` on stderr with the time waited
+    so far, redrawn each second; the line stays, with the time it took."""
+    done = threading.Event()
+    with tqdm(desc=words, bar_format="{desc}: {elapsed}", file=sys.stderr) as bar:
+
+        def tick() -> None:
+            while not done.wait(1.0):
+                bar.refresh()
+
+        ticker = threading.Thread(target=tick, daemon=True)
+        ticker.start()
+        try:
+            yield
+        finally:
+            done.set()
+            ticker.join()
+
+
+def loaded(args: argparse.Namespace):
+    """The model asked for, loaded while stderr says so (the embedded model's first load dequantizes its GGUF once:
+    seconds to a minute; later loads read the cached copy)."""
+    with waiting(f"loading {args.model or 'the embedded SmolLM2-135M-Instruct'}"):
+        return load_model(args.model, device=args.device, dtype=args.dtype, trust_remote_code=args.trust_remote_code)
+
+
+def counted(steps: Iterable, most: int, label: str) -> Iterator:
+    """`steps` as they come, with a bar on stderr of the tokens decoded so far of the `most` asked for (the first
+    step reads the prompt; a decoding may end sooner, at the model's end of text)."""
+    with tqdm(total=most, unit="token", desc=f"decoding {label}", file=sys.stderr, leave=False) as bar:
+        for record in steps:
+            bar.update(min(len(record.committed), most - bar.n))
+            yield record
 
 
 def generated_json(item: dict, prompt_ids: list[int], request: DecodeRequest, runtime: Runtime, summary, lm) -> str:
@@ -324,7 +411,7 @@ def bench(args: argparse.Namespace) -> None:
     prompts = load_prompts(args.dataset, args.limit)
     if not prompts:
         raise ValueError(f"no prompts in {args.dataset}")
-    lm = load_model(args.model, device=args.device, dtype=args.dtype, trust_remote_code=args.trust_remote_code)
+    lm = loaded(args)
     config, auto = chosen_settings(asked, lm, args.mode)
     runtime = bench_runtime(lm, args, methods, auto)
     request = DecodeRequest(lookahead=config, lookup=lookup, sampling=sampling, max_new_tokens=args.max_new_tokens)

@@ -448,7 +448,8 @@ def test_generate_takes_the_prompt_as_its_one_positional_argument_as_a_newcomer_
     out = capsys.readouterr().out
     lines = out.splitlines()
     assert lines[:2] == ["--- prompt ---", "Prompt: def fib(n):"] and lines[2].startswith("Continuation:")
-    assert re.search(r"\n\[lookahead W=\d+ N=\d+ G=\d+\] 12 tokens in \d+ steps", out)
+    # no W, N or G given: lookahead runs the auto settings, as the app's race does, and the line names their plan
+    assert re.search(r"\n\[lookahead W=\d+ N=\d+ G=\d+, [\w-]+ plan\] 12 tokens in \d+ steps", out)
     (positional,) = generated(capsys, tiny_folder, "def fib(n):")
     (flagged,) = generated(capsys, tiny_folder, "--prompt", "def fib(n):")
     del positional["seconds"], flagged["seconds"]
