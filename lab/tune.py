@@ -353,23 +353,30 @@ class Sweep:
         return replace(self.base, method=M.GREEDY), self.runtime
 
 
-def references_of(lm: LoadedModel, saved: Checkpoint, prompts: list[list[int]], max_new_tokens: int):
-    """Greedy `generate`'s new tokens for every prompt: what every cell's output must equal (kept for a resume)."""
+def references_of(lm: LoadedModel, saved: Checkpoint, prompts: list[list[int]], max_new_tokens: int, total: int):
+    """Greedy `generate`'s new tokens for every prompt: what every cell's output must equal (kept for a resume).
+    Yields a TuneProgress before each prompt, numbered from 0 of `total` (a sweep's first wait: seconds a prompt)."""
     data = saved.get("references")
     if data is None:
-        data = {"tokens": [run_generate(lm, ids, max_new_tokens).new_token_ids for ids in prompts]}
+        tokens = []
+        for k, ids in enumerate(prompts):
+            label = f"greedy generate, the reference tokens: prompt {k + 1} of {len(prompts)}"
+            yield TuneProgress(done=k, total=total, label=label)
+            tokens.append(run_generate(lm, ids, max_new_tokens).new_token_ids)
+        data = {"tokens": tokens}
         saved.put("references", data)
     return data["tokens"]
 
 
-def prepared(lm, prompts, grid: TuneGrid, base: DecodeRequest, runtime: Runtime, auto: AutoSettings, saved) -> Sweep:
+def prepared(
+    lm, prompts, references, grid: TuneGrid, base: DecodeRequest, runtime: Runtime, auto: AutoSettings, saved
+) -> Sweep:
     """The sweep's fixed parts: the curve (a resumed sweep's own), the cells' runtime with lookahead planned
     as auto settings plan it here and each fixed shape widened on that curve, and the references."""
     costs = sweep_curve(saved, auto.costs)
     shaped = chosen_mode(lm.model, runtime.mode)[0] != StepMode.EAGER
     plan = lambda: make_planner(auto.planner, costs)  # noqa: E731
     planned = replace(runtime, auto=None, plan=plan, costs=costs if shaped else None)
-    references = references_of(lm, saved, [ids for _, ids in prompts], base.max_new_tokens)
     return Sweep(
         prompts=prompts,
         references=references,
@@ -469,17 +476,21 @@ def tuning(
     """
     started, watch = time.perf_counter(), CpuWatch()
     saved = Checkpoint(options.checkpoint)
-    yield TuneProgress(done=0, total=1, label="greedy generate: the reference tokens")
-    sweep = prepared(lm, prompts, grid, base, runtime, auto, saved)
+    # The pieces of work, counted before the first: each prompt's reference, the warm-up, plain decoding, each
+    # cell, each timed round
     rounds = options.rounds * (2 if options.held_out else 1)
-    total = 2 + len(sweep.cells) + rounds
+    first = len(prompts)
+    total = first + 2 + len(swept_cells(grid, runtime)) + rounds
+    references = yield from references_of(lm, saved, [ids for _, ids in prompts], base.max_new_tokens, total)
+    sweep = prepared(lm, prompts, references, grid, base, runtime, auto, saved)
     methods = [M.GREEDY, *dict.fromkeys(method for method, _ in sweep.cells)]
+    yield TuneProgress(done=first, total=total, label=f"warming up {', '.join(m.value for m in methods)}")
     warm_up(lm, sweep.ids[0], replace(sweep.base, max_new_tokens=8), sweep.runtime, methods)
-    cells, plain = yield from measured_cells(lm, sweep, saved, options.stop, 1, total)
-    ran = yield from timed_cells(lm, sweep, cells, options, 2 + len(cells), total)
+    cells, plain = yield from measured_cells(lm, sweep, saved, options.stop, first + 1, total)
+    ran = yield from timed_cells(lm, sweep, cells, options, first + 2 + len(cells), total)
     chosen = chosen_cells(cells)
     look = cells[chosen[M.LOOKAHEAD]] if M.LOOKAHEAD in chosen else None
-    held = yield from held_out_check(lm, sweep, look, options, 2 + len(cells) + ran, total)
+    held = yield from held_out_check(lm, sweep, look, options, first + 2 + len(cells) + ran, total)
     mode, mode_note = chosen_mode(lm.model, runtime.mode)
     return TuneReport(
         dataset=options.dataset,

@@ -275,6 +275,13 @@ def test_every_swept_cell_is_exact_and_the_sweep_says_where_it_is():
     assert made.held_out is not None and made.held_out.rounds == 1
     assert 0 < made.held_out.seconds < made.sweep_seconds
     assert [p.done for p in progress] == sorted(p.done for p in progress)
+    # one count of the work from the first wait on: each prompt's reference tokens, then the warm-up, then the rest
+    assert {p.total for p in progress} == {progress[0].total} and progress[-1].done < progress[0].total
+    assert [p.label for p in progress[:3]] == [
+        "greedy generate, the reference tokens: prompt 1 of 2",
+        "greedy generate, the reference tokens: prompt 2 of 2",
+        "warming up greedy, lookahead, prompt-lookup, speculative, medusa",
+    ]
     assert read_tune_report(made.to_json()) == made
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import inspect
 import logging
+import threading
 from collections.abc import Iterator
 
 import gradio as gr
@@ -16,7 +17,7 @@ import gradio as gr
 from lab.access import AccessError
 from lab.budget import BudgetError
 from lab.requests import InputError
-from lab.server import MODEL
+from lab.server import MODEL, ZERO_GPU
 from lookahead_core.attention import UnsupportedModel
 from lookahead_core.config import SettingsError
 from lookahead_core.decoding import DecodingError
@@ -80,15 +81,46 @@ def reporting(work: Iterator, progress: gr.Progress, unchanged: dict) -> Iterato
     raise RuntimeError("model work ended without a result")
 
 
+# The two steps of a model's first load that the progress bar names: MODEL.get reads the weights (a hub model is
+# downloaded, a GGUF dequantized once), then, off ZeroGPU, warms the model up and prices its steps on this machine
+LOAD_STEPS = ("reading its weights", "warming it up and timing its steps here")
+LOAD_NEWS_SECONDS = 0.5  # how often the progress bar's words are renewed while a model loads
+
+
 def announced_load(choice: str, dtype: str, progress: gr.Progress, unchanged: dict) -> Iterator[dict]:
-    """Before model work that must load `choice` first, say so in the progress bar (one yield of `unchanged`)."""
-    if MODEL.loading(choice, dtype):
-        progress(
-            0,
-            desc=f"Loading {choice}: this server holds one model at a time, and a model's first load takes "
-            "seconds to minutes (a hub model is downloaded, a GGUF dequantized once); the runs after it reuse it",
-        )
+    """Before model work that must load `choice` first: load it, the progress bar saying which step of the load
+    runs and for how long so far, then raise what the load raised, if anything, or yield `unchanged` (a yield
+    would restart the bar's timer, so none is made while the load runs: Stop takes effect once it is done, as
+    it did when the load ran inside the work). On ZeroGPU the load stays in the work's GPU slot: the bar says so
+    once."""
+    if not MODEL.loading(choice, dtype):
+        return
+    if ZERO_GPU:
+        progress((0, 1), desc=f"Loading {choice} (seconds to minutes); the runs after it reuse it", unit="loads")
         yield unchanged
+        return
+    failed: list[Exception] = []
+
+    def load() -> None:
+        try:
+            MODEL.get(choice, dtype)
+        except Exception as error:  # noqa: BLE001 - raised again below, in the request's own thread
+            failed.append(error)
+
+    loader = threading.Thread(target=load, name=f"load {choice}", daemon=True)
+    loader.start()
+    while loader.is_alive():  # the bar's own timer counts the seconds
+        step = 1 if MODEL.loading(choice, dtype) else 2
+        progress(
+            (step - 1, len(LOAD_STEPS)),
+            desc=f"Loading {choice}, step {step} of {len(LOAD_STEPS)}: {LOAD_STEPS[step - 1]} (a first load takes "
+            "seconds to minutes; the runs after it reuse the model)",
+            unit="steps done",
+        )
+        loader.join(LOAD_NEWS_SECONDS)
+    if failed:
+        raise failed[0]
+    yield unchanged  # where Gradio stops work whose visitor pressed Stop or left meanwhile
 
 
 class LabBlocks(gr.Blocks):
