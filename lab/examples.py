@@ -1,6 +1,6 @@
 """Record the example runs the app opens with: one method + greedy Run per preset, from the real model.
 
-Usage: python -m lab.examples [--only spelling python ...] [--device cpu]
+Usage: python -m lab.examples [--only spelling python ...] [--device cpu] [--threads 1]
 Reads assets/presets.json (prompt, chat flag, method (default lookahead), W, N, G or `"auto": true`
 for this hardware's auto settings and cost-aware plan, lookup_tokens or draft_tokens, max new tokens,
 sampling if any) and writes each Run, timed in interleaved rounds (lab.timed_run) with what else used
@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import argparse
 import time
+
+import torch
 
 from lookahead_core.config import LookaheadConfig, LookupConfig
 from lookahead_core.draft import DEFAULT_DRAFT_TOKENS
@@ -86,7 +88,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", nargs="+", metavar="ID", help="record only these preset ids")
     parser.add_argument("--device", default="cpu", choices=["auto", "cpu", "cuda"])
+    parser.add_argument(
+        "--threads", type=int, help="torch threads (default: torch's own); 1 beside other busy programs on few cores"
+    )
     args = parser.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
     presets = load_presets()
     unknown = set(args.only or []) - {p["id"] for p in presets}
     if unknown:
