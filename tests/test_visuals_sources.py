@@ -4,12 +4,15 @@ from the records (the winner's recorded source, its matched tokens, the committe
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections import Counter
 
-from lookahead_core.records import TokenSource
+from lookahead_core.records import GuessSource, Run, TokenSource
 from tests.visual_checks import example
-from visuals import sources, summary
+from visuals import library, sources, summary, verification
 from visuals.replay import panels
+
+FIRST_VIEW = library.load_presets()[0]["id"]  # the preset the page opens on (ui/player.py)
 
 
 def test_every_committed_token_has_one_origin(run):
@@ -57,7 +60,7 @@ def test_the_window_harvest_is_named_with_its_count():
     assert window > 0
     words = sources.run_sources_words(run.trace)
     assert f"n-grams the window harvested {window}" in words
-    assert f"{window} of them were n-grams the Jacobi window had guessed and harvested" in words
+    assert f"{window} of them came from n-grams the Jacobi window had guessed and harvested" in words
 
 
 def test_a_sampled_step_names_its_own_token_as_sampled_or_bonus():
@@ -80,3 +83,37 @@ def test_a_prompt_lookup_match_is_a_copy_and_a_draft_a_chain():
     assert "copies from the prompt" in sources.run_sources_words(example("spelling-lookup").trace)
     assert "the draft's chains" in sources.run_sources_words(example("study-tips-speculative").trace)
     assert "Medusa's heads" in sources.run_sources_words(example("study-tips-medusa").trace)
+
+
+def test_the_first_view_shows_tokens_from_n_grams_the_window_harvested():
+    """The page's first view (the first preset) shows the Jacobi window at work: guesses the window harvested into
+    the pool were later accepted, as its records say (the winner's source), and its summary says how many."""
+    run = example(FIRST_VIEW)
+    accepted = [
+        r
+        for r in run.trace.steps[1:]
+        if r.verification.winner is not None
+        and r.verification.candidates[r.verification.winner].source == GuessSource.WINDOW
+        and r.verification.accepted > 0
+    ]
+    assert accepted
+    window = sources.run_origins(run.trace).matched["window"]
+    assert window >= len(accepted)
+    assert f"n-grams the window harvested {window}" in summary.summary_html(run)
+    step = run.trace.steps.index(accepted[0])
+    assert "an n-gram the window harvested" in verification.verification_html(accepted[0], run.trace.vocab)
+    assert "an n-gram the window harvested" in panels(run, step)["verification"]
+
+
+def test_a_run_of_an_older_schema_version_reads_and_shows_its_breakdown():
+    """The breakdown reads only facts every schema version kept (a winner's source, its matched tokens, the
+    committed tokens' sources): a version 3 file of the first view reads and says where its tokens came from."""
+    data = json.loads(example(FIRST_VIEW).to_json())
+
+    def version_3(node):
+        if isinstance(node, dict):
+            return {k: 3 if k == "schema_version" else version_3(v) for k, v in node.items() if k != "sliding"}
+        return [version_3(v) for v in node] if isinstance(node, list) else node
+
+    old = Run.from_json(json.dumps(version_3(data)))
+    assert sources.run_sources_words(old.trace) == sources.run_sources_words(example(FIRST_VIEW).trace)

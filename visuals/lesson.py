@@ -18,6 +18,7 @@ from html.parser import HTMLParser
 from lookahead_core.records import GuessSource, Method, Run, TokenSource
 
 from . import library, replay
+from .sources import run_origins
 from .summary import measured_speedup, step_cost, summary_html
 from .tune import turned, two_machines_facts, two_machines_html
 
@@ -47,6 +48,7 @@ def facts(run: Run, index: int) -> dict[str, str]:
     record = trace.steps[index]
     verification = record.verification
     meta = trace.meta
+    matched = run_origins(trace).matched  # the run's matched guess tokens, by where each guess came from
     return {
         "steps": str(trace.summary.steps),
         "greedy_steps": str(greedy.summary.steps),
@@ -62,6 +64,9 @@ def facts(run: Run, index: int) -> dict[str, str]:
         "accepted": str(record.sources.count(TokenSource.ACCEPTED)),  # committed as accepted (not guaranteed)
         "pool_size": str(record.pool.size) if record.pool else "0",
         "harvested": str(sum(a.source == GuessSource.WINDOW for a in record.pool.added)) if record.pool else "0",
+        "window_tokens": str(matched["window"]),
+        "prompt_tokens": str(matched["prompt"]),
+        "output_tokens": str(matched["output"]),
     } | map_facts()
 
 
@@ -198,9 +203,10 @@ def window_levels(run: Run, index: int) -> int:
     return len(window.levels) if window is not None else 0
 
 
-def won(run: Run, index: int) -> bool:
-    """The method beat greedy: the intervals of the Run's rounds name it alone the winner."""
-    return run.timing is not None and run.timing.leaders == [run.trace.meta.method]
+def window_gained(run: Run, index: int) -> bool:
+    """Fewer passes than greedy, and n-grams the window harvested among the guesses that matched."""
+    fewer = run.trace.summary.steps < run.greedy.summary.steps
+    return fewer and run_origins(run.trace).matched["window"] > 0
 
 
 def lost(run: Run, index: int) -> bool:
@@ -222,6 +228,11 @@ SUMMARY = {
     "step_cost": says("took {} as long as"),
     "device": says("· {} ·"),
     "date": says("recorded {}"),
+}
+SOURCES = {  # the summary's line on where the run's tokens came from
+    "window_tokens": says("n-grams the window harvested {}"),
+    "prompt_tokens": says("the prompt's n-grams {}"),
+    "output_tokens": says("the output's n-grams {}"),
 }
 
 LESSON: tuple[LessonStep, ...] = (
@@ -304,16 +315,17 @@ LESSON: tuple[LessonStep, ...] = (
         SUMMARY,
     ),
     LessonStep(
-        "When it pays off",
-        "**Code repeats its own names**, so guesses from the prompt and the output are often right: {ratio} tokens "
-        "per pass. And on a CPU, where every token fed costs time, the **cost-aware plan** (auto settings) feeds a "
-        "guess only where its measured gain outgrows its measured cost. On {device} lookahead ran {speedup} as "
-        "fast as greedy, its interval clear of 1× (recorded {date}).",
-        "python",
+        "The window at work",
+        "**Code repeats its own patterns**, and the window learns them as it goes: {window_tokens} of this run's "
+        "tokens came from n-grams **the window guessed and harvested** before the text reached them, {output_tokens} "
+        "from the output's n-grams and {prompt_tokens} from the prompt's. So lookahead needed {steps} passes where "
+        "greedy needed {greedy_steps}. But a pass that feeds the window costs more: on {device} a typical one took "
+        "{step_cost} as long as a greedy one, and lookahead ran {speedup} as fast as greedy (recorded {date}).",
+        "python-sub",
         -1,
         "summary",
-        won,
-        SUMMARY,
+        window_gained,
+        SUMMARY | SOURCES,
     ),
     LessonStep(
         "When it does not",

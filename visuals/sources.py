@@ -115,11 +115,11 @@ def run_sources_words(trace: Trace) -> str:
         f"{origins.guessed} matched a guess ({matched_words(origins)}), and the model made the other {own} itself, "
         f"at most one per forward pass ({own_words(origins)})."
     )
-    return words + lesson_of(origins)
+    return words + harvest_words(origins)
 
 
-def lesson_of(origins: Origins) -> str:
-    """What the breakdown says about lookahead's two sources of n-grams, where the run had a pool."""
+def harvest_words(origins: Origins) -> str:
+    """Whether the window's harvest paid, where the run's guesses came from an n-gram pool ("" where none did)."""
     pooled = origins.matched["window"] + origins.matched["prompt"] + origins.matched["output"]
     if not pooled:
         return ""
@@ -127,7 +127,7 @@ def lesson_of(origins: Origins) -> str:
         return " Every matched guess was one of the prompt's n-grams: none came from the window's harvest."
     if origins.matched["window"]:
         return (
-            f" {origins.matched['window']} of them were n-grams the Jacobi window had guessed and harvested "
+            f" {origins.matched['window']} of them came from n-grams the Jacobi window had guessed and harvested "
             "before the text reached them."
         )
     return " None came from n-grams the window harvested."
@@ -144,7 +144,7 @@ def step_sources_words(record: StepRecord) -> str:
     if record.verification is None:
         return ""
     origins = step_origins(record)
-    own = " and ".join(f"the {OWN_WORDS[source][0]}" for source in origins.own)  # one at most, unless cut short
+    own = " and ".join(f"the {OWN_WORDS[source][0]}" for source in origins.own)  # one, or none when cut short
     if not origins.guessed:
         return f"Where this step's token came from: no guess matched, so {own} is the model's own."
     (key,) = origins.matched  # a step has one winner
