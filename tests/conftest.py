@@ -72,6 +72,7 @@ LONGEST_FIRST = [
     "test_many_visitors.py",  # 105 s
     "test_sampling.py",  # 99 s
     "test_classroom.py",  # 88 s
+    "test_phone.py",  # 85 s (alone, beside other programs, 2026-11-27)
     "test_gpu_check.py",  # 84 s
     "test_accessible_classroom.py",  # 75 s
     "test_eagle.py",  # 54 s
