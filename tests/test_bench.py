@@ -16,9 +16,10 @@ from transformers import PreTrainedTokenizerFast
 
 from lab import bench as bench_module
 from lab.bench import ENTRANTS, Timed, check_methods
-from lab.cli import labelled, main, summary_table
+from lab.cli import asked_settings, build_parser, labelled, main, summary_table
 from lookahead_core import costs as cost_module
 from lookahead_core import fixed
+from lookahead_core.config import LookaheadConfig
 from lookahead_core.eagle import eagle_for, save_eagle
 from lookahead_core.medusa import heads_for, save_heads
 from lookahead_core.records import (
@@ -478,6 +479,37 @@ def test_a_positional_prompt_that_is_blank_is_refused_like_a_blank_prompt_option
     assert main(["generate", "   ", "--model", str(tiny_folder), "--device", "cpu"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: the prompt is empty") and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("command", ["generate", "bench", "tune"])
+def test_help_gives_each_options_default(capsys, command):
+    """Every option with a default says it in --help (a flag's default, off, goes without saying)."""
+    parser = build_parser()._subparsers._group_actions[0].choices[command]
+    formatter = parser._get_formatter()
+    for action in parser._actions:
+        if action.option_strings and action.default not in (None, False, "==SUPPRESS=="):
+            assert "default" in formatter._get_help_string(action), action.dest
+    with pytest.raises(SystemExit):
+        main([command, "--help"])
+    shown = " ".join(capsys.readouterr().out.split())
+    if command == "generate":
+        assert "--max-new-tokens M new tokens at most (default: 128)" in shown
+        assert (
+            "--window W window W (columns) (default: auto settings, as the app's; 7 where W, N or G is given)" in shown
+        )
+
+
+@pytest.mark.parametrize(
+    "given, settings",
+    [
+        ([], None),  # the app's auto settings
+        (["--window", "3"], LookaheadConfig(window=3, ngram=5, guesses=7)),
+        (["--ngram", "4", "--guesses", "2"], LookaheadConfig(window=7, ngram=4, guesses=2)),
+        (["--auto", "--window", "3"], None),
+    ],
+)
+def test_lookahead_runs_the_auto_settings_unless_w_n_or_g_is_given(given, settings):
+    assert asked_settings(build_parser().parse_args(["generate", "hi", *given])) == settings
 
 
 def test_a_continuation_that_opens_a_new_line_starts_under_its_label():
