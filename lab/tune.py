@@ -29,7 +29,7 @@ from lookahead_core.records import Method as M
 from lookahead_core.records.tune import HeldOut, TuneCell, TunePlain, TuneReport, cell_label
 from lookahead_core.request import DecodeRequest
 from lookahead_core.runtime import Runtime
-from lookahead_core.trace import candidate_tokens, lean_steps, machine_facts, shape_facts, warm_up
+from lookahead_core.trace import candidate_tokens, lean_steps, machine_facts, settle, warm_up
 from lookahead_core.tuning import AutoSettings, make_planner
 
 from .bench import run_generate
@@ -174,7 +174,7 @@ def shape_rows(lm: LoadedModel, request: DecodeRequest, runtime: Runtime) -> int
     """The rows every pass of the request runs in the step mode it ran in (a mode whose probe failed ran eagerly):
     its fixed shape's T, which no prompt changes, or 0 for the eager step. Worked out when a cell is priced, not
     kept with its measurement, so a resumed sweep prices every cell alike."""
-    return shape_facts(request, runtime, chosen_mode(lm.model, runtime.mode)[0], prompt_length=1)["shape_rows"]
+    return settle(lm, [0], request, runtime, recorded=False).shape_facts(runtime)["shape_rows"]
 
 
 def measure(lm: LoadedModel, prompts: list[list[int]], references, request: DecodeRequest, runtime: Runtime):

@@ -10,14 +10,14 @@ from __future__ import annotations
 import platform
 import time
 from collections.abc import Callable, Generator, Iterator, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import torch
 import transformers
 
 from .decoding import DecodingError, check_request, greedy_steps
 from .divergence import divergence
-from .fixed import chosen_mode, step_passes
+from .fixed import Shape, chosen_mode, step_passes
 from .methods import guessing_decoder, reach, recorded_settings, step_rows, step_shape
 from .models import LoadedModel
 from .records import (
@@ -41,6 +41,37 @@ from .runtime import NOTHING, Runtime
 from .tokens import text_pieces, vocab_for
 
 
+@dataclass(frozen=True)
+class DecodingPlan:
+    """One decoding, settled before its first pass and carried down to it: the request as it runs, the step mode
+    it runs in and why that is not the mode asked for ("" when it is: fixed.chosen_mode, asked once), the fixed
+    shape of its passes (the eager step runs the rows it feeds instead), and whether its steps are recorded."""
+
+    request: DecodeRequest
+    mode: StepMode
+    mode_note: str
+    shape: Shape
+    recorded: bool
+
+    def shape_facts(self, runtime: Runtime) -> dict:
+        """A trace meta's fixed-shape facts: the rows every pass ran and the most a step fed (both 0 for the eager
+        step, whose passes run the rows they feed)."""
+        if self.mode == StepMode.EAGER:
+            return {"shape_rows": 0, "shape_needs": 0}
+        return {"shape_rows": self.shape.rows, "shape_needs": step_rows(self.request, runtime)}
+
+
+def settle(
+    lm: LoadedModel, prompt_ids: list[int], request: DecodeRequest, runtime: Runtime, *, recorded: bool
+) -> DecodingPlan:
+    """Validate the request (DecodingError names what is missing or out of range) and settle how it runs."""
+    if not runtime.has(METHODS[request.method].needs):
+        raise DecodingError(METHODS[request.method].missing)
+    check_request(prompt_ids, request.max_new_tokens, lm.context_length, reach(request, runtime))
+    mode, note = chosen_mode(lm.model, runtime.mode)
+    return DecodingPlan(request, mode, note, step_shape(request, runtime, len(prompt_ids)), recorded)
+
+
 def decode_steps(
     lm: LoadedModel, prompt_ids: list[int], request: DecodeRequest, runtime: Runtime = NOTHING
 ) -> Iterator[StepRecord]:
@@ -52,7 +83,7 @@ def decode_steps(
     their kind, else the paper's full plan), and in which step mode its passes run (fixed.chosen_mode: the
     runtime's, else the device's default, fixed.default_mode). DecodingError names what is missing or out of range.
     """
-    return decoding(lm, prompt_ids, request, runtime, recorded=True)
+    return planned_steps(lm, prompt_ids, settle(lm, prompt_ids, request, runtime, recorded=True), runtime)
 
 
 def lean_steps(
@@ -60,33 +91,19 @@ def lean_steps(
 ) -> Iterator[StepTally]:
     """`decode_steps` as a timed lane runs it: the same steps, tokens and passes, each yielding its StepTally; no
     record is built and nothing is copied for one."""
-    return decoding(lm, prompt_ids, request, runtime, recorded=False)
+    return planned_steps(lm, prompt_ids, settle(lm, prompt_ids, request, runtime, recorded=False), runtime)
 
 
-def decoding(lm: LoadedModel, prompt_ids: list[int], request: DecodeRequest, runtime: Runtime, *, recorded: bool):
-    """The steps of one decoding of `request` (see `decode_steps`), recorded or tallied."""
-    if not runtime.has(METHODS[request.method].needs):
-        raise DecodingError(METHODS[request.method].missing)
-    check_request(prompt_ids, request.max_new_tokens, lm.context_length, reach(request, runtime))
-    mode, _ = chosen_mode(lm.model, runtime.mode)
-    passes = step_passes(lm.model, mode, step_shape(request, runtime, len(prompt_ids)))
+def planned_steps(lm: LoadedModel, prompt_ids: list[int], plan: DecodingPlan, runtime: Runtime):
+    """The steps of one settled decoding, recorded or tallied as its plan says."""
+    request, recorded = plan.request, plan.recorded
+    passes = step_passes(lm.model, plan.mode, plan.shape)
     if not METHODS[request.method].guesses:
         sampling = request.sampling
         return greedy_steps(
             lm.model, prompt_ids, request.max_new_tokens, lm.eos_ids, sampling, passes, recorded=recorded
         )
     return guessing_decoder(lm.model, prompt_ids, request, runtime, lm.eos_ids, passes, recorded=recorded).steps()
-
-
-def shape_facts(request: DecodeRequest, runtime: Runtime, mode: StepMode, prompt_length: int) -> dict:
-    """A trace meta's fixed-shape facts: the rows every pass ran and the most a step fed (both 0 for the eager
-    step, whose passes run the rows they feed)."""
-    if mode == StepMode.EAGER:
-        return {"shape_rows": 0, "shape_needs": 0}
-    return {
-        "shape_rows": step_shape(request, runtime, prompt_length).rows,
-        "shape_needs": step_rows(request, runtime),
-    }
 
 
 WARM_UP_TOKENS = 8
@@ -232,11 +249,11 @@ def tracing(
     prefill, the prefill's): once it says True, decoding stops there and the trace is partial, its stop reason
     DEADLINE.
     """
-    request = runtime.settled(request)
-    mode, mode_note = chosen_mode(lm.model, runtime.mode)
+    plan = settle(lm, prompt_ids, runtime.settled(request), runtime, recorded=True)
+    request = plan.request
     steps, cut = [], False
     started = time.time()
-    for record in decode_steps(lm, prompt_ids, request, runtime):
+    for record in planned_steps(lm, prompt_ids, plan, runtime):
         steps.append(record)
         yield record
         upcoming = record.step_seconds  # the next step, as this one (the first, as the prefill)
@@ -259,9 +276,9 @@ def tracing(
         recorded_at=time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(started)),
         sampling=request.sampling.record(),
         prompt_shown=lm.tokenizer.decode(prompt_ids),
-        mode=mode,
-        mode_note=mode_note,
-        **shape_facts(request, runtime, mode, len(prompt_ids)),
+        mode=plan.mode,
+        mode_note=plan.mode_note,
+        **plan.shape_facts(runtime),
         **recorded_settings(request, runtime),
     )
     pieces = text_pieces(lm.tokenizer, [[token] for token in summary.new_token_ids])

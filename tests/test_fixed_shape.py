@@ -21,6 +21,7 @@ from lab.bench import bench_settings
 from lab.heads import SHIPPED_HEADS, eagle_draft
 from lab.race import race
 from lookahead_core import capture, fixed
+from lookahead_core import trace as trace_module
 from lookahead_core.config import LookaheadConfig
 from lookahead_core.costs import StepCosts
 from lookahead_core.draft import make_draft
@@ -191,6 +192,28 @@ def test_a_trace_says_the_rows_its_passes_ran_and_the_most_its_steps_fed():
     widened = summary_html(dataclasses.replace(eager, trace=dataclasses.replace(eager.trace, meta=meta)))
     assert f"64 rows a pass (its steps feed at most {most}: widened to the cheapest size on the step costs)" in widened
     assert "rows a pass" not in summary_html(eager), "an eager run says nothing of a shape"
+
+
+def test_a_traced_decoding_asks_its_step_mode_once_and_records_the_mode_it_ran(monkeypatch):
+    """One plan per decoding (trace.settle): the mode is asked for once, and the meta says the mode the passes ran
+    in, not the one asked for (here the CUDA graph, off CUDA: the fixed step, uncaptured)."""
+    lm = dataclasses.replace(tiny_model("llama"), tokenizer=CharTokenizer())
+    asked, modes = [], []
+    monkeypatch.setattr(trace_module, "chosen_mode", spy_on(fixed.chosen_mode, asked))
+    monkeypatch.setattr(trace_module, "step_passes", spy_on(fixed.step_passes, modes))
+    meta = record_trace(lm, PROMPTS[0], request(Method.LOOKAHEAD), Runtime(mode=StepMode.CUDA_GRAPH)).meta
+    assert len(asked) == 1 and modes == [(lm.model, StepMode.FIXED)]
+    assert meta.mode == StepMode.FIXED and "needs a CUDA device" in meta.mode_note
+
+
+def spy_on(function, calls: list):
+    """`function`, noting the first two arguments of each call."""
+
+    def spying(*args, **kwargs):
+        calls.append(args[:2])
+        return function(*args, **kwargs)
+
+    return spying
 
 
 def committed_cache(lm, prompt: list[int], req: DecodeRequest, runtime: Runtime):
