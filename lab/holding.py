@@ -33,7 +33,7 @@ from .budget import (
     warmed_prices,
 )
 from .heads import NoHeads, eagle_draft, medusa_for
-from .threads import ThreadChoice
+from .threads import ThreadChoice, torch_threads
 
 
 @dataclass
@@ -50,18 +50,25 @@ class Held:
 
     def admit(self, prompt_tokens: int, decodings: int, seconds: float) -> int:
         """The one gate of every card's model work (a Run, a race, a sweep), asked before its time starts: the torch
-        threads for the machine as it is now (the count the work runs on, returned; set in this OS thread), prices
-        renewed by a probe where their evidence is stale or was taken on another count, and BudgetError only for
-        work of which not even one token of each of its `decodings` fits in `seconds` (budget.check_budget)."""
-        threads = torch.get_num_threads()
-        if self.threads is not None:
-            before, threads = self.threads.threads, self.threads.choose()
-            torch.set_num_threads(threads)
+        threads for the machine as it is now (returned: the work runs on them, threads.running_on), prices renewed
+        by a probe where their evidence is stale or was taken on another count, and BudgetError only for work of
+        which not even one token of each of its `decodings` fits in `seconds` (budget.check_budget). This OS
+        thread's own count is left as it was, so the step-cost curves (cached per count) are read as measured."""
+        if self.threads is None:
+            threads, renew = torch.get_num_threads(), False
         else:
-            before = threads
-        if self.prices is None:
-            return threads
-        if threads != before or self.prices.age() > FRESH_SECONDS:
+            before = self.threads.threads
+            threads = self.threads.choose()
+            renew = threads != before
+        if self.prices is not None:
+            with torch_threads(threads):
+                self.judge(prompt_tokens, decodings, seconds, renew)
+        return threads
+
+    def judge(self, prompt_tokens: int, decodings: int, seconds: float, renew: bool) -> None:
+        """BudgetError for work that does not fit (budget.check_budget), judged on fresh prices: renewed by a probe
+        first where asked or where their evidence is stale, and again before a refusal on evidence not just taken."""
+        if renew or self.prices.age() > FRESH_SECONDS:
             probe(self.lm, self.prices)
         try:
             check_budget(self.prices, prompt_tokens, decodings, seconds, self.load_words())
@@ -70,7 +77,6 @@ class Held:
                 raise
             probe(self.lm, self.prices)  # judged on the machine as it is this moment, never on a moment passed
             check_budget(self.prices, prompt_tokens, decodings, seconds, self.load_words())
-        return threads
 
     def load_words(self) -> str:
         """What other programs used of this CPU at the latest reading, as a clause for a refusal (or nothing)."""

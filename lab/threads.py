@@ -5,14 +5,15 @@ program each step waits for the thread that lost its core: on this 2-core CPU be
 tokens took 10.4-17.5 s on two threads and 1.2-1.4 s on one (issue 44). So a request runs on the cores that other
 programs left free since the previous reading (/proc/stat, busy.CpuWatch), never on more than the count that ran
 a plain step fastest when the model loaded. torch keeps the count per OS thread and a Gradio worker may resume a
-request's generator on another thread: `running_on` sets it before every resumption.
+request's generator on another thread: `running_on` sets it for every resumption.
 """
 
 from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Generator, Iterable
+from collections.abc import Callable, Generator, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TypeVar
 
@@ -74,14 +75,27 @@ class ThreadChoice:
         return self.threads
 
 
+@contextmanager
+def torch_threads(count: int) -> Iterator[None]:
+    """This OS thread on `count` torch threads, and back to its own count on leaving."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(count)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
 def running_on(threads: int, work: Generator[Item, None, Result]) -> Generator[Item, None, Result]:
-    """`work`, each of its resumptions on `threads` torch threads in whichever OS thread resumes it; closing this
-    generator closes `work` (a visitor who cancels stops the work between two passes)."""
+    """`work`, each of its resumptions on `threads` torch threads in whichever OS thread resumes it, that thread's
+    own count given back after each (what the server does between passes, such as reading a step-cost curve cached
+    per count, keeps the count the curve was measured on); closing this generator closes `work` (a visitor who
+    cancels stops the work between two passes)."""
     try:
         while True:
-            torch.set_num_threads(threads)
             try:
-                item = next(work)
+                with torch_threads(threads):
+                    item = next(work)
             except StopIteration as done:
                 return done.value
             yield item

@@ -98,9 +98,13 @@ def resumed_in_other_threads(work, times: int) -> list[int]:
 
 def test_work_runs_on_the_chosen_threads_whichever_os_thread_resumes_it():
     """torch keeps the count per OS thread and Gradio may resume a generator on any worker thread; the bare
-    generator (the negative control) runs on whatever count the resuming thread had."""
+    generator (the negative control) runs on whatever count the resuming thread had. Between resumptions the
+    thread has its own count back: a step-cost curve read there is the one cached for that count."""
     assert resumed_in_other_threads(threads.running_on(1, counts(3)), 3) == [1, 1, 1]
     assert resumed_in_other_threads(counts(3), 3) == [2, 2, 2]
+    before = torch.get_num_threads()
+    work = threads.running_on(before + 1, counts(2))
+    assert next(work) == before + 1 and torch.get_num_threads() == before
 
 
 def test_running_on_returns_the_works_value_and_closing_it_closes_the_work():
@@ -130,6 +134,8 @@ def test_the_gate_renews_a_busy_moments_prices_with_a_probe_and_admits_the_reque
     seconds = 5 * first_token_seconds(Prices(costs), 4, 2)
     with pytest.raises(BudgetError, match="busy now"):
         budget.check_budget(prices, 4, 2, seconds)
-    held = Held(tiny_lm, prices=prices)
-    assert held.admit(4, decodings=2, seconds=seconds) == torch.get_num_threads()
+    held = Held(tiny_lm, prices=prices, threads=threads.ThreadChoice(cores=2, best=1))
+    before = torch.get_num_threads()
+    assert held.admit(4, decodings=2, seconds=seconds) == 1
     assert prices.age() == 0.0 and prices.scale < 50
+    assert torch.get_num_threads() == before  # the work runs on the count returned (running_on), not this thread
