@@ -72,10 +72,6 @@ class NGramPool:
         """The continuations under `key`, oldest first."""
         return list(self._entries.get(key, {}).values())
 
-    def guesses(self, key: int, previous: int | None, limit: int) -> list[Guess]:
-        """At most `limit` guesses for the token after `key`: two-token key matches first, newest first."""
-        return chosen_guesses(self.entries(key), previous, limit)
-
 
 def chosen_guesses(entries: list[PoolEntry], previous: int | None, limit: int) -> list[Guess]:
     """At most `limit` guesses from one key's `entries` (oldest first): those whose preceding token is `previous`

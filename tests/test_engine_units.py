@@ -14,7 +14,7 @@ from lookahead_core.decoding import lay_out
 from lookahead_core.forward import keep_rows, tree_mask
 from lookahead_core.layout import CURRENT, chain_layout, tree_layout, visible_rows, window_geometry
 from lookahead_core.planning import Plan
-from lookahead_core.pool import Guess, NGramPool
+from lookahead_core.pool import Guess, NGramPool, chosen_guesses
 from lookahead_core.proposers import Proposal, guess_branch, window_branch
 from lookahead_core.records import Branch, GuessReason, GuessSource, PlanReason
 from lookahead_core.window import JacobiWindow
@@ -47,7 +47,7 @@ def test_pool_reinsertion_moves_to_the_end_without_growing():
 def test_pool_with_zero_capacity_stays_empty():
     pool = NGramPool(ngram=3, capacity=0)
     pool.insert_sequence([1, 2, 3, 4], GuessSource.PROMPT)
-    assert pool.size == 0 and pool.guesses(1, None, 5) == []
+    assert pool.size == 0 and chosen_guesses(pool.entries(1), None, 5) == []
 
 
 def test_pool_seeds_every_ngram_of_a_sequence():
@@ -63,7 +63,7 @@ def test_pool_guesses_prefer_the_two_token_key_then_the_newest():
     pool.insert(9, [1, 1], previous=4, source=GuessSource.PROMPT)
     pool.insert(9, [2, 2], previous=5, source=GuessSource.WINDOW)
     pool.insert(9, [3, 3], previous=6, source=GuessSource.OUTPUT)
-    guesses = pool.guesses(9, previous=4, limit=2)
+    guesses = chosen_guesses(pool.entries(9), previous=4, limit=2)
     assert [g.tokens for g in guesses] == [[1, 1], [3, 3]]
     assert [g.reason for g in guesses] == [GuessReason.TWO_TOKEN_KEY, GuessReason.ONE_TOKEN_KEY]
     assert [g.source for g in guesses] == [GuessSource.PROMPT, GuessSource.OUTPUT]
