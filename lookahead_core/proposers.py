@@ -5,9 +5,9 @@ its branch, or c) and the candidate paths among them that verification will chec
 forward pass it `observe`s the outcome (the model's argmax at its rows, the verdict, what was
 committed) and learns from it; only when the step is recorded is it asked to `report` what it did
 for the record, so a timed step builds and copies nothing for display. The shape follows
-transformers' candidate generators (`get_candidates`, `update_candidate_strategy`). The Jacobi window with its n-gram
-pool is lookahead decoding's proposer; prompt lookup (lookup.py) and a draft model (draft.py)
-plug in the same way, with no window.
+transformers' candidate generators (`get_candidates`, `update_candidate_strategy`). The Jacobi
+window with its n-gram pool is lookahead decoding's proposer; prompt lookup (lookup.py) and a
+draft model (draft.py) plug in the same way, with no window.
 """
 
 from __future__ import annotations
