@@ -153,7 +153,7 @@ FINE = {"window": 5, "ngram": 4, "guesses": 5}  # settings within every limit: e
         ("Hello", {**FINE, "window": 5.5}, "W must be a whole number"),
         ("Hello", {**FINE, "max_new_tokens": 0}, "Max new tokens must be between 1 and 256, got 0"),
         ("Hello", {**FINE, "max_new_tokens": 300}, "Max new tokens must be between 1 and 256, got 300"),
-        ("a " * 9000, FINE, "which leaves room for at most"),
+        ("a " * 9000, FINE, "The prompt is 9,001 tokens: reading it takes this machine about"),
         ("word " * 10_000, FINE, "the limit is 40,000"),
     ],
     ids=[
@@ -632,7 +632,7 @@ def test_the_default_run_and_race_beside_two_cpu_burners_complete_and_the_prices
     print(
         f"\nbeside {BURNERS} burners the default Run held the model {used:.1f} s of its {RUN_SECONDS:.0f} s: steps at "
         f"{busy[0]:.1f}x their price on {busy[1]} of {held.threads.cores} threads (others used {busy[2]:.1f} cores); "
-        f"after them {held.prices.scale:.1f}x on {held.threads.threads} of {held.threads.cores} (others {held.threads.others:.1f})"
+        f"after them {held.prices.scale:.1f}x on {held.threads.threads} (others {held.threads.others:.1f})"
     )
 
 
