@@ -5,9 +5,9 @@ One model serves every visitor in turn, so no request may hold it for long. A re
 shares the time left among the decodings still to come, and a decoding that reaches its share
 stops at its next step, partial and labelled so. So how wide a method's steps are, or how many
 tokens it asks for, is the deadline's business: a request that cannot finish its tokens in time
-runs what fits. It is refused only when not even its prompt's prefills (two per decoding: warm-up
-and timed run) and one new token of each decoding fit, and the refusal names the cause: the
-prompt, where it would not fit on this machine when quiet either, else the machine's load. The
+runs what fits. It is refused only when not even a first new token fits (after every decoding's
+warm-up: a prefill and a step each), and the refusal names the cause: the prompt, where it would
+not fit on this machine when quiet either, else the machine's load. The
 prices are the measured step-cost curve, scaled by what the latest steps really took
 (Prices.learn); evidence older than FRESH_SECONDS, or taken on another count of threads, is
 renewed by a probe of a few plain steps before a request is judged by it, so prices follow the
@@ -39,9 +39,6 @@ RACE_SECONDS = 60.0  # a race: every method, each warmed up
 # prefill and the step after it, priced as the prefill) is paid from it. Beside two CPU burners a race whose
 # last lanes started with their shares spent held the model 1.13x its time without it.
 RESERVE = 0.1
-# A prefill of a long prompt costs more than the curve's straight line (measured at a 256-token
-# context) says: attention grows with the square of its length.
-PREFILL_MARGIN = 2.0
 LEARNED_STEPS = 128  # the prices follow the median of the last this many steps' measured/priced ratios
 # Evidence older than this may describe another machine: a busy moment that passed, or a quiet one that did not
 # last. Beside two CPU burners a price left by their worst moment once refused every request after they stopped,
@@ -167,36 +164,38 @@ def probe(lm: LoadedModel, prices: Prices) -> None:
     prices.learn(list(decode_steps(lm, prompt_ids, plain)), renew=True)
 
 
-def prefill_seconds(prices: Prices, prompt_tokens: int, decodings: int) -> float:
-    """The prompt's prefills: two per decoding (its warm-up and its timed run)."""
-    return 2 * decodings * PREFILL_MARGIN * prices.step(prompt_tokens)
+def prefill_seconds(prices: Prices, prompt_tokens: int) -> float:
+    """One prefill of the prompt. The curve prices `prompt_tokens` rows at its own context (256 tokens); a longer
+    prompt's attention grows with the square of its length, so its price is scaled by how far it is past that."""
+    return max(1.0, prompt_tokens / prices.costs.context) * prices.step(prompt_tokens)
 
 
 def first_token_seconds(prices: Prices, prompt_tokens: int, decodings: int) -> float:
-    """The least a request of `decodings` decodings can do at `prices`: the prompt's prefills, then the warm-ups'
-    tokens and one new token, one 1-token step each, in every decoding."""
-    steps = decodings * (WARM_UP_TOKENS + 1)
-    return prefill_seconds(prices, prompt_tokens, decodings) + steps * prices.step(1)
+    """The least a request of `decodings` decodings does before its first new token: every decoding's warm-up
+    (a prefill and a step at least: each stops at the end of its share) and the first decoding's prefill and
+    step. Past that the deadline stops the work with what fitted (a race's later lanes, partial or empty)."""
+    return (decodings + 1) * (prefill_seconds(prices, prompt_tokens) + prices.step(1))
 
 
 def check_budget(prices: Prices, prompt_tokens: int, decodings: int, seconds: float, load: str = "") -> None:
-    """Refuse (BudgetError) work of which not even the prompt's prefills and one new token of each of its
-    `decodings` fit in `seconds` at the latest prices; past that the deadline stops it with what fitted. The
-    message names the cause: the prompt, where it would not fit at the curve's (quiet) prices either, else the
-    machine's load (`load`: words on what other programs use, or empty)."""
+    """Refuse (BudgetError) work of which not even a first new token fits in `seconds` at the latest prices
+    (first_token_seconds); past that the deadline stops it with what fitted. The message names the cause: the
+    prompt, where it would not fit at the curve's (quiet) prices either, else the machine's load (`load`: words on
+    what other programs use, or empty)."""
     if first_token_seconds(prices, prompt_tokens, decodings) <= seconds:
         return
     quiet = first_token_seconds(Prices(prices.costs), prompt_tokens, decodings)
     if quiet > seconds:
         raise BudgetError(
             f"The prompt is {prompt_tokens:,} tokens: reading it takes this machine about {quiet:.0f} s even when "
-            f"it is quiet (twice for each of the {decodings} decodings, a warm-up's and a timed one), over the "
+            f"it is quiet (once for each of the {decodings} decodings' warm-ups, then for the first one), over the "
             f"{seconds:.0f} s a request may hold the model. Shorten the prompt."
         )
     raise BudgetError(
         f"This machine is busy now: its latest steps took {prices.scale:.1f}× their time on the quiet machine{load}, "
-        f"so not even one new token of each of the {decodings} decodings would fit in the {seconds:.0f} s a "
-        "request may hold the model. Try again in a minute: the pace is measured again before every request."
+        f"so not even a first new token would fit in the {seconds:.0f} s a request may hold the model (after the "
+        f"warm-ups of its {decodings} decodings). Try again in a minute: the pace is measured again before every "
+        "request."
     )
 
 

@@ -52,7 +52,7 @@ class Held:
         """The one gate of every card's model work (a Run, a race, a sweep), asked before its time starts: the torch
         threads for the machine as it is now (returned: the work runs on them, threads.running_on), prices renewed
         by a probe where their evidence is stale or was taken on another count, and BudgetError only for work of
-        which not even one token of each of its `decodings` fits in `seconds` (budget.check_budget). This OS
+        which not even a first token fits in `seconds` after its `decodings`' warm-ups (budget.check_budget). This OS
         thread's own count is left as it was, so the step-cost curves (cached per count) are read as measured."""
         if self.threads is None:
             threads, renew = torch.get_num_threads(), False

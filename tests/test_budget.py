@@ -11,6 +11,7 @@ from lab.budget import (
     Prices,
     check_budget,
     first_token_seconds,
+    prefill_seconds,
 )
 from lookahead_core.config import LookaheadConfig
 from lookahead_core.records import DraftRecord, Method, StepKind, StepRecord
@@ -49,7 +50,17 @@ def test_a_prompt_is_told_to_shorten_only_when_it_would_not_fit_on_the_quiet_mac
 
 
 def test_a_race_of_four_decodings_needs_more_time_for_its_first_tokens_than_a_run():
-    assert first_token_seconds(PRICES, 100, 4) > first_token_seconds(PRICES, 100, RUN)
+    """Every decoding's warm-up runs before the first timed token: a prefill and a step each, then the first
+    decoding's own (a race's later lanes are the deadline's business, partial or empty)."""
+    one = prefill_seconds(PRICES, 100) + PRICES.step(1)
+    assert first_token_seconds(PRICES, 100, 4) == pytest.approx(5 * one)
+    assert first_token_seconds(PRICES, 100, RUN) == pytest.approx(3 * one)
+
+
+def test_a_prompt_past_the_curves_context_is_priced_by_the_square_of_its_length():
+    """The curve prices rows at a 256-token context; attention over a longer prompt grows with its square."""
+    assert prefill_seconds(PRICES, 100) == PRICES.step(100)
+    assert prefill_seconds(PRICES, 1024) == pytest.approx(4 * PRICES.step(1024))
 
 
 def decode_step(fed: int, seconds: float, draft: tuple[int, float] | None = None) -> StepRecord:
