@@ -20,7 +20,7 @@ from gradio_client.utils import Status
 
 from lab import server
 from lab.access import ModelAccess
-from lab.budget import RUN_SECONDS
+from lab.budget import RACE_SECONDS, RUN_SECONDS
 from lab.holding import ModelHolder
 from lookahead_core.models import DEFAULT_MODEL, GEMMA, gemma_gguf
 from lookahead_core.records import Run
@@ -626,11 +626,13 @@ def test_the_default_run_and_race_beside_two_cpu_burners_complete_and_the_prices
     assert used <= 1.1 * RUN_SECONDS, f"the Run held the model {used:.1f} s, over 1.1 × {RUN_SECONDS:.0f} s"
     assert "these timings are less reliable" in summary and "Other programs used about" in summary
     assert "Not raced" not in race_summary and "Shorten" not in race_summary, race_summary
+    raced = model_seconds(race_summary)
     quiet = client.predict(**run_form(PROMPT_AFTER, max_new_tokens=4), api_name="/run")
     model_seconds(quiet[-1])
     assert held.prices.age() < time.monotonic() - stopped  # judged on the machine after the burners, not during
     print(
-        f"\nbeside {BURNERS} burners the default Run held the model {used:.1f} s of its {RUN_SECONDS:.0f} s: steps at "
+        f"\nbeside {BURNERS} burners the default race held the model {raced:.1f} s of its {RACE_SECONDS:.0f} s, "
+        f"the default Run {used:.1f} s of its {RUN_SECONDS:.0f} s: steps at "
         f"{busy[0]:.1f}x their price on {busy[1]} of {held.threads.cores} threads (others used {busy[2]:.1f} cores); "
         f"after them {held.prices.scale:.1f}x on {held.threads.threads} (others {held.threads.others:.1f})"
     )
