@@ -368,13 +368,15 @@ def labelled(label: str, text: str) -> str:
 def generated_words(item: dict, prompt_ids: list[int], request: DecodeRequest, runtime: Runtime, summary, lm) -> str:
     """One prompt's decoding as text: the continuation and a line of what ran, how, where and how fast."""
     sampling, machine = request.sampling, lm.describe()
-    settings = recorded_words(recorded_settings(request, runtime)) or ("greedy" if sampling.is_greedy else "sampling")
+    settings = recorded_words(recorded_settings(request, runtime))  # none for plain greedy: '[greedy]' says all
     if not sampling.is_greedy:
-        settings += f", T={sampling.temperature} top-k={sampling.top_k} top-p={sampling.top_p} seed={sampling.seed}"
+        drawn = f"T={sampling.temperature} top-k={sampling.top_k} top-p={sampling.top_p} seed={sampling.seed}"
+        settings = f"{settings or 'sampling'}, {drawn}"
     settings += f", {runtime.auto.planner.value} plan" if runtime.planner(request.method) is not None else ""
+    ran = f"{request.method.value} {settings}".strip()
     return (
         f"--- {item['id']} ---\n{labelled('Prompt', item['prompt'])}\n{labelled('Continuation', summary.text)}\n"
-        f"[{request.method.value} {settings}] {summary.tokens} tokens in {summary.steps} steps "
+        f"[{ran}] {summary.tokens} tokens in {summary.steps} steps "
         f"({summary.tokens_per_step:.2f} tokens/step), {summary.seconds:.2f} s "
         f"on {machine['device_name']}, {machine['dtype']}"
     )

@@ -440,6 +440,8 @@ def test_generate_without_json_prints_the_prompt_the_continuation_and_a_summary_
     out = capsys.readouterr().out
     assert out.startswith("--- prompt ---\nPrompt: a, b, a, b, a,\nContinuation:")
     assert re.search(r"\n\[lookahead W=2 N=3 G=2\] \d+ tokens in \d+ steps \(\d\.\d\d tokens/step\)", out)
+    assert main([*args, "--max-new-tokens", "4", "--method", "greedy"]) == 0
+    assert "\n[greedy] 4 tokens in" in capsys.readouterr().out  # once: it read '[greedy greedy]'
 
 
 def test_generate_takes_the_prompt_as_its_one_positional_argument_as_a_newcomer_types_it(tiny_folder, capsys):
