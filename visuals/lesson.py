@@ -319,7 +319,7 @@ LESSON: tuple[LessonStep, ...] = (
         "**Code repeats its own patterns**, and the window learns them as it goes: {window_tokens} of this run's "
         "tokens came from n-grams **the window guessed and harvested** before the text reached them, {output_tokens} "
         "from the output's n-grams and {prompt_tokens} from the prompt's. So lookahead needed {steps} passes where "
-        "greedy needed {greedy_steps}. But a pass that feeds the window costs more: on {device} a typical one took "
+        "greedy needed {greedy_steps}. A pass that feeds the window costs more: on {device} a typical one took "
         "{step_cost} as long as a greedy one, and lookahead ran {speedup} as fast as greedy (recorded {date}).",
         "python-sub",
         -1,
