@@ -44,7 +44,9 @@ LEARNED_STEPS = 128  # the prices follow the median of the last this many steps'
 # last. Beside two CPU burners a price left by their worst moment once refused every request after they stopped,
 # since a refused request runs no step to learn from.
 FRESH_SECONDS = 5.0
-PROBE_TOKENS = 4  # plain steps of the warm-up prompt that renew stale prices: about 0.15 s on the quiet 2-core CPU
+# Plain steps of the warm-up prompt that renew stale prices: a probe took 0.21-0.27 s on the quiet 2-core CPU
+# (2026-11-27, prefill included).
+PROBE_TOKENS = 4
 
 
 class BudgetError(ValueError):
