@@ -21,7 +21,7 @@ from lookahead_core.costs import StepCosts
 from lookahead_core.decoding import check_request
 from lookahead_core.fixed import chosen_mode
 from lookahead_core.forward import synchronize
-from lookahead_core.methods import lookahead_settings, lookup_settings, reach
+from lookahead_core.methods import lookahead_settings, lookup_settings, reach, suffix_settings
 from lookahead_core.models import LoadedModel
 from lookahead_core.records import METHODS, Method, RaceLane, RaceRecord, StepTally, raced_on
 from lookahead_core.request import DecodeRequest
@@ -224,6 +224,7 @@ def race_record(
         timing=timing,
         medusa=runtime.heads.settings() if Method.MEDUSA in ran else None,
         eagle=runtime.layer.settings() if Method.EAGLE in ran else None,
+        suffix=suffix_settings(request, runtime) if Method.SUFFIX in ran else None,
         mode=mode,
         mode_note=mode_note,
     )

@@ -1,4 +1,4 @@
-"""The methods' settings (lookahead's W, N, G; prompt lookup's; a draft's k) and their validation.
+"""The methods' settings (lookahead's W, N, G; prompt lookup's; suffix decoding's; a draft's k) and their validation.
 
 The paper writes the triple as (N, W, G) and TensorRT-LLM as (W, N, G); this code never passes
 a bare triple: every setting is named.
@@ -69,6 +69,29 @@ class LookupConfig:
             )
 
 
+@dataclass(frozen=True)
+class SuffixConfig:
+    """Suffix decoding: a tree of at most `tree_size` nodes, and at most `alpha` x the match's length (a short
+    match guesses little, a long one much: the paper's adaptive MAX_SPEC); a node is grown only while the share
+    of the occurrences that went on that way, multiplied down from the match, is at least `min_probability`;
+    matches are looked for up to `longest_match` tokens back."""
+
+    tree_size: int = 24
+    alpha: float = 2.0
+    min_probability: float = 0.1
+    longest_match: int = 32
+
+    def __post_init__(self) -> None:
+        check_integers(("suffix tree size", self.tree_size, 1), ("suffix longest match", self.longest_match, 1))
+        if self.tree_size > MAX_PROPOSED_TOKENS:
+            raise SettingsError(f"the suffix tree size must be at most {MAX_PROPOSED_TOKENS}, got {self.tree_size}")
+        if isinstance(self.alpha, bool) or not isinstance(self.alpha, int | float) or not 0 < self.alpha <= 64:
+            raise SettingsError(f"suffix alpha must be a number above 0 and at most 64, got {self.alpha!r}")
+        probability = self.min_probability
+        if isinstance(probability, bool) or not isinstance(probability, int | float) or not 0 <= probability <= 1:
+            raise SettingsError(f"the suffix tree's least probability must be from 0 to 1, got {probability!r}")
+
+
 def check_draft_tokens(tokens: object) -> int:
     """A draft's k: an integer from 1 to MAX_PROPOSED_TOKENS."""
     check_integers(("draft tokens k", tokens, 1))
@@ -78,3 +101,4 @@ def check_draft_tokens(tokens: object) -> int:
 
 
 PROMPT_LOOKUP = LookupConfig()
+SUFFIX = SuffixConfig()

@@ -19,9 +19,10 @@ from .forward import Passes
 from .lookup import PromptLookupProposer
 from .medusa import MedusaProposer
 from .proposers import JacobiProposer, Proposer
-from .records import LookaheadSettings, LookupSettings, Method
+from .records import LookaheadSettings, LookupSettings, Method, SuffixSettings
 from .request import DecodeRequest
 from .runtime import Runtime
+from .suffix import SuffixProposer, store_settings
 
 MakeProposer = Callable[[list[int]], Proposer]  # the proposer, built once the prefill committed the first token
 
@@ -88,6 +89,16 @@ def heads_tree(model, prompt_ids: list[int], request: DecodeRequest, runtime: Ru
     return lambda sequence: MedusaProposer(runtime.heads, model)
 
 
+def suffix_tree(model, prompt_ids: list[int], request: DecodeRequest, runtime: Runtime) -> MakeProposer:
+    """Suffix decoding: the tree of what followed the longest match, in this run's text and the runtime's store."""
+    return lambda sequence: SuffixProposer(request.suffix, sequence, len(prompt_ids), runtime.store)
+
+
+def suffix_settings(request: DecodeRequest, runtime: Runtime) -> SuffixSettings:
+    """Suffix decoding's settings as records hold them, with what the runtime's store holds now."""
+    return store_settings(request.suffix, runtime.store.texts() if runtime.store is not None else ())
+
+
 GUESSING: dict[Method, Guessing] = {
     Method.LOOKAHEAD: Guessing(
         jacobi,
@@ -121,6 +132,12 @@ GUESSING: dict[Method, Guessing] = {
         lambda request, runtime: 1 + len(runtime.heads.tree),
         keep_hidden=True,
     ),
+    Method.SUFFIX: Guessing(
+        suffix_tree,
+        lambda request, runtime: request.suffix.tree_size,
+        lambda request, runtime: {"suffix": suffix_settings(request, runtime)},
+        lambda request, runtime: 1 + request.suffix.tree_size,
+    ),
 }
 
 
@@ -130,7 +147,8 @@ def reach(request: DecodeRequest, runtime: Runtime) -> int:
     return guessing.reach(request, runtime) if guessing is not None else 0
 
 
-NO_SETTINGS = {"settings": None, "lookup": None, "draft": None, "medusa": None}  # a trace's meta: each method's own
+# A trace's meta: each method's own settings.
+NO_SETTINGS = {"settings": None, "lookup": None, "draft": None, "medusa": None, "suffix": None}
 
 
 def recorded_settings(request: DecodeRequest, runtime: Runtime) -> dict:

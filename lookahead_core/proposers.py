@@ -27,6 +27,7 @@ from .records import (
     HeadsRecord,
     NGram,
     PoolRecord,
+    SuffixRecord,
     WindowRecord,
 )
 from .records import PoolEntry as PoolRecordEntry
@@ -146,6 +147,7 @@ class ProposerReport:
     pool: PoolRecord | None = None
     draft: DraftRecord | None = None
     heads: HeadsRecord | None = None
+    suffix: SuffixRecord | None = None
 
 
 class Proposer(Protocol):

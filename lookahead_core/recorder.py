@@ -118,6 +118,7 @@ def step_record(facts: StepFacts) -> StepRecord:
         draft=report.draft,
         sliding=sliding_record(facts.attention, fed.layout, facts.position),
         heads=report.heads,
+        suffix=report.suffix,
     )
 
 

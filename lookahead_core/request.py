@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .config import PROMPT_LOOKUP, LookaheadConfig, LookupConfig
+from .config import PROMPT_LOOKUP, SUFFIX, LookaheadConfig, LookupConfig, SuffixConfig
 from .draft import DEFAULT_DRAFT_TOKENS
 from .records import Method
 from .sampling import GREEDY, SamplingConfig
@@ -24,6 +24,7 @@ class DecodeRequest:
     lookahead: LookaheadConfig = field(default_factory=LookaheadConfig)
     sampling: SamplingConfig = GREEDY
     lookup: LookupConfig = PROMPT_LOOKUP
+    suffix: SuffixConfig = SUFFIX
     draft_tokens: int = DEFAULT_DRAFT_TOKENS
     auto: bool = False  # the lab resolves it to this hardware's AutoSettings, which the engine is then given
 

@@ -2,10 +2,10 @@
 
 The request (request.py) says what to decode and with which settings; the runtime holds the objects a
 decoding runs with: this hardware's auto settings (each decoding gets a fresh planner of their kind), the
-draft model, the EAGLE layer, Medusa's heads, the request's deadline, what learns from every decoding's
-records (the budget's prices), the step mode (eager, fixed, cuda-graph, compiled: fixed.py) and that mode's
-step costs, which widen a fixed shape to the cheapest size that holds it. Every entry of the engine and the lab
-takes it whole.
+draft model, the EAGLE layer, Medusa's heads, suffix decoding's store of earlier outputs, the request's
+deadline, what learns from every decoding's records (the budget's prices), the step mode (eager, fixed,
+cuda-graph, compiled: fixed.py) and that mode's step costs, which widen a fixed shape to the cheapest size that
+holds it. Every entry of the engine and the lab takes it whole.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from .medusa import Medusa
 from .planning import StepPlanner
 from .records import METHODS, Method, Needs, StepMode, StepRecord, StepTally
 from .request import DecodeRequest
+from .suffix import SuffixStore
 from .tuning import AutoSettings
 
 
@@ -47,6 +48,7 @@ class Runtime:
     draft: Draft | None = None  # speculative decoding's draft model
     layer: Draft | None = None  # EAGLE's layer, drafting as a Draft
     heads: Medusa | None = None  # Medusa's heads with their tree
+    store: SuffixStore | None = None  # suffix decoding's earlier outputs (None: a cold store, this run's text only)
     deadline: Deadline | None = None  # the request's time (the lab's; the engine asks only the callables it gets)
     learn: Callable[[list[StepRecord | StepTally]], None] | None = None  # takes every timed decoding's steps
     mode: StepMode | None = None  # how the passes run (fixed.chosen_mode); None: the device's (fixed.default_mode)

@@ -117,7 +117,7 @@ def test_an_early_sampled_report_keeps_its_draws_apart_from_verified_candidates(
 
 def test_a_current_report_reads_as_written():
     report = shipped("cpu-humaneval-float32.json")
-    benched_before = (BenchMethod.MEDUSA, BenchMethod.EAGLE, BenchMethod.HF_STATIC)
+    benched_before = (BenchMethod.MEDUSA, BenchMethod.EAGLE, BenchMethod.HF_STATIC, BenchMethod.SUFFIX)
     assert list(report.summary) == [m for m in BenchMethod if m not in benched_before]
     assert report.settings.prompt_lookup.tokens == 10 and report.settings.draft.model == "bf16-self"
     assert report.settings.auto_why is None and all(r.draws is None for r in report.prompts[0].methods.values())

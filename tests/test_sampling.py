@@ -283,6 +283,8 @@ def method_samples(lm: LoadedModel, method: Method, sampling: SamplingConfig, ru
         (Method.PROMPT_LOOKUP, "accept the argmax"),
         (Method.SPECULATIVE, "engine"),
         (Method.SPECULATIVE, "keep P after a rejection"),
+        (Method.SUFFIX, "engine"),
+        (Method.SUFFIX, "accept the argmax"),
     ],
 )
 def test_every_sampled_method_has_the_distribution_of_ordinary_sampling(

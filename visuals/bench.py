@@ -28,12 +28,14 @@ HUES = {
     BenchMethod.HF_GREEDY: GREY,
     BenchMethod.HF_STATIC: GREY,  # plain generate too, with a static cache: hatched (PATTERNS)
     BenchMethod.HF_PROMPT_LOOKUP: ORANGE,
-    BenchMethod.HF_ASSISTED: VERMILLION,
+    BenchMethod.HF_ASSISTED: PURPLE,  # speculative decoding too, by transformers with the same draft: hatched
+    BenchMethod.SUFFIX: VERMILLION,
 }
 
 PATTERNS = {
     BenchMethod.EAGLE: "/",
     BenchMethod.HF_STATIC: "x",
+    BenchMethod.HF_ASSISTED: "x",
 }  # a second entrant in one hue is told apart by its hatching and its name
 
 

@@ -15,7 +15,7 @@ from lookahead_core.records import METHODS, Method, RaceLane, RaceRecord
 
 from .caption import plural
 from .markup import escape, scroll_region
-from .palette import BLACK, BLUE, GREEN, GREY, PURPLE, SKY
+from .palette import BLACK, BLUE, GREEN, GREY, PURPLE, SKY, VERMILLION
 from .plans import settings_words
 from .summary import stat, used_words
 from .timing import (
@@ -38,6 +38,7 @@ HUES = {
     Method.SPECULATIVE: PURPLE,
     Method.MEDUSA: BLACK,
     Method.EAGLE: PURPLE,  # the speculative family's colour: EAGLE races where the draft model does not (a GPU)
+    Method.SUFFIX: VERMILLION,
 }
 LAYOUT = {
     "template": "none",

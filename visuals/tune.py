@@ -125,6 +125,7 @@ MARKER = {
     Method.PROMPT_LOOKUP: "square",
     Method.SPECULATIVE: "diamond",
     Method.MEDUSA: "triangle-up",
+    Method.SUFFIX: "star",
 }
 LINE = "#333333"
 

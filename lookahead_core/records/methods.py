@@ -131,6 +131,23 @@ METHODS: dict[Method, MethodEntry] = {
             no_pool="EAGLE keeps no n-gram pool: its guesses come from the draft layer.",
             prefill="The layer reads the prompt's features from this pass, into a KV cache of its own.",
         ),
+        MethodEntry(
+            method=Method.SUFFIX,
+            name="Suffix decoding",
+            short="suffix",
+            needs=Needs.NOTHING,
+            branch=Branch.SUFFIX,
+            proposes=(
+                "Suffix decoding has no Jacobi window: each step finds the longest stretch of the sequence's end that "
+                "occurred before (in the prompt, the output, or an earlier run's output) and guesses a tree of what "
+                "followed it there, the most frequent first. See Verification."
+            ),
+            no_pool=(
+                "Suffix decoding keeps no n-gram pool: it indexes the prompt, the output and earlier runs' outputs, "
+                "and each step looks up the longest match of the sequence's end."
+            ),
+            prefill="Suffix decoding indexes the prompt: every token and pair of tokens, by where it occurs.",
+        ),
     )
 }
 

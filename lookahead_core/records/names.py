@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import enum
 
-SCHEMA_VERSION = 11
+SCHEMA_VERSION = 12
 # Older versions whose records read as this one: each only added facts with defaults. Version 4 added
 # the sliding-window masks (a version 3 record is one of a model with no sliding layer); version 5 the
 # repeated timings of a Run and a race (a version 4 record timed each method once, and says so); version 6
@@ -19,8 +19,9 @@ SCHEMA_VERSION = 11
 # plain decoding (a version 8 record kept none), and the engine's version in the machine's facts (0: not recorded);
 # version 10 a race without speculative decoding's draft (on a GPU EAGLE races in its place; a version 9 race always
 # raced the draft), and EAGLE's layer settings when it raced (a version 9 race kept none); version 11 the rows a
-# trace's fixed-shape passes ran and the most its steps fed (a version 10 trace kept neither: 0, as the eager step's).
-UPGRADABLE = {3, 4, 5, 6, 7, 8, 9, 10}
+# trace's fixed-shape passes ran and the most its steps fed (a version 10 trace kept neither: 0, as the eager step's);
+# version 12 suffix decoding: its settings, each step's match and tree (a version 11 record ran none).
+UPGRADABLE = {3, 4, 5, 6, 7, 8, 9, 10, 11}
 # The engine's version, recorded with every trace: raised when a change makes the engine decode faster or slower
 # on the same machine, so a shipped recording says which engine it timed (tests/test_records.py fails when a preset
 # was recorded by an older engine than the one that would replay a Run of it). 1: the engine's own CPU products
@@ -41,6 +42,7 @@ class Method(enum.StrEnum):
     SPECULATIVE = "speculative"  # a draft model's chain of k tokens
     MEDUSA = "medusa"  # Medusa heads' sparse tree of guesses, read off the last accepted row's hidden state
     EAGLE = "eagle"  # a draft chain from an EAGLE layer on the model's own features (schema 8; before, speculative)
+    SUFFIX = "suffix"  # a tree of what followed the longest match of the sequence's end, here and in earlier outputs
 
 
 class BenchMethod(enum.StrEnum):
@@ -53,6 +55,7 @@ class BenchMethod(enum.StrEnum):
     SPECULATIVE = "speculative"
     MEDUSA = "medusa"
     EAGLE = "eagle"  # speculative decoding with an EAGLE layer on the model's own features as its draft
+    SUFFIX = "suffix"  # suffix decoding (schema 12)
     HF_GREEDY = "hf-greedy"  # generate(do_sample=False), or sampled with the same P
     HF_STATIC = "hf-static"  # the same with cache_implementation="static": compiled by transformers on CUDA only
     HF_PROMPT_LOOKUP = "hf-prompt-lookup"  # generate(prompt_lookup_num_tokens=...)
@@ -102,6 +105,7 @@ class Branch(enum.StrEnum):
     GUESS = "guess"  # the verification branch: one candidate n-gram (lookahead) or match (prompt lookup)
     DRAFT = "draft"  # a draft model's chain
     HEADS = "heads"  # Medusa's sparse tree of the heads' guesses
+    SUFFIX = "suffix"  # suffix decoding's tree of continuations, weighted by how often each followed
 
 
 class GuessSource(enum.StrEnum):
@@ -113,6 +117,7 @@ class GuessSource(enum.StrEnum):
     TRAJECTORY = "trajectory"  # a Jacobi trajectory inside the window, verified as it stands
     DRAFT = "draft"  # proposed by a draft model, one token at a time
     HEADS = "heads"  # Medusa's heads: a path of their top choices through the sparse tree
+    EARLIER = "earlier"  # suffix decoding: what followed the match in an earlier run's output (its store)
 
 
 class GuessReason(enum.StrEnum):
@@ -124,6 +129,7 @@ class GuessReason(enum.StrEnum):
     SUFFIX_MATCH = "suffix match"  # prompt lookup: the last tokens occurred earlier; these followed them
     DRAFT_MODEL = "draft model"  # the draft model's own continuation
     TREE_PATH = "tree path"  # Medusa: a root-to-leaf path of the sparse tree, one head's choice per place
+    FOLLOWED_MATCH = "followed match"  # suffix decoding: a root-to-leaf path of what followed the longest match
 
 
 class Verdict(enum.StrEnum):

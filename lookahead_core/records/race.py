@@ -16,6 +16,7 @@ from .run import (
     MedusaSettings,
     SamplingRecord,
     StepCostCurve,
+    SuffixSettings,
 )
 from .timing import Timing
 
@@ -62,6 +63,7 @@ class RaceRecord(Document):
     timing: Timing | None = None  # None: a race from before repeated timings (each lane timed once)
     medusa: MedusaSettings | None = None  # Medusa's heads and tree, when it raced (schema 6 on)
     eagle: DraftSettings | None = None  # EAGLE's layer and its k, when it raced (schema 10 on; on a GPU)
+    suffix: SuffixSettings | None = None  # suffix decoding's tree and store, when it raced (schema 12 on)
     mode: StepMode = StepMode.EAGER  # how every lane ran its steps (schema 9; before, eager)
     mode_note: str = ""  # why that is not the mode asked for ("" when it is)
     schema_version: int = SCHEMA_VERSION

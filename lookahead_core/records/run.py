@@ -78,6 +78,20 @@ class MedusaSettings:
 
 
 @dataclass(kw_only=True)
+class SuffixSettings:
+    """Suffix decoding: the tree's size at most, alpha (a tree holds at most alpha x the match's length nodes),
+    the least probability a node is grown with, the longest match looked for, and what its store of earlier
+    outputs held when the run began (their names; empty: a cold store) and their tokens."""
+
+    tree_size: int
+    alpha: float
+    min_probability: float
+    longest_match: int
+    store: list[str]
+    store_tokens: int
+
+
+@dataclass(kw_only=True)
 class Machine:
     model: str
     architecture: str
@@ -120,6 +134,7 @@ class TraceMeta:
     lookup: LookupSettings | None = None  # prompt lookup's settings
     draft: DraftSettings | None = None  # speculative decoding's draft
     medusa: MedusaSettings | None = None  # Medusa's heads and tree
+    suffix: SuffixSettings | None = None  # suffix decoding's tree and store (schema 12)
     prompt_shown: str = ""  # the prompt's ids decoded as one text (chat template included): every script whole
     mode: StepMode = StepMode.EAGER  # how the passes after the prefill ran (schema 9; before, eager)
     mode_note: str = ""  # why the mode asked for could not run and this one ran instead ("" when it ran as asked)

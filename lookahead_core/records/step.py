@@ -211,6 +211,48 @@ class HeadsRecord:
 
 
 @dataclass(kw_only=True)
+class SuffixOccurrence:
+    """Where the matched suffix occurred: in this run's prompt or output (`position`, where what followed it
+    starts in the sequence), or in an earlier run's output (`text` names it, `position` counts in it)."""
+
+    source: GuessSource
+    text: str
+    position: int
+
+
+@dataclass(kw_only=True)
+class SuffixNode:
+    """A node of suffix decoding's tree: `token` followed the node `parent` (-1: followed the match itself)
+    `count` times among the occurrences, `probability` the product of those shares down from the match (what
+    the tree was grown by), `source` where the latest occurrence through it was."""
+
+    token: int
+    parent: int
+    count: int
+    probability: float
+    source: GuessSource
+
+
+@dataclass(kw_only=True)
+class SuffixRecord:
+    """What suffix decoding did before this step's pass: the longest suffix of the sequence found before
+    (`match`, its tokens), the `found` occurrences of it (up to a few of them listed, latest first), the tree
+    grown from what followed them (nodes in row order after c, at most `budget`: alpha x the match's length,
+    capped by the tree size), its `score` (the tokens it expects accepted: the sum of its nodes' probabilities),
+    what the store of earlier outputs held, and the time it took."""
+
+    match: list[int]
+    found: int
+    occurrences: list[SuffixOccurrence]
+    budget: int
+    nodes: list[SuffixNode]
+    score: float
+    store_texts: int
+    store_tokens: int
+    seconds: float
+
+
+@dataclass(kw_only=True)
 class StepRecord:
     """One forward pass: what it fed, what it verified, what it committed, and how long it took.
 
@@ -235,6 +277,7 @@ class StepRecord:
     draft: DraftRecord | None = None
     sliding: SlidingRecord | None = None  # None: the model has no sliding-window layer
     heads: HeadsRecord | None = None  # Medusa's heads (None for the other methods, and before schema 6)
+    suffix: SuffixRecord | None = None  # suffix decoding's match and tree (None for the other methods, and before 12)
 
     @property
     def draft_seconds(self) -> float:
@@ -267,4 +310,6 @@ class StepRecord:
             ids |= set(self.draft.tokens)
         if self.heads is not None:
             ids |= {t for head in self.heads.heads for t in head.tokens}
+        if self.suffix is not None:
+            ids |= set(self.suffix.match) | {node.token for node in self.suffix.nodes}
         return ids
