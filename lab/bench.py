@@ -33,8 +33,8 @@ import torch
 from lookahead_core.divergence import divergence
 from lookahead_core.fixed import chosen_mode
 from lookahead_core.forward import synchronize
-from lookahead_core.methods import lookup_settings, reach
-from lookahead_core.models import LoadedModel, encode_prompt
+from lookahead_core.methods import lookup_settings, reach, suffix_settings
+from lookahead_core.models import LoadedModel
 from lookahead_core.records import (
     METHODS,
     BenchMethod,
@@ -61,6 +61,7 @@ from lookahead_core.trace import (
 )
 
 from .busy import CpuWatch
+from .datasets import encode_item
 from .timing import rate, ratio_of_medians, spread_of
 
 ENTRANTS = tuple(BenchMethod)
@@ -118,6 +119,12 @@ def sampling_options(sampling: SamplingConfig) -> dict:
         return {"do_sample": False}
     torch.manual_seed(sampling.seed)  # generate draws from torch's global generator
     return {"do_sample": True, "temperature": sampling.temperature, "top_k": sampling.top_k, "top_p": sampling.top_p}
+
+
+def first_answer(lm: LoadedModel, text: str, max_new_tokens: int) -> str:
+    """The model's own greedy answer to `text` as a chat turn (what a second turn follows)."""
+    ids = encode_item(lm.tokenizer, {"prompt": text, "chat": True})
+    return lm.tokenizer.decode(run_generate(lm, ids, max_new_tokens).new_token_ids, skip_special_tokens=True)
 
 
 def run_generate(
@@ -320,7 +327,7 @@ def encoded_prompts(
     lm: LoadedModel, prompts: list[dict], methods: list[BenchMethod], request: DecodeRequest, runtime: Runtime
 ) -> list[list[int]]:
     """Each prompt's token ids; ValueError naming a prompt too long for the model's context with the methods' reach."""
-    encoded = [encode_prompt(lm.tokenizer, p["prompt"], p["chat"]) for p in prompts]
+    encoded = [encode_item(lm.tokenizer, p) for p in prompts]
     engine = [m.method for m in methods if m.method is not None]
     farthest = max((reach(replace(request, method=m), runtime) for m in engine), default=0)
     for item, ids in zip(prompts, encoded, strict=True):
@@ -354,7 +361,8 @@ def run_bench(
     check_runtime(methods, runtime)
     request = runtime.settled(request)
     encoded = encoded_prompts(lm, prompts, methods, request, runtime)
-    warm_up_all(lm, methods, encoded, request, runtime)
+    settings = bench_settings(lm, methods, baseline_of(methods), request, runtime, (dataset, repeats))
+    warm_up_all(lm, methods, encoded, request, replace(runtime, store=None))
     baseline = baseline_of(methods)
     watch = CpuWatch()
     rows, timed = [], []
@@ -368,6 +376,8 @@ def run_bench(
                 result.divergence = divergence(lm, ids, reference, shown[method].new_token_ids)
         rows.append(BenchPrompt(id=item["id"], prompt_tokens=len(ids), methods=results))
         timed.append(rounds)
+        if runtime.store is not None:  # a warm store: the prompts after this one match its output too
+            runtime.store.add(item["id"], rounds[0][baseline].new_token_ids)
     busy = watch.reading()
     if progress is not None:
         total = len(prompts) * len(methods) * repeats
@@ -379,7 +389,7 @@ def run_bench(
         summary={m: totals(rows, m, sums[m], rates[baseline], static) for m in methods},
         prompts=rows,
         machine=machine_facts(lm),
-        settings=bench_settings(lm, methods, baseline, request, runtime, (dataset, repeats)),
+        settings=settings,
         busy=busy,
     )
 
@@ -450,4 +460,6 @@ def bench_settings(
         repeats=repeats,
         mode=mode,
         mode_note=mode_note,
+        suffix=suffix_settings(request, runtime) if BenchMethod.SUFFIX in methods else None,
+        suffix_warm=runtime.store is not None if BenchMethod.SUFFIX in methods else None,
     )

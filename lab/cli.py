@@ -30,7 +30,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from lookahead_core.config import LookaheadConfig, LookupConfig, SettingsError, check_draft_tokens
+from lookahead_core.config import LookaheadConfig, LookupConfig, SettingsError, SuffixConfig, check_draft_tokens
 from lookahead_core.decoding import DecodingError
 from lookahead_core.draft import DEFAULT_DRAFT, DEFAULT_DRAFT_TOKENS, SELF_DRAFTS
 from lookahead_core.eagle import EAGLE
@@ -40,6 +40,7 @@ from lookahead_core.records import METHODS, BenchMethod, BenchReport, Branch, Me
 from lookahead_core.request import DecodeRequest
 from lookahead_core.runtime import Runtime
 from lookahead_core.sampling import SamplingConfig
+from lookahead_core.suffix import SuffixStore
 from lookahead_core.trace import decode_steps, summarize
 from lookahead_core.tuning import AutoSettings, auto_settings
 from visuals.divergence import divergence_words
@@ -47,8 +48,8 @@ from visuals.methods import recorded_words
 from visuals.plans import settings_words
 from visuals.timing import bench_rate, bench_rounds_words, bench_speedup, busy_words, times
 
-from .bench import ENTRANTS, REPEATS, check_methods, check_repeats, needs, needs_of, run_bench
-from .datasets import load_prompts, read_prompts_file
+from .bench import ENTRANTS, REPEATS, check_methods, check_repeats, first_answer, needs, needs_of, run_bench
+from .datasets import load_prompts, read_prompts_file, with_first_answers
 from .heads import NONE_SHIP, runtime_for, ships
 from .tune_cli import add_tune_options, tune
 
@@ -153,6 +154,27 @@ def add_method_options(command: argparse.ArgumentParser) -> None:
         "--lookup-tokens", type=int, default=LookupConfig.tokens, metavar="K", help="prompt lookup: tokens proposed"
     )
     command.add_argument(
+        "--suffix-tree-size",
+        type=int,
+        default=SuffixConfig.tree_size,
+        metavar="S",
+        help="suffix decoding: the most nodes of a step's tree",
+    )
+    command.add_argument(
+        "--suffix-alpha",
+        type=float,
+        default=SuffixConfig.alpha,
+        metavar="A",
+        help="suffix decoding: a tree holds at most A x the match's length nodes",
+    )
+    command.add_argument(
+        "--suffix-store",
+        choices=("warm", "cold"),
+        default="warm",
+        help="suffix decoding: warm, each prompt also matches the outputs of the prompts before it in this run "
+        "(never its own); cold, each prompt's own text only",
+    )
+    command.add_argument(
         "--heads",
         metavar="PATH",
         help="Medusa heads trained for this model (default: the shipped heads, for the embedded model; "
@@ -182,7 +204,10 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument("--json", action="store_true", help="one JSON object per prompt per line")
     bench = command(commands, "bench", help="time greedy, lookahead and their peers on a prompt set")
     bench.add_argument(
-        "--dataset", required=True, metavar="humaneval|mtbench|gsm8k|FILE.jsonl", help="a prompt set or a JSONL file"
+        "--dataset",
+        required=True,
+        metavar="humaneval|humaneval-edit|mtbench|mtbench-2|gsm8k|FILE.jsonl",
+        help="a prompt set or a JSONL file",
     )
     bench.add_argument("--limit", type=int, default=None, metavar="K", help="the first K prompts only")
     bench.add_argument(
@@ -207,7 +232,7 @@ def build_parser() -> argparse.ArgumentParser:
 def add_tune_parser(commands) -> None:
     """`tune`: where each method pays on this machine (lab.tune_cli says what each option does)."""
     tune = command(commands, "tune", help="map where each method pays here: predicted, then checked by the clock")
-    tune.add_argument("--dataset", required=True, metavar="humaneval|mtbench|gsm8k|FILE.jsonl")
+    tune.add_argument("--dataset", required=True, metavar="humaneval|humaneval-edit|mtbench|mtbench-2|gsm8k|FILE.jsonl")
     tune.add_argument("--limit", type=int, default=5, metavar="K", help="sweep on the first K prompts (default 5)")
     tune.add_argument("--max-new-tokens", type=int, default=64, metavar="M", help="new tokens each prompt decodes")
     add_model_options(tune)
@@ -226,6 +251,16 @@ def asked_settings(args: argparse.Namespace) -> LookaheadConfig | None:
 def asked_sampling(args: argparse.Namespace) -> SamplingConfig:
     """The sampling settings asked for, validated before any model loads."""
     return SamplingConfig(args.temperature, args.top_k, args.top_p, args.seed)
+
+
+def asked_suffix(args: argparse.Namespace) -> SuffixConfig:
+    """Suffix decoding's settings asked for, validated before any model loads."""
+    return SuffixConfig(tree_size=args.suffix_tree_size, alpha=args.suffix_alpha)
+
+
+def suffix_store(args: argparse.Namespace) -> SuffixStore | None:
+    """A fresh store for the run's outputs (--suffix-store warm), else None: a cold store."""
+    return SuffixStore() if args.suffix_store == "warm" else None
 
 
 def asked_lookup(args: argparse.Namespace) -> LookupConfig:
@@ -266,7 +301,7 @@ def asked_method(args: argparse.Namespace) -> Method:
 
 
 def generate(args: argparse.Namespace) -> None:
-    asked, sampling, lookup = asked_settings(args), asked_sampling(args), asked_lookup(args)
+    asked, sampling, lookup, suffix = asked_settings(args), asked_sampling(args), asked_lookup(args), asked_suffix(args)
     check_draft_tokens(args.draft_tokens)
     prompt = args.prompt if args.prompt is not None else args.text
     if prompt is not None and not prompt.strip():
@@ -282,8 +317,10 @@ def generate(args: argparse.Namespace) -> None:
     config, auto = chosen_settings(asked, lm, args.mode) if window else (asked or LookaheadConfig(), None)
     needs = METHODS[method].needs  # a draft model, a layer or heads to load first
     with waiting(f"{METHODS[method].name}: loading its {needs}") if needs != Needs.NOTHING else nullcontext():
-        runtime = asked_runtime(lm, [method], auto, args)
-    request = DecodeRequest(method=method, lookahead=config, lookup=lookup, max_new_tokens=args.max_new_tokens)
+        runtime = replace(asked_runtime(lm, [method], auto, args), store=suffix_store(args))
+    request = DecodeRequest(
+        method=method, lookahead=config, lookup=lookup, suffix=suffix, max_new_tokens=args.max_new_tokens
+    )
     for index, item in enumerate(prompts):
         prompt_ids = encode_prompt(lm.tokenizer, item["prompt"], args.chat)
         seeded = replace(request, sampling=sampling.for_prompt(index))
@@ -293,6 +330,8 @@ def generate(args: argparse.Namespace) -> None:
         summary.text = lm.tokenizer.decode(summary.new_token_ids, skip_special_tokens=True)
         shown = generated_json if args.json else generated_words
         print(shown(item, prompt_ids, seeded, runtime, summary, lm), flush=True)
+        if runtime.store is not None:  # the prompts after this one match its output too
+            runtime.store.add(item["id"], summary.new_token_ids)
 
 
 @contextmanager
@@ -399,7 +438,7 @@ def bench_runtime(lm, args: argparse.Namespace, methods: list[BenchMethod], auto
 
 def bench(args: argparse.Namespace) -> None:
     methods = check_methods([m.strip() for m in args.methods.split(",") if m.strip()])
-    asked, sampling, lookup = asked_settings(args), asked_sampling(args), asked_lookup(args)
+    asked, sampling, lookup, suffix = asked_settings(args), asked_sampling(args), asked_lookup(args), asked_suffix(args)
     check_draft_tokens(args.draft_tokens)
     check_repeats(args.repeats)
     if args.draft_model == EAGLE:
@@ -415,8 +454,12 @@ def bench(args: argparse.Namespace) -> None:
         raise ValueError(f"no prompts in {args.dataset}")
     lm = loaded(args)
     config, auto = chosen_settings(asked, lm, args.mode)
-    runtime = bench_runtime(lm, args, methods, auto)
-    request = DecodeRequest(lookahead=config, lookup=lookup, sampling=sampling, max_new_tokens=args.max_new_tokens)
+    runtime = replace(bench_runtime(lm, args, methods, auto), store=suffix_store(args))
+    request = DecodeRequest(
+        lookahead=config, lookup=lookup, suffix=suffix, sampling=sampling, max_new_tokens=args.max_new_tokens
+    )
+    with waiting("the model's answers to the first turns") if any("first" in p for p in prompts) else nullcontext():
+        prompts = with_first_answers(prompts, lambda text: first_answer(lm, text, args.max_new_tokens))
     with tqdm(total=len(prompts) * len(methods) * args.repeats, unit="run", file=sys.stderr) as bar:
 
         def progress(done: int, total: int, label: str) -> None:

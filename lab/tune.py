@@ -18,7 +18,7 @@ from collections.abc import Callable, Generator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from lookahead_core.config import LookaheadConfig, LookupConfig, SettingsError, check_draft_tokens
+from lookahead_core.config import LookaheadConfig, LookupConfig, SettingsError, SuffixConfig, check_draft_tokens
 from lookahead_core.costs import StepCosts
 from lookahead_core.fixed import chosen_mode
 from lookahead_core.forward import synchronize
@@ -43,17 +43,20 @@ Settings = dict[str, int]
 @dataclass(frozen=True, kw_only=True)
 class TuneGrid:
     """The settings swept: lookahead's windows x n-gram sizes (G = W), prompt lookup's (n-gram, tokens) pairs,
-    the draft's k and Medusa's tree sizes. An empty tuple leaves that method out."""
+    the draft's k, Medusa's tree sizes and suffix decoding's (tree size, alpha) pairs. An empty tuple leaves that
+    method out."""
 
     windows: tuple[int, ...] = (2, 3, 4, 6, 8)
     ngrams: tuple[int, ...] = (3, 4, 5, 7)
     lookups: tuple[tuple[int, int], ...] = ((2, 5), (3, 10), (4, 20))
     draft_tokens: tuple[int, ...] = (2, 4, 6)
     tree_sizes: tuple[int, ...] = (4, 16, 32)
+    suffixes: tuple[tuple[int, int], ...] = ((8, 1), (24, 2), (48, 4))
 
     @property
     def size(self) -> int:
-        return len(self.windows) * len(self.ngrams) + len(self.lookups) + len(self.draft_tokens) + len(self.tree_sizes)
+        others = (self.lookups, self.draft_tokens, self.tree_sizes, self.suffixes)
+        return len(self.windows) * len(self.ngrams) + sum(len(settings) for settings in others)
 
 
 @dataclass(frozen=True)
@@ -89,6 +92,11 @@ SWEPT: dict[M, Swept] = {
         lambda g: [{"tree_size": n} for n in g.tree_sizes],
         lambda r, s: replace(r, method=M.MEDUSA),
         lambda rt, s: replace(rt, heads=make_medusa(rt.heads.heads, s["tree_size"])),
+    ),
+    M.SUFFIX: Swept(
+        lambda g: [{"tree_size": n, "alpha": a} for n, a in g.suffixes],
+        lambda r, s: replace(r, method=M.SUFFIX, suffix=SuffixConfig(tree_size=s["tree_size"], alpha=s["alpha"])),
+        same_runtime,
     ),
 }
 
@@ -535,6 +543,8 @@ def check_grid(grid: TuneGrid, most: int = MAX_CELLS) -> None:
     for n in grid.tree_sizes:
         if n < 1 or n > MAX_TREE_SIZE:
             raise SettingsError(f"a Medusa tree has 1 to {MAX_TREE_SIZE} nodes, got {n}")
+    for n, a in grid.suffixes:
+        SuffixConfig(tree_size=n, alpha=a)
     if grid.size == 0:
         raise SettingsError("nothing to sweep: give at least one setting of one method")
     if grid.size > most:

@@ -73,6 +73,12 @@ def add_tune_options(tune: argparse.ArgumentParser) -> None:
         default=DEFAULT.tree_sizes,
         help=f"Medusa's tree nodes (default {joined(DEFAULT.tree_sizes)})",
     )
+    add(
+        "--suffixes",
+        type=pairs,
+        default=DEFAULT.suffixes,
+        help=f"suffix decoding's TREE_SIZE:ALPHA (default {joined(DEFAULT.suffixes)})",
+    )
     add("--methods", default=",".join(SWEPT), help="comma-separated methods to sweep (default: all that can run here)")
     add("--draft-model", default="bf16-self", help="the draft of speculative decoding (default bf16-self)")
     add("--heads", metavar="PATH", help="Medusa's heads for this model (default: the shipped ones, where they ship)")
@@ -101,6 +107,7 @@ def asked_grid(args: argparse.Namespace) -> TuneGrid:
         lookups=args.lookups if "prompt-lookup" in names else (),
         draft_tokens=args.draft_k if "speculative" in names else (),
         tree_sizes=args.tree_sizes if "medusa" in names else (),
+        suffixes=args.suffixes if "suffix" in names else (),
     )
     check_grid(grid)
     return grid

@@ -293,3 +293,15 @@ def encode_prompt(tokenizer, text: str, chat: bool = False) -> list[int]:
         encoded = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True, return_dict=True)
         return list(encoded["input_ids"])
     return list(tokenizer(text)["input_ids"])
+
+
+def encode_conversation(tokenizer, turns: list[str]) -> list[int]:
+    """Token ids of a conversation in the model's chat template: `turns` alternate user, assistant, user, ...,
+    ending with a user turn, which the model answers next. PromptError as encode_prompt's."""
+    for text in turns:
+        problem = unicode_problem(text)
+        if problem is not None:
+            raise PromptError(f"the prompt cannot be tokenized: {problem}; remove that character")
+    messages = [{"role": ("user", "assistant")[i % 2], "content": text} for i, text in enumerate(turns)]
+    encoded = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True, return_dict=True)
+    return list(encoded["input_ids"])

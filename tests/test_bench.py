@@ -566,3 +566,26 @@ def test_where_hf_static_compiles_its_warm_up_asks_for_the_largest_cache_the_rou
     warmed = {method: (length, request.max_new_tokens) for method, length, request in asked}
     assert warmed[BenchMethod.HF_GREEDY] == (3, 8)
     assert warmed[BenchMethod.HF_STATIC] == ((7, 30) if compiles else (3, 8))
+
+
+def test_a_warm_suffix_store_holds_the_earlier_prompts_outputs_never_a_prompts_own(tiny_folder, tmp_path, monkeypatch):
+    """The bench's store grows prompt by prompt: prompt k's suffix rounds see the outputs of prompts 1..k-1 only
+    (never its own, which a later round would copy); --suffix-store cold gives each prompt its own text alone."""
+    from lookahead_core import suffix as suffix_module
+
+    seen = []
+    real = suffix_module.SuffixProposer.__init__
+
+    def spy(self, config, sequence, prompt_length, store):
+        real(self, config, sequence, prompt_length, store)
+        seen.append([t.name for t in self.earlier])
+
+    monkeypatch.setattr(suffix_module.SuffixProposer, "__init__", spy)
+    warm = bench(tiny_folder, tmp_path, "--methods", "hf-greedy,suffix", "--repeats", "2")
+    assert warm.settings.suffix_warm is True and warm.settings.suffix.store == []
+    assert [names for names in seen if names] and all(names in ([], ["loop"]) for names in seen)
+    assert seen[-1] == ["loop"]  # the second prompt's rounds matched the first's output
+    assert all(row.exact == 2 for row in warm.summary.values())
+    seen.clear()
+    cold = bench(tiny_folder, tmp_path, "--methods", "hf-greedy,suffix", "--suffix-store", "cold")
+    assert cold.settings.suffix_warm is False and all(names == [] for names in seen)

@@ -45,3 +45,25 @@ def test_every_shipped_set_names_its_source_and_licence():
     for path in SHIPPED_SETS.values():
         assert path.name in notice
     assert "MIT" in notice and "Apache-2.0" in notice
+
+
+def test_the_editing_set_asks_for_each_edit_in_turn_with_a_planted_bug_where_one_applies():
+    from lab.datasets import EDITS, planted_bug
+
+    edits = load_prompts("humaneval-edit", 8)
+    originals = load_prompts("humaneval", 8)
+    assert [p["id"] for p in edits][:2] == ["humaneval-edit/0", "humaneval-edit/1"] and all(p["chat"] for p in edits)
+    for index, (edit, original) in enumerate(zip(edits, originals, strict=True)):
+        assert original["prompt"] in edit["prompt"]  # the problem's own text, then its (changed) solution
+        asked = EDITS[index % len(EDITS)].split("`")[0]
+        assert asked in edit["prompt"] or (index % 4 == 3 and EDITS[0] in edit["prompt"])
+    assert planted_bug("    if a <= b:\n        return a + 1\n") == "    if a < b:\n        return a + 1\n"
+    assert planted_bug("    return x\n") is None
+
+
+def test_second_turns_follow_the_models_own_first_answer():
+    from lab.datasets import with_first_answers
+
+    turns = with_first_answers(load_prompts("mtbench-2", 2), lambda first: f"ANSWER TO {first[:10]}")
+    assert turns[0]["turns"][0] == load_prompts("mtbench", 1)[0]["prompt"]
+    assert turns[0]["turns"][1].startswith("ANSWER TO") and turns[0]["turns"][2] == turns[0]["prompt"]

@@ -197,7 +197,8 @@ def test_the_timed_cells_are_each_methods_best_and_a_spread_of_the_rest():
         (TuneGrid(windows=(), lookups=((3, 0),), draft_tokens=(), tree_sizes=()), "lookup tokens must be"),
         (TuneGrid(windows=(), lookups=(), draft_tokens=(99,), tree_sizes=()), "at most 64"),
         (TuneGrid(windows=(), lookups=(), draft_tokens=(), tree_sizes=(0,)), "a Medusa tree has 1 to"),
-        (TuneGrid(windows=(), lookups=(), draft_tokens=(), tree_sizes=()), "nothing to sweep"),
+        (TuneGrid(windows=(), lookups=(), draft_tokens=(), tree_sizes=(), suffixes=((0, 1),)), "suffix tree size"),
+        (TuneGrid(windows=(), lookups=(), draft_tokens=(), tree_sizes=(), suffixes=()), "nothing to sweep"),
         (TuneGrid(windows=tuple(range(1, 21)), ngrams=(2, 3, 4, 5)), f"at most {MAX_CELLS}"),
     ],
 )
@@ -263,14 +264,17 @@ def test_every_swept_cell_is_exact_and_the_sweep_says_where_it_is():
     lm = dataclasses.replace(tiny_model("llama"), tokenizer=SimpleNamespace(pad_token_id=0))
     runtime = tiny_runtime(lm, "llama")
     prompts = [("loop", [5, 6, 7, 5, 6, 7, 5, 6, 7, 5]), ("list", [9, 1, 9, 2, 9, 1, 9, 2, 9])]
-    grid = TuneGrid(windows=(2, 4), ngrams=(3, 5), lookups=((2, 4),), draft_tokens=(2, 3), tree_sizes=(4, 8))
+    grid = TuneGrid(
+        windows=(2, 4), ngrams=(3, 5), lookups=((2, 4),), draft_tokens=(2, 3), tree_sizes=(4, 8), suffixes=((4, 1),)
+    )
     auto = choose_settings(cost_table(0.05))
     options = TuneOptions(dataset="tiny", rounds=1, best=1, sample=1, held_out=[("held", [3, 4, 3, 4, 3])])
     progress, made = drained(tuning(lm, prompts, grid, DecodeRequest(max_new_tokens=12), runtime, auto, options))
     assert [c.label for c in made.cells][:2] == ["lookahead W=2 N=3 G=2", "lookahead W=2 N=5 G=2"]
     assert len(made.cells) == grid.size and all(c.exact for c in made.cells)
-    assert {c.method for c in made.cells} == {Method.LOOKAHEAD, Method.PROMPT_LOOKUP, Method.SPECULATIVE, Method.MEDUSA}
-    assert sum(c.measured_speedup is not None for c in made.cells) == 4 + 1
+    swept = {Method.LOOKAHEAD, Method.PROMPT_LOOKUP, Method.SPECULATIVE, Method.MEDUSA, Method.SUFFIX}
+    assert {c.method for c in made.cells} == swept
+    assert sum(c.measured_speedup is not None for c in made.cells) == 5 + 1
     assert set(made.chosen) == {c.method for c in made.cells}
     assert made.held_out is not None and made.held_out.rounds == 1
     assert 0 < made.held_out.seconds < made.sweep_seconds
@@ -280,7 +284,7 @@ def test_every_swept_cell_is_exact_and_the_sweep_says_where_it_is():
     assert [p.label for p in progress[:3]] == [
         "greedy generate, the reference tokens: prompt 1 of 2",
         "greedy generate, the reference tokens: prompt 2 of 2",
-        "warming up greedy, lookahead, prompt-lookup, speculative, medusa",
+        "warming up greedy, lookahead, prompt-lookup, speculative, medusa, suffix",
     ]
     assert read_tune_report(made.to_json()) == made
 
@@ -292,7 +296,7 @@ def test_a_sweep_in_the_fixed_shape_step_prices_each_cell_at_its_shape():
     the control. On a curve that dips past 8 rows (a captured GPU step's) the shape widens to the cheaper size,
     and the cell is priced there."""
     lm = dataclasses.replace(tiny_model("llama"), tokenizer=SimpleNamespace(pad_token_id=0))
-    grid = TuneGrid(windows=(2,), ngrams=(3,), lookups=(), draft_tokens=(), tree_sizes=())
+    grid = TuneGrid(windows=(2,), ngrams=(3,), lookups=(), draft_tokens=(), tree_sizes=(), suffixes=())
     curve = cost_table(0.05)
     dipping = dataclasses.replace(curve, seconds=[*curve.seconds[:-1], curve.seconds[0] * 1.05])
     options = TuneOptions(dataset="tiny", rounds=1, best=1, sample=0)
@@ -316,7 +320,7 @@ def test_a_sweep_in_the_fixed_shape_step_prices_each_cell_at_its_shape():
 def test_a_stopped_sweep_resumes_from_its_checkpoint(tmp_path):
     lm = dataclasses.replace(tiny_model("llama"), tokenizer=SimpleNamespace(pad_token_id=0))
     prompts = [("loop", [5, 6, 7, 5, 6, 7, 5, 6, 7, 5])]
-    grid = TuneGrid(windows=(2, 3), ngrams=(3,), lookups=((2, 4),), draft_tokens=(), tree_sizes=())
+    grid = TuneGrid(windows=(2, 3), ngrams=(3,), lookups=((2, 4),), draft_tokens=(), tree_sizes=(), suffixes=())
     auto, asked = choose_settings(cost_table(0.05)), DecodeRequest(max_new_tokens=8)
     calls = []
     stop = lambda: len(calls.append(1) or calls) > 1  # noqa: E731  (stops before the second cell)
@@ -362,6 +366,7 @@ def test_the_cli_maps_writes_the_report_and_the_page_and_adopts_the_choice(tmp_p
     out, page = tmp_path / "map.json", tmp_path / "map.html"
     args = ["tune", "--dataset", str(prompts), "--limit", "2", "--model", str(folder), "--device", "cpu"]
     args += ["--max-new-tokens", "8", "--windows", "2,3", "--ngrams", "3", "--lookups", "2:4", "--draft-k", ""]
+    args += ["--suffixes", ""]
     args += ["--rounds", "1", "--json", str(out), "--html", str(page), "--adopt"]
     assert main(args) == 0
     made = read_tune_report(out.read_text())

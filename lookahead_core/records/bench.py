@@ -10,7 +10,16 @@ from dataclasses import dataclass
 from .codec import Document, from_data, parse_json
 from .legacy import unversioned_bench_report
 from .names import SCHEMA_VERSION, BenchMethod, StepMode
-from .run import Divergence, DraftSettings, LookaheadSettings, LookupSettings, Machine, MedusaSettings, SamplingRecord
+from .run import (
+    Divergence,
+    DraftSettings,
+    LookaheadSettings,
+    LookupSettings,
+    Machine,
+    MedusaSettings,
+    SamplingRecord,
+    SuffixSettings,
+)
 from .timing import Busy, Spread
 
 
@@ -102,6 +111,10 @@ class BenchSettings:
     static_compiled: bool | None = None  # whether transformers compiled hf-static's step here (CUDA); None: not run
     mode: StepMode = StepMode.EAGER  # how this engine's methods ran their steps (schema 9; before, eager)
     mode_note: str = ""  # why that is not the mode asked for ("" when it is)
+    suffix: SuffixSettings | None = None  # suffix decoding's settings, when it ran (schema 12 on)
+    # Whether suffix decoding's store was warm: each prompt also matched the outputs of the prompts before it in
+    # the run (never its own); False: cold, each prompt's own text only; None: suffix decoding did not run.
+    suffix_warm: bool | None = None
 
 
 @dataclass(kw_only=True)

@@ -24,11 +24,11 @@ class TuneCell:
     """One method at one setting, over the report's prompts.
 
     `settings` are the method's own, by name (lookahead: window, ngram, guesses; prompt lookup: ngram, tokens;
-    a draft or EAGLE: tokens; Medusa: tree_size). `tokens_per_step` counts decode steps only (the prefill
-    apart); `rows_fed` is the mean tokens fed per decode step and `relative_cost` the mean cost of those steps
-    on the curve, in 1-row steps, each at the rows its pass ran (`shape`, where a fixed-shape step pads every pass
-    to its T); `host_seconds` the mean seconds per step beyond the forward pass (proposing,
-    verifying, a draft's own passes). `predicted_speedup` is over plain decoding from those figures;
+    a draft or EAGLE: tokens; Medusa: tree_size; suffix decoding: tree_size, alpha). `tokens_per_step` counts
+    decode steps only (the prefill apart); `rows_fed` is the mean tokens fed per decode step and `relative_cost`
+    the mean cost of those steps on the curve, in 1-row steps, each at the rows its pass ran (`shape`, where a
+    fixed-shape step pads every pass to its T); `host_seconds` the mean seconds per step beyond the forward pass
+    (proposing, verifying, a draft's own passes). `predicted_speedup` is over plain decoding from those figures;
     `measured_speedup` the ratio of median rates over plain decoding in interleaved rounds (None: not timed).
     `exact`: every prompt's output equals greedy `generate`'s.
     """
@@ -52,7 +52,7 @@ class TuneCell:
         return cell_label(self.method, self.settings)
 
 
-SHORT = {"window": "W", "ngram": "N", "guesses": "G", "tokens": "k", "tree_size": "nodes"}
+SHORT = {"window": "W", "ngram": "N", "guesses": "G", "tokens": "k", "tree_size": "nodes", "alpha": "α"}
 
 
 def cell_label(method: Method, settings: dict[str, int]) -> str:
