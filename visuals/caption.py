@@ -3,7 +3,8 @@
 Built from the record alone, e.g. "The key ‘def’ had 3 n-grams in the pool; guess 2 matched 3
 tokens, so this one forward pass committed 4 tokens.", or, when the window's own trajectory won,
 "...; no guess beat the window: column 3's Jacobi trajectory matched 2 tokens, so ...". Prompt
-lookup and speculative decoding say what their matches or their draft chain did.
+lookup, speculative decoding, Medusa and suffix decoding say what their matches, their draft chain, the heads'
+tree or the tree of what followed the longest match did.
 """
 
 from __future__ import annotations
@@ -47,10 +48,30 @@ def guesses_clause(record: StepRecord, vocab: dict) -> str:
         paths = plural(len(candidates), "path")
         clause = f"The heads' guesses filled a tree of {plural(len(record.heads.tree), 'node')}: {paths} verified"
         return clause + (f"; path {winner.lane + 1} matched {plural(winner.matched, 'token')}" if winner else "")
+    if record.suffix is not None:
+        return suffix_clause(record)
     if not candidates:
         return "The last tokens occur nowhere earlier in the text, so nothing was verified"
     clause = f"The last tokens occur earlier in the text: {plural(len(candidates), 'match', 'matches')} verified"
     return clause + (f"; match {winner.lane + 1} agreed for {plural(winner.matched, 'token')}" if winner else "")
+
+
+def suffix_clause(record: StepRecord) -> str:
+    """Suffix decoding: the longest match, how often it occurred, its tree and how far the winning path matched."""
+    suffix, winner = record.suffix, winner_of(record)
+    if not suffix.nodes:
+        if not suffix.match:
+            return "The last token occurs nowhere earlier, in this run or the earlier ones, so nothing was verified"
+        return (
+            f"The last {plural(len(suffix.match), 'token')} occurred {plural(suffix.found, 'time')} before, but "
+            "nothing followed them often enough to guess, so nothing was verified"
+        )
+    paths = plural(len(record.verification.candidates), "path")
+    clause = (
+        f"The last {plural(len(suffix.match), 'token')} occurred {plural(suffix.found, 'time')} before; what "
+        f"followed grew a tree of {plural(len(suffix.nodes), 'node')}: {paths} verified"
+    )
+    return clause + (f"; path {winner.lane + 1} matched {plural(winner.matched, 'token')}" if winner else "")
 
 
 def winner_of(record: StepRecord):

@@ -11,7 +11,10 @@ from .palette import LEGENDS, legend_html
 
 PANEL_TITLES = {
     "window": ("1 · The 2D Jacobi window", "levels × columns; hover a token for its id and position"),
-    "pool": ("2 · The n-gram pool, or Medusa's heads", "entries under the current key; Medusa: each head's guesses"),
+    "pool": (
+        "2 · The n-gram pool, Medusa's heads, or suffix decoding's tree",
+        "entries under the current key; Medusa: each head's guesses; suffix: what followed the longest match",
+    ),
     "verification": ("3 · Verification", "each guess and window trajectory against the model's own predictions"),
     "output": ("4 · The output so far", "each token coloured by how it was produced"),
     "mask": ("5 · Attention mask and position ids", "the real mask of this forward pass"),

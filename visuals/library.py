@@ -15,7 +15,7 @@ from functools import cache
 from itertools import accumulate
 from pathlib import Path
 
-from lookahead_core.records import Run, SchemaError, StepRecord, Trace, from_data
+from lookahead_core.records import Run, SchemaError, StepRecord, SuffixRecord, Trace, from_data
 from lookahead_core.records.tune import TuneReport, read_tune_report
 
 ASSETS = Path(__file__).resolve().parent.parent / "assets"
@@ -83,6 +83,7 @@ STEP_PARTS = {
     "pool tokens": 2_048,
     "candidate tokens": 4_096,  # each candidate token and the token the model expected there
     "sampling draws": 2_048,
+    "suffix tokens": 2_048,  # the match, the tree's nodes and the occurrences listed
 }
 MAX_TOKEN_ID = 1 << 20  # above any vocabulary (Gemma's is 262,144)
 MAX_TOKEN_TEXT = 256  # characters of one token's text, decoded alone
@@ -182,6 +183,10 @@ def check_trace(trace: Trace) -> None:
     if len(trace.pieces) != sum(len(step.committed) for step in trace.steps):
         raise SchemaError(f"{name} does not have one text piece for each token it commits")
     at_most(max(map(len, strings(trace.meta.machine)), default=0), MAX_TOKEN_TEXT, f"characters of {name}'s machine")
+    if trace.meta.suffix is not None:  # the names of the earlier runs its store held
+        store = trace.meta.suffix.store
+        at_most(len(store), MAX_STEPS, f"{name}'s earlier outputs")
+        at_most(max(map(len, store), default=0), MAX_TOKEN_TEXT, f"characters of an earlier run's name in {name}")
     ids = [*trace.meta.prompt_token_ids, *trace.meta.eos_ids, *trace.summary.new_token_ids]
     for step in trace.steps:
         at_most(len(step.rows), MAX_ROWS, f"rows fed in step {step.step} of {name}")
@@ -231,8 +236,19 @@ def check_step(step: StepRecord, where: str) -> None:
                 raise SchemaError(f"{where}: a candidate does not have one row and one match for each of its tokens")
     for part, count in parts(step).items():
         at_most(count, STEP_PARTS[part], f"{part} in {where}")
+    if step.suffix is not None:
+        check_suffix(step.suffix, where)
     if step.window is not None and (len(step.window.origins) != len(step.window.levels) or not step.window.levels):
         raise SchemaError(f"{where}: its window does not name the step each level came from")
+
+
+def check_suffix(suffix: SuffixRecord, where: str) -> None:
+    """Refuse a suffix tree whose node points at a node not before it (its panel nests each under its parent), or
+    an occurrence whose earlier run's name is longer than a token's text may be."""
+    if any(not -1 <= node.parent < i for i, node in enumerate(suffix.nodes)):
+        raise SchemaError(f"{where}: a node of its suffix tree points at a node that is not before it")
+    names = [len(o.text) for o in suffix.occurrences]
+    at_most(max(names, default=0), MAX_TOKEN_TEXT, f"characters of an earlier run's name in {where}")
 
 
 def parts(step: StepRecord) -> dict[str, int]:
@@ -245,6 +261,7 @@ def parts(step: StepRecord) -> dict[str, int]:
         "pool tokens": sum(1 + len(e.continuation) for e in pool.entries + pool.added + pool.evicted) if pool else 0,
         "candidate tokens": len(v.block) + sum(len(c.tokens) + len(c.expected) for c in v.candidates) if v else 0,
         "sampling draws": sum(len(p.draws) for p in v.positions) if v else 0,
+        "suffix tokens": len(s.match) + len(s.nodes) + len(s.occurrences) if (s := step.suffix) else 0,
     }
 
 

@@ -50,6 +50,8 @@ def row_roles(record: StepRecord) -> list[tuple[str, str, str]]:
             roles.append(("verification", f"D:{row.index}", "draft"))
         elif row.branch == Branch.HEADS:
             roles.append(("verification", f"H{row.index + 1}.{row.lane + 1}", "tree"))
+        elif row.branch == Branch.SUFFIX:  # suffix decoding's tree: depth, then rank among siblings
+            roles.append(("verification", f"S{row.index + 1}.{row.lane + 1}", "tree"))
         else:
             roles.append(("verification", f"G{row.lane + 1}:{row.index}", f"guess {row.lane + 1}"))
     return roles

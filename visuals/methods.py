@@ -31,12 +31,16 @@ SETTINGS_WORDS = {  # each method's settings as a trace's meta (or a bench's set
     "lookup": lambda lookup: f"match ≤{lookup.ngram} tokens, propose {lookup.tokens}",
     "draft": lambda draft: f"draft {draft.model} ({draft.dtype}), k={draft.tokens}",
     "medusa": lambda medusa: f"{medusa.count} heads, a tree of {medusa.tree_size} nodes",
+    "suffix": lambda suffix: (
+        f"a tree ≤{suffix.tree_size} nodes (alpha {suffix.alpha:g}, p ≥ {suffix.min_probability:g}), "
+        f"a store of {len(suffix.store)} earlier output{'s' if len(suffix.store) != 1 else ''}"
+    ),
 }
 
 
 def recorded_words(recorded: dict) -> str:
-    """Settings as records hold them ({"settings": LookaheadSettings, "lookup": ..., "draft": ..., "medusa": ...},
-    absent or None where a method has none), in a few characters."""
+    """Settings as records hold them ({"settings": LookaheadSettings, "lookup": ..., "draft": ..., "medusa": ...,
+    "suffix": ...}, absent or None where a method has none), in a few characters."""
     return ", ".join(SETTINGS_WORDS[name](value) for name, value in recorded.items() if value is not None)
 
 
@@ -44,7 +48,13 @@ def method_settings(meta: TraceMeta) -> str:
     """A trace's method settings in a few characters, e.g. "W=7 N=5 G=7" or "draft bf16-self, k=4" (a trace
     holds its own method's settings alone)."""
     return recorded_words(
-        {"settings": meta.settings, "lookup": meta.lookup, "draft": meta.draft, "medusa": meta.medusa}
+        {
+            "settings": meta.settings,
+            "lookup": meta.lookup,
+            "draft": meta.draft,
+            "medusa": meta.medusa,
+            "suffix": meta.suffix,
+        }
     )
 
 
@@ -60,7 +70,12 @@ def candidate_kind(candidate: CandidateRecord) -> str:
     """What kind of path it is: a pool guess, a prompt match, the draft chain, a window trajectory."""
     if candidate.source == GuessSource.TRAJECTORY:
         return "trajectory"
-    kinds = {GuessReason.DRAFT_MODEL: "draft chain", GuessReason.SUFFIX_MATCH: "match", GuessReason.TREE_PATH: "path"}
+    kinds = {
+        GuessReason.DRAFT_MODEL: "draft chain",
+        GuessReason.SUFFIX_MATCH: "match",
+        GuessReason.TREE_PATH: "path",
+        GuessReason.FOLLOWED_MATCH: "path",
+    }
     return kinds.get(candidate.reason, "guess")
 
 
@@ -76,6 +91,15 @@ def candidate_why(candidate: CandidateRecord) -> str:
         return "the draft model's own continuation, one draft pass per token"
     if candidate.reason == GuessReason.TREE_PATH:
         return "a root-to-leaf path of the heads' sparse tree: one head's choice per place, head 1's first"
+    if candidate.reason == GuessReason.FOLLOWED_MATCH:
+        where = {GuessSource.PROMPT: "this prompt", GuessSource.OUTPUT: "this output"}.get(
+            candidate.source, "an earlier run's output"
+        )
+        return (
+            f"a root-to-leaf path of the tree of what followed the last {candidate.key_length} "
+            f"token{'s' if candidate.key_length != 1 else ''} where they occurred before (the latest such occurrence "
+            f"along it: in {where})"
+        )
     if candidate.reason == GuessReason.SUFFIX_MATCH:
         start = candidate.found_at - candidate.key_length
         return (

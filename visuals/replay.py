@@ -19,10 +19,13 @@ from .methods import no_pool_html, no_window_html
 from .output import output_html
 from .pool import pool_html
 from .progress import progress_html
+from .suffix import suffix_html
 from .verification import verification_html
 from .window import window_html
 
 LOG = logging.getLogger("lookahead_lab")
+# What a method with no n-gram pool shows in the pool's panel instead, by the branch of its guesses (the others: a line)
+STAND_INS = {Branch.HEADS: heads_html, Branch.SUFFIX: suffix_html}
 PANELS = ("caption", "window", "pool", "verification", "output", "mask", "progress")
 SESSION_EXPIRED = (
     "This session expired (the page was open a long time, or the server restarted), so the example run was "
@@ -92,7 +95,8 @@ def play_interval(steps_per_second) -> float:
 def panels(run: Run, index: int) -> dict[str, str]:
     """The HTML of every per-step panel for step `index` of the method's trace.
 
-    A method with no window or pool (prompt lookup, speculative) gets a line saying so in those panels.
+    A method with no window or pool (prompt lookup, speculative) gets a line saying so in those panels; Medusa's
+    heads and suffix decoding's tree take the pool's panel.
     A run read from a file passed library's checks, which cannot foresee every way a crafted record can
     contradict itself: a panel that such a record breaks says so in its place (and the log says why), and
     the other panels are drawn.
@@ -107,8 +111,8 @@ def panels(run: Run, index: int) -> dict[str, str]:
         "pool": lambda: (
             pool_html(record, vocab, settings.guesses)
             if lookahead
-            else heads_html(record, vocab)
-            if METHODS[method].branch == Branch.HEADS
+            else STAND_INS[METHODS[method].branch](record, vocab)
+            if METHODS[method].branch in STAND_INS
             else no_pool_html(method)
         ),
         "verification": lambda: verification_html(record, vocab),

@@ -3,9 +3,11 @@ each forward pass makes itself.
 
 A pure function of the step records. Verification records its winner and the source the engine gave it
 (an n-gram the window harvested into the pool, one of the prompt's or of the output's, the window's own
-Jacobi trajectory, a prompt-lookup copy, a draft's chain, Medusa's heads); the winner's matched tokens that
-were committed are credited to that source, and the committed tokens after them (the bonus token after a
-match, the guaranteed or sampled token when nothing matched) are the model's own, one per pass at most.
+Jacobi trajectory, a copy from the prompt or the output (prompt lookup's, or suffix decoding's path of what
+followed a match there), what followed a match in an earlier run's output, a draft's chain, Medusa's heads);
+the winner's matched tokens that were committed are credited to that source, and the committed tokens after
+them (the bonus token after a match, the guaranteed or sampled token when nothing matched) are the model's
+own, one per pass at most.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ ORIGINS = {
     "output copy": ("copies from the output", "a copy from the output"),
     "draft": ("the draft's chains", "the draft's chain"),
     "heads": ("Medusa's heads", "a path of Medusa's heads"),
+    "earlier": ("what followed in earlier runs' outputs", "what followed the match in an earlier run's output"),
 }
 OWN_WORDS = {  # how the model made a token of its own: the committed token's recorded TokenSource
     TokenSource.GUARANTEED: ("guaranteed token", "guaranteed tokens"),
@@ -39,7 +42,7 @@ OWN_WORDS = {  # how the model made a token of its own: the committed token's re
 
 def origin(candidate: CandidateRecord) -> str:
     """Where a verified path came from, as a key of ORIGINS."""
-    copied = candidate.reason == GuessReason.SUFFIX_MATCH
+    copied = candidate.reason in (GuessReason.SUFFIX_MATCH, GuessReason.FOLLOWED_MATCH)
     return {
         GuessSource.WINDOW: "window",
         GuessSource.TRAJECTORY: "trajectory",
@@ -47,6 +50,7 @@ def origin(candidate: CandidateRecord) -> str:
         GuessSource.OUTPUT: "output copy" if copied else "output",
         GuessSource.DRAFT: "draft",
         GuessSource.HEADS: "heads",
+        GuessSource.EARLIER: "earlier",
     }[candidate.source]
 
 
