@@ -18,6 +18,7 @@ from lookahead_core.models import DEFAULT_MODEL, DTYPES, LoadedModel, encode_pro
 from lookahead_core.records import METHODS, Fit, Machine, Method, Needs, StepKind
 from lookahead_core.request import DecodeRequest
 from lookahead_core.runtime import Deadline, Runtime
+from lookahead_core.suffix import SuffixStore
 from lookahead_core.trace import decode_steps, machine_facts
 from lookahead_core.tuning import AutoSettings
 
@@ -112,18 +113,26 @@ class Held:
         return Draft(self.copy.model, DEFAULT_DRAFT, tokens)
 
     def runtime(
-        self, methods, decode: DecodeRequest, auto: AutoSettings | None, deadline: Deadline, costs: StepCosts | None
+        self,
+        methods,
+        decode: DecodeRequest,
+        auto: AutoSettings | None,
+        deadline: Deadline,
+        costs: StepCosts | None,
+        store: SuffixStore | None = None,
     ) -> Runtime:
         """What `methods` run with for one request, built once: what each one's table entry needs (heads and a
         layer where they ship for this model: `Runtime.has` says), the auto settings, the deadline, the prices
-        that learn, and the step costs its fixed shapes are widened on (costs.shape_costs: None for the eager
-        step; read before the request's time starts, since a GPU's first curve is measured then)."""
+        that learn, the step costs its fixed shapes are widened on (costs.shape_costs: None for the eager
+        step; read before the request's time starts, since a GPU's first curve is measured then), and the
+        visitor's store of earlier outputs that suffix decoding matches (None: this run's own text alone)."""
         needs = {METHODS[method].needs for method in methods}
         return Runtime(
             auto=auto,
             draft=self.draft(decode.draft_tokens) if Needs.DRAFT in needs else None,
             layer=self.eagle(decode.draft_tokens) if Needs.LAYER in needs else None,
             heads=self.medusa() if Needs.HEADS in needs else None,
+            store=store,
             deadline=deadline,
             learn=self.prices.learn if self.prices is not None else None,
             costs=costs,

@@ -1,7 +1,8 @@
 """This server's model work: the one model it holds, who may load what, and the GPU slots on a ZeroGPU Space.
 
 `record` (a Run: one guessing method beside plain decoding) and `timed_race` (every method, timed)
-are the only functions that touch the model. Each takes one checked ModelRequest, yields a Progress
+are the only functions that touch the model. Each takes one checked ModelRequest (and the visitor's store of
+earlier outputs, which suffix decoding matches and neither changes but for its order of use), yields a Progress
 after every forward pass (a consumer that stops iterating stops the work between two passes), and
 yields its result last with the seconds it took: on ZeroGPU, `spaces` runs each in another process inside a
 GPU slot sized from its own request and passes on only what it yields (a generator's return value would be
@@ -26,6 +27,7 @@ from lookahead_core.costs import shape_costs, step_costs
 from lookahead_core.models import encode_prompt, load_model
 from lookahead_core.records import METHODS, Needs, Progress, RaceRecord, Run, raced_on
 from lookahead_core.request import DecodeRequest
+from lookahead_core.suffix import SuffixStore
 from lookahead_core.tuning import auto_settings
 
 from . import space
@@ -71,13 +73,13 @@ def on_gpu(duration):
     return attach
 
 
-def slot(request: ModelRequest) -> int:
+def slot(request: ModelRequest, store: SuffixStore | None = None) -> int:
     """The GPU seconds a Run asks for: two recordings and their warm-ups (and, once, the draft's copy);
     auto may measure step costs."""
     return space.slot_seconds(request.decode.max_new_tokens, runs=3, measures_costs=request.decode.auto)
 
 
-def race_slot(request: ModelRequest) -> int:
+def race_slot(request: ModelRequest, store: SuffixStore | None = None) -> int:
     """The GPU seconds a race asks for: every method (Medusa's too, where heads ship), each warmed up first;
     auto may measure step costs."""
     return space.slot_seconds(request.decode.max_new_tokens, runs=SPACE_LANES + 1, measures_costs=request.decode.auto)
@@ -93,11 +95,12 @@ def expected_rounds(prices: Prices | None, decode: DecodeRequest, seconds: float
 
 
 @on_gpu(slot)
-def record(request: ModelRequest) -> Iterator[Progress | tuple[Run, float]]:
+def record(request: ModelRequest, store: SuffixStore | None = None) -> Iterator[Progress | tuple[Run, float]]:
     """A Run's model work: the method's trace and the plain trace for one prompt on the model the request
     names (loaded first if another is held), then more interleaved rounds of the two while they fit in
     RUN_SECONDS (lab.timed_run), a Progress after every forward pass, and last the Run with the seconds it
-    all took. With auto, lookahead runs this hardware's auto settings and records each step's plan.
+    all took. With auto, lookahead runs this hardware's auto settings and records each step's plan. Suffix
+    decoding matches `store` (the visitor's, for this model; the caller adds the Run's output to it after).
     """
     held = MODEL.get(request.model, request.dtype)
     d = request.decode
@@ -108,7 +111,7 @@ def record(request: ModelRequest) -> Iterator[Progress | tuple[Run, float]]:
     threads = held.admit(len(prompt_ids), decodings=2, seconds=RUN_SECONDS)
     started = time.perf_counter()  # a model's first load, cost curve and probe are not the request's: it starts here
     deadline = Deadline(RUN_SECONDS, reserve=RESERVE)
-    runtime = held.runtime([d.method], d, auto, deadline, costs)
+    runtime = held.runtime([d.method], d, auto, deadline, costs, store)
     needs = METHODS[d.method].needs
     if not runtime.has(needs):
         raise InputError(NOT_SHIPPED[needs])
@@ -117,10 +120,13 @@ def record(request: ModelRequest) -> Iterator[Progress | tuple[Run, float]]:
 
 
 @on_gpu(race_slot)
-def timed_race(request: ModelRequest) -> Iterator[Progress | tuple[RaceRecord, float]]:
+def timed_race(
+    request: ModelRequest, store: SuffixStore | None = None
+) -> Iterator[Progress | tuple[RaceRecord, float]]:
     """A race's model work on the model the request names: every method on the prompt, timed with nothing
-    drawn (auto: W, N, G from measured costs), a Progress after every forward pass, and last the race with
-    its seconds. The race runs interleaved rounds while they fit in RACE_SECONDS (lab.race)."""
+    drawn (auto: W, N, G from measured costs; suffix decoding matching `store`), a Progress after every forward
+    pass, and last the race with its seconds. The race runs interleaved rounds while they fit in RACE_SECONDS
+    (lab.race)."""
     held = MODEL.get(request.model, request.dtype)
     d = request.decode
     lm = held.lm
@@ -128,7 +134,7 @@ def timed_race(request: ModelRequest) -> Iterator[Progress | tuple[RaceRecord, f
     costs = step_costs(lm, mode=mode)
     prompt_ids = encode_prompt(lm.tokenizer, request.prompt, request.chat)
     auto = auto_settings(lm, mode=mode) if d.auto else None  # as a Run's: the adopted settings, where adopted
-    runtime = held.runtime(raced_on(lm.device.type), d, auto, None, shape_costs(lm))
+    runtime = held.runtime(raced_on(lm.device.type), d, auto, None, shape_costs(lm), store)
     lanes = len(raced(runtime, lm.device.type))
     threads = held.admit(len(prompt_ids), decodings=lanes, seconds=RACE_SECONDS)
     started = time.perf_counter()  # a model's first load, cost curve and probe are not the request's: it starts here

@@ -107,6 +107,16 @@ class SuffixStore:
         with self._lock:
             return tuple(t for t in reversed(self._texts.values()) if t.name != leaving_out)
 
+    def __getstate__(self) -> dict:
+        """A store crosses to another process (a ZeroGPU Space's GPU worker) as its budget and its texts, the
+        least recently used first; its lock is made anew there."""
+        return {"budget": self.budget, "texts": tuple(reversed(self.texts()))}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__init__(state["budget"])
+        for text in state["texts"]:
+            self.add_text(text)
+
     def copy(self) -> SuffixStore:
         """A store holding the same (shared) texts, to grow apart from this one."""
         twin = SuffixStore(self.budget)

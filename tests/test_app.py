@@ -262,9 +262,10 @@ def test_an_auto_run_records_and_replays_each_steps_plan(client, steep_costs):
 def test_a_race_times_every_method_plays_them_back_and_says_why(client, steep_costs):
     race = race_form("def add(a, b):\n", "auto: measured for this hardware", max_new_tokens=12)
     summary, playback, race_plot, cost_plot = client.predict(**race, api_name="/race")
-    for name in ("Greedy", "Lookahead", "Prompt lookup", "Speculative decoding", "Medusa heads"):  # the shipped heads
+    names = ("Greedy", "Lookahead", "Prompt lookup", "Speculative decoding", "Medusa heads", "Suffix decoding")
+    for name in names:  # Medusa: the shipped heads
         assert f">{name}</th>" in summary and f"<b>{name}</b>" in playback["value"]
-    assert summary.count("✓ same as greedy") == 5
+    assert summary.count("✓ same as greedy") == len(names)
     assert "puts a 64-token step at 4.15x a 1-token step" in summary and "draft bf16-self (bfloat16), k = 4" in summary
     assert "CPU" in summary and "float32" in summary
     verdicts = (" won on ", "Within noise on ", "decoding was fastest on", "so no verdict is given")  # last: < 3 rounds
@@ -274,9 +275,10 @@ def test_a_race_times_every_method_plays_them_back_and_says_why(client, steep_co
     assert "At the measured speed" in playback["value"] and "animation-delay" in playback["value"]
     lanes = re.findall(r'<div class="ll-lane-text"[^>]*>(.*?)</div>', playback["value"], re.DOTALL)
     texts = [unescape(re.sub(r"<[^>]+>", "", lane)) for lane in lanes]
-    assert len(texts) == 5 and texts[0] and all(text == texts[0] for text in texts)  # greedy: the same output
+    assert len(texts) == len(names) and texts[0] and all(text == texts[0] for text in texts)  # the same output
     assert "Tokens against wall-clock time" in str(race_plot) and "speculative: " in str(race_plot)
     assert "Time of one step" in str(cost_plot) and "prompt lookup: " in str(cost_plot)
+    assert "Suffix decoding: a tree of at most 24 nodes" in summary and "suffix: " in str(race_plot)
     slowed = client.predict(True, api_name="/race_playback")
     assert "Slowed down ×0.25" in slowed["value"]
 

@@ -61,6 +61,9 @@ RUN_FORM = (
     *SENT_LAST,
 )
 RACE_FORM = (*SENT_FIRST, Field("settings", lambda page: page.race.settings), *SENT_LAST)
+# The visitor's session state, sent after a form's fields: Gradio keeps a State out of the HTTP API (a client's call
+# gets its own session's), so the API's parameters stay the form's; a direct call may leave it out (None)
+VISITOR = Field("visitor", lambda page: page.visitor, None)
 
 
 def inputs(form: tuple[Field, ...], page) -> list:

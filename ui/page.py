@@ -14,6 +14,7 @@ from functools import partial
 import gradio as gr
 
 from lab.server import SESSION_SECONDS
+from lab.stores import Visitor
 from visuals import library
 from visuals.palette import marks_css
 
@@ -23,7 +24,7 @@ from . import player, race, run, scripts, tune
 from .controls import Controls, build_controls
 from .events import LabBlocks, bound
 from .exports import Exports, build_exports
-from .form import RACE_FORM, RUN_FORM, inputs
+from .form import RACE_FORM, RUN_FORM, VISITOR, inputs
 from .lesson import LessonBar, build_lesson, lesson_at, lesson_opened
 from .links import opened
 from .model_box import ModelBox, build_model_box
@@ -85,6 +86,7 @@ class Page:
     """Every part of the page, by name: what handlers address their updates to."""
 
     lesson: LessonBar
+    visitor: gr.State  # this visitor's own earlier outputs, which their suffix runs match (lab.stores.Visitor)
     contrast: gr.Checkbox
     controls: Controls
     model_box: ModelBox
@@ -116,6 +118,7 @@ def build_page() -> Page:
     """Every part, in page order."""
     first = library.example_run(DEFAULT["id"])
     lesson = build_lesson()
+    visitor = gr.State(Visitor(), time_to_live=SESSION_SECONDS)  # empty: Gradio gives each session its own copy
     gr.Markdown(TITLE, elem_id="ll-title")
     contrast = gr.Checkbox(False, label="◐ High contrast (for a projector)", elem_id="ll-contrast", container=False)
     with gr.Accordion("How lookahead decoding works, in six lines", open=False):
@@ -132,6 +135,7 @@ def build_page() -> Page:
             tune_card = build_tune()
     return Page(
         lesson=lesson,
+        visitor=visitor,
         contrast=contrast,
         controls=controls,
         model_box=model_box,
@@ -237,15 +241,15 @@ def wire_model_work(page: Page) -> None:
     busy, idle = bound(working, page), bound(waiting, page)
     ran = c.run.click(busy, None, buttons, **PRIVATE, **REPLAYING).then(
         bound(run.run_model, page),
-        inputs(RUN_FORM, page),
-        [*page.shown_run(), page.model_box.info, page.exports.run_id, c.notice],
+        inputs((*RUN_FORM, VISITOR), page),
+        [*page.shown_run(), page.model_box.info, page.exports.run_id, c.notice, page.visitor],
         api_name="run",
         show_progress_on=c.notice,
         **MODEL_WORK,
     )
     raced = card.run.click(busy, None, buttons, **PRIVATE, **REPLAYING).then(
         bound(race.race_model, page),
-        inputs(RACE_FORM, page),
+        inputs((*RACE_FORM, VISITOR), page),
         [card.summary, card.result, card.playback, card.chart, card.costs],
         api_name="race",
         show_progress_on=card.summary,

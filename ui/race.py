@@ -1,4 +1,5 @@
-"""The race: greedy, lookahead, prompt lookup and a draft model on the same prompt, timed, then played back.
+"""The race: greedy, lookahead, prompt lookup, a draft model, Medusa and suffix decoding on one prompt, timed, then
+played back.
 
 The race decodes with nothing drawn and the device synchronised; the playback shows each method's text
 growing at the speed it was measured at, and the charts show tokens against time and each step's cost.
@@ -14,18 +15,21 @@ import gradio as gr
 from lab import server
 from lab.budget import RACE_SECONDS
 from lab.race import ROUNDS
+from lab.stores import Visitor
 from lookahead_core.records import RaceRecord
 from visuals.race import cost_figure, playback_html, race_figure, race_html
 from visuals.summary import notice_html
 
 from .events import REFUSALS, announced_load, reporting, warned
-from .form import RACE_FORM, form_handler, model_request_of
+from .form import RACE_FORM, VISITOR, form_handler, model_request_of
 
 RACE_AUTO, RACE_SLIDERS = "auto: measured for this hardware", "the sliders' W, N, G"
 RACE_INTRO = (
     '<div class="ll-budget">The race decodes your prompt with greedy decoding, lookahead, prompt lookup, '
-    "speculative decoding (a bfloat16 copy of the model as the draft) and, where heads ship for the model, Medusa "
-    "heads, on the model loaded here, each warmed up first, then in interleaved rounds (all of them, then all "
+    "speculative decoding (a bfloat16 copy of the model as the draft), where heads ship for the model Medusa "
+    "heads, and suffix decoding (matching your prompt, the shipped examples' outputs and your own Runs' outputs; a "
+    "race adds nothing to them), on the model loaded here, each warmed up first, then in interleaved rounds (all "
+    "of them, then all "
     f"again: up to {ROUNDS}, as many as fit its time), "
     "timed with the device synchronised and nothing drawn. Each speed is the median over the rounds, with its "
     "range; it names a winner only when the ranges say so, and says what else used the machine meanwhile. Then "
@@ -54,7 +58,7 @@ class RaceCard:
 def build_race(session_seconds: int) -> RaceCard:
     with gr.Column(elem_classes="ll-card", elem_id="ll-race"):
         gr.HTML(
-            "<h2>7 · The race: greedy, lookahead, prompt lookup, a draft model and Medusa heads, timed"
+            "<h2>7 · The race: greedy, lookahead, prompt lookup, a draft model, Medusa heads and suffix decoding, timed"
             "<small>same prompt, same model, one after the other, played back side by side</small></h2>",
             elem_classes="ll-card-head",
         )
@@ -90,14 +94,17 @@ def build_race(session_seconds: int) -> RaceCard:
 
 
 def run_race(page, values: dict, progress):
-    """Check the request, race every method on the model chosen, and show the playback, the verdict and the
-    curves (the parameters are the HTTP API's /race, in the page's order)."""
+    """Check the request, race every method on the model chosen (suffix decoding matching the visitor's own store,
+    to which a race adds nothing), and show the playback, the verdict and the curves (the parameters are the HTTP
+    API's /race, in the page's order)."""
     card = page.race
     unchanged = {card.summary: gr.skip()}  # an update that changes nothing: what a yield during the work sends
     try:
         request = model_request_of(values, auto=values["settings"] != RACE_SLIDERS)
         yield from announced_load(request.model, request.dtype, progress, unchanged)
-        result, seconds = yield from reporting(server.timed_race(request), progress, unchanged)
+        visitor = values["visitor"] if isinstance(values["visitor"], Visitor) else Visitor()
+        store = visitor.store(request.model)
+        result, seconds = yield from reporting(server.timed_race(request, store), progress, unchanged)
     except REFUSALS as error:
         yield {card.summary: notice_html(warned(error, "Not raced"), "Not raced")}
         return
@@ -110,7 +117,7 @@ def run_race(page, values: dict, progress):
     }
 
 
-race_model = form_handler(RACE_FORM, run_race)
+race_model = form_handler((*RACE_FORM, VISITOR), run_race)
 
 
 def replay_race(page, result, slow):

@@ -15,6 +15,7 @@ from lookahead_core.records import (
     Method,
     StepRecord,
     StopReason,
+    SuffixSettings,
     TraceMeta,
 )
 
@@ -33,9 +34,23 @@ SETTINGS_WORDS = {  # each method's settings as a trace's meta (or a bench's set
     "medusa": lambda medusa: f"{medusa.count} heads, a tree of {medusa.tree_size} nodes",
     "suffix": lambda suffix: (
         f"a tree ≤{suffix.tree_size} nodes (alpha {suffix.alpha:g}, p ≥ {suffix.min_probability:g}), "
-        f"a store of {len(suffix.store)} earlier output{'s' if len(suffix.store) != 1 else ''}"
+        f"a store of {plural_words(len(suffix.store), 'earlier output')}"
     ),
 }
+
+
+def suffix_words(suffix: SuffixSettings) -> str:
+    """Suffix decoding's settings in a sentence's words, with what its store held when it began."""
+    store = plural_words(len(suffix.store), "earlier output")
+    return (
+        f"a tree of at most {suffix.tree_size} nodes and at most alpha = {suffix.alpha:g} x the match's length, "
+        f"each node at least {suffix.min_probability:g} probable, matches up to {suffix.longest_match} tokens long, "
+        f"a store of {store} ({suffix.store_tokens} tokens)"
+    )
+
+
+def plural_words(count: int, word: str) -> str:
+    return f"{count} {word}{'' if count == 1 else 's'}"
 
 
 def recorded_words(recorded: dict) -> str:

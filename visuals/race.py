@@ -15,6 +15,7 @@ from lookahead_core.records import METHODS, Method, RaceLane, RaceRecord
 
 from .caption import plural
 from .markup import escape, scroll_region
+from .methods import suffix_words
 from .palette import BLACK, BLUE, GREEN, GREY, PURPLE, SKY, VERMILLION
 from .plans import settings_words
 from .summary import stat, used_words
@@ -270,6 +271,7 @@ def race_html(result: RaceRecord, used: float | None = None, gpu: bool = False) 
         f"copy {result.lookup.tokens}."
         + (f" Speculative: draft {draft.model} ({draft.dtype}), k = {draft.tokens}." if draft is not None else "")
         + (f" EAGLE: layer {result.eagle.model}, k = {result.eagle.tokens}." if result.eagle is not None else "")
+        + (f" Suffix decoding: {suffix_words(result.suffix)}." if result.suffix is not None else "")
     )
     facts = (
         f"{machine.model} · {machine.device_name} · {machine.dtype} · {mode_words(result.mode, result.mode_note)} · "

@@ -1,0 +1,97 @@
+"""Suffix decoding in the app, end to end through gradio_client on the real default model: whose outputs feed it
+(each visitor's own store: the shipped examples' outputs and that visitor's Runs, never another visitor's), a Run
+and a race of it, and its export.
+
+Two clients are two visitors (two Gradio sessions). Visitor A runs a distinctive prompt, then runs it again with
+suffix decoding: A's second run matches A's first (the positive control). Visitor B's suffix Run of the same prompt
+afterwards must not: no occurrence in B's records, no name in B's store, nothing in B's panels names A's run.
+"""
+
+from __future__ import annotations
+
+import re
+from html import escape
+from pathlib import Path
+
+import pytest
+from gradio_client import Client
+
+from lab.stores import run_name
+from lookahead_core.records import GuessSource, Method, Run
+from scripts.serving import running_app
+from ui.race import RACE_SLIDERS
+from visuals import export, replay
+
+from .test_app import PANELS, race_form, run_form
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore:.*(copy keyword|no_silent_downcasting)")
+
+PROMPT = "Repeat <i>zebra</i> quartz twice, exactly: the marmalade telescope sings at noon."
+TOKENS = 32
+
+
+@pytest.fixture(scope="module")
+def url(default_model):
+    with running_app(default_model) as address:
+        yield address
+
+
+def suffix_run(client: Client, prompt: str = PROMPT, method: str = "suffix", chat: bool = False) -> tuple[tuple, Run]:
+    """A Run of `prompt` by `client` (its visitor), and the run it recorded, read back from the JSON export."""
+    shown = client.predict(**run_form(prompt, method=method, max_new_tokens=TOKENS, chat=chat), api_name="/run")
+    exported, _ = client.predict(api_name="/json")
+    return shown, Run.from_json(Path(exported).read_bytes())
+
+
+def named(run: Run) -> set[str]:
+    """Every earlier run a suffix run's records name: its store's texts and each step's occurrences."""
+    steps = [step.suffix for step in run.trace.steps if step.suffix is not None]
+    return set(run.trace.meta.suffix.store) | {o.text for s in steps for o in s.occurrences if o.text}
+
+
+def all_panels(run: Run) -> str:
+    return "".join(html for index in range(replay.last_step(run) + 1) for html in replay.panels(run, index).values())
+
+
+def test_a_visitors_runs_feed_their_own_store_and_never_another_visitors(url):
+    a, b = Client(url, verbose=False), Client(url, verbose=False)
+    _, first = suffix_run(a, method="lookahead")
+    mine = run_name(1, PROMPT)
+    _, again = suffix_run(a)
+    assert again.trace.meta.method == Method.SUFFIX
+    assert mine in named(again), "A's second run did not match A's first: the isolation below would prove nothing"
+    shipped = {name for name in again.trace.meta.suffix.store if name.startswith("example: ")}
+    assert shipped and set(again.trace.meta.suffix.store) == shipped | {mine}  # the examples' outputs, and A's run
+    earlier = [o for s in again.trace.steps if s.suffix for o in s.suffix.occurrences if o.text == mine]
+    assert earlier and all(o.source == GuessSource.EARLIER for o in earlier)
+    assert again.trace.summary.steps < first.greedy.summary.steps  # A's own output, followed many tokens a pass
+    assert mine == "your run 1: Repeat <i>zebra</i> quartz twice,…"
+    assert f"an earlier run: {escape(mine)}" in all_panels(again) and "<i>zebra" not in all_panels(again)
+
+    shown, theirs = suffix_run(b)
+    assert theirs.trace.summary.new_token_ids == again.trace.summary.new_token_ids  # exact: the same greedy output
+    assert not any(name.startswith("your run") for name in named(theirs)), named(theirs)
+    assert set(theirs.trace.meta.suffix.store) == shipped
+    assert "your run" not in all_panels(theirs) and "your run" not in "".join(map(str, shown))
+    assert "zebra" not in "".join(f"{o.text}" for s in theirs.trace.steps if s.suffix for o in s.suffix.occurrences)
+
+
+def test_a_suffix_run_and_its_export_show_the_panel(url):
+    client = Client(url, verbose=False)
+    # the study-tips example's prompt: a new visitor's store holds its output, so trees grow from step 1
+    shown, run = suffix_run(client, "Give me three tips for staying focused while studying.", chat=True)
+    assert list(shown[PANELS]) == replay.panel_values(run, 0)
+    index = next(i for i, s in enumerate(run.trace.steps) if s.suffix is not None and s.suffix.nodes)
+    stepped = client.predict(index, api_name="/scrub")
+    pool = list(stepped[PANELS])[replay.PANELS.index("pool")]
+    assert pool == replay.panels(run, index)["pool"] and "the tree of what followed the match" in pool
+    page, _ = client.predict(index, api_name="/html")
+    assert Path(page).read_text() == export.standalone_html(run, index)
+    assert 'class="ll-tree ll-tree-root"' in Path(page).read_text()
+
+
+def test_a_race_runs_suffix_decoding_and_says_its_settings(url):
+    client = Client(url, verbose=False)
+    summary, *_ = client.predict(**race_form(PROMPT, RACE_SLIDERS, max_new_tokens=16), api_name="/race")
+    assert "Suffix decoding" in summary and "Not raced" not in summary
+    assert re.search(r"Suffix decoding: a tree of at most 24 nodes .*a store of \d+ earlier outputs", summary)
