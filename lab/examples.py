@@ -3,7 +3,8 @@
 Usage: python -m lab.examples [--only spelling python ...] [--device cpu] [--threads 1]
 Reads assets/presets.json (prompt, chat flag, method (default lookahead), W, N, G or `"auto": true`
 for this hardware's auto settings and cost-aware plan, lookup_tokens or draft_tokens, max new tokens,
-sampling if any) and writes each Run, timed in interleaved rounds (lab.timed_run) with what else used
+sampling if any; suffix decoding matches the other examples' outputs, as a new visitor's store does) and writes
+each Run, timed in interleaved rounds (lab.timed_run) with what else used
 the CPU meanwhile, to the preset's `example` file under assets/ (gzipped JSON, a few tens of KB).
 Float32 on the CPU by default, so the example's output equals plain greedy decoding token for token.
 A Run measured while other programs kept the CPU busy is recorded again after a pause, a few times.
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from dataclasses import replace
 
 import torch
 
@@ -21,6 +23,7 @@ from lookahead_core.draft import DEFAULT_DRAFT_TOKENS
 from lookahead_core.models import LoadedModel, encode_prompt, load_model
 from lookahead_core.records import METHODS, Method, Run
 from lookahead_core.request import DecodeRequest
+from lookahead_core.runtime import Runtime
 from lookahead_core.sampling import GREEDY, SamplingConfig
 from lookahead_core.trace import finished
 from lookahead_core.tuning import auto_settings
@@ -30,11 +33,23 @@ from visuals.timing import busy_words
 
 from .budget import Deadline
 from .heads import runtime_for
+from .stores import example_name, examples_store
 from .timed_run import timed_run
 
 EXAMPLE_SECONDS = 300.0  # generous: an example is recorded once, so every round of it may fit on a shared CPU
 ATTEMPTS = 5  # recordings of one preset at most, while other programs keep the CPU busy
 PAUSE_SECONDS = 60.0  # the wait before recording a busy measurement again
+
+
+def preset_runtime(lm: LoadedModel, item: dict, request: DecodeRequest) -> Runtime:
+    """What the preset's method runs with (auto: lookahead at this hardware's auto settings); suffix decoding
+    matches what a new visitor's store holds, the other examples' outputs on this model (lab.stores)."""
+    auto = auto_settings(lm) if request.auto and METHODS[request.method].window else None
+    tokens = item.get("draft_tokens", DEFAULT_DRAFT_TOKENS)
+    runtime = runtime_for(lm, [request.method], auto=auto, tokens=tokens, deadline=Deadline(EXAMPLE_SECONDS))
+    if request.method != Method.SUFFIX:
+        return runtime
+    return replace(runtime, store=examples_store(lm.name, leaving_out=example_name(item)))
 
 
 def preset_request(item: dict) -> DecodeRequest:
@@ -53,10 +68,7 @@ def record_example(lm: LoadedModel, item: dict) -> Run:
     """The preset's Run with its Timing (auto: lookahead at this hardware's auto settings)."""
     request = preset_request(item)
     prompt_ids = encode_prompt(lm.tokenizer, item["prompt"], item["chat"])
-    auto = auto_settings(lm) if request.auto and METHODS[request.method].window else None
-    tokens = item.get("draft_tokens", DEFAULT_DRAFT_TOKENS)
-    runtime = runtime_for(lm, [request.method], auto=auto, tokens=tokens, deadline=Deadline(EXAMPLE_SECONDS))
-    return finished(timed_run(lm, prompt_ids, request, runtime, item["prompt"]))
+    return finished(timed_run(lm, prompt_ids, request, preset_runtime(lm, item, request), item["prompt"]))
 
 
 def quiet_example(lm: LoadedModel, item: dict) -> Run:

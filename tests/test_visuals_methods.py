@@ -1,4 +1,5 @@
-"""Speculative decoding and prompt lookup have no Jacobi window and no n-gram pool: those panels say so."""
+"""Speculative decoding and prompt lookup have no Jacobi window and no n-gram pool: those panels say so (Medusa's heads
+and suffix decoding's tree take the pool's panel)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from tests.visual_checks import PRESETS, example
 from visuals import methods, replay
 from visuals.heads import heads_html
 from visuals.lesson import shown_text
+from visuals.suffix import suffix_html
 
 
 @pytest.mark.parametrize("preset_id", [p["id"] for p in PRESETS if p.get("method", "lookahead") != "lookahead"])
@@ -20,6 +22,8 @@ def test_a_method_without_window_or_pool_says_so(preset_id):
         assert shown["window"] == methods.no_window_html(method) and "has no Jacobi window" in shown["window"]
         if method == Method.MEDUSA:  # its heads take the pool's panel
             assert shown["pool"] == heads_html(run.trace.steps[index], run.trace.vocab)
+        elif method == Method.SUFFIX:  # so does its tree (tests/test_visuals_suffix.py)
+            assert shown["pool"] == suffix_html(run.trace.steps[index], run.trace.vocab)
         else:
             assert shown["pool"] == methods.no_pool_html(method) and "keeps no n-gram pool" in shown["pool"]
     assert ">" + METHODS[method].short + "<" in replay.panels(run, 1)["progress"]

@@ -263,6 +263,12 @@ def check_caption(trace: Trace, index: int) -> None:
         said = f"; path {winner.lane + 1} matched {caption.plural(winner.matched, 'token')}" if winner else "; path"
         assert (said in html) == (winner is not None)
         return
+    if trace.meta.method == Method.SUFFIX:
+        found = f"The last {caption.plural(len(record.suffix.match), 'token')} occurred"
+        assert found in html or "The last token occurs nowhere earlier" in html
+        said = f"; path {winner.lane + 1} matched {caption.plural(winner.matched, 'token')}" if winner else "; path"
+        assert (said in html) == (winner is not None)
+        return
     if trace.meta.method == Method.PROMPT_LOOKUP:
         said = f"match {winner.lane + 1} agreed for {caption.plural(winner.matched, 'token')}" if winner else "occur"
         assert said in html

@@ -1,4 +1,4 @@
-"""The guided lesson: lookahead decoding and its family told in fourteen short steps, on the shipped example runs.
+"""The guided lesson: lookahead decoding and its family told in fifteen short steps, on the shipped example runs.
 
 Each lesson step names a preset's example run, the step of it to show, and the panel the eye should
 land on. Its text states only what that recorded step shows: the figures in it are read from the
@@ -67,6 +67,10 @@ def facts(run: Run, index: int) -> dict[str, str]:
         "window_tokens": str(matched["window"]),
         "prompt_tokens": str(matched["prompt"]),
         "output_tokens": str(matched["output"]),
+        "earlier_tokens": str(matched["earlier"]),  # suffix decoding: what followed in earlier runs' outputs
+        "match": str(len(record.suffix.match)) if record.suffix else "0",
+        "found": str(record.suffix.found) if record.suffix else "0",
+        "store": str(len(meta.suffix.store)) if meta.suffix else "0",
     } | map_facts()
 
 
@@ -196,6 +200,13 @@ def winner_from(run: Run, index: int, *sources: GuessSource) -> bool:
 def pool_won(run: Run, index: int) -> bool:
     """A guess from the n-gram pool won (not a window trajectory, a prompt match or a draft)."""
     return winner_from(run, index, GuessSource.WINDOW, GuessSource.PROMPT, GuessSource.OUTPUT)
+
+
+def earlier_won(run: Run, index: int) -> bool:
+    """Suffix decoding: a path of what followed the match in an earlier run's output won, and the run needed fewer
+    passes than greedy."""
+    fewer = run.trace.summary.steps < run.greedy.summary.steps
+    return run.trace.meta.method == Method.SUFFIX and fewer and winner_from(run, index, GuessSource.EARLIER)
 
 
 def window_levels(run: Run, index: int) -> int:
@@ -405,6 +416,23 @@ LESSON: tuple[LessonStep, ...] = (
         "pool",
         lambda run, index: run.trace.meta.method == Method.MEDUSA and accepted(run, index),
         {"matched": says("{} of the heads' guesses matched")},
+    ),
+    LessonStep(
+        "A pool that spans runs",
+        "Prompt lookup copies what followed a match in this one text; lookahead's pool holds n-grams this run "
+        "made. **Suffix decoding** also matches **earlier runs' outputs** (here {store} shipped examples), and "
+        "guesses a tree of what followed, each node with **how often** it followed. Here the last {match} tokens "
+        "occurred {found} times before, and verification accepted {matched} tokens along one path of the tree.",
+        "study-tips-suffix",
+        25,
+        "pool",
+        earlier_won,
+        {
+            "store": says("store held {} earlier outputs"),
+            "match": says("the last {} token"),
+            "found": says("occurred {} time"),
+            "matched": says("verification accepted {} node"),
+        },
     ),
     LessonStep(
         "Your turn",

@@ -45,8 +45,8 @@ def where_html(source: GuessSource, text: str) -> str:
 
 
 def accepted_nodes(record: StepRecord) -> tuple[int, ...]:
-    """The tree's nodes (their indices, the match's child first) that verification accepted: the winner's rows, as
-    far as it matched, less the row of the tree's first node."""
+    """The tree's nodes that verification accepted (indices into its nodes, the one nearest the match first): the
+    winner's rows as far as it matched, less the row of the tree's first node."""
     verification = record.verification
     if verification.winner is None:
         return ()
