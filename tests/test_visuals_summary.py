@@ -27,6 +27,11 @@ def test_summary_names_settings_machine_and_result(run):
     elif meta.method == Method.MEDUSA:
         assert f"{meta.medusa.count} heads, a tree of {meta.medusa.tree_size} nodes" in html
         assert "Medusa heads ran" in html and "ms on average went to the heads" in html
+    elif meta.method == Method.SUFFIX:
+        assert (
+            f"a tree ≤{meta.suffix.tree_size} nodes" in html and f"a store of {len(meta.suffix.store)} earlier" in html
+        )
+        assert "Suffix decoding ran" in html and "ms on average went to finding the match and growing its tree" in html
     else:
         assert f"match ≤{meta.lookup.ngram} tokens, propose {meta.lookup.tokens}" in html
         assert "Prompt lookup ran" in html

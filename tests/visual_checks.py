@@ -153,7 +153,8 @@ def expected_row(record: StepRecord, candidate: CandidateRecord) -> tuple[str, l
     if candidate.reason == GuessReason.DRAFT_MODEL:
         odds = [f" · q = {q:.2f} under the draft" for q in candidate.draft_probabilities]
         return "draft chain", [f"draft chain token {k}{odds[k]}" for k in range(len(candidate.tokens))]
-    kind = {GuessReason.SUFFIX_MATCH: "match", GuessReason.TREE_PATH: "path"}.get(candidate.reason, "guess")
+    kinds = {GuessReason.SUFFIX_MATCH: "match", GuessReason.TREE_PATH: "path", GuessReason.FOLLOWED_MATCH: "path"}
+    kind = kinds.get(candidate.reason, "guess")
     return f"{kind} {candidate.lane + 1}", [f"{kind} token {k}" for k in range(len(candidate.tokens))]
 
 

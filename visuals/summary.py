@@ -115,6 +115,9 @@ def speed_story(run: Run) -> str:
     if any(r.heads is not None for r in decode):
         heads = sum(r.heads.seconds for r in decode if r.heads is not None) / len(decode)
         story += f" Of each step, {heads * 1000:.1f} ms on average went to the heads."
+    if any(r.suffix is not None for r in decode):
+        lookup = sum(r.suffix.seconds for r in decode if r.suffix is not None) / len(decode)
+        story += f" Of each step, {lookup * 1000:.2f} ms on average went to finding the match and growing its tree."
     if METHODS[ours.meta.method].window and all(r.window.warming_up for r in decode):
         story += " The run ended while the window was still warming up, before any n-gram was harvested."
     elif compression < 1.15:
