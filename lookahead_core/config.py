@@ -72,13 +72,14 @@ class LookupConfig:
 @dataclass(frozen=True)
 class SuffixConfig:
     """Suffix decoding: a tree of at most `tree_size` nodes, and at most `alpha` x the match's length (a short
-    match guesses little, a long one much: the paper's adaptive MAX_SPEC); a node is grown only while the share
-    of the occurrences that went on that way, multiplied down from the match, is at least `min_probability`;
-    matches are looked for up to `longest_match` tokens back."""
+    match guesses little, a long one much: the paper's adaptive MAX_SPEC); a node is grown only while its chance of
+    being accepted (its share of the occurrences, trusted as far as such nodes were accepted: suffix.Trust,
+    multiplied down from the match) is at least `min_probability`; matches are looked for up to `longest_match`
+    tokens back. The defaults: what paid on this lab's 2-core CPU (docs/methods.md)."""
 
-    tree_size: int = 24
-    alpha: float = 2.0
-    min_probability: float = 0.1
+    tree_size: int = 48
+    alpha: float = 4.0
+    min_probability: float = 0.4
     longest_match: int = 32
 
     def __post_init__(self) -> None:

@@ -47,7 +47,7 @@ def check_request(prompt_ids: list[int], max_new_tokens: int, context_length: in
     if context_length is not None and len(prompt_ids) + max_new_tokens + reach > context_length:
         raise DecodingError(
             f"the prompt has {len(prompt_ids)} tokens; with {max_new_tokens} new tokens"
-            + (f" and a lookahead reach of {reach}" if reach else "")
+            + (f" and guesses reaching {reach} tokens past the last one" if reach else "")
             + f" it would exceed the model's context of {context_length} tokens"
         )
 

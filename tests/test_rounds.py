@@ -14,7 +14,7 @@ import pytest
 from lab.budget import Deadline
 from lab.race import ROUNDS, race, raced, racing
 from lab.timed_run import RUN_ROUNDS, timed_run
-from lookahead_core.config import LookaheadConfig
+from lookahead_core.config import LookaheadConfig, SuffixConfig
 from lookahead_core.costs import StepCosts
 from lookahead_core.records import METHODS, Method, Progress, RaceRecord, StopReason
 from lookahead_core.request import DecodeRequest
@@ -26,6 +26,7 @@ from visuals.timing import FEWEST_COMPARED
 from .conftest import cost_table, drained, tiny_draft, tiny_runtime
 
 PROMPT = [5, 6, 7, 8, 5, 6, 7, 8, 5, 6]
+SMALL_TREE = SuffixConfig(tree_size=16)  # 200 new tokens and a 48-node reach would not fit the tiny model's 256
 REQUEST = DecodeRequest(lookahead=LookaheadConfig(4, 3, 4), max_new_tokens=48)
 PAUSE = 0.01  # seconds every forward pass of the slow model takes on the deadline's clock
 
@@ -61,7 +62,12 @@ def finished_run(lm, prompt, request, deadline, learn=None):
 
 def test_a_run_that_reaches_its_deadline_stops_partial_and_says_so(tiny_lm, slow_clock):
     deadline = Deadline(0.6, clock=slow_clock)
-    run = finished_run(tiny_lm, PROMPT, DecodeRequest(lookahead=LookaheadConfig(4, 3, 4), max_new_tokens=200), deadline)
+    run = finished_run(
+        tiny_lm,
+        PROMPT,
+        DecodeRequest(lookahead=LookaheadConfig(4, 3, 4), suffix=SMALL_TREE, max_new_tokens=200),
+        deadline,
+    )
     assert slow_clock.now <= 0.6 + PAUSE + 1e-9  # at most one pass past the deadline
     assert run.trace.summary.stop == run.greedy.summary.stop == StopReason.DEADLINE
     assert run.timing.partial and run.timing.rounds == 1 and run.timing.budget_seconds == 0.6
@@ -94,7 +100,7 @@ def test_a_race_runs_interleaved_rounds_and_shows_one(tiny_lm):
 
 def test_a_race_out_of_time_measures_every_method_in_its_share(tiny_lm, slow_clock):
     draft = tiny_draft("llama")
-    request = DecodeRequest(lookahead=LookaheadConfig(4, 3, 4), max_new_tokens=200)
+    request = DecodeRequest(lookahead=LookaheadConfig(4, 3, 4), suffix=SMALL_TREE, max_new_tokens=200)
     deadline = Deadline(1.0, clock=slow_clock)
     result = race(tiny_lm, PROMPT, request, Runtime(draft=draft, deadline=deadline), StepCosts.of(cost_table(0.1)))
     timing = result.timing
@@ -122,7 +128,7 @@ def test_a_step_timed_below_a_one_token_step_is_marked_as_noise(tiny_lm):
 
 
 def test_a_race_of_one_round_says_it_is_no_verdict(tiny_lm, slow_clock):
-    request = DecodeRequest(lookahead=LookaheadConfig(4, 3, 4), max_new_tokens=200)
+    request = DecodeRequest(lookahead=LookaheadConfig(4, 3, 4), suffix=SMALL_TREE, max_new_tokens=200)
     deadline = Deadline(1.0, clock=slow_clock)
     result = race(
         tiny_lm, PROMPT, request, Runtime(draft=tiny_draft("llama"), deadline=deadline), StepCosts.of(cost_table(0.1))
@@ -135,7 +141,7 @@ def test_a_round_cut_to_a_few_tokens_gives_no_speedup(tiny_lm, slow_clock):
     """Beside CPU burners a partial round once compared its methods over a few tokens and showed speedups of
     0.04x to 3.65x: the prefill's noise. Under FEWEST_COMPARED tokens none is shown, in the race or a Run;
     at FEWEST_COMPARED they are (the negative control)."""
-    request = DecodeRequest(lookahead=LookaheadConfig(4, 3, 4), max_new_tokens=200)
+    request = DecodeRequest(lookahead=LookaheadConfig(4, 3, 4), suffix=SMALL_TREE, max_new_tokens=200)
     runtime = Runtime(draft=tiny_draft("llama"), deadline=Deadline(1.0, clock=slow_clock))
     race_result = race(tiny_lm, PROMPT, request, runtime, StepCosts.of(cost_table(0.1)))
     run = finished_run(tiny_lm, PROMPT, request, Deadline(0.6, clock=slow_clock))
@@ -155,7 +161,7 @@ def test_the_warm_ups_stop_at_their_share_of_the_deadline(tiny_lm, slow_clock):
     """Beside CPU burners the warm-ups (never timed) once took a 60 s race past 140 s: they now get one
     decoding's share of the time, and the race still measures every method (negative control: without a
     deadline every warm-up runs whole)."""
-    request = DecodeRequest(lookahead=LookaheadConfig(4, 3, 4), max_new_tokens=200)
+    request = DecodeRequest(lookahead=LookaheadConfig(4, 3, 4), suffix=SMALL_TREE, max_new_tokens=200)
     costs = StepCosts.of(cost_table(0.1))
     deadline = Deadline(1.0, clock=slow_clock)
     progress, result = drained(

@@ -16,7 +16,7 @@ import torch
 from transformers import AutoModelForCausalLM, LlamaConfig
 
 from lookahead_core import verify as verify_module
-from lookahead_core.config import LookaheadConfig, LookupConfig, SettingsError
+from lookahead_core.config import LookaheadConfig, LookupConfig, SettingsError, SuffixConfig
 from lookahead_core.draft import Draft
 from lookahead_core.models import LoadedModel
 from lookahead_core.records import Draw, GuessReason, GuessSource, Method, TokenSource
@@ -260,13 +260,16 @@ def small_draft() -> Draft:
 
 def method_samples(lm: LoadedModel, method: Method, sampling: SamplingConfig, runs: int, draft: Draft) -> Counter:
     config, lookup = LookaheadConfig(window=3, ngram=3, guesses=3), LookupConfig(ngram=2, tokens=3, candidates=2)
+    suffix = SuffixConfig(tree_size=4, alpha=2.0, min_probability=0.0)  # a tree every step: verification is tried
     counts = Counter()
     for seed in range(runs):
         seeded = sampling.for_prompt(seed)
         steps = decode_steps(
             lm,
             PROMPT,
-            DecodeRequest(method=method, lookahead=config, max_new_tokens=TOKENS, sampling=seeded, lookup=lookup),
+            DecodeRequest(
+                method=method, lookahead=config, max_new_tokens=TOKENS, sampling=seeded, lookup=lookup, suffix=suffix
+            ),
             Runtime(draft=draft),
         )
         counts[tuple(summarize(list(steps)).new_token_ids)] += 1

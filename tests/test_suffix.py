@@ -17,12 +17,15 @@ from lookahead_core.records import GuessSource, Method, Trace
 from lookahead_core.request import DecodeRequest
 from lookahead_core.runtime import Runtime
 from lookahead_core.suffix import (
+    PRIOR,
     SuffixStore,
     SuffixText,
+    Trust,
     grow_tree,
     occurrences,
     speculate,
     suffix_branch,
+    trust_key,
 )
 from lookahead_core.trace import decode_steps, lean_steps, record_trace, summarize
 from tests.conftest import tiny_model
@@ -55,47 +58,63 @@ def test_the_index_finds_the_longest_match_and_what_followed_it_as_brute_force_d
     longest = max(o.length for o in found)
     assert longest == brute_longest(sequence, 12)
     at_longest = [o for o in found if o.length >= longest]
-    nodes = grow_tree(at_longest, budget=1, min_probability=0.0)
+    nodes = grow_tree(at_longest, longest, budget=1, min_probability=0.0, trust=Trust())
     followers = brute_followers(sequence, sequence, longest)
     assert nodes[0].count == max(followers.values()) and followers[nodes[0].token] == nodes[0].count
     assert all(o.source == (GuessSource.PROMPT if o.start < 40 else GuessSource.OUTPUT) for o in found)
 
 
 def test_the_tree_grows_the_likeliest_node_first_and_keeps_its_parent_first():
-    # after [7, 8]: 9 three times (then 1, 1, 2), 5 once
+    # after [7, 8]: 9 three times (then 1, 1, 2), 5 once; a 2-token match, so split shares are trusted at half
     earlier = SuffixText.of("earlier", [7, 8, 9, 1, 0, 7, 8, 9, 1, 0, 7, 8, 9, 2, 0, 7, 8, 5, 0])
     found = occurrences([3, 7, 8], [SuffixText.of("", [3, 7, 8]), earlier], prompt_length=3, longest=8)
-    nodes = grow_tree(found, budget=4, min_probability=0.0)
-    assert [(n.token, n.parent, n.count) for n in nodes] == [(9, CURRENT, 3), (1, 0, 2), (0, 1, 2), (7, 2, 2)]
-    assert [round(n.probability, 3) for n in nodes] == [0.75, 0.5, 0.5, 0.5]
-    wider = grow_tree(found, budget=8, min_probability=0.0)
-    assert (5, CURRENT, 1) in [(n.token, n.parent, n.count) for n in wider]
+    nodes = grow_tree(found, 2, budget=4, min_probability=0.0, trust=Trust())
+    assert [(n.token, n.parent, n.count) for n in nodes] == [(9, CURRENT, 3), (5, CURRENT, 1), (1, 0, 2), (0, 1, 1)]
+    assert [round(n.probability, 4) for n in nodes] == [0.375, 0.125, 0.125, round(0.125 * PRIOR[(True, 2)], 4)]
     assert all(n.source == GuessSource.EARLIER for n in nodes)
-    branch = suffix_branch(speculate([3, 7, 8], [SuffixText.of("", [3, 7, 8]), earlier], 3, SuffixConfig()))
-    assert branch.candidates[0].tokens[:3] == (9, 1, 0)
+    config = SuffixConfig(min_probability=0.1)
+    branch = suffix_branch(speculate([3, 7, 8], [SuffixText.of("", [3, 7, 8]), earlier], 3, config, Trust()))
+    assert (9, 1) in [c.tokens for c in branch.candidates]
     assert all(branch.parents[r] < r for r in range(len(branch.tokens)))
+
+
+def test_trust_follows_the_runs_own_verdicts():
+    """A kind of node that keeps being rejected is trusted less, one that keeps being accepted more; the prior
+    weighs PRIOR_WEIGHT shares."""
+    trust, key = Trust(), trust_key(True, 3)
+    assert trust.chance(key, 1.0) == PRIOR[key]
+    for _ in range(8):
+        trust.learn(key, 1.0, accepted=False)
+    assert trust.chance(key, 1.0) == pytest.approx(PRIOR[key] / 2)
+    split = trust_key(False, 1)
+    for _ in range(40):
+        trust.learn(split, 0.5, accepted=True)
+    assert trust.chance(split, 0.5) > 0.7 > 0.15 == PRIOR[split] / 2  # accepted every time: trusted past its share
+    assert trust.chance(trust_key(False, 2), 0.5) == PRIOR[(False, 2)] / 2  # another kind learns nothing from it
 
 
 def test_a_short_match_guesses_little_a_long_one_up_to_the_tree_size_and_no_match_nothing():
     text = list(range(40)) * 2
     config = SuffixConfig(tree_size=16, alpha=1.0, min_probability=0.0)
-    short = speculate([5, 99, 2], [SuffixText.of("", [5, 99, 2]), SuffixText.of("t", text)], 3, config)
+    short = speculate([5, 99, 2], [SuffixText.of("", [5, 99, 2]), SuffixText.of("t", text)], 3, config, Trust())
     assert short.length == 1 and short.budget == 1 and len(short.nodes) == 1
-    long = speculate(list(range(30)), [SuffixText.of("", list(range(30))), SuffixText.of("t", text)], 30, config)
+    long = speculate(
+        list(range(30)), [SuffixText.of("", list(range(30))), SuffixText.of("t", text)], 30, config, Trust()
+    )
     assert (
         long.length == 30
         and long.budget == 16
         and [n.token for n in long.nodes] == list(range(30, 40)) + list(range(6))
     )
-    none = speculate([100, 101], [SuffixText.of("", [100, 101]), SuffixText.of("t", text)], 2, config)
+    none = speculate([100, 101], [SuffixText.of("", [100, 101]), SuffixText.of("t", text)], 2, config, Trust())
     assert none.nodes == () and none.score == 0
 
 
 def test_a_node_below_the_least_probability_is_not_grown():
-    text = [1, 2, 3, 1, 2, 4, 1, 2, 5, 1, 2, 6]
+    text = [1, 2, 3, 1, 2, 4, 1, 2, 5, 1, 2, 6]  # four tokens followed [1, 2], once each: a quarter share each
     found = occurrences([0, 1, 2], [SuffixText.of("", [0, 1, 2]), SuffixText.of("t", text)], 3, 8)
-    assert grow_tree(found, budget=8, min_probability=0.3) == []
-    level = grow_tree(found, budget=4, min_probability=0.25)  # four tokens followed [1, 2], once each
+    assert grow_tree(found, 2, budget=8, min_probability=0.13, trust=Trust()) == []
+    level = grow_tree(found, 2, budget=4, min_probability=0.12, trust=Trust())
     assert sorted(n.token for n in level) == [3, 4, 5, 6] and all(n.parent == CURRENT for n in level)
 
 

@@ -94,4 +94,4 @@ def test_a_race_runs_suffix_decoding_and_says_its_settings(url):
     client = Client(url, verbose=False)
     summary, *_ = client.predict(**race_form(PROMPT, RACE_SLIDERS, max_new_tokens=16), api_name="/race")
     assert "Suffix decoding" in summary and "Not raced" not in summary
-    assert re.search(r"Suffix decoding: a tree of at most 24 nodes .*a store of \d+ earlier outputs", summary)
+    assert re.search(r"Suffix decoding: a tree of at most 48 nodes .*a store of \d+ earlier outputs", summary)

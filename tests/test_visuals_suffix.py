@@ -14,6 +14,7 @@ from html import escape, unescape
 
 import pytest
 
+from lookahead_core.config import SuffixConfig
 from lookahead_core.records import Branch, GuessSource, Method, Run, SchemaError, StepKind
 from lookahead_core.request import DecodeRequest
 from lookahead_core.runtime import Runtime
@@ -35,7 +36,9 @@ def suffix_run(sampling: SamplingConfig | None = None) -> Run:
     greedy = record_run(lm, PROMPT, DecodeRequest(method=Method.GREEDY, max_new_tokens=30))
     store = SuffixStore()
     store.add(EARLIER, greedy.trace.summary.new_token_ids)
-    request = DecodeRequest(method=Method.SUFFIX, max_new_tokens=30)
+    # the settings before the trust table: a random model's shares are low, and these trees grow anyway
+    settings = SuffixConfig(tree_size=24, alpha=2.0, min_probability=0.1)
+    request = DecodeRequest(method=Method.SUFFIX, max_new_tokens=30, suffix=settings)
     if sampling is not None:
         request = dataclasses.replace(request, sampling=sampling)
     return record_run(lm, PROMPT, request, Runtime(store=store))

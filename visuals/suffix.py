@@ -117,8 +117,9 @@ def tree_words(record: StepRecord, vocab: dict) -> str:
     )
     return (
         f"<p class='ll-note'>What followed those occurrences grew a tree of {plural(len(suffix.nodes), 'node')} "
-        f"(at most {suffix.budget}: alpha × the match's length, capped by the tree size), the most probable first: "
-        f"a node's probability is the share of the occurrences through its parent that went on with its token. It "
+        f"(at most {suffix.budget}: alpha × the match's length, capped by the tree size), the likeliest first: a "
+        f"node's probability is its chance of being accepted, its share of the occurrences through its parent trusted "
+        f"as far as such nodes were accepted so far, multiplied down from the match. It "
         f"expected {suffix.score:.2f} tokens accepted; {escape(said)}"
         f"{escape(f'; the guaranteed token was {current}') if current else ''}.</p>"
     )

@@ -223,8 +223,9 @@ class SuffixOccurrence:
 @dataclass(kw_only=True)
 class SuffixNode:
     """A node of suffix decoding's tree: `token` followed the node `parent` (-1: followed the match itself)
-    `count` times among the occurrences, `probability` the product of those shares down from the match (what
-    the tree was grown by), `source` where the latest occurrence through it was."""
+    `count` times among the occurrences, `probability` its chance of being accepted as the run estimated it (each
+    share down from the match, trusted as far as such nodes were accepted: suffix.Trust; what the tree was grown
+    by), `source` where the latest occurrence through it was."""
 
     token: int
     parent: int

@@ -77,7 +77,7 @@ def test_the_race_has_a_suffix_lane_and_passes_axe(browser, served_on_the_model)
         page.wait_for_selector("#ll-race-summary table, #ll-race-summary .ll-over", timeout=400_000)
         summary = page.inner_text("#ll-race-summary")
         assert "Suffix decoding" in page.inner_text("#ll-race-summary table"), summary
-        assert "Suffix decoding: a tree of at most 24 nodes" in summary
+        assert "Suffix decoding: a tree of at most 48 nodes" in summary
         page.wait_for_selector("#ll-race-playback .ll-lane")
         lane = page.get_by_role("region", name="Suffix decoding: its text")
         assert lane.count() == 1
