@@ -91,7 +91,8 @@ def heads_tree(model, prompt_ids: list[int], request: DecodeRequest, runtime: Ru
 
 def suffix_tree(model, prompt_ids: list[int], request: DecodeRequest, runtime: Runtime) -> MakeProposer:
     """Suffix decoding: the tree of what followed the longest match, in this run's text and the runtime's store."""
-    return lambda sequence: SuffixProposer(request.suffix, sequence, len(prompt_ids), runtime.store)
+    vocabulary = model.get_output_embeddings().weight.shape[0]
+    return lambda sequence: SuffixProposer(request.suffix, sequence, len(prompt_ids), runtime.store, vocabulary)
 
 
 def suffix_settings(request: DecodeRequest, runtime: Runtime) -> SuffixSettings:

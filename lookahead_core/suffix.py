@@ -48,12 +48,13 @@ OCCURRENCES_SHOWN = 6  # a step's record lists this many occurrences of its matc
 
 @dataclass(eq=False)
 class SuffixText:
-    """A text the index covers: its name ("" for the run's own prompt and output), its tokens, and where each
-    token and each pair of tokens occurs: `ones[t]` / `twos[(s, t)]` list the positions p (ascending) whose one or
-    two tokens before are t / s, t, so what followed that occurrence starts at p."""
+    """A text the index covers: its name ("" for the run's own prompt and output), its tokens, the largest of them,
+    and where each token and each pair of tokens occurs: `ones[t]` / `twos[(s, t)]` list the positions p
+    (ascending) whose one or two tokens before are t / s, t, so what followed that occurrence starts at p."""
 
     name: str
     tokens: list[int] = field(default_factory=list)
+    largest: int = -1
     ones: dict[int, list[int]] = field(default_factory=dict)
     twos: dict[tuple[int, int], list[int]] = field(default_factory=dict)
 
@@ -67,6 +68,7 @@ class SuffixText:
         """Append `tokens`, indexing each as it comes."""
         for token in tokens:
             self.tokens.append(token)
+            self.largest = max(self.largest, token)
             end = len(self.tokens)
             self.ones.setdefault(token, []).append(end)
             if end >= 2:
@@ -386,14 +388,21 @@ def suffix_branch(speculation: Speculation) -> ProposedBranch:
 
 class SuffixProposer:
     """Suffix decoding's proposer: its own text (the prompt and the output, indexed as they grow) and the store's
-    texts as they stood when the run began; each step, the tree of what followed the longest match."""
+    texts as they stood when the run began, but any holding a token past the model's `vocabulary` (written by
+    another tokenizer: its ids would mean nothing here, and one past the vocabulary could not be fed); each step,
+    the tree of what followed the longest match."""
 
     def __init__(
-        self, config: SuffixConfig, sequence: list[int], prompt_length: int, store: SuffixStore | None
+        self,
+        config: SuffixConfig,
+        sequence: list[int],
+        prompt_length: int,
+        store: SuffixStore | None,
+        vocabulary: int,
     ) -> None:
         self.config, self.prompt_length, self.store = config, prompt_length, store
         self.own = SuffixText.of("", sequence)
-        self.earlier = store.texts() if store is not None else ()
+        self.earlier = tuple(t for t in store.texts() if t.largest < vocabulary) if store is not None else ()
         self.trust = Trust()
 
     def propose(self, context: StepContext) -> Proposal:

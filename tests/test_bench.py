@@ -576,8 +576,8 @@ def test_a_warm_suffix_store_holds_the_earlier_prompts_outputs_never_a_prompts_o
     seen = []
     real = suffix_module.SuffixProposer.__init__
 
-    def spy(self, config, sequence, prompt_length, store):
-        real(self, config, sequence, prompt_length, store)
+    def spy(self, config, sequence, prompt_length, store, vocabulary):
+        real(self, config, sequence, prompt_length, store, vocabulary)
         seen.append([t.name for t in self.earlier])
 
     monkeypatch.setattr(suffix_module.SuffixProposer, "__init__", spy)

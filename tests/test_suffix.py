@@ -170,6 +170,24 @@ def test_a_tiny_model_decodes_the_same_tokens_lean_and_recorded_with_a_warm_stor
     assert any(n.source == GuessSource.EARLIER for r in recorded[1:] for n in r.suffix.nodes)
 
 
+def test_an_earlier_output_of_another_tokenizer_is_left_out():
+    """A store's text with an id past the model's vocabulary (another tokenizer's: a store keyed by a model name two
+    models share) is never matched, so no such id is fed; the run stays exact. The control: the same text within
+    the vocabulary is matched."""
+    lm = tiny_model("llama")
+    vocabulary = lm.model.get_output_embeddings().weight.shape[0]
+    prompt = [5, 6, 7, 5, 6, 8, 5, 6, 7, 9]
+    greedy = summarize(list(decode_steps(lm, prompt, DecodeRequest(method=Method.GREEDY, max_new_tokens=20))))
+    request = DecodeRequest(method=Method.SUFFIX, max_new_tokens=20)
+    for extra, matched in ((vocabulary + 5, False), (vocabulary - 1, True)):
+        store = SuffixStore()
+        store.add("another model's", [*greedy.new_token_ids, extra])
+        steps = list(decode_steps(lm, prompt, request, Runtime(store=store)))
+        assert summarize(steps).new_token_ids == greedy.new_token_ids
+        assert any(o.source == GuessSource.EARLIER for r in steps[1:] for o in r.suffix.occurrences) == matched
+        assert steps[-1].suffix.store_texts == int(matched)
+
+
 @pytest.mark.parametrize("name", ["code-edit", "chat"])
 def test_suffix_decoding_equals_hf_greedy_on_the_real_model_cold_and_warm(default_model, name):
     lm = default_model
