@@ -71,6 +71,7 @@ LONGEST_FIRST = [
     "test_space.py",  # 128 s
     "test_fixed_shape.py",  # 109 s
     "test_sampling.py",  # 99 s
+    "test_suffix_app.py",  # about 90 s: two visitors' Runs and a Run with its export, on the real model (2026-11-27)
     "test_classroom.py",  # 88 s
     "test_phone.py",  # 85 s (alone, beside other programs, 2026-11-27)
     "test_gpu_check.py",  # 84 s

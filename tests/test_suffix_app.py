@@ -1,6 +1,6 @@
 """Suffix decoding in the app, end to end through gradio_client on the real default model: whose outputs feed it
 (each visitor's own store: the shipped examples' outputs and that visitor's Runs, never another visitor's), a Run
-and a race of it, and its export.
+of it and its export (its race lane and settings: test_app's race test).
 
 Two clients are two visitors (two Gradio sessions). Visitor A runs a distinctive prompt, then runs it again with
 suffix decoding: A's second run matches A's first (the positive control). Visitor B's suffix Run of the same prompt
@@ -9,7 +9,6 @@ afterwards must not: no occurrence in B's records, no name in B's store, nothing
 
 from __future__ import annotations
 
-import re
 from html import escape
 from pathlib import Path
 
@@ -19,10 +18,9 @@ from gradio_client import Client
 from lab.stores import run_name
 from lookahead_core.records import GuessSource, Method, Run
 from scripts.serving import running_app
-from ui.race import RACE_SLIDERS
 from visuals import export, replay
 
-from .test_app import PANELS, race_form, run_form
+from .test_app import PANELS, run_form
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore:.*(copy keyword|no_silent_downcasting)")
 
@@ -88,10 +86,3 @@ def test_a_suffix_run_and_its_export_show_the_panel(url):
     page, _ = client.predict(index, api_name="/html")
     assert Path(page).read_text() == export.standalone_html(run, index)
     assert 'class="ll-tree ll-tree-root"' in Path(page).read_text()
-
-
-def test_a_race_runs_suffix_decoding_and_says_its_settings(url):
-    client = Client(url, verbose=False)
-    summary, *_ = client.predict(**race_form(PROMPT, RACE_SLIDERS, max_new_tokens=16), api_name="/race")
-    assert "Suffix decoding" in summary and "Not raced" not in summary
-    assert re.search(r"Suffix decoding: a tree of at most 48 nodes .*a store of \d+ earlier outputs", summary)
