@@ -56,12 +56,17 @@ def test_a_window_out_of_range_is_refused_in_words(page):
 
 
 def test_a_tiny_sweep_ends_with_a_heatmap_and_its_table(page):
+    from tests.browser.test_accessibility import audited
+
     fill(page, "#ll-tune-prompts", "a, b, c, a, b, c, a, b\n---\nx = 1\ny = 2\nx = 1\n")
     fill(page, "#ll-tune-windows", "2, 3")
+    page.get_by_role("checkbox", name="Suffix decoding").check()
     page.click("#ll-tune-run")
     page.wait_for_selector("#ll-tune-table table", timeout=300_000)
     page.wait_for_selector("#ll-tune .js-plotly-plot .heatmaplayer")
     table = page.inner_text("#ll-tune-table")
     assert "lookahead W=2 N=3 G=2" in table and "lookahead W=3 N=5 G=3" in table and "predicted" in table
+    assert "suffix nodes=8 α=1" in table and "suffix nodes=48 α=4" in table  # suffix decoding's cells
+    assert audited(page, "the tune card's map with suffix decoding's cells") == {}
     assert "Chosen" in page.inner_text(SUMMARY)
     assert page.locator("#ll-tune-run").is_enabled() and not page.locator("#ll-tune-stop").is_enabled()
