@@ -145,6 +145,7 @@ def test_the_races_playback_and_table(desktop):
     assert page.locator("#ll-race-summary table").count(), page.inner_text("#ll-race-summary")
     assert "The charts in words" in page.inner_text("#ll-race-summary")
     page.wait_for_selector("#ll-race-playback .ll-lane")
+    assert page.get_by_role("region", name="Suffix decoding: its text").count() == 1  # the sixth lane, audited too
     page.locator("#ll-race-playback").scroll_into_view_if_needed()
     # the playback fades each step's text in at its measured time: audit the text once it has all appeared
     page.wait_for_function("() => document.getAnimations().every(a => a.playState === 'finished')", timeout=60_000)

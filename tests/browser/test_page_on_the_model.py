@@ -102,7 +102,7 @@ def test_the_race_plays_every_lane_back_to_its_measured_output(browser_page):
     page, errors = browser_page
     set_max_tokens(page, 16)
     lanes = race_to_end(page)
-    names = ["Greedy", "Lookahead", "Prompt lookup", "Speculative decoding", "Medusa heads"]
+    names = ["Greedy", "Lookahead", "Prompt lookup", "Speculative decoding", "Medusa heads", "Suffix decoding"]
     assert [lane["name"] for lane in lanes] == names
     assert all(lane["text"] == lanes[0]["text"] != "" for lane in lanes), "greedy: every method writes the same"
     assert all(lane["count"].startswith("16 tokens") for lane in lanes)
