@@ -34,7 +34,7 @@ from lookahead_core.divergence import divergence
 from lookahead_core.fixed import chosen_mode
 from lookahead_core.forward import synchronize
 from lookahead_core.methods import lookup_settings, reach, suffix_settings
-from lookahead_core.models import LoadedModel
+from lookahead_core.models import LoadedModel, encode_prompt
 from lookahead_core.records import (
     METHODS,
     BenchMethod,
@@ -123,7 +123,7 @@ def sampling_options(sampling: SamplingConfig) -> dict:
 
 def first_answer(lm: LoadedModel, text: str, max_new_tokens: int) -> str:
     """The model's own greedy answer to `text` as a chat turn (what a second turn follows)."""
-    ids = encode_item(lm.tokenizer, {"prompt": text, "chat": True})
+    ids = encode_prompt(lm.tokenizer, text, chat=True)
     return lm.tokenizer.decode(run_generate(lm, ids, max_new_tokens).new_token_ids, skip_special_tokens=True)
 
 

@@ -147,9 +147,6 @@ def test_two_stores_share_nothing_they_were_not_given():
         store.add_text(shipped)
     mine.add("my run", [4, 5, 6])
     assert [t.name for t in yours.texts()] == ["example"]
-    twin = mine.copy()
-    twin.add("later", [7])
-    assert "later" not in [t.name for t in mine.texts()]
 
 
 # ----------------------------------------------------------------------------------------------
