@@ -3,6 +3,7 @@
 Usage: python scripts/gpu_check.py [--dtypes float32 bfloat16] [--sets humaneval mtbench] [--limit 10]
                                    [--max-new-tokens 128] [--out DIR] [--device cuda|cpu]
                                    [--modes eager fixed cuda-graph compiled] [--methods greedy,lookahead,...]
+                                   [--gemms] [--profile]
 TF32 is off, so float32 is true float32 and lookahead's `exact` must equal the prompt count; in
 half precision `exact` is the match rate against greedy `generate` in the same dtype. Every figure
 is measured in this run; the table is printed as Markdown, and each bench report is written to
@@ -29,6 +30,7 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
+import time
 import traceback
 from dataclasses import replace
 from pathlib import Path
@@ -45,6 +47,7 @@ from lookahead_core.fixed import chosen_mode
 from lookahead_core.models import encode_prompt, load_model
 from lookahead_core.records import METHODS, Method, StepMode
 from lookahead_core.request import DecodeRequest
+from lookahead_core.suffix import SuffixStore
 from lookahead_core.trace import lean_steps, machine_facts
 from lookahead_core.tuning import regime_settings
 from visuals.timing import speedup_words, times, verdict
@@ -65,6 +68,7 @@ def main() -> None:
     parser.add_argument("--methods", default=",".join(ENTRANTS), help="comma-separated entrants (default: all)")
     parser.add_argument("--app-tokens", type=int, default=None, help="the app's Run and race (default 128; 0: none)")
     parser.add_argument("--profile", action="store_true", help="torch.profiler's table of one lookahead decoding")
+    parser.add_argument("--gemms", action="store_true", help="the body's linear products alone at M rows, per dtype")
     args = parser.parse_args()
     try:
         methods = check_methods([name.strip() for name in args.methods.split(",") if name.strip()])
@@ -82,11 +86,14 @@ def main() -> None:
         print(
             f"# {facts.model} on {facts.device_name}, {dtype}, torch {facts.torch}, transformers {facts.transformers}"
         )
+        if args.gemms:
+            print_gemms(lm)
         autos = {asked: measured_auto(lm, asked, refresh=args.device == "cuda") for asked in args.modes}
         for name, asked in [(name, mode) for name in args.sets for mode in args.modes]:
             auto = autos[asked]
             prompts = load_prompts(name, args.limit)
             runtime = runtime_for(lm, list(METHODS), auto=auto, mode=asked)
+            runtime = replace(runtime, store=SuffixStore())  # suffix decoding's store warm, as the CLI's default
             request = DecodeRequest(max_new_tokens=args.max_new_tokens)
             try:
                 report = run_bench(lm, prompts, methods, request, runtime, dataset=name, repeats=args.repeats)
@@ -180,6 +187,46 @@ def measured_auto(lm, asked: str | None, refresh: bool):
         flush=True,
     )
     return auto
+
+
+GEMM_ROWS = (1, 2, 4, 8, 16, 24, 32, 64, 128)
+
+
+def print_gemms(lm) -> None:
+    """What the model's body's linear products cost alone at M rows (random rows, every layer's weights in order,
+    captured as one CUDA graph on CUDA), as x @ W.T (nn.Linear's) and as (W @ x.T).T: where a wide pass's cost
+    is the GEMMs' own (on the H200 in float32, 8-16 rows took 2.4x what 32 did as x @ W.T)."""
+    weights = [m.weight for m in lm.model.model.layers.modules() if isinstance(m, torch.nn.Linear)]
+    for rows in GEMM_ROWS:
+        xs = {w.shape[1]: torch.randn(rows, w.shape[1], device=lm.device, dtype=w.dtype) for w in weights}
+        plain = replayed_ms(lambda xs=xs: [torch.nn.functional.linear(xs[w.shape[1]], w) for w in weights], lm.device)
+        turned = replayed_ms(lambda xs=xs: [(w @ xs[w.shape[1]].T).T for w in weights], lm.device)
+        print(f"# body GEMMs ({len(weights)}), {rows} rows: x @ W.T {plain:.3f} ms, (W @ x.T).T {turned:.3f} ms")
+
+
+def replayed_ms(work, device: torch.device, repeats: int = 50) -> float:
+    """`work`'s milliseconds: a CUDA graph of it replayed `repeats` times (off CUDA, run 3 times), the mean."""
+    if device.type != "cuda":
+        work()
+        start = time.perf_counter()
+        for _ in range(3):
+            work()
+        return (time.perf_counter() - start) / 3 * 1e3
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        work()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        work()
+    graph.replay()
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    for _ in range(repeats):
+        graph.replay()
+    torch.cuda.synchronize()
+    return (time.perf_counter() - start) / repeats * 1e3
 
 
 def print_split(lm, ids: list[int], request: DecodeRequest, runtime, profile: bool) -> None:
