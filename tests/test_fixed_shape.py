@@ -25,7 +25,7 @@ from lookahead_core import trace as trace_module
 from lookahead_core.config import LookaheadConfig
 from lookahead_core.costs import StepCosts
 from lookahead_core.draft import make_draft
-from lookahead_core.forward import prefill
+from lookahead_core.forward import Pass, prefill
 from lookahead_core.layout import chain_layout
 from lookahead_core.medusa import load_heads, make_medusa
 from lookahead_core.methods import guessing_decoder
@@ -378,6 +378,35 @@ def test_a_capture_that_replays_a_token_the_eager_step_does_not_fails_its_probe(
     monkeypatch.setitem(capture.CAPTURES, StepMode.FIXED, misreplayed)
     mode, note = fixed.chosen_mode(lm.model, StepMode.FIXED)
     assert mode == StepMode.EAGER and "differed from the eager step's" in note
+
+
+def probe_pass(logits: list[float], token: int | None = None) -> Pass:
+    row = torch.tensor([logits])
+    return Pass(argmax=[int(row.argmax()) if token is None else token], logits=row, seconds=0.0)
+
+
+def test_a_half_precision_probe_agrees_within_rounding_and_a_float32_one_only_on_its_token():
+    """What the H200 showed in bfloat16: the probe's top two logits 0.375 apart, the fixed pass 0.375 off, the tie
+    broken the other way. Rounding by shape is forgiven in half precision; float32 is exact and forgives nothing."""
+    eager = probe_pass([25.0, 24.625, 3.0])
+    tie_broken = probe_pass([24.75, 25.0, 3.0])
+    assert fixed.disagreement(tie_broken, eager, torch.bfloat16) == ""
+    assert fixed.disagreement(tie_broken, eager, torch.float16) == ""
+    assert "its token 1 differed" in fixed.disagreement(tie_broken, eager, torch.float32)
+    replayed_wrong = probe_pass([3.0, 24.625, 25.0])  # logits apart by their own size: another input's pass
+    assert "logits differed" in fixed.disagreement(replayed_wrong, eager, torch.bfloat16)
+    read_wrong = probe_pass([25.0, 24.625, 3.0], token=2)  # the right logits, a token far from the best read back
+    assert "fell 22 short" in fixed.disagreement(read_wrong, eager, torch.bfloat16)
+
+
+def test_a_bfloat16_model_keeps_its_fixed_step_and_a_wrong_replay_still_fails_its_probe(monkeypatch):
+    lm = tiny_model("llama", seed=8)
+    lm.model.to(torch.bfloat16)
+    assert fixed.chosen_mode(lm.model, StepMode.FIXED) == (StepMode.FIXED, "")
+    other = tiny_model("llama", seed=9).model.to(torch.bfloat16)  # negative control: a replay one token off
+    monkeypatch.setitem(capture.CAPTURES, StepMode.FIXED, misreplayed)
+    mode, note = fixed.chosen_mode(other, StepMode.FIXED)
+    assert mode == StepMode.EAGER and "short of the eager step's best" in note
 
 
 def test_a_model_the_fixed_step_cannot_drive_falls_back_to_the_eager_step_and_says_why():
