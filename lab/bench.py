@@ -31,7 +31,6 @@ from dataclasses import dataclass, replace
 import torch
 
 from lookahead_core.divergence import divergence
-from lookahead_core.fixed import chosen_mode
 from lookahead_core.forward import synchronize
 from lookahead_core.methods import lookup_settings, reach, suffix_settings
 from lookahead_core.models import LoadedModel, encode_prompt
@@ -441,7 +440,7 @@ def bench_settings(
 ) -> BenchSettings:
     """What the bench ran with, as its report keeps it: `prompts` is the prompt set's name and the rounds run."""
     config, (dataset, repeats) = request.lookahead, prompts
-    mode, mode_note = chosen_mode(lm.model, runtime.mode)
+    settled = runtime.in_mode(lm.model)
     return BenchSettings(
         dataset=dataset,
         methods=methods,
@@ -458,8 +457,8 @@ def bench_settings(
         prompt_lookup_num_tokens=PROMPT_LOOKUP_TOKENS,
         ran_at=time.strftime("%Y-%m-%dT%H:%M:%S"),
         repeats=repeats,
-        mode=mode,
-        mode_note=mode_note,
+        mode=settled.mode,
+        mode_note=settled.mode_note,
         suffix=suffix_settings(request, runtime) if BenchMethod.SUFFIX in methods else None,
         suffix_warm=runtime.store is not None if BenchMethod.SUFFIX in methods else None,
     )

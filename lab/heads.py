@@ -87,7 +87,7 @@ def runtime_for(
     `draft`, the heads at `heads` and the EAGLE layer at `layer`, the shipped ones by default: NoHeads where
     none ship for `lm`), drafting `tokens` per step; with the auto settings, deadline, learning and step mode
     (None: the device's default, fixed.default_mode) given, and the step costs its fixed shapes widen on
-    (costs.shape_costs: none for the eager step)."""
+    (costs.shape_costs: none for the eager step); its mode settled (Runtime.in_mode: the mode run, and why)."""
     needs = {METHODS[method].needs for method in methods}
     mode = None if mode is None else StepMode(mode)
     return Runtime(
@@ -99,4 +99,4 @@ def runtime_for(
         learn=learn,
         mode=mode,
         costs=shape_costs(lm, mode),
-    )
+    ).in_mode(lm.model)  # settled after the curve, which may have found the mode failing on a wider shape

@@ -125,7 +125,8 @@ class Held:
         layer where they ship for this model: `Runtime.has` says), the auto settings, the deadline, the prices
         that learn, the step costs its fixed shapes are widened on (costs.shape_costs: None for the eager
         step; read before the request's time starts, since a GPU's first curve is measured then), and the
-        visitor's store of earlier outputs that suffix decoding matches (None: this run's own text alone)."""
+        visitor's store of earlier outputs that suffix decoding matches (None: this run's own text alone); its
+        step mode settled (Runtime.in_mode: the device's default as run, and why)."""
         needs = {METHODS[method].needs for method in methods}
         return Runtime(
             auto=auto,
@@ -136,7 +137,7 @@ class Held:
             deadline=deadline,
             learn=self.prices.learn if self.prices is not None else None,
             costs=costs,
-        )
+        ).in_mode(self.lm.model)
 
 
 class ModelHolder:

@@ -19,7 +19,6 @@ from dataclasses import replace
 
 from lookahead_core.costs import StepCosts
 from lookahead_core.decoding import check_request
-from lookahead_core.fixed import chosen_mode
 from lookahead_core.forward import synchronize
 from lookahead_core.methods import lookahead_settings, lookup_settings, reach, suffix_settings
 from lookahead_core.models import LoadedModel
@@ -209,7 +208,7 @@ def race_record(
     for lane, figures in zip(lanes, timing.methods, strict=True):
         lane.speedup = figures.speedup.median
         lane.exact = lane.new_token_ids == greedy.new_token_ids if request.sampling.is_greedy else None
-    mode, mode_note = chosen_mode(lm.model, runtime.mode)
+    settled = runtime.in_mode(lm.model)
     ran = {lane.method for lane in lanes}  # each drafting method's settings where it raced, else None
     return RaceRecord(
         lanes=lanes,
@@ -225,8 +224,8 @@ def race_record(
         medusa=runtime.heads.settings() if Method.MEDUSA in ran else None,
         eagle=runtime.layer.settings() if Method.EAGLE in ran else None,
         suffix=suffix_settings(request, runtime) if Method.SUFFIX in ran else None,
-        mode=mode,
-        mode_note=mode_note,
+        mode=settled.mode,
+        mode_note=settled.mode_note,
     )
 
 

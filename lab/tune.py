@@ -20,7 +20,6 @@ from pathlib import Path
 
 from lookahead_core.config import LookaheadConfig, LookupConfig, SettingsError, SuffixConfig, check_draft_tokens
 from lookahead_core.costs import StepCosts
-from lookahead_core.fixed import chosen_mode
 from lookahead_core.forward import synchronize
 from lookahead_core.medusa import MAX_TREE_SIZE, make_medusa
 from lookahead_core.models import LoadedModel
@@ -382,7 +381,7 @@ def prepared(
     """The sweep's fixed parts: the curve (a resumed sweep's own), the cells' runtime with lookahead planned
     as auto settings plan it here and each fixed shape widened on that curve, and the references."""
     costs = sweep_curve(saved, auto.costs)
-    shaped = chosen_mode(lm.model, runtime.mode)[0] != StepMode.EAGER
+    shaped = runtime.in_mode(lm.model).mode != StepMode.EAGER
     plan = lambda: make_planner(auto.planner, costs)  # noqa: E731
     planned = replace(runtime, auto=None, plan=plan, costs=costs if shaped else None)
     return Sweep(
@@ -499,7 +498,7 @@ def tuning(
     chosen = chosen_cells(cells)
     look = cells[chosen[M.LOOKAHEAD]] if M.LOOKAHEAD in chosen else None
     held = yield from held_out_check(lm, sweep, look, options, first + 2 + len(cells) + ran, total)
-    mode, mode_note = chosen_mode(lm.model, runtime.mode)
+    settled = runtime.in_mode(lm.model)
     return TuneReport(
         dataset=options.dataset,
         prompts=[name for name, _ in prompts],
@@ -521,8 +520,8 @@ def tuning(
         load=uptime(),
         ran_at=time.strftime("%Y-%m-%dT%H:%M:%S"),
         held_out=held,
-        mode=mode,
-        mode_note=mode_note,
+        mode=settled.mode,
+        mode_note=settled.mode_note,
     )
 
 

@@ -16,6 +16,7 @@ from typing import Protocol
 
 from .costs import StepCosts
 from .draft import Draft
+from .fixed import chosen_mode
 from .medusa import Medusa
 from .planning import StepPlanner
 from .records import METHODS, Method, Needs, StepMode, StepRecord, StepTally
@@ -51,7 +52,8 @@ class Runtime:
     store: SuffixStore | None = None  # suffix decoding's earlier outputs (None: a cold store, this run's text only)
     deadline: Deadline | None = None  # the request's time (the lab's; the engine asks only the callables it gets)
     learn: Callable[[list[StepRecord | StepTally]], None] | None = None  # takes every timed decoding's steps
-    mode: StepMode | None = None  # how the passes run (fixed.chosen_mode); None: the device's (fixed.default_mode)
+    mode: StepMode | None = None  # the step mode asked (None: the device's, fixed.default_mode); settled: the one run
+    mode_note: str | None = None  # why the mode run is not the one asked ("" when it is); None: not settled yet
     costs: StepCosts | None = None  # that mode's step costs: a fixed shape runs their cheapest size that holds it
 
     def has(self, needs: Needs) -> bool:
@@ -67,6 +69,15 @@ class Runtime:
         if self.plan is not None:
             return self.plan()
         return self.auto.make_planner() if self.auto is not None else None
+
+    def in_mode(self, model) -> Runtime:
+        """This runtime with its step mode settled for `model`: the mode its decodings run and why that is not the
+        mode asked (fixed.chosen_mode, asked here once; a settled runtime is returned as it is). The lab's builders
+        settle it, so a bench's, a race's and a tune's reports say the mode their decodings ran."""
+        if self.mode_note is not None:
+            return self
+        mode, note = chosen_mode(model, self.mode)
+        return replace(self, mode=mode, mode_note=note)
 
     def settled(self, request: DecodeRequest) -> DecodeRequest:
         """`request` with the auto settings' W, N, G in place of its own, when there are auto settings."""

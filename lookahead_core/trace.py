@@ -17,7 +17,7 @@ import transformers
 
 from .decoding import DecodingError, check_request, greedy_steps
 from .divergence import divergence
-from .fixed import Shape, chosen_mode, step_passes
+from .fixed import Shape, step_passes
 from .methods import guessing_decoder, reach, recorded_settings, step_rows, step_shape
 from .models import LoadedModel
 from .records import (
@@ -44,7 +44,7 @@ from .tokens import text_pieces, vocab_for
 @dataclass(frozen=True)
 class DecodingPlan:
     """One decoding, settled before its first pass and carried down to it: the request as it runs, the step mode
-    it runs in and why that is not the mode asked for ("" when it is: fixed.chosen_mode, asked once), the fixed
+    it runs in and why that is not the mode asked for ("" when it is: Runtime.in_mode, asked once), the fixed
     shape of its passes (the eager step runs the rows it feeds instead), and whether its steps are recorded."""
 
     request: DecodeRequest
@@ -68,8 +68,10 @@ def settle(
     if not runtime.has(METHODS[request.method].needs):
         raise DecodingError(METHODS[request.method].missing)
     check_request(prompt_ids, request.max_new_tokens, lm.context_length, reach(request, runtime))
-    mode, note = chosen_mode(lm.model, runtime.mode)
-    return DecodingPlan(request, mode, note, step_shape(request, runtime, len(prompt_ids)), recorded)
+    settled = runtime.in_mode(lm.model)
+    return DecodingPlan(
+        request, settled.mode, settled.mode_note, step_shape(request, runtime, len(prompt_ids)), recorded
+    )
 
 
 def decode_steps(
@@ -190,7 +192,7 @@ def warm_up_prompts(
     """Of `prompts` (decoded in turn with `request` by `methods`), those whose warm-ups run every fixed shape the
     timed runs will: the first, then each that takes a cache bucket none before it took (the eager step has no
     fixed shapes: the first alone)."""
-    fixed_shapes = chosen_mode(lm.model, runtime.mode)[0] != StepMode.EAGER
+    fixed_shapes = runtime.in_mode(lm.model).mode != StepMode.EAGER
     seen, chosen = set(), []
     for ids in prompts:
         shapes = {step_shape(replace(request, method=method), runtime, len(ids)) for method in methods}

@@ -21,6 +21,7 @@ from lab.bench import bench_settings
 from lab.heads import SHIPPED_HEADS, eagle_draft
 from lab.race import race
 from lookahead_core import capture, fixed
+from lookahead_core import runtime as runtime_module
 from lookahead_core import trace as trace_module
 from lookahead_core.config import LookaheadConfig
 from lookahead_core.costs import StepCosts
@@ -196,14 +197,21 @@ def test_a_trace_says_the_rows_its_passes_ran_and_the_most_its_steps_fed():
 
 def test_a_traced_decoding_asks_its_step_mode_once_and_records_the_mode_it_ran(monkeypatch):
     """One plan per decoding (trace.settle): the mode is asked for once, and the meta says the mode the passes ran
-    in, not the one asked for (here the CUDA graph, off CUDA: the fixed step, uncaptured)."""
+    in, not the one asked for (here the CUDA graph, off CUDA: the fixed step, uncaptured). A runtime settled once
+    (Runtime.in_mode, as the lab's builders settle theirs) is not asked again by the decodings it runs."""
     lm = dataclasses.replace(tiny_model("llama"), tokenizer=CharTokenizer())
     asked, modes = [], []
-    monkeypatch.setattr(trace_module, "chosen_mode", spy_on(fixed.chosen_mode, asked))
+    monkeypatch.setattr(runtime_module, "chosen_mode", spy_on(fixed.chosen_mode, asked))
     monkeypatch.setattr(trace_module, "step_passes", spy_on(fixed.step_passes, modes))
     meta = record_trace(lm, PROMPTS[0], request(Method.LOOKAHEAD), Runtime(mode=StepMode.CUDA_GRAPH)).meta
     assert len(asked) == 1 and modes == [(lm.model, StepMode.FIXED)]
     assert meta.mode == StepMode.FIXED and "needs a CUDA device" in meta.mode_note
+    settled = Runtime(mode=StepMode.CUDA_GRAPH).in_mode(lm.model)
+    assert (settled.mode, len(asked)) == (StepMode.FIXED, 2)
+    for method in (Method.GREEDY, Method.LOOKAHEAD):
+        again = record_trace(lm, PROMPTS[0], request(method), settled).meta
+        assert (again.mode, again.mode_note) == (meta.mode, meta.mode_note)
+    assert len(asked) == 2, "the settled runtime's decodings asked for no mode"
 
 
 def spy_on(function, calls: list):
