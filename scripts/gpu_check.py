@@ -3,7 +3,7 @@
 Usage: python scripts/gpu_check.py [--dtypes float32 bfloat16] [--sets humaneval mtbench] [--limit 10]
                                    [--max-new-tokens 128] [--out DIR] [--device cuda|cpu]
                                    [--modes eager fixed cuda-graph compiled] [--methods greedy,lookahead,...]
-                                   [--gemms] [--profile]
+                                   [--gemms] [--profile] [--half-sets humaneval] [--quick]
 TF32 is off, so float32 is true float32 and lookahead's `exact` must equal the prompt count; in
 half precision `exact` is the match rate against greedy `generate` in the same dtype. Every figure
 is measured in this run; the table is printed as Markdown, and each bench report is written to
@@ -13,6 +13,12 @@ behind the CUDA graph as the engine's default there; on a CPU: the engine's defa
 table's mode column says which ran (a captured mode on a CPU runs fixed, and says so). `--methods` narrows the
 entrants (default: every one), so that a lease's minutes go where they are owed. A bench that fails (a capture
 that cannot run, say) prints its error and a FAILED row, and the check goes on with the next one.
+
+`--quick` is the check one 15-minute lease fits (issue 45: about 8 minutes on an H200, estimated from the fifth
+lease's timings): float32 captured on HumanEval, GSM8K and MT-Bench, 4 prompts each, with greedy, lookahead,
+prompt lookup, suffix decoding and hf-static; bfloat16 captured on HumanEval alone (`--half-sets`: the sets a half
+precision runs, default all of --sets); the app's Run and race at 64 tokens; the GEMM table. Options given beside
+it are overridden.
 
 Then, per dtype, a Run and a race of the first prompt of the first set, recorded by the app's own server functions
 (lab.server.record and timed_race: the model held, the budget, the deadlines, the default step mode) and written
@@ -53,28 +59,22 @@ from lookahead_core.tuning import regime_settings
 from visuals.timing import speedup_words, times, verdict
 
 COST_POINTS = (1, 16, 64, 128, 256)
+QUICK = {
+    "dtypes": ["float32", "bfloat16"],
+    "sets": ["humaneval", "gsm8k", "mtbench"],
+    "half_sets": ["humaneval"],
+    "limit": 4,
+    "max_new_tokens": 128,
+    "repeats": REPEATS,
+    "modes": ["cuda-graph"],
+    "methods": "greedy,lookahead,prompt-lookup,suffix,hf-static",
+    "app_tokens": 64,
+    "gemms": True,
+}
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--dtypes", nargs="+", default=["float32", "bfloat16"])
-    parser.add_argument("--sets", nargs="+", default=["humaneval", "mtbench"])
-    parser.add_argument("--limit", type=int, default=10)
-    parser.add_argument("--max-new-tokens", type=int, default=128)
-    parser.add_argument("--out", type=Path, default=None)
-    parser.add_argument("--repeats", type=int, default=REPEATS, help="interleaved rounds per prompt")
-    parser.add_argument("--device", default="cuda", choices=["cuda", "cpu"], help="cpu: a smoke test of this script")
-    parser.add_argument("--modes", nargs="+", default=None, choices=[mode.value for mode in StepMode])
-    parser.add_argument("--methods", default=",".join(ENTRANTS), help="comma-separated entrants (default: all)")
-    parser.add_argument("--app-tokens", type=int, default=None, help="the app's Run and race (default 128; 0: none)")
-    parser.add_argument("--profile", action="store_true", help="torch.profiler's table of one lookahead decoding")
-    parser.add_argument("--gemms", action="store_true", help="the body's linear products alone at M rows, per dtype")
-    args = parser.parse_args()
-    try:
-        methods = check_methods([name.strip() for name in args.methods.split(",") if name.strip()])
-    except ValueError as refused:
-        parser.error(str(refused))
-    args.modes = args.modes or (["eager", "cuda-graph"] if args.device == "cuda" else [None])
+    args, methods = arguments()
     if args.device == "cuda" and not torch.cuda.is_available():
         sys.exit("error: no CUDA device: this script checks the GPU path")
     torch.backends.cuda.matmul.allow_tf32 = False
@@ -89,7 +89,8 @@ def main() -> None:
         if args.gemms:
             print_gemms(lm)
         autos = {asked: measured_auto(lm, asked, refresh=args.device == "cuda") for asked in args.modes}
-        for name, asked in [(name, mode) for name in args.sets for mode in args.modes]:
+        sets = args.sets if dtype == "float32" or args.half_sets is None else args.half_sets
+        for name, asked in [(name, mode) for name in sets for mode in args.modes]:
             auto = autos[asked]
             prompts = load_prompts(name, args.limit)
             runtime = runtime_for(lm, list(METHODS), auto=auto, mode=asked)
@@ -115,8 +116,36 @@ def main() -> None:
         if args.device == "cuda":
             torch.cuda.empty_cache()
         if args.app_tokens != 0:
-            app_recordings(args, dtype, load_prompts(args.sets[0], 1)[0])
+            app_recordings(args, dtype, load_prompts(sets[0], 1)[0])
     print_table(rows, args)
+
+
+def arguments(argv: list[str] | None = None) -> tuple[argparse.Namespace, list]:
+    """The command line read (`--quick` putting QUICK in place of what it names), and the entrants it names."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dtypes", nargs="+", default=["float32", "bfloat16"])
+    parser.add_argument("--sets", nargs="+", default=["humaneval", "mtbench"])
+    parser.add_argument("--limit", type=int, default=10)
+    parser.add_argument("--max-new-tokens", type=int, default=128)
+    parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--repeats", type=int, default=REPEATS, help="interleaved rounds per prompt")
+    parser.add_argument("--device", default="cuda", choices=["cuda", "cpu"], help="cpu: a smoke test of this script")
+    parser.add_argument("--modes", nargs="+", default=None, choices=[mode.value for mode in StepMode])
+    parser.add_argument("--methods", default=",".join(ENTRANTS), help="comma-separated entrants (default: all)")
+    parser.add_argument("--app-tokens", type=int, default=None, help="the app's Run and race (default 128; 0: none)")
+    parser.add_argument("--profile", action="store_true", help="torch.profiler's table of one lookahead decoding")
+    parser.add_argument("--gemms", action="store_true", help="the body's linear products alone at M rows, per dtype")
+    parser.add_argument("--half-sets", nargs="+", default=None, help="the sets half precision runs (default: --sets)")
+    parser.add_argument("--quick", action="store_true", help="what one lease fits (the docstring says what)")
+    args = parser.parse_args(argv)
+    if args.quick:
+        vars(args).update(QUICK)
+    try:
+        methods = check_methods([name.strip() for name in args.methods.split(",") if name.strip()])
+    except ValueError as refused:
+        parser.error(str(refused))
+    args.modes = args.modes or (["eager", "cuda-graph"] if args.device == "cuda" else [None])
+    return args, methods
 
 
 def app_recordings(args: argparse.Namespace, dtype: str, item: dict) -> None:

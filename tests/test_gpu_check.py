@@ -33,3 +33,19 @@ def test_the_gpu_check_runs_on_the_cpu_and_every_method_is_exact(default_model, 
     race = RaceRecord.from_json((tmp_path / "race-float32.json").read_text())
     assert race.mode == StepMode.EAGER and len(race.lanes) >= 4
     assert "app Run float32 eager: lookahead" in done.stdout and "app race float32 eager:" in done.stdout
+
+
+def test_quick_is_the_check_one_lease_fits_whatever_else_is_asked():
+    from scripts import gpu_check
+
+    args, methods = gpu_check.arguments(["--quick", "--limit", "10", "--dtypes", "float16"])
+    assert (args.dtypes, args.limit, args.modes, args.half_sets) == (
+        ["float32", "bfloat16"],
+        4,
+        ["cuda-graph"],
+        ["humaneval"],
+    )
+    assert args.sets == ["humaneval", "gsm8k", "mtbench"] and args.gemms and args.app_tokens == 64
+    assert [m.value for m in methods] == ["greedy", "lookahead", "prompt-lookup", "suffix", "hf-static"]
+    plain, _ = gpu_check.arguments(["--limit", "10"])
+    assert plain.limit == 10 and plain.half_sets is None and not plain.gemms  # without it, the options as given
