@@ -1,12 +1,14 @@
 """The host's share of a decoding step: the wall time of a step outside its forward pass, per method.
 
-Usage: python scripts/host_share.py [--prompts 4] [--max-new-tokens 64] [--threads 1] [--rounds 2]
+Usage: python scripts/host_share.py [--prompts 4] [--max-new-tokens 64] [--threads 1] [--rounds 2] [--mode fixed]
 Decodes the first HumanEval prompts with lookahead (the default W, N, G), prompt lookup and Medusa (the shipped
 heads, the default tree) on the default model, and prints per method the median over all decode steps of the wall
 time between two steps minus the step's forward pass (the host's share: proposing, laying out, verifying,
 committing, learning, and whatever is built for the step's record), with the pass's median beside it. Each
 decoding runs the path a consumer takes: the recorded steps (`decode_steps`), and where the engine has it the lean
 path of timed lanes (`lean_steps`). Rounds interleave the methods, the paths alternating within a round.
+`--mode fixed` runs the fixed-shape step (the one a GPU captures, here uncaptured): its host work is what a
+captured GPU step does between replays (the eager step, this CPU's default, compacts a DynamicCache instead).
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from lab.heads import SHIPPED_HEADS, SHIPPED_LABEL
 from lookahead_core import trace
 from lookahead_core.medusa import load_heads, make_medusa
 from lookahead_core.models import encode_prompt, load_model
-from lookahead_core.records import Method, StepKind
+from lookahead_core.records import Method, StepKind, StepMode
 from lookahead_core.request import DecodeRequest
 from lookahead_core.runtime import Runtime
 
@@ -60,10 +62,12 @@ def main() -> None:
     parser.add_argument("--max-new-tokens", type=int, default=64)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--mode", default=None, choices=[mode.value for mode in StepMode])
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     lm = load_model(device="cpu", dtype="float32")
-    runtime = Runtime(heads=make_medusa(load_heads(SHIPPED_HEADS, lm.model, lm.name, label=SHIPPED_LABEL)))
+    heads = make_medusa(load_heads(SHIPPED_HEADS, lm.model, lm.name, label=SHIPPED_LABEL))
+    runtime = Runtime(heads=heads, mode=args.mode).in_mode(lm.model)
     prompts = [encode_prompt(lm.tokenizer, p["prompt"], p["chat"]) for p in load_prompts("humaneval", args.prompts)]
     found = paths()
     host = {(m, p): [] for m in METHODS for p in found}
@@ -81,7 +85,8 @@ def main() -> None:
                     forward[method, name] += f
     where = lm.describe()["device_name"]
     print(
-        f"# {lm.name}, {where}, {args.threads} torch thread(s); HumanEval's first {args.prompts} prompts, "
+        f"# {lm.name}, {where}, {args.threads} torch thread(s), the {runtime.mode} step; HumanEval's first "
+        f"{args.prompts} prompts, "
         f"{args.max_new_tokens} new tokens, {args.rounds} rounds; medians over decode steps"
     )
     print("| method | path | steps | host ms/step | pass ms/step | host share |")

@@ -103,6 +103,8 @@ def test_inputs_and_outputs_of_the_gpu_work_pickle(served, sampling):
     *progress, (run, seconds) = server.record(request)  # on ZeroGPU each item crosses from the GPU worker
     assert pickle.loads(pickle.dumps(progress)) == progress and len(progress) >= 2 * 6
     assert pickle.loads(pickle.dumps((run, seconds))) == (run, seconds) and seconds > 0
+    if sampling.is_greedy:
+        return  # the sampled race's lanes hold every kind of record a greedy race's do, and their draws (21 s saved)
     *progress, (race, _) = server.timed_race(request)
     assert pickle.loads(pickle.dumps(progress)) == progress
     assert pickle.loads(pickle.dumps(race)) == race
