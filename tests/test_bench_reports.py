@@ -17,12 +17,14 @@ from lookahead_core.records import (
     BenchMethod,
     BenchReport,
     Busy,
+    Method,
     SchemaError,
     Spread,
     to_data,
     unversioned_bench_report,
 )
-from visuals.bench import HUES, bench_report_html, overview_figure
+from visuals.bench import bench_report_html, overview_figure
+from visuals.looks import LOOKS, look
 
 from .conftest import assert_same_types
 
@@ -123,8 +125,14 @@ def test_a_current_report_reads_as_written():
     assert report.settings.auto_why is None and all(r.draws is None for r in report.prompts[0].methods.values())
 
 
-def test_every_bench_method_has_a_hue():
-    assert set(HUES) == set(BenchMethod)
+def test_every_entrant_has_one_look_and_a_shared_hue_is_told_apart_by_its_hatching():
+    """visuals.looks is the one place a method is given its look: the race, the bench and the tune map read it."""
+    assert set(LOOKS) == set(BenchMethod)
+    seen = {(look.hue, look.pattern) for look in LOOKS.values()}
+    assert len(seen) == len(LOOKS), "two entrants with one hue and one hatching: told apart by colour alone, or not"
+    assert all(look(method) == LOOKS[BenchMethod(method.value)] for method in Method)
+    tuned = [LOOKS[BenchMethod(m.value)].marker for m in (Method.LOOKAHEAD, Method.PROMPT_LOOKUP, Method.SUFFIX)]
+    assert len(set(tuned)) == len(tuned)
 
 
 def test_a_versioned_report_is_not_upgraded_and_one_of_another_version_is_refused():

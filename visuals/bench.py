@@ -14,29 +14,10 @@ import plotly.io as pio
 from lookahead_core.records import BenchMethod, BenchReport, BenchResult, BenchSettings, BenchTotals
 
 from .caption import plural
+from .looks import look
 from .markup import escape
-from .palette import BLACK, BLUE, GREEN, GREY, ORANGE, PURPLE, SKY, VERMILLION
+from .palette import GREEN
 from .timing import bench_rate, bench_rounds_words, bench_speedup, busy_words, mode_words
-
-HUES = {
-    BenchMethod.GREEDY: BLUE,
-    BenchMethod.LOOKAHEAD: SKY,
-    BenchMethod.PROMPT_LOOKUP: GREEN,
-    BenchMethod.SPECULATIVE: PURPLE,
-    BenchMethod.MEDUSA: BLACK,
-    BenchMethod.EAGLE: PURPLE,  # speculative decoding too, its draft an EAGLE layer: hatched (PATTERNS)
-    BenchMethod.HF_GREEDY: GREY,
-    BenchMethod.HF_STATIC: GREY,  # plain generate too, with a static cache: hatched (PATTERNS)
-    BenchMethod.HF_PROMPT_LOOKUP: ORANGE,
-    BenchMethod.HF_ASSISTED: PURPLE,  # speculative decoding too, by transformers with the same draft: hatched
-    BenchMethod.SUFFIX: VERMILLION,
-}
-
-PATTERNS = {
-    BenchMethod.EAGLE: "/",
-    BenchMethod.HF_STATIC: "x",
-    BenchMethod.HF_ASSISTED: "x",
-}  # a second entrant in one hue is told apart by its hatching and its name
 
 
 def exact_words(totals: BenchTotals) -> str:
@@ -66,8 +47,8 @@ def speedup_figure(report: BenchReport) -> go.Figure:
             x=[m.value for m in methods],
             y=[report.summary[m].speedup for m in methods],
             error_y=error_bars(list(report.summary.values())),
-            marker_color=[HUES[m] for m in methods],
-            marker_pattern_shape=[PATTERNS.get(m, "") for m in methods],
+            marker_color=[look(m).hue for m in methods],
+            marker_pattern_shape=[look(m).pattern for m in methods],
             text=[f"{s.speedup:.2f}x · exact {exact_words(s)}" for s in report.summary.values()],
             textposition="outside",
         )
@@ -92,8 +73,8 @@ def per_prompt_figure(report: BenchReport, figure_of: Callable[[BenchResult], fl
             x=ids,
             y=[figure_of(row.methods[method]) for row in report.prompts],
             name=method.value,
-            marker_color=HUES[method],
-            marker_pattern_shape=PATTERNS.get(method, ""),
+            marker_color=look(method).hue,
+            marker_pattern_shape=look(method).pattern,
         )
     figure.update_layout(template="none", height=360, barmode="group", title=title, yaxis={"rangemode": "tozero"})
     return figure
@@ -187,8 +168,8 @@ def overview_figure(reports: dict[str, BenchReport]) -> go.Figure:
             y=[row.speedup if row else None for row in rows],
             error_y=error_bars(rows),
             name=method.value,
-            marker_color=HUES[method],
-            marker_pattern_shape=PATTERNS.get(method, ""),
+            marker_color=look(method).hue,
+            marker_pattern_shape=look(method).pattern,
             text=[f"{row.speedup:.2f}x" if row else "" for row in rows],
             textposition="outside",
         )

@@ -14,9 +14,10 @@ import plotly.graph_objects as go
 from lookahead_core.records import METHODS, Method, RaceLane, RaceRecord
 
 from .caption import plural
+from .looks import look
 from .markup import escape, scroll_region
 from .methods import suffix_words
-from .palette import BLACK, BLUE, GREEN, GREY, PURPLE, SKY, VERMILLION
+from .palette import GREY
 from .plans import settings_words
 from .summary import stat, used_words
 from .timing import (
@@ -32,15 +33,6 @@ from .timing import (
     verdict,
 )
 
-HUES = {
-    Method.GREEDY: BLUE,
-    Method.LOOKAHEAD: SKY,
-    Method.PROMPT_LOOKUP: GREEN,
-    Method.SPECULATIVE: PURPLE,
-    Method.MEDUSA: BLACK,
-    Method.EAGLE: PURPLE,  # the speculative family's colour: EAGLE races where the draft model does not (a GPU)
-    Method.SUFFIX: VERMILLION,
-}
 LAYOUT = {
     "template": "none",
     "margin": {"l": 50, "r": 16, "t": 64, "b": 40},
@@ -58,7 +50,7 @@ def race_figure(result: RaceRecord) -> go.Figure:
             x=lane.seconds,
             y=lane.tokens,
             mode="lines",
-            line={"color": HUES[lane.method], "width": 2, "shape": "hv"},
+            line={"color": look(lane.method).hue, "width": 2, "shape": "hv"},
             name=f"{METHODS[lane.method].short}: {plural(lane.tokens[-1], 'token')} in {lane.seconds[-1]:.2f} s",
             cliponaxis=False,
         )
@@ -117,7 +109,7 @@ def cost_figure(result: RaceRecord) -> go.Figure:
             x=[lane.mean_tokens_fed],
             y=[ratio],
             mode="markers",
-            marker={"color": HUES[lane.method], "size": 12, "symbol": "diamond-open" if noise else "diamond"},
+            marker={"color": look(lane.method).hue, "size": 12, "symbol": "diamond-open" if noise else "diamond"},
             name=f"{METHODS[lane.method].short}: {lane.decode_tokens_per_step:.2f} tokens/step"
             + (" (its step time: noise)" if noise else ""),
             cliponaxis=False,
@@ -234,7 +226,7 @@ def lane_speed(result: RaceRecord, lane: RaceLane) -> str:
 def lane_row(result: RaceRecord, lane: RaceLane) -> str:
     reason = lane_reason(result, lane) if lane.method != Method.GREEDY else "one token per forward pass"
     return (
-        f'<tr><th style="--k:{HUES[lane.method]}">{escape(METHODS[lane.method].name)}</th>'
+        f'<tr><th style="--k:{look(lane.method).hue}">{escape(METHODS[lane.method].name)}</th>'
         f"<td>{escape(lane_speed(result, lane))}</td><td>{lane.seconds[-1]:.2f} s</td><td>{lane.tokens[-1]}</td>"
         f"<td>{lane.steps}</td><td class='ll-dim'>{escape(reason)} · {escape(exact_words(lane))}</td></tr>"
     )
@@ -331,7 +323,7 @@ def playback_html(result: RaceRecord, slow: bool = False, take: int = 0) -> str:
         else "At the measured speed: one second on screen is one second of decoding."
     )
     lanes = "".join(
-        f'<div class="ll-lane" style="--k:{HUES[lane.method]}"><div class="ll-lane-head">'
+        f'<div class="ll-lane" style="--k:{look(lane.method).hue}"><div class="ll-lane-head">'
         f'<b>{escape(METHODS[lane.method].name)}</b><span class="ll-counts">{counter_spans(lane, slow)}</span></div>'
         f"{scroll_region(text_spans(lane, slow), f'{METHODS[lane.method].name}: its text', 'll-lane-text')}</div>"
         for lane in result.lanes

@@ -16,6 +16,7 @@ from lookahead_core.records import Method
 from lookahead_core.records.tune import SHORT, TuneCell, TuneReport
 
 from .caption import plural
+from .looks import look
 from .markup import escape
 from .timing import mode_words, share_words, times
 
@@ -120,13 +121,6 @@ def method_title(method: Method) -> str:
 # a loss is a pale vermillion, break-even white, a gain a pale blue. Each cell also says its figure in words.
 SCALE = [[0.0, "#F2C4A5"], [0.5, "#FFFFFF"], [1.0, "#A9CDEB"]]
 TEXT = "#000000"
-MARKER = {
-    Method.LOOKAHEAD: "circle",
-    Method.PROMPT_LOOKUP: "square",
-    Method.SPECULATIVE: "diamond",
-    Method.MEDUSA: "triangle-up",
-    Method.SUFFIX: "star",
-}
 LINE = "#333333"
 
 
@@ -287,7 +281,7 @@ def curves_figure(report: TuneReport):
     )
     for method in methods_of(report):
         cells = [c for c in report.cells if c.method == method]
-        style = {"symbol": MARKER.get(method, "circle"), "size": 10, "color": LINE, "line": {"width": 1}}
+        style = {"symbol": look(method).marker, "size": 10, "color": LINE, "line": {"width": 1}}
         ran, fed = [max(c.rows_fed, c.shape) for c in cells], [c.rows_fed for c in cells]
         for column, x, values in (
             (1, ran, [c.relative_cost for c in cells]),
