@@ -424,7 +424,7 @@ LESSON: tuple[LessonStep, ...] = (
         "guesses a tree of what followed, each node with **how often** it followed. Here the last {match} tokens "
         "occurred {found} times before, and verification accepted {matched} tokens along one path of the tree.",
         "study-tips-suffix",
-        25,
+        29,
         "pool",
         earlier_won,
         {

@@ -40,6 +40,9 @@ def test_the_suffix_panel_reads_in_words_and_passes_axe(browser, served_on_the_m
         tree = page.get_by_role("region", name="the tree of what followed the match")
         items = tree.get_by_role("listitem")
         assert items.count() == len(library.example_run(PRESET).trace.steps[index].suffix.nodes)
+        counts = "document.querySelectorAll('#ll-pool li.ll-node > :is(.ll-count, .ll-odds)')"
+        sizes = page.evaluate(f"() => Array.from({counts}, count => getComputedStyle(count).fontSize)")
+        assert len(set(sizes)) == 1, f"a deeper node is drawn smaller (Gradio's nested-list rule): {sizes}"
         tree.focus()  # a keyboard reaches the scrolling tree (it is a named, focusable region)
         assert page.evaluate("() => document.activeElement.getAttribute('aria-label')") == (
             "the tree of what followed the match"
