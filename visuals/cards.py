@@ -22,10 +22,14 @@ PANEL_TITLES = {
 }
 # The cards in reading order, two to a row: (wider, narrower)
 CARD_ROWS = (("window", "pool"), ("verification", "output"), ("mask", "progress"))
+# Panels whose colours only lookahead's run uses: their legends are drawn in the panel (replay.panels), so a
+# Medusa or a suffix run's card does not explain the colours of a pool it does not have.
+LEGEND_IN_PANEL = ("window", "pool")
 
 
 def card_head_html(name: str) -> str:
-    """A card's title with its hint, and the legend of the colours its panel uses."""
+    """A card's title with its hint, and the legend of the colours its panel uses (for every run: the window's
+    and the pool's come with their panels, LEGEND_IN_PANEL)."""
     title, hint = PANEL_TITLES[name]
-    legend = legend_html(name) if name in LEGENDS else ""
+    legend = legend_html(name) if name in LEGENDS and name not in LEGEND_IN_PANEL else ""
     return f"<h2>{escape(title)}<small>{escape(hint)}</small></h2>{legend}"

@@ -17,6 +17,7 @@ from .markup import escape
 from .mask import mask_html
 from .methods import no_pool_html, no_window_html
 from .output import output_html
+from .palette import legend_html
 from .pool import pool_html
 from .progress import progress_html
 from .suffix import suffix_html
@@ -107,9 +108,11 @@ def panels(run: Run, index: int) -> dict[str, str]:
     lookahead = METHODS[method].window
     drawers = {
         "caption": lambda: caption_html(trace, index),
-        "window": lambda: window_html(record, vocab, settings.ngram) if lookahead else no_window_html(method),
+        "window": lambda: (
+            legend_html("window") + window_html(record, vocab, settings.ngram) if lookahead else no_window_html(method)
+        ),
         "pool": lambda: (
-            pool_html(record, vocab, settings.guesses)
+            legend_html("pool") + pool_html(record, vocab, settings.guesses)
             if lookahead
             else STAND_INS[METHODS[method].branch](record, vocab)
             if METHODS[method].branch in STAND_INS
