@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from lookahead_core.config import LookaheadConfig, LookupConfig, check_draft_tokens
+from lookahead_core.config import SUFFIX, LookaheadConfig, LookupConfig, SuffixConfig, check_draft_tokens
 from lookahead_core.records import METHODS, Method
 from lookahead_core.request import DecodeRequest
 from lookahead_core.sampling import GREEDY, SamplingConfig
@@ -127,6 +127,12 @@ def draft_tokens_of(draft_tokens) -> int:
     return check_draft_tokens(whole_number(draft_tokens, "Draft tokens k"))
 
 
+def suffix_of(tree_size, alpha) -> SuffixConfig:
+    """Suffix decoding's settings from the sliders (the tree's nodes at most, alpha); InputError or SettingsError
+    when out of range."""
+    return SuffixConfig(tree_size=whole_number(tree_size, "Suffix tree size"), alpha=number(alpha, "Suffix alpha"))
+
+
 def model_of(choice, dtype, access: ModelAccess) -> tuple[str, str]:
     """The model and dtype a request names; InputError for an empty or overlong name or an unknown dtype,
     access.AccessError for a model this server's operator does not let visitors load (docs/deploy.md)."""
@@ -155,10 +161,11 @@ def model_request(
     access: ModelAccess,
     cap: int,
     method=Method.LOOKAHEAD.value,
+    suffix: tuple = (SUFFIX.tree_size, SUFFIX.alpha),
 ) -> ModelRequest:
     """Every value of a Run (or, with `method` left to lookahead, a race) checked in the order the page lists
     them, as one ModelRequest: `sampling` is (switch, temperature, top-k, top-p, seed), `model` is (choice,
-    dtype). Raises InputError, SettingsError or AccessError for the first bad value."""
+    dtype), `suffix` (tree size, alpha). Raises InputError, SettingsError or AccessError for the first bad value."""
     text = check_prompt(prompt)
     lookahead = lookahead_of(window, ngram, guesses)
     tokens = new_tokens_of(max_new_tokens, cap)
@@ -169,6 +176,7 @@ def model_request(
         method=method_of(method),
         lookup=lookup_of(lookup_tokens),
         draft_tokens=draft_tokens_of(draft_tokens),
+        suffix=suffix_of(*suffix),
         auto=bool(auto),
     )
     name, dtype = model_of(*model, access=access)

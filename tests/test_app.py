@@ -37,6 +37,7 @@ pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore:.*
 PRESETS = library.load_presets()
 SENT_FIRST = ("prompt", "chat", "window", "ngram", "guesses", "max_new_tokens")  # the HTTP API's parameter names
 SENT_LAST = ("lookup_tokens", "draft_tokens", "sample", "temperature", "top_k", "top_p", "seed", "choice", "dtype")
+SENT_LAST += ("suffix_tree_size", "suffix_alpha")  # last, with defaults (gradio_client fills them; raw HTTP sends all)
 RUN_PARAMETERS = (*SENT_FIRST, "auto", "method", *SENT_LAST)
 RACE_PARAMETERS = (*SENT_FIRST, "settings", *SENT_LAST)
 USUAL = {  # the page's usual values of what Run and the race both send; the model and its dtype are left out
@@ -52,6 +53,8 @@ USUAL = {  # the page's usual values of what Run and the race both send; the mod
     "top_k": 0,
     "top_p": 0.95,
     "seed": 0,
+    "suffix_tree_size": 48,  # suffix decoding's tree, at most
+    "suffix_alpha": 4.0,
 }
 PANELS = slice(3, 3 + len(replay.PANELS))  # outputs: step, summary, chart, the panels, timer (states are not sent)
 PRESET_CAPTION = 9  # /preset sends the nine settings, then the preset's description

@@ -16,7 +16,7 @@ from lab.requests import (
     new_tokens_of,
     sampling_of,
 )
-from lookahead_core.config import SettingsError
+from lookahead_core.config import SUFFIX, SettingsError
 from lookahead_core.records import METHODS, Method
 
 
@@ -125,6 +125,20 @@ def test_a_request_becomes_one_frozen_record_with_each_value_checked():
         type(d)(8)  # keywords only: no value can land in the wrong field
     with pytest.raises(InputError, match="Choose a method to run"):
         request(method="greedy")
+
+
+def test_suffix_decodings_sliders_become_its_settings_and_bad_ones_are_refused():
+    assert request(method="suffix").decode.suffix == SUFFIX  # a call that sends none: the defaults
+    settings = request(method="suffix", suffix=(12.0, 2.5)).decode.suffix
+    assert (settings.tree_size, settings.alpha) == (12, 2.5) and isinstance(settings.tree_size, int)
+    with pytest.raises(InputError, match="Suffix tree size must be a whole number"):
+        request(suffix=(12.5, 2.0))
+    with pytest.raises(InputError, match="Suffix alpha must be a number"):
+        request(suffix=(12, "lots"))
+    with pytest.raises(SettingsError, match="at most 64"):
+        request(suffix=(65, 2.0))
+    with pytest.raises(SettingsError, match="suffix alpha"):
+        request(suffix=(12, 0))
 
 
 def test_every_method_of_run_is_a_method_of_the_table():

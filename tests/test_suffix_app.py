@@ -34,9 +34,12 @@ def url(default_model):
         yield address
 
 
-def suffix_run(client: Client, prompt: str = PROMPT, method: str = "suffix", chat: bool = False) -> tuple[tuple, Run]:
+def suffix_run(
+    client: Client, prompt: str = PROMPT, method: str = "suffix", chat: bool = False, **settings
+) -> tuple[tuple, Run]:
     """A Run of `prompt` by `client` (its visitor), and the run it recorded, read back from the JSON export."""
-    shown = client.predict(**run_form(prompt, method=method, max_new_tokens=TOKENS, chat=chat), api_name="/run")
+    form = run_form(prompt, method=method, max_new_tokens=TOKENS, chat=chat, **settings)
+    shown = client.predict(**form, api_name="/run")
     exported, _ = client.predict(api_name="/json")
     return shown, Run.from_json(Path(exported).read_bytes())
 
@@ -77,8 +80,12 @@ def test_a_visitors_runs_feed_their_own_store_and_never_another_visitors(url):
 def test_a_suffix_run_and_its_export_show_the_panel(url):
     client = Client(url, verbose=False)
     # the study-tips example's prompt: a new visitor's store holds its output, so trees grow from step 1
-    shown, run = suffix_run(client, "Give me three tips for staying focused while studying.", chat=True)
+    tips = "Give me three tips for staying focused while studying."
+    shown, run = suffix_run(client, tips, chat=True, suffix_tree_size=6, suffix_alpha=2.5)
     assert list(shown[PANELS]) == replay.panel_values(run, 0)
+    settings = run.trace.meta.suffix  # the Run card's sliders reach the run and bound every tree
+    assert (settings.tree_size, settings.alpha) == (6, 2.5)
+    assert all(len(s.suffix.nodes) <= 6 for s in run.trace.steps if s.suffix is not None)
     index = next(i for i, s in enumerate(run.trace.steps) if s.suffix is not None and s.suffix.nodes)
     stepped = client.predict(index, api_name="/scrub")
     pool = list(stepped[PANELS])[replay.PANELS.index("pool")]

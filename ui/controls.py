@@ -13,7 +13,7 @@ import gradio as gr
 from lab.budget import RACE_SECONDS, RUN_SECONDS
 from lab.requests import RUN_METHODS, InputError, lookahead_of
 from lab.server import CAP, ZERO_GPU
-from lookahead_core.config import MAX_TOKENS_PER_STEP, LookupConfig, SettingsError
+from lookahead_core.config import MAX_PROPOSED_TOKENS, MAX_TOKENS_PER_STEP, SUFFIX, LookupConfig, SettingsError
 from lookahead_core.draft import DEFAULT_DRAFT_TOKENS
 from lookahead_core.records import METHODS, Method
 from visuals.summary import feed_html, notice_html, preset_note
@@ -58,6 +58,8 @@ class Controls:
     max_new_tokens: gr.Slider
     lookup_tokens: gr.Slider
     draft_tokens: gr.Slider
+    suffix_tree_size: gr.Slider
+    suffix_alpha: gr.Slider
     sampling: Sampling
     auto: gr.Checkbox
     run: gr.Button
@@ -93,12 +95,18 @@ def build_controls(presets: list[dict]) -> Controls:
     guesses = gr.Slider(0, MAX_GUESSES, value=first["guesses"], step=1, label="G · guesses verified per step")
     feed = gr.HTML(feed_words(first["window"], first["ngram"], first["guesses"]))
     max_new_tokens = gr.Slider(1, CAP, value=first["max_new_tokens"], step=1, label="Max new tokens", elem_id="ll-max")
-    with gr.Accordion("Prompt lookup and the draft model", open=False, elem_id="ll-family"):
+    with gr.Accordion("Prompt lookup, the draft model, suffix decoding", open=False, elem_id="ll-family"):
         lookup_tokens = gr.Slider(
             1, 32, value=LookupConfig.tokens, step=1, label="Prompt lookup: tokens copied after a match"
         )
         draft_tokens = gr.Slider(
             1, 16, value=DEFAULT_DRAFT_TOKENS, step=1, label="Speculative and EAGLE: tokens k the draft writes per step"
+        )
+        suffix_tree_size = gr.Slider(
+            1, MAX_PROPOSED_TOKENS, value=SUFFIX.tree_size, step=1, label="Suffix decoding: nodes in its tree, at most"
+        )
+        suffix_alpha = gr.Slider(
+            0.5, 16, value=SUFFIX.alpha, step=0.5, label="Suffix decoding: alpha, nodes per token of the match, at most"
         )
     sampling = build_sampling()
     return Controls(
@@ -114,6 +122,8 @@ def build_controls(presets: list[dict]) -> Controls:
         max_new_tokens=max_new_tokens,
         lookup_tokens=lookup_tokens,
         draft_tokens=draft_tokens,
+        suffix_tree_size=suffix_tree_size,
+        suffix_alpha=suffix_alpha,
         sampling=sampling,
         auto=auto,
         run=run,

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from lab import server
 from lab.requests import ModelRequest, model_request
+from lookahead_core.config import SUFFIX
 from lookahead_core.models import DEFAULT_MODEL
 from lookahead_core.records import Method
 
@@ -44,6 +45,10 @@ SENT_FIRST = (  # the prompt and lookahead's settings
     Field("guesses", lambda page: page.controls.guesses),
     Field("max_new_tokens", lambda page: page.controls.max_new_tokens),
 )
+SUFFIX_FIELDS = (  # suffix decoding's settings, last: a gradio_client call that leaves them out gets the defaults
+    Field("suffix_tree_size", lambda page: page.controls.suffix_tree_size, SUFFIX.tree_size),
+    Field("suffix_alpha", lambda page: page.controls.suffix_alpha, SUFFIX.alpha),
+)
 SENT_LAST = (  # the other methods' settings, sampling and the model
     Field("lookup_tokens", lambda page: page.controls.lookup_tokens),
     Field("draft_tokens", lambda page: page.controls.draft_tokens),
@@ -53,6 +58,7 @@ SENT_LAST = (  # the other methods' settings, sampling and the model
     Field("top_p", lambda page: page.controls.sampling.top_p),
     Field("seed", lambda page: page.controls.sampling.seed),
     *MODEL_FIELDS,
+    *SUFFIX_FIELDS,
 )
 RUN_FORM = (
     *SENT_FIRST,
@@ -113,4 +119,5 @@ def model_request_of(values: dict, *, auto, method: str = Method.LOOKAHEAD.value
         access=server.ACCESS,
         cap=server.CAP,
         method=method,
+        suffix=(values["suffix_tree_size"], values["suffix_alpha"]),
     )
