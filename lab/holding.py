@@ -172,6 +172,11 @@ class ModelHolder:
         with self._lock:
             self._held = Held(lm)
 
+    def held_model(self) -> LoadedModel | None:
+        """The model held now (None: none yet)."""
+        held = self._held
+        return held.lm if held is not None else None
+
     def facts(self) -> Machine | None:
         held = self._held
         return machine_facts(held.lm) if held is not None else None

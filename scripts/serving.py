@@ -43,14 +43,17 @@ def running_app(lm=None) -> Iterator[str]:
     """The app's `demo` served with its theme, CSS and keyboard script; yields its URL.
 
     `lm`, an already loaded model, is what Run will use, warmed up and priced here (the first Run's work on a
-    fresh machine: half a minute, minutes on a busy one) so that a page's wait times only its Run; without it
-    the model loads on the first Run (replaying the shipped examples needs none).
+    fresh machine: half a minute, minutes on a busy one) so that a page's wait times only its Run; a model an
+    earlier serving in this process held and priced is kept with what was made from it (its prices are renewed
+    where stale, as before any request; this cost each test module 7 to 13 s); without it the model loads on the
+    first Run (replaying the shipped examples needs none).
     """
     import app
     from lab import server
 
     if lm is not None:
-        server.MODEL.put(lm)
+        if server.MODEL.held_model() is not lm:
+            server.MODEL.put(lm)
         server.MODEL.get()
     port = free_port()
     app.demo.launch(
