@@ -49,7 +49,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from lab.bench import ENTRANTS, REPEATS, check_methods, run_bench
 from lab.datasets import load_prompts
 from lab.heads import runtime_for
+from lookahead_core.capture import graphed
 from lookahead_core.fixed import chosen_mode
+from lookahead_core.forward import synchronize
 from lookahead_core.models import encode_prompt, load_model
 from lookahead_core.records import METHODS, Method, StepMode
 from lookahead_core.request import DecodeRequest
@@ -233,28 +235,17 @@ def print_gemms(lm) -> None:
         print(f"# body GEMMs ({len(weights)}), {rows} rows: x @ W.T {plain:.3f} ms, (W @ x.T).T {turned:.3f} ms")
 
 
-def replayed_ms(work, device: torch.device, repeats: int = 50) -> float:
-    """`work`'s milliseconds: a CUDA graph of it replayed `repeats` times (off CUDA, run 3 times), the mean."""
-    if device.type != "cuda":
-        work()
-        start = time.perf_counter()
-        for _ in range(3):
-            work()
-        return (time.perf_counter() - start) / 3 * 1e3
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        work()
-    torch.cuda.current_stream().wait_stream(side)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        work()
-    graph.replay()
-    torch.cuda.synchronize()
+def replayed_ms(work, device: torch.device) -> float:
+    """`work`'s milliseconds, the mean of several calls after a first: on CUDA recorded once as a CUDA graph and
+    replayed (capture.graphed, as the engine's captured step), elsewhere run as it is."""
+    run = graphed(work) if device.type == "cuda" else work
+    repeats = 50 if device.type == "cuda" else 3
+    run()  # records the graph (after its warm-up runs), or warms the CPU's caches
+    synchronize(device)
     start = time.perf_counter()
     for _ in range(repeats):
-        graph.replay()
-    torch.cuda.synchronize()
+        run()
+    synchronize(device)
     return (time.perf_counter() - start) / repeats * 1e3
 
 
