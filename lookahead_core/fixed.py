@@ -139,6 +139,7 @@ class FixedStep:
         self.columns = torch.arange(shape.capacity, device=device)
         self.offsets = torch.arange(shape.kept, device=device)
         self.cache: Cache | None = None
+        self.working: dict = {}  # a method's working state kept on the device with these buffers, by its settings
 
     def load(self, dynamic: DynamicCache, length: int) -> None:
         """Copy a prefill's cache of `length` positions in; the first load allocates and wraps the functions."""

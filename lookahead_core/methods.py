@@ -23,6 +23,7 @@ from .records import LookaheadSettings, LookupSettings, Method, SuffixSettings
 from .request import DecodeRequest
 from .runtime import Runtime
 from .suffix import SuffixProposer, store_settings
+from .working_state import OnDeviceDecoder, takes
 
 MakeProposer = Callable[[list[int]], Proposer]  # the proposer, built once the prefill committed the first token
 
@@ -188,11 +189,13 @@ def guessing_decoder(
     recorded: bool = True,
 ) -> GuessingDecoder:
     """The decoder of a guessing method (the request's), its planner fresh from the runtime, its passes `passes`
-    (the eager step's when None), yielding records when `recorded`, else tallies."""
+    (the eager step's when None), yielding records when `recorded`, else tallies; lookahead's steps on the device
+    where the runtime allows it and working_state.takes the decoding."""
     guessing = GUESSING[request.method]
     make_proposer = guessing.proposer(model, prompt_ids, request, runtime)
     planner = runtime.planner(request.method)
-    return GuessingDecoder(
+    on_device = runtime.device_state and takes(request, passes, planner, recorded)
+    return (OnDeviceDecoder if on_device else GuessingDecoder)(
         model,
         prompt_ids,
         request,

@@ -1,0 +1,397 @@
+"""Lookahead's working state on the device, and a greedy step that reads and writes nothing else.
+
+Once the Jacobi window holds its N-1 levels (the warm-up steps run on the host, as every recorded step does), a
+timed lane's fixed-shape lookahead step keeps on the device: the committed sequence and its length, the window (an
+(N-1) x W table of token ids, level 0 column 0 being c) and the n-gram pool (a table of G continuations under each
+key, with the token before each and a stamp of when it was last inserted: the larger, the more recent). One
+device function (`LookaheadOnDevice.step`, recorded once by the shape's capture) then does what the host step does:
+it offers the pool's guesses under c (those preceded by the token before c first, newest first within each), lays
+them out after c and the window in the shape's fixed tree (every guess slot fed; an empty one's candidate cannot
+win), runs the pass, verifies greedily (each candidate's tokens against the argmax of the rows before them, a
+cumulative product, the longest match, the first on ties: guesses before the window's trajectories), copies the
+accepted rows down and advances L, appends the block to the sequence, applies the Jacobi update (the top level's
+argmax) and moves the levels down, and inserts the harvested columns and the output's fresh n-grams into the pool.
+It makes one small read-back: the accepted count, the guesses offered and the block. The host only commits
+(EOS, the budget) and counts the step.
+
+The pool's inserts of a step are made at once and equal, entry for entry and in recency order, what the host's
+NGramPool makes inserting them one at a time (least recently inserted evicted past G; a re-insert moves an entry
+to the newest and keeps its source, taking the new preceding token when there is one): `PoolTable.insert` says how.
+So the steps, tokens and counts equal the host step's, which tests/test_working_state.py checks against the
+recorded step's records. Greedy only: sampled verification stays on the host (verify_sampled).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+import torch
+
+from .config import LookaheadConfig
+from .decoding import GuessingDecoder
+from .fixed import FixedPasses, FixedStep, padded_tree
+from .layout import tree_layout, window_geometry
+from .planning import FullPlanner
+from .pool import NGramPool
+from .records import Method, StepKind, StepTally
+from .request import DecodeRequest
+from .verify import commit
+
+NONE = -1  # no preceding token (an n-gram at the start of the sequence)
+PREFERRED = 1 << 48  # added to a stamp when its entry's preceding token matches: above every stamp a run reaches
+
+
+@dataclass
+class PoolTable:
+    """The n-gram pool as tables over the vocabulary (one extra row, `trash`, takes the writes of inserts not
+    made): under key k, `continuations[k, g]` (N-1 tokens), `previous[k, g]` (the token before the key, NONE) and
+    `stamps[k, g]` (0 for an empty slot; `clock` is the largest given)."""
+
+    continuations: torch.Tensor  # (V + 1, G, N - 1) long
+    previous: torch.Tensor  # (V + 1, G) long
+    stamps: torch.Tensor  # (V + 1, G) long
+    clock: torch.Tensor  # () long
+
+    @classmethod
+    def empty(cls, vocabulary: int, guesses: int, ngram: int, device: torch.device) -> PoolTable:
+        def table(*size):
+            return torch.zeros(vocabulary + 1, guesses, *size, dtype=torch.long, device=device)
+
+        return cls(table(ngram - 1), table(), table(), torch.zeros((), dtype=torch.long, device=device))
+
+    @property
+    def trash(self) -> int:
+        return self.stamps.shape[0] - 1
+
+    def load(self, pool: NGramPool) -> None:
+        """The host pool's entries in, each key's oldest first (stamps 1, 2, ...: only their order matters)."""
+        keys, slots, continuations, previous, stamps = [], [], [], [], []
+        for key, bucket in pool._entries.items():
+            for slot, entry in enumerate(bucket.values()):
+                keys.append(key)
+                slots.append(slot)
+                continuations.append(entry.continuation)
+                previous.append(NONE if entry.previous is None else entry.previous)
+                stamps.append(slot + 1)
+        for table in (self.continuations, self.previous, self.stamps):
+            table.zero_()
+        if keys:
+            device = self.stamps.device
+            at = (torch.tensor(keys, device=device), torch.tensor(slots, device=device))
+            self.continuations.index_put_(at, torch.tensor(continuations, device=device))
+            self.previous.index_put_(at, torch.tensor(previous, device=device))
+            self.stamps.index_put_(at, torch.tensor(stamps, device=device))
+        self.clock.fill_(max(stamps, default=0))
+
+    def offered(self, current: torch.Tensor, before: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The guesses under `current` (a 1-element tensor) in the host's order (pool.chosen_guesses): those whose
+        preceding token is `before` first, newest first within each; (G, N-1) tokens and which slots hold one."""
+        stamps = self.stamps.index_select(0, current)[0]
+        preferred = self.previous.index_select(0, current)[0] == before
+        order = torch.where(stamps > 0, stamps + PREFERRED * preferred, -1).argsort(descending=True)
+        continuations = self.continuations.index_select(0, current)[0]
+        return continuations.index_select(0, order), (stamps > 0).index_select(0, order)
+
+    def insert(self, keys: torch.Tensor, continuations: torch.Tensor, previous: torch.Tensor, made: torch.Tensor):
+        """Insert K n-grams at once (`keys` (K,), `continuations` (K, N-1), their `previous` tokens (K,), whether
+        each is `made` (K,)), as the host pool inserts them one after another, the k-th at time clock + 1 + k.
+
+        A least-recently-used bucket of G holds the G items last inserted, each stamped with its last insertion
+        (the LRU stack property). An entry's preceding token and source are its entry's: one the host made at the
+        last insertion that found the item absent, and that later insertions update with their preceding token
+        when they have one. An insertion at b finds its item absent when nothing holds it: when it is new to the
+        bucket, or when G other items were inserted (distinct, in this batch or, before the item's first insertion
+        here, in the bucket and newer than it) since its last insertion. Every insertion computes its key's new
+        bucket whole; insertions under one key write the same bucket."""
+        count, guesses = keys.shape[0], self.stamps.shape[1]
+        index = torch.arange(count, device=keys.device)
+        times = self.clock + 1 + index
+        old, stamps, before = (t.index_select(0, keys) for t in (self.continuations, self.stamps, self.previous))
+
+        same_key = made[:, None] & made[None, :] & (keys[:, None] == keys[None, :])
+        same = same_key & (continuations[:, None] == continuations[None, :]).all(-1)  # the same item
+        held = (old == continuations[:, None]).all(-1) & (stamps > 0)  # (K, G): the slot holding the item
+        in_bucket, own_stamp = held.any(-1), (stamps * held).sum(-1)
+        own_previous = torch.where(in_bucket, (before * held).sum(-1), NONE)
+
+        earlier = index[None, :] < index[:, None]  # [b, j]: j before b
+        last_time = torch.where(same & earlier, index[None, :], -1).max(-1).values  # the item's last insertion, -1
+        next_time = torch.where(same & ~earlier & (index[None, :] != index[:, None]), index[None, :], count)
+        next_time = next_time.min(-1).values
+        since = earlier & (index[None, :] > last_time[:, None]) & (next_time[None, :] >= index[:, None])
+        others = same_key & ~same & since  # [b, j]: j the last insertion before b of a distinct other item
+        newer_held = in_bucket[None, :] & (own_stamp[None, :] > own_stamp[:, None])
+        newer_in_bucket = ((stamps > own_stamp[:, None]) & (stamps > 0)).sum(-1)
+        first = last_time < 0
+        pushed_out = torch.where(
+            first,
+            ~in_bucket | (newer_in_bucket + (others & ~newer_held).sum(-1) >= guesses),
+            others.sum(-1) >= guesses,
+        )
+        made_here = made & pushed_out  # the insertion made a fresh entry
+
+        last_made = torch.where(same & made_here[None, :], index[None, :], -1).max(-1).values
+        told = same & (index[None, :] >= last_made[:, None]) & (previous[None, :] != NONE)
+        last_told = torch.where(told, index[None, :], -1).max(-1).values
+        kept_previous = torch.where((last_made < 0) & in_bucket, own_previous, NONE)
+        final_previous = torch.where(last_told >= 0, at(previous, last_told), kept_previous)
+        last_of_item = torch.where(same, index[None, :], -1).max(-1).values == index
+
+        # Each insertion's view of its key's new bucket: the G old slots, then the K insertions as new items.
+        touches = same_key[:, :, None] & held[None, :, :]  # [b, j, g]: insertion j touches old slot g of b's key
+        toucher = torch.where(touches, index[None, :, None], -1).max(1).values  # (K, G), -1 untouched
+        slot_times = torch.where(toucher >= 0, at(times, toucher), stamps)
+        slot_previous = torch.where(toucher >= 0, at(final_previous, toucher), before)
+        new_item = same_key & (last_of_item & ~in_bucket)[None, :]
+        item_times = torch.where(new_item, times[None, :], 0)
+        all_times = torch.cat([slot_times, item_times], dim=1)  # (K, G + K)
+        all_continuations = torch.cat([old, continuations[None].expand(count, -1, -1)], dim=1)
+        all_previous = torch.cat([slot_previous, final_previous[None].expand(count, -1)], dim=1)
+        newest = all_times.topk(guesses, dim=1).indices  # (K, G)
+        target = torch.where(made, keys, self.trash)
+        self.stamps.index_copy_(0, target, all_times.gather(1, newest))
+        self.previous.index_copy_(0, target, all_previous.gather(1, newest))
+        spans = newest[:, :, None].expand(-1, -1, continuations.shape[1])
+        self.continuations.index_copy_(0, target, all_continuations.gather(1, spans))
+        self.clock += count
+
+
+def at(values: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+    """`values` (1-D) at `index` (any shape; where it is -1, the first value: the caller's `where` discards it)."""
+    return values.index_select(0, index.clamp(min=0).reshape(-1)).view_as(index)
+
+
+@dataclass(frozen=True)
+class TreeIndex:
+    """The fixed tree of a full window's step, as indices: the window's rows' (level, column) as flat indices
+    into the levels, the rows of each candidate (guesses, then the window's trajectories) padded to the longest
+    with row 0 and the mask of its real rows, and the rows of the window's top level."""
+
+    window_places: torch.Tensor  # (window rows,)
+    rows: torch.Tensor  # (G + W, longest)
+    real: torch.Tensor  # (G + W, longest) bool
+    top_rows: torch.Tensor  # (W,)
+    size: int  # rows fed: c, the window's, every guess slot's
+    parents: tuple[int, ...]
+    span: int  # a guess's tokens (N - 1)
+    trajectory_tokens: int  # the tokens of every trajectory (a step verifies them all, and each offered guess)
+
+    def fed(self, offered: int) -> int:
+        """The rows the host step feeds when the pool offers `offered` guesses."""
+        return self.size - (self.rows.shape[0] - self.top_rows.shape[0] - offered) * self.span
+
+
+def tree_index(config: LookaheadConfig, device: torch.device) -> TreeIndex:
+    """The full window's step as the host lays it out (decoding.lay_out, the full plan) with every guess slot fed."""
+    levels, width, span = config.ngram - 1, config.window, config.ngram - 1
+    geometry = window_geometry(levels, width)
+    window_size = len(geometry.parents)
+    parents = [-1, *(0 if p == -1 else 1 + p for p in geometry.parents)]
+    guess_rows = []
+    for _ in range(config.guesses):
+        first = len(parents)
+        parents += [0, *range(first, first + span - 1)]
+        guess_rows.append(list(range(first, first + span)))
+    trajectories = [[1 + r for r in rows] for rows in geometry.trajectories]
+    candidates = guess_rows + trajectories
+    longest = max(map(len, candidates))
+    rows = [c + [0] * (longest - len(c)) for c in candidates]
+    real = [[True] * len(c) + [False] * (longest - len(c)) for c in candidates]
+    places = [level * width + column for level, column in geometry.places]
+
+    def tensor(values, dtype=torch.long):
+        return torch.tensor(values, dtype=dtype, device=device)
+
+    return TreeIndex(
+        tensor(places),
+        tensor(rows),
+        tensor(real, torch.bool),
+        tensor([1 + r for r in geometry.rows[-1]]),
+        1 + window_size + config.guesses * span,
+        tuple(parents),
+        span,
+        sum(map(len, trajectories)),
+    )
+
+
+def supports(config: LookaheadConfig) -> bool:
+    """Whether the device step takes these settings: a window of two levels or more (N >= 3) and a pool (G >= 1)."""
+    return config.ngram >= 3 and config.guesses >= 1
+
+
+class LookaheadOnDevice:
+    """One fixed-shape step's lookahead working state for settings `config`, and its step as a device function,
+    recorded once by the shape's capture (after a first run on the state loaded, whose writes `load` undoes).
+    Made once per FixedStep and settings (`on_device`) and reloaded by each decoding that takes the step."""
+
+    def __init__(self, step: FixedStep, config: LookaheadConfig, vocabulary: int) -> None:
+        device, shape = step.ids.device, step.shape
+        self.step, self.config, self.index = step, config, tree_index(config, device)
+        if self.index.size > shape.rows or shape.kept < self.index.rows.shape[1] + 1:
+            raise ValueError(f"lookahead {config} does not fit the fixed shape {shape}")
+        self.levels = torch.zeros(config.ngram - 1, config.window, dtype=torch.long, device=device)
+        self.sequence = torch.zeros(shape.capacity + shape.kept, dtype=torch.long, device=device)
+        self.count = torch.zeros((), dtype=torch.long, device=device)
+        self.pool = PoolTable.empty(vocabulary, config.guesses, config.ngram, device)
+        self.run: Callable | None = None
+
+    @torch.inference_mode()
+    def load(self, sequence: list[int], levels: list[list[int]], pool: NGramPool, length: int) -> None:
+        """A decoding's state in: its committed sequence, its full window, its pool, the cache's L; the tree fed."""
+        step = self.step
+        if self.run is None:
+            self.fill(sequence, levels, pool, length)
+            self.run = step.capture(self.forward)
+            self.run()
+        self.fill(sequence, levels, pool, length)
+
+    def fill(self, sequence: list[int], levels: list[list[int]], pool: NGramPool, length: int) -> None:
+        step = self.step
+        self.sequence[: len(sequence)] = torch.tensor(sequence, device=self.sequence.device)
+        self.count.fill_(len(sequence))
+        self.levels.copy_(torch.tensor(levels, device=self.levels.device))
+        self.pool.load(pool)
+        depths, tree = padded_tree(tree_layout(self.index.parents), step.shape.rows, step.tree.dtype, step.tree.device)
+        step.depths.copy_(depths)
+        step.tree.copy_(tree)
+        step.length.fill_(length)
+
+    def forward(self) -> torch.Tensor:
+        """One step on the device; returns (accepted, guesses offered, the block padded to the longest candidate
+        and one) as int32: the step's one read-back."""
+        index, step = self.index, self.step
+        current, before = self.levels[0, :1], self.sequence.index_select(0, self.count.view(1) - 2)
+        guesses, offered = self.pool.offered(current, before)
+        fed = torch.cat([current, self.levels.view(-1).index_select(0, index.window_places), guesses.view(-1)])
+        step.ids[0, : index.size] = fed
+        _, argmax, _ = step.forward()
+        argmax = argmax.long()
+        accepted, kept, block = self.verified(fed, argmax, offered)
+        self.keep(accepted, kept)
+        self.advance(argmax, accepted, block)
+        return torch.cat([accepted.view(1), offered.sum().view(1), block]).to(torch.int32)
+
+    def verified(self, fed: torch.Tensor, argmax: torch.Tensor, offered: torch.Tensor):
+        """Greedy verification on the device: each candidate's matched length (its tokens against the argmax of
+        the rows before them, while they agree), the longest (the first on ties), the winner's rows and the block
+        (the argmax of c's row and of each of the winner's rows: the first 1 + accepted are the step's)."""
+        index = self.index
+        tokens = fed.index_select(0, index.rows.view(-1)).view_as(index.rows)
+        before_rows = torch.cat([index.rows.new_zeros(index.rows.shape[0], 1), index.rows[:, :-1]], dim=1)
+        predicted = argmax.index_select(0, before_rows.reshape(-1)).view_as(index.rows)
+        agree = (tokens == predicted) & index.real
+        agree[: self.config.guesses] &= offered[:, None]
+        matched = agree.long().cumprod(dim=1).sum(dim=1)
+        kept = index.rows.index_select(0, matched.argmax().view(1))[0]
+        return matched.max(), kept, torch.cat([argmax[:1], argmax.index_select(0, kept)])
+
+    def keep(self, accepted: torch.Tensor, kept: torch.Tensor) -> None:
+        """Copy c's row and the winner's rows down (past the accepted ones harmlessly) and advance L."""
+        step = self.step
+        rows = torch.cat([kept.new_zeros(1), kept, kept.new_zeros(step.shape.kept - 1 - kept.shape[0])])
+        step.sources.copy_(step.shape.capacity + rows)
+        step.kept_rows_down()
+        step.length += 1 + accepted
+
+    def advance(self, argmax: torch.Tensor, accepted: torch.Tensor, block: torch.Tensor) -> None:
+        """The block onto the sequence; the window's columns harvested with the Jacobi update on top, then the
+        output's fresh n-grams, into the pool; the levels moved down, the update on top, the new c at (0, 0)."""
+        span, device = block.shape[0], block.device
+        count = self.count.clone()
+        self.sequence.index_copy_(0, count + torch.arange(span, device=device), block)
+        grown = count + 1 + accepted
+        update = argmax.index_select(0, self.index.top_rows)
+        columns = torch.cat([self.levels.t(), update[:, None]], dim=1)
+        before_current = self.sequence.index_select(0, count.view(1) - 2)
+        keys, continuations, previous, made = output_ngrams(self.sequence, count, grown, self.config.ngram, span)
+        self.pool.insert(
+            torch.cat([columns[:, 0], keys]),
+            torch.cat([columns[:, 1:], continuations]),
+            torch.cat([before_current, self.levels[0, :-1], previous]),
+            torch.cat([torch.ones_like(update, dtype=torch.bool), made]),
+        )
+        self.levels.copy_(torch.cat([self.levels[1:], update[None]]))
+        self.levels[0, :1] = self.sequence.index_select(0, grown.view(1) - 1)
+        self.count.copy_(grown)
+
+
+def output_ngrams(sequence: torch.Tensor, count: torch.Tensor, grown: torch.Tensor, ngram: int, span: int):
+    """The committed output's fresh n-grams, as proposers.fresh_ngrams yields them: those ending past the `count`
+    tokens the pool has seen, up to `grown`, at most `span` of them; (keys, continuations, preceding tokens, made)."""
+    starts = count - ngram + 1 + torch.arange(span, device=sequence.device)
+    made = (starts >= 0) & (starts + ngram <= grown)
+    at = starts.clamp(min=0)[:, None] + torch.arange(ngram, device=sequence.device)
+    grams = sequence.index_select(0, at.view(-1)).view(span, ngram)
+    previous = torch.where(starts > 0, sequence.index_select(0, (starts - 1).clamp(min=0)), NONE)
+    return grams[:, 0], grams[:, 1:], previous, made
+
+
+def on_device(step: FixedStep, config: LookaheadConfig, vocabulary: int) -> LookaheadOnDevice:
+    """The step's lookahead state for `config`, made on its first use and kept with the step's buffers."""
+    if config not in step.working:
+        step.working[config] = LookaheadOnDevice(step, config, vocabulary)
+    return step.working[config]
+
+
+class OnDeviceDecoder(GuessingDecoder):
+    """Greedy lookahead in the fixed-shape step, for a timed lane (tallies only, the paper's full plan): the
+    warm-up steps on the host, as GuessingDecoder runs them; once the window is full, its state moves to the
+    device and each step is one run of `LookaheadOnDevice.forward` and one read-back. A step's tally counts what
+    the host step's would: the rows it would feed (c, the window, the guesses offered), the tokens verified, the
+    tokens accepted; its pass seconds are the whole device step's."""
+
+    def steps(self) -> Iterator[StepTally]:
+        try:
+            yield self.prefill()
+            while self.stop is None and not self.proposer.window.is_full:
+                yield self.step()
+            if self.stop is None:
+                state = self.state()
+                while self.stop is None:
+                    yield self.device_step(state)
+        finally:
+            self.passes.release()
+
+    def state(self) -> LookaheadOnDevice:
+        passes, proposer = self.passes, self.proposer
+        vocabulary = self.model.get_output_embeddings().weight.shape[0]
+        state = on_device(passes.step, proposer.config, vocabulary)
+        state.load(self.sequence, proposer.window.levels, proposer.pool, passes.length)
+        return state
+
+    @torch.inference_mode()
+    def device_step(self, state: LookaheadOnDevice) -> StepTally:
+        start = time.perf_counter()
+        self.step_index += 1
+        accepted, offered, *block = state.run().tolist()  # the step's one read-back
+        seconds = time.perf_counter() - start
+        committed, self.stop = commit(block[: 1 + accepted], self.max_new_tokens - self.produced, self.eos_ids)
+        self.sequence = self.sequence + committed
+        index = state.index
+        return StepTally(
+            step=self.step_index,
+            kind=StepKind.DECODE,
+            tokens_fed=index.fed(offered),
+            committed=committed,
+            stop=self.stop,
+            forward_seconds=seconds,
+            step_seconds=time.perf_counter() - start,
+            verified_tokens=offered * index.span + index.trajectory_tokens,
+            accepted_tokens=accepted,
+        )
+
+
+def takes(request: DecodeRequest, passes, planner, recorded: bool) -> bool:
+    """Whether a lookahead decoding can run its steps on the device: a timed lane's (not `recorded`), greedy, in
+    the fixed-shape step, with the paper's full plan (None or FullPlanner: what a fixed shape runs), with settings
+    `supports` takes."""
+    return (
+        request.method == Method.LOOKAHEAD
+        and not recorded
+        and request.sampling.is_greedy
+        and isinstance(passes, FixedPasses)
+        and (planner is None or isinstance(planner, FullPlanner))
+        and supports(request.lookahead)
+    )

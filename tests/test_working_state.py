@@ -1,0 +1,252 @@
+"""Lookahead's working state on the device (lookahead_core/working_state.py), run here as torch ops on the CPU.
+
+The pool's inserts made at once equal the host pool's made one at a time, entry for entry, in recency order, with
+each entry's preceding token, over random batches that collide, evict and insert again (and two wrong readings of
+"absent" are caught by the same comparison). A timed lane's greedy lookahead in the fixed-shape step runs its steps
+on the device after the warm-up, and its tallies equal the recorded step's records (rows fed, tokens committed,
+verified, accepted, stop) and the host-state lean step's, on tiny models and on the real one, through EOS and the
+budget; its output equals `generate`. The device step traces whole under torch.compile (fullgraph: no host read
+inside), and survives a replay that overwrites its outputs. Negative controls: a device step that offers the pool's
+guesses oldest first, or breaks a tie for the last candidate, is caught by the same comparison.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+from functools import partial
+
+import pytest
+import torch
+
+from lab.datasets import encode_item, load_prompts
+from lookahead_core import capture, working_state
+from lookahead_core.config import LookaheadConfig
+from lookahead_core.pool import NGramPool
+from lookahead_core.records import GuessSource, Method, StepMode
+from lookahead_core.request import DecodeRequest
+from lookahead_core.runtime import Runtime
+from lookahead_core.trace import decode_steps, lean_steps
+from lookahead_core.working_state import NONE, OnDeviceDecoder, PoolTable
+
+from .conftest import tiny_model
+from .test_engine_tiny_models import greedy_reference
+from .test_fixed_shape import Replayed
+from .test_lean_path import decided
+
+PROMPTS = [([5, 6, 7, 8, 9] * 8)[:23], [3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5], ([40, 41] * 20)[:37]]
+SETTINGS = [LookaheadConfig(4, 4, 3), LookaheadConfig(3, 3, 2), LookaheadConfig(7, 5, 7), LookaheadConfig(1, 3, 1)]
+FIXED = Runtime(mode=StepMode.FIXED)
+
+
+# ----------------------------------------------------------------------------------------------
+# The pool's table
+
+
+def table_bucket(table: PoolTable, key: int) -> list[tuple[tuple[int, ...], int | None]]:
+    """The table's entries under `key`, oldest first, as (continuation, preceding token or None)."""
+    stamps = table.stamps[key].tolist()
+    slots = sorted((stamp, slot) for slot, stamp in enumerate(stamps) if stamp > 0)
+    return [
+        (tuple(table.continuations[key, slot].tolist()), None if (p := table.previous[key, slot].item()) == NONE else p)
+        for _, slot in slots
+    ]
+
+
+def host_bucket(pool: NGramPool, key: int) -> list[tuple[tuple[int, ...], int | None]]:
+    return [(entry.continuation, entry.previous) for entry in pool.entries(key)]
+
+
+def random_batches(seed: int):
+    """A few batches of n-grams over 4 keys and a 3-token alphabet (collisions, evictions, re-insertions)."""
+    rng = random.Random(seed)
+    guesses, ngram = rng.randint(1, 3), rng.choice([2, 3])
+    batches = []
+    for _ in range(rng.randint(1, 4)):
+        batches.append(
+            [
+                (rng.randrange(4), tuple(rng.randrange(3) for _ in range(ngram - 1)), rng.choice([None, 0, 1, 2]))
+                + (rng.random() < 0.85,)
+                for _ in range(rng.randint(1, 10))
+            ]
+        )
+    return guesses, ngram, batches
+
+
+def inserted_apart(guesses: int, ngram: int, batches) -> tuple[NGramPool, PoolTable]:
+    """The batches into a host pool one n-gram at a time and into a table a batch at a time."""
+    pool, table = NGramPool(ngram, guesses), PoolTable.empty(4, guesses, ngram, torch.device("cpu"))
+    for batch in batches:
+        for key, continuation, previous, made in batch:
+            if made:
+                pool.insert(key, list(continuation), previous, GuessSource.OUTPUT)
+        table.insert(
+            torch.tensor([key for key, *_ in batch]),
+            torch.tensor([continuation for _, continuation, *_ in batch]).view(len(batch), ngram - 1),
+            torch.tensor([NONE if previous is None else previous for _, _, previous, _ in batch]),
+            torch.tensor([made for *_, made in batch]),
+        )
+    return pool, table
+
+
+def differing(seeds) -> list[int]:
+    """The seeds whose table ends unlike the host pool under some key."""
+    found = []
+    for seed in seeds:
+        pool, table = inserted_apart(*random_batches(seed))
+        if any(table_bucket(table, key) != host_bucket(pool, key) for key in range(4)):
+            found.append(seed)
+    return found
+
+
+def test_the_pools_inserts_at_once_equal_the_host_pools_one_at_a_time():
+    assert differing(range(600)) == []
+
+
+def test_an_entry_pushed_out_and_inserted_again_in_one_step_is_a_fresh_entry():
+    """G = 1: (7, 8) after 5, then (1, 1) pushes it out, then (7, 8) with no token before it comes back fresh: its
+    preceding token is None, not the 5 an update in place would keep."""
+    batch = [(0, (7, 8), 5, True), (0, (1, 1), 2, True), (0, (7, 8), None, True)]
+    pool, table = inserted_apart(1, 3, [batch])
+    assert table_bucket(table, 0) == host_bucket(pool, 0) == [((7, 8), None)]
+
+
+def batch_rule_buckets(guesses: int, batches) -> dict[int, list]:
+    """The tempting rule a batch insert might follow: within a batch nothing is pushed out, an item keeps the last
+    preceding token given (else its own), and each key keeps its G newest items when the batch ends."""
+    buckets: dict[int, dict] = {}
+    time = 0
+    for batch in batches:
+        for key, continuation, previous, made in batch:
+            if made:
+                time += 1
+                held = buckets.setdefault(key, {}).get(continuation, [0, None])
+                buckets[key][continuation] = [time, held[1] if previous is None else previous]
+        for bucket in buckets.values():
+            for gone in sorted(bucket, key=lambda c: bucket[c][0])[:-guesses]:
+                del bucket[gone]
+    return {key: [(c, p) for c, (_, p) in sorted(b.items(), key=lambda i: i[1][0])] for key, b in buckets.items()}
+
+
+def test_the_random_batches_reach_what_a_batch_rule_gets_wrong():
+    """Negative control: the random batches above include cases where the host pool and the tempting batch rule
+    end apart, so the comparison would catch an insert that followed it."""
+    apart = 0
+    for seed in range(600):
+        guesses, ngram, batches = random_batches(seed)
+        pool, _ = inserted_apart(guesses, ngram, batches)
+        rule = batch_rule_buckets(guesses, batches)
+        apart += any(rule.get(key, []) != host_bucket(pool, key) for key in range(4))
+    assert apart > 0
+
+
+# ----------------------------------------------------------------------------------------------
+# The step
+
+
+@pytest.fixture
+def device_steps(monkeypatch) -> list:
+    """Counts the steps OnDeviceDecoder ran on the device (so a comparison below is not of two host steps)."""
+    ran = []
+    step = OnDeviceDecoder.device_step
+
+    def counted(self, state):
+        ran.append(self)
+        return step(self, state)
+
+    monkeypatch.setattr(OnDeviceDecoder, "device_step", counted)
+    return ran
+
+
+def lookahead(settings: LookaheadConfig, max_new_tokens: int = 30) -> DecodeRequest:
+    return DecodeRequest(method=Method.LOOKAHEAD, lookahead=settings, max_new_tokens=max_new_tokens)
+
+
+def compared(lm, prompt, request, runtime=FIXED) -> tuple[list, list, list]:
+    """The recorded step's records, the device step's tallies and the host-state lean step's, as decided."""
+    recorded = [decided(s) for s in decode_steps(lm, prompt, request, runtime)]
+    on_device = [decided(s) for s in lean_steps(lm, prompt, request, runtime)]
+    on_host = [decided(s) for s in lean_steps(lm, prompt, request, dataclasses.replace(runtime, device_state=False))]
+    return recorded, on_device, on_host
+
+
+@pytest.mark.parametrize("settings", SETTINGS, ids=str)
+def test_the_device_step_decides_what_the_recorded_step_records(settings, device_steps):
+    lm = tiny_model("llama")
+    accepted = 0
+    for prompt in PROMPTS:
+        recorded, on_device, on_host = compared(lm, prompt, lookahead(settings))
+        assert on_device == recorded == on_host, prompt
+        accepted += sum(step[-1] for step in on_device)
+    assert device_steps and accepted > 0
+
+
+def test_the_device_steps_output_equals_generate_through_eos_and_the_budget(device_steps):
+    lm = tiny_model("qwen2")
+    for prompt in PROMPTS:
+        reference = greedy_reference(lm.model, prompt, 40, None)
+        eos = reference[25]  # a token the run meets, maybe inside an accepted block
+        lm_eos = dataclasses.replace(lm, eos_ids=frozenset({eos}))
+        for tokens, stop in ((40, None), (17, None), (40, eos)):
+            run = lm_eos if stop is not None else lm
+            steps = list(lean_steps(run, prompt, lookahead(LookaheadConfig(4, 4, 3), tokens), FIXED))
+            wanted = greedy_reference(lm.model, prompt, tokens, stop)
+            assert [t for s in steps for t in s.committed] == wanted, (prompt, tokens, stop)
+            assert compared(run, prompt, lookahead(LookaheadConfig(4, 4, 3), tokens))[0] == [decided(s) for s in steps]
+    assert device_steps
+
+
+def one_late(output_ngrams):
+    """A wrong reading of the output's fresh n-grams: the first one, across the old and the new tokens, missed."""
+
+    def late(sequence, count, grown, ngram, span):
+        keys, continuations, previous, made = output_ngrams(sequence, count, grown, ngram, span)
+        return keys, continuations, previous, made & (torch.arange(span) > 0)
+
+    return late
+
+
+def level_below(tree_index):
+    """A wrong Jacobi update: the argmax of the level under the top one."""
+
+    def below(config, device):
+        index = tree_index(config, device)
+        return dataclasses.replace(index, top_rows=index.top_rows - config.window)
+
+    return below
+
+
+@pytest.mark.parametrize("wrong", [("output_ngrams", one_late), ("tree_index", level_below)], ids=lambda w: w[0])
+def test_a_device_step_that_pools_or_updates_wrong_is_caught(wrong, monkeypatch):
+    name, mistake = wrong
+    monkeypatch.setattr(working_state, name, mistake(getattr(working_state, name)))
+    lm = tiny_model("llama")
+    caught = [compared(lm, prompt, lookahead(LookaheadConfig(4, 4, 3)))[:2] for prompt in PROMPTS]
+    assert any(recorded != on_device for recorded, on_device in caught)
+
+
+@pytest.mark.parametrize(
+    "wrapper",
+    [Replayed, partial(capture.compiled, backend="aot_eager", mode=None)],
+    ids=["replayed", "compiled whole"],
+)
+def test_the_device_step_captures_whole(wrapper, monkeypatch, device_steps):
+    """As a replay that overwrites its outputs, and through torch.compile with fullgraph (a host read inside, a
+    .item() or a mask index, would break the graph and fail here), the device step decides the same steps."""
+    lm = tiny_model("llama")
+    request = lookahead(LookaheadConfig(4, 4, 3))
+    wanted = [decided(s) for s in decode_steps(lm, PROMPTS[0], request, FIXED)]
+    torch._dynamo.reset()
+    monkeypatch.setitem(capture.CAPTURES, StepMode.FIXED, wrapper)
+    assert [decided(s) for s in lean_steps(lm, PROMPTS[0], request, FIXED)] == wanted
+    assert device_steps
+
+
+def test_the_device_step_decides_what_the_recorded_step_records_on_the_real_model(default_model, device_steps):
+    """SmolLM2 on a HumanEval prompt (code: the pool's guesses are accepted): the same steps as the recorded step."""
+    prompt = encode_item(default_model.tokenizer, load_prompts("humaneval", 1)[0])
+    request = lookahead(LookaheadConfig(3, 3, 2), 32)
+    recorded = [decided(s) for s in decode_steps(default_model, prompt, request, FIXED)]
+    on_device = [decided(s) for s in lean_steps(default_model, prompt, request, FIXED)]
+    assert on_device == recorded and sum(step[-1] for step in on_device) >= 6
+    assert device_steps
