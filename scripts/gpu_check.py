@@ -252,26 +252,32 @@ def replayed_ms(work, device: torch.device) -> float:
 def print_split(lm, ids: list[int], request: DecodeRequest, runtime, profile: bool) -> None:
     """One decoding of `request`'s method as a timed lane runs it (the lean path: steps tallied, not recorded), its
     steps split into the pass and the rest (medians, ms); with `profile`, lookahead's decoding under
-    torch.profiler, its ops' table printed."""
-    if profile and request.method == Method.LOOKAHEAD:
-        activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if lm.device.type == "cuda" else [])
-        with torch.profiler.profile(activities=activities) as profiled:
-            records = list(lean_steps(lm, ids, request, runtime))
-        sort = "self_cuda_time_total" if lm.device.type == "cuda" else "self_cpu_time_total"
-        print(profiled.key_averages().table(sort_by="self_cpu_time_total", row_limit=15), flush=True)
-        print(profiled.key_averages().table(sort_by=sort, row_limit=10), flush=True)
-    else:
-        records = list(lean_steps(lm, ids, request, runtime))
-    steps = records[1:]  # after the prefill
-    if not steps:
-        return
-    forward = 1e3 * statistics.median(r.forward_seconds for r in steps)
-    whole = 1e3 * statistics.median(r.step_seconds for r in steps)
-    print(
-        f"  split {request.method}: pass {forward:.2f} ms, the rest of the step {whole - forward:.2f} ms "
-        f"(medians of {len(steps)} steps)",
-        flush=True,
-    )
+    torch.profiler, its ops' table printed. Lookahead in a fixed-shape mode is split twice: its working state on
+    the device (the timed lanes' step: the "pass" is the whole device step, its state's work included) and on the
+    host (the step before issue 45's item 2: the pass alone, then the host's work)."""
+    variants = [("", runtime)]
+    if request.method == Method.LOOKAHEAD and runtime.mode != StepMode.EAGER:
+        variants = [(" (state on the device)", runtime), (" (state on the host)", replace(runtime, device_state=False))]
+    for label, chosen in variants:
+        if profile and request.method == Method.LOOKAHEAD:
+            activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if lm.device.type == "cuda" else [])
+            with torch.profiler.profile(activities=activities) as profiled:
+                records = list(lean_steps(lm, ids, request, chosen))
+            sort = "self_cuda_time_total" if lm.device.type == "cuda" else "self_cpu_time_total"
+            print(profiled.key_averages().table(sort_by="self_cpu_time_total", row_limit=15), flush=True)
+            print(profiled.key_averages().table(sort_by=sort, row_limit=10), flush=True)
+        else:
+            records = list(lean_steps(lm, ids, request, chosen))
+        steps = records[1:]  # after the prefill
+        if not steps:
+            continue
+        forward = 1e3 * statistics.median(r.forward_seconds for r in steps)
+        whole = 1e3 * statistics.median(r.step_seconds for r in steps)
+        print(
+            f"  split {request.method}{label}: pass {forward:.2f} ms, the rest of the step {whole - forward:.2f} ms "
+            f"(medians of {len(steps)} steps)",
+            flush=True,
+        )
 
 
 def report_rows(report, name: str, dtype: str) -> list[tuple]:

@@ -8,7 +8,9 @@ committing, learning, and whatever is built for the step's record), with the pas
 decoding runs the path a consumer takes: the recorded steps (`decode_steps`), and where the engine has it the lean
 path of timed lanes (`lean_steps`). Rounds interleave the methods, the paths alternating within a round.
 `--mode fixed` runs the fixed-shape step (the one a GPU captures, here uncaptured): its host work is what a
-captured GPU step does between replays (the eager step, this CPU's default, compacts a DynamicCache instead).
+captured GPU step does between replays (the eager step, this CPU's default, compacts a DynamicCache instead); there
+lookahead's lean steps run with their working state on the device (working_state.py: the "pass" is then the whole
+device step) and once more on the host, as before it.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import argparse
 import statistics
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import torch
@@ -35,12 +38,22 @@ from lookahead_core.runtime import Runtime
 METHODS = (Method.LOOKAHEAD, Method.PROMPT_LOOKUP, Method.MEDUSA)
 
 
-def paths() -> dict[str, object]:
-    """The step generators to time: the recorded one, and the lean one where the engine has it."""
+def paths(runtime: Runtime) -> dict[str, object]:
+    """The step generators to time: the recorded one, and the lean one where the engine has it; in a fixed-shape
+    mode also the lean one with lookahead's working state on the host (what the device-state step replaced)."""
     found = {"recorded": trace.decode_steps}
     if hasattr(trace, "lean_steps"):
         found["lean"] = trace.lean_steps
+    if runtime.mode != StepMode.EAGER and hasattr(runtime, "device_state"):
+        found["lean, state on the host"] = lambda lm, ids, request, runtime: trace.lean_steps(
+            lm, ids, request, replace(runtime, device_state=False)
+        )
     return found
+
+
+def timed(method: Method, path: str) -> bool:
+    """Whether `path` is timed for `method`: where the state lives matters to lookahead's lean steps alone."""
+    return method == Method.LOOKAHEAD or "state on the host" not in path
 
 
 def split(steps) -> tuple[list[float], list[float]]:
@@ -69,9 +82,9 @@ def main() -> None:
     heads = make_medusa(load_heads(SHIPPED_HEADS, lm.model, lm.name, label=SHIPPED_LABEL))
     runtime = Runtime(heads=heads, mode=args.mode).in_mode(lm.model)
     prompts = [encode_prompt(lm.tokenizer, p["prompt"], p["chat"]) for p in load_prompts("humaneval", args.prompts)]
-    found = paths()
-    host = {(m, p): [] for m in METHODS for p in found}
-    forward = {(m, p): [] for m in METHODS for p in found}
+    found = paths(runtime)
+    host = {(m, p): [] for m in METHODS for p in found if timed(m, p)}
+    forward = {key: [] for key in host}
     for method in METHODS:  # an untimed warm-up of each method
         request = DecodeRequest(method=method, max_new_tokens=8)
         list(trace.decode_steps(lm, prompts[0], request, runtime))
@@ -79,7 +92,7 @@ def main() -> None:
         for method in METHODS:
             request = DecodeRequest(method=method, max_new_tokens=args.max_new_tokens)
             for ids in prompts:
-                for name, steps in found.items():
+                for name, steps in [(name, steps) for name, steps in found.items() if timed(method, name)]:
                     h, f = split(steps(lm, ids, request, runtime))
                     host[method, name] += h
                     forward[method, name] += f
