@@ -151,11 +151,16 @@ class MedusaHeads(nn.Module):
         """(..., d) -> (..., K, vocab): the K states stacked and put through the model's output layer once."""
         return output_logits(model, self.states(hidden))
 
+    def top_scores(self, model, hidden: torch.Tensor, width: int):
+        """Every head's scores over the vocabulary (vocab x K) for one hidden state (d,), and each head's `width`
+        highest (topk over the vocabulary: values and indices, width x K), on the device."""
+        scores = output_scores(model, self.states(hidden.to(self.weight.dtype)))
+        return scores, scores.topk(width, dim=0)
+
     @torch.inference_mode()
     def top_choices(self, model, hidden: torch.Tensor, widths: Sequence[int]) -> TopChoices:
         """Head k's `widths[k]` most likely tokens, best first, for one hidden state (d,)."""
-        scores = output_scores(model, self.states(hidden.to(self.weight.dtype)))  # (vocab, K)
-        top = scores.topk(max(widths), dim=0)
+        scores, top = self.top_scores(model, hidden, max(widths))
         tokens = [row[:width] for row, width in zip(top.indices.T.tolist(), widths, strict=False)]
         return TopChoices(tokens=tokens, scores=scores, top=top.values)
 

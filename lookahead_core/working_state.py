@@ -1,24 +1,26 @@
-"""Lookahead's working state on the device, and a greedy step that reads and writes nothing else.
+"""A method's working state on the device, and a greedy step that reads and writes nothing else: lookahead's and
+Medusa's timed steps in a fixed-shape mode, with one small read-back a step.
 
-Once the Jacobi window holds its N-1 levels (the warm-up steps run on the host, as every recorded step does), a
-timed lane's fixed-shape lookahead step keeps on the device: the committed sequence and its length, the window (an
+Lookahead: once the Jacobi window holds its N-1 levels (the warm-up steps run on the host, as every recorded step
+does), a timed lane's fixed-shape step keeps on the device the committed sequence and its length, the window (an
 (N-1) x W table of token ids, level 0 column 0 being c) and the n-gram pool (a table of G continuations under each
 key, with the token before each and a stamp of when it was last inserted: the larger, the more recent). One
-device function (`LookaheadOnDevice.step`, recorded once by the shape's capture) then does what the host step does:
-it offers the pool's guesses under c (those preceded by the token before c first, newest first within each), lays
-them out after c and the window in the shape's fixed tree (every guess slot fed; an empty one's candidate cannot
-win), runs the pass, verifies greedily (each candidate's tokens against the argmax of the rows before them, a
-cumulative product, the longest match, the first on ties: guesses before the window's trajectories), copies the
+device function (`LookaheadOnDevice.forward`, recorded once by the shape's capture) then does what the host step
+does: it offers the pool's guesses under c (those preceded by the token before c first, newest first within each),
+lays them out after c and the window in the shape's fixed tree (every guess slot fed; an empty one's candidate
+cannot win), runs the pass, verifies greedily (each candidate's tokens against the argmax of the rows before them,
+a cumulative product, the longest match, the first on ties: guesses before the window's trajectories), copies the
 accepted rows down and advances L, appends the block to the sequence, applies the Jacobi update (the top level's
 argmax) and moves the levels down, and inserts the harvested columns and the output's fresh n-grams into the pool.
-It makes one small read-back: the accepted count, the guesses offered and the block. The host only commits
-(EOS, the budget) and counts the step.
-
 The pool's inserts of a step are made at once and equal, entry for entry and in recency order, what the host's
-NGramPool makes inserting them one at a time (least recently inserted evicted past G; a re-insert moves an entry
-to the newest and keeps its source, taking the new preceding token when there is one): `PoolTable.insert` says how.
-So the steps, tokens and counts equal the host step's, which tests/test_working_state.py checks against the
-recorded step's records. Greedy only: sampled verification stays on the host (verify_sampled).
+NGramPool makes inserting them one at a time (`PoolTable.insert` says how).
+
+Medusa: from the first step, the current token and the hidden state behind it; the heads' top choices fill the
+sparse tree, the pass verifies it, and the hidden state of the last row kept is the next step's.
+
+Either way the host reads back the accepted count, the guesses offered and the block, commits (EOS, the budget)
+and counts the step; the steps, tokens and counts equal the host step's, which tests/test_working_state.py checks
+against the recorded step's records. Greedy only: sampled verification stays on the host (verify_sampled).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from .config import LookaheadConfig
 from .decoding import GuessingDecoder
 from .fixed import FixedPasses, FixedStep, padded_tree
 from .layout import tree_layout, window_geometry
+from .medusa import Medusa, tree_widths
 from .planning import FullPlanner
 from .pool import NGramPool
 from .records import Method, StepKind, StepTally
@@ -164,136 +167,136 @@ def at(values: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
 
 
 @dataclass(frozen=True)
-class TreeIndex:
-    """The fixed tree of a full window's step, as indices: the window's rows' (level, column) as flat indices
-    into the levels, the rows of each candidate (guesses, then the window's trajectories) padded to the longest
-    with row 0 and the mask of its real rows, and the rows of the window's top level."""
+class FixedTree:
+    """A device step's token tree: each row's parent (row 0, c, has none: -1), and each candidate's rows in
+    verification order, padded with row 0 to the longest, with the mask of its real rows."""
 
-    window_places: torch.Tensor  # (window rows,)
-    rows: torch.Tensor  # (G + W, longest)
-    real: torch.Tensor  # (G + W, longest) bool
-    top_rows: torch.Tensor  # (W,)
-    size: int  # rows fed: c, the window's, every guess slot's
     parents: tuple[int, ...]
-    span: int  # a guess's tokens (N - 1)
-    trajectory_tokens: int  # the tokens of every trajectory (a step verifies them all, and each offered guess)
+    rows: torch.Tensor  # (candidates, longest) long
+    real: torch.Tensor  # (candidates, longest) bool
 
-    def fed(self, offered: int) -> int:
-        """The rows the host step feeds when the pool offers `offered` guesses."""
-        return self.size - (self.rows.shape[0] - self.top_rows.shape[0] - offered) * self.span
+    @property
+    def size(self) -> int:
+        return len(self.parents)
+
+    def fit(self, step: FixedStep) -> None:
+        """Check that the step's shape holds this tree, then give the step its depths and mask."""
+        shape = step.shape
+        if self.size > shape.rows or shape.kept < self.rows.shape[1] + 1:
+            raise ValueError(f"a tree of {self.size} rows reaching {self.rows.shape[1]} does not fit {shape}")
+        depths, tree = padded_tree(tree_layout(self.parents), shape.rows, step.tree.dtype, step.tree.device)
+        step.depths.copy_(depths)
+        step.tree.copy_(tree)
 
 
-def tree_index(config: LookaheadConfig, device: torch.device) -> TreeIndex:
-    """The full window's step as the host lays it out (decoding.lay_out, the full plan) with every guess slot fed."""
-    levels, width, span = config.ngram - 1, config.window, config.ngram - 1
-    geometry = window_geometry(levels, width)
-    window_size = len(geometry.parents)
-    parents = [-1, *(0 if p == -1 else 1 + p for p in geometry.parents)]
-    guess_rows = []
-    for _ in range(config.guesses):
-        first = len(parents)
-        parents += [0, *range(first, first + span - 1)]
-        guess_rows.append(list(range(first, first + span)))
-    trajectories = [[1 + r for r in rows] for rows in geometry.trajectories]
-    candidates = guess_rows + trajectories
+def fixed_tree(parents: list[int], candidates: list[list[int]], device: torch.device) -> FixedTree:
     longest = max(map(len, candidates))
     rows = [c + [0] * (longest - len(c)) for c in candidates]
     real = [[True] * len(c) + [False] * (longest - len(c)) for c in candidates]
-    places = [level * width + column for level, column in geometry.places]
-
-    def tensor(values, dtype=torch.long):
-        return torch.tensor(values, dtype=dtype, device=device)
-
-    return TreeIndex(
-        tensor(places),
-        tensor(rows),
-        tensor(real, torch.bool),
-        tensor([1 + r for r in geometry.rows[-1]]),
-        1 + window_size + config.guesses * span,
-        tuple(parents),
-        span,
-        sum(map(len, trajectories)),
-    )
+    return FixedTree(tuple(parents), torch.tensor(rows, device=device), torch.tensor(real, device=device))
 
 
-def supports(config: LookaheadConfig) -> bool:
-    """Whether the device step takes these settings: a window of two levels or more (N >= 3) and a pool (G >= 1)."""
-    return config.ngram >= 3 and config.guesses >= 1
+def verified(tree: FixedTree, fed: torch.Tensor, argmax: torch.Tensor, usable: torch.Tensor):
+    """Greedy verification on the device, as verify.verify: each candidate's matched length (its tokens against
+    the argmax of the rows before them, while they agree; 0 where not `usable`), the longest (the first on ties),
+    and (accepted, the winner's rows, the block: the argmax of c's row and of each of the winner's rows, the first
+    1 + accepted being the step's)."""
+    tokens = fed.index_select(0, tree.rows.view(-1)).view_as(tree.rows)
+    before = torch.cat([tree.rows.new_zeros(tree.rows.shape[0], 1), tree.rows[:, :-1]], dim=1)
+    predicted = argmax.index_select(0, before.reshape(-1)).view_as(tree.rows)
+    agree = (tokens == predicted) & tree.real & usable[:, None]
+    matched = agree.long().cumprod(dim=1).sum(dim=1)
+    kept = tree.rows.index_select(0, matched.argmax().view(1))[0]
+    return matched.max(), kept, torch.cat([argmax[:1], argmax.index_select(0, kept)])
 
 
-class LookaheadOnDevice:
-    """One fixed-shape step's lookahead working state for settings `config`, and its step as a device function,
-    recorded once by the shape's capture (after a first run on the state loaded, whose writes `load` undoes).
-    Made once per FixedStep and settings (`on_device`) and reloaded by each decoding that takes the step."""
+def kept_down(step: FixedStep, accepted: torch.Tensor, kept: torch.Tensor) -> None:
+    """Copy c's row and the winner's rows down (past the accepted ones harmlessly) and advance L by 1 + accepted."""
+    rows = torch.cat([kept.new_zeros(1), kept, kept.new_zeros(step.shape.kept - 1 - kept.shape[0])])
+    step.sources.copy_(step.shape.capacity + rows)
+    step.kept_rows_down()
+    step.length += 1 + accepted
+
+
+class OnDevice:
+    """A method's working state kept with one fixed-shape step's buffers, and its step as a device function
+    (`forward`: no host read inside; it returns (accepted, guesses offered, the block) as int32, the step's one
+    read-back), recorded once by the shape's capture after a first run on the first decoding's state, which is
+    loaded again after it. Made once per FixedStep and settings (`on_device`), loaded by each decoding."""
+
+    def __init__(self, step: FixedStep, tree: FixedTree) -> None:
+        self.step, self.tree, self.run = step, tree, None
+
+    @torch.inference_mode()
+    def load(self, *state) -> None:
+        """A decoding's state in (the method's `fill`), the tree and the cache's L given to the step."""
+        if self.run is None:
+            self.fill(*state)
+            self.run = self.step.capture(self.forward)
+            self.run()
+        self.fill(*state)
+
+    def fill(self, *state) -> None:
+        raise NotImplementedError
+
+    def forward(self) -> torch.Tensor:
+        raise NotImplementedError
+
+    def counted(self, offered: int) -> tuple[int, int]:
+        """The rows the host step feeds and the candidate tokens it verifies, when `offered` guesses are offered."""
+        raise NotImplementedError
+
+
+class LookaheadOnDevice(OnDevice):
+    """Lookahead's state: the committed sequence and its length, the full window's levels, the pool's table. Its
+    tree is the host's full plan (decoding.lay_out) with every guess slot fed: c, the window's rows, G chains of
+    N - 1; the guesses, then the window's trajectories, verified."""
 
     def __init__(self, step: FixedStep, config: LookaheadConfig, vocabulary: int) -> None:
         device, shape = step.ids.device, step.shape
-        self.step, self.config, self.index = step, config, tree_index(config, device)
-        if self.index.size > shape.rows or shape.kept < self.index.rows.shape[1] + 1:
-            raise ValueError(f"lookahead {config} does not fit the fixed shape {shape}")
-        self.levels = torch.zeros(config.ngram - 1, config.window, dtype=torch.long, device=device)
+        levels, width, span = config.ngram - 1, config.window, config.ngram - 1
+        geometry = window_geometry(levels, width)
+        parents = [-1, *(0 if p == -1 else 1 + p for p in geometry.parents)]
+        guesses = []
+        for _ in range(config.guesses):
+            first = len(parents)
+            parents += [0, *range(first, first + span - 1)]
+            guesses.append(list(range(first, first + span)))
+        trajectories = [[1 + r for r in rows] for rows in geometry.trajectories]
+        super().__init__(step, fixed_tree(parents, guesses + trajectories, device))
+        self.config, self.span, self.trajectory_tokens = config, span, sum(map(len, trajectories))
+        self.window_places = torch.tensor([lv * width + col for lv, col in geometry.places], device=device)
+        self.top_rows = torch.tensor([1 + r for r in geometry.rows[-1]], device=device)
+        self.everything = torch.ones(len(trajectories), dtype=torch.bool, device=device)
+        self.levels = torch.zeros(levels, width, dtype=torch.long, device=device)
         self.sequence = torch.zeros(shape.capacity + shape.kept, dtype=torch.long, device=device)
         self.count = torch.zeros((), dtype=torch.long, device=device)
         self.pool = PoolTable.empty(vocabulary, config.guesses, config.ngram, device)
-        self.run: Callable | None = None
-
-    @torch.inference_mode()
-    def load(self, sequence: list[int], levels: list[list[int]], pool: NGramPool, length: int) -> None:
-        """A decoding's state in: its committed sequence, its full window, its pool, the cache's L; the tree fed."""
-        step = self.step
-        if self.run is None:
-            self.fill(sequence, levels, pool, length)
-            self.run = step.capture(self.forward)
-            self.run()
-        self.fill(sequence, levels, pool, length)
 
     def fill(self, sequence: list[int], levels: list[list[int]], pool: NGramPool, length: int) -> None:
-        step = self.step
         self.sequence[: len(sequence)] = torch.tensor(sequence, device=self.sequence.device)
         self.count.fill_(len(sequence))
         self.levels.copy_(torch.tensor(levels, device=self.levels.device))
         self.pool.load(pool)
-        depths, tree = padded_tree(tree_layout(self.index.parents), step.shape.rows, step.tree.dtype, step.tree.device)
-        step.depths.copy_(depths)
-        step.tree.copy_(tree)
-        step.length.fill_(length)
+        self.tree.fit(self.step)
+        self.step.length.fill_(length)
+
+    def counted(self, offered: int) -> tuple[int, int]:
+        empty = (self.config.guesses - offered) * self.span
+        return self.tree.size - empty, offered * self.span + self.trajectory_tokens
 
     def forward(self) -> torch.Tensor:
-        """One step on the device; returns (accepted, guesses offered, the block padded to the longest candidate
-        and one) as int32: the step's one read-back."""
-        index, step = self.index, self.step
+        step = self.step
         current, before = self.levels[0, :1], self.sequence.index_select(0, self.count.view(1) - 2)
         guesses, offered = self.pool.offered(current, before)
-        fed = torch.cat([current, self.levels.view(-1).index_select(0, index.window_places), guesses.view(-1)])
-        step.ids[0, : index.size] = fed
+        fed = torch.cat([current, self.levels.view(-1).index_select(0, self.window_places), guesses.view(-1)])
+        step.ids[0, : self.tree.size] = fed
         _, argmax, _ = step.forward()
         argmax = argmax.long()
-        accepted, kept, block = self.verified(fed, argmax, offered)
-        self.keep(accepted, kept)
+        accepted, kept, block = verified(self.tree, fed, argmax, torch.cat([offered, self.everything]))
+        kept_down(step, accepted, kept)
         self.advance(argmax, accepted, block)
         return torch.cat([accepted.view(1), offered.sum().view(1), block]).to(torch.int32)
-
-    def verified(self, fed: torch.Tensor, argmax: torch.Tensor, offered: torch.Tensor):
-        """Greedy verification on the device: each candidate's matched length (its tokens against the argmax of
-        the rows before them, while they agree), the longest (the first on ties), the winner's rows and the block
-        (the argmax of c's row and of each of the winner's rows: the first 1 + accepted are the step's)."""
-        index = self.index
-        tokens = fed.index_select(0, index.rows.view(-1)).view_as(index.rows)
-        before_rows = torch.cat([index.rows.new_zeros(index.rows.shape[0], 1), index.rows[:, :-1]], dim=1)
-        predicted = argmax.index_select(0, before_rows.reshape(-1)).view_as(index.rows)
-        agree = (tokens == predicted) & index.real
-        agree[: self.config.guesses] &= offered[:, None]
-        matched = agree.long().cumprod(dim=1).sum(dim=1)
-        kept = index.rows.index_select(0, matched.argmax().view(1))[0]
-        return matched.max(), kept, torch.cat([argmax[:1], argmax.index_select(0, kept)])
-
-    def keep(self, accepted: torch.Tensor, kept: torch.Tensor) -> None:
-        """Copy c's row and the winner's rows down (past the accepted ones harmlessly) and advance L."""
-        step = self.step
-        rows = torch.cat([kept.new_zeros(1), kept, kept.new_zeros(step.shape.kept - 1 - kept.shape[0])])
-        step.sources.copy_(step.shape.capacity + rows)
-        step.kept_rows_down()
-        step.length += 1 + accepted
 
     def advance(self, argmax: torch.Tensor, accepted: torch.Tensor, block: torch.Tensor) -> None:
         """The block onto the sequence; the window's columns harvested with the Jacobi update on top, then the
@@ -302,7 +305,7 @@ class LookaheadOnDevice:
         count = self.count.clone()
         self.sequence.index_copy_(0, count + torch.arange(span, device=device), block)
         grown = count + 1 + accepted
-        update = argmax.index_select(0, self.index.top_rows)
+        update = argmax.index_select(0, self.top_rows)
         columns = torch.cat([self.levels.t(), update[:, None]], dim=1)
         before_current = self.sequence.index_select(0, count.view(1) - 2)
         keys, continuations, previous, made = output_ngrams(self.sequence, count, grown, self.config.ngram, span)
@@ -328,70 +331,147 @@ def output_ngrams(sequence: torch.Tensor, count: torch.Tensor, grown: torch.Tens
     return grams[:, 0], grams[:, 1:], previous, made
 
 
-def on_device(step: FixedStep, config: LookaheadConfig, vocabulary: int) -> LookaheadOnDevice:
-    """The step's lookahead state for `config`, made on its first use and kept with the step's buffers."""
-    if config not in step.working:
-        step.working[config] = LookaheadOnDevice(step, config, vocabulary)
-    return step.working[config]
+class MedusaOnDevice(OnDevice):
+    """Medusa's state: the current token and the last hidden state of the row whose prediction it is. Its tree
+    is the heads' sparse tree after c (medusa.tree_branch), each root-to-leaf path a candidate; each step the heads
+    read the hidden state, their top choices fill the tree, and the hidden state of the last row kept is the next's."""
+
+    def __init__(self, step: FixedStep, medusa: Medusa, model) -> None:
+        device, tree = step.ids.device, medusa.tree
+        row = {path: 1 + r for r, path in enumerate(tree)}
+        parents = [-1, *(row[p[:-1]] if len(p) > 1 else 0 for p in tree)]
+        inner = {p[:-1] for p in tree}
+        paths = [[row[leaf[:j]] for j in range(1, len(leaf) + 1)] for leaf in tree if leaf not in inner]
+        super().__init__(step, fixed_tree(parents, paths, device))
+        self.medusa, self.model, self.width = medusa, model, max(tree_widths(tree))
+        heads = medusa.heads.heads
+        self.choices = torch.tensor([p[-1] * heads + len(p) - 1 for p in tree], device=device)  # into (width, K)
+        self.everything = torch.ones(len(paths), dtype=torch.bool, device=device)
+        self.verified_tokens = sum(map(len, paths))
+        self.current = torch.zeros(1, dtype=torch.long, device=device)
+        self.hidden = torch.zeros(medusa.heads.target.hidden_size, dtype=model.dtype, device=device)
+
+    def fill(self, current: int, hidden: torch.Tensor, length: int) -> None:
+        self.current.fill_(current)
+        self.hidden.copy_(hidden)
+        self.tree.fit(self.step)
+        self.step.length.fill_(length)
+
+    def counted(self, offered: int) -> tuple[int, int]:
+        return self.tree.size, self.verified_tokens
+
+    def forward(self) -> torch.Tensor:
+        step = self.step
+        _, top = self.medusa.heads.top_scores(self.model, self.hidden, self.width)
+        fed = torch.cat([self.current, top.indices.reshape(-1).index_select(0, self.choices)])
+        step.ids[0, : self.tree.size] = fed
+        _, argmax, states = step.forward()
+        accepted, kept, block = verified(self.tree, fed, argmax.long(), self.everything)
+        kept_down(step, accepted, kept)
+        last = torch.cat([kept.new_zeros(1), kept]).index_select(0, accepted.view(1))
+        self.hidden.copy_(states.index_select(0, last)[0])
+        self.current.copy_(block.index_select(0, accepted.view(1)))
+        return torch.cat([accepted.view(1), accepted.new_zeros(1), block]).to(torch.int32)
+
+
+def kept_with(step: FixedStep, key, make: Callable[[], OnDevice]) -> OnDevice:
+    """The step's working state under `key` (a method's settings), made on its first use and kept with the step."""
+    if key not in step.working:
+        step.working[key] = make()
+    return step.working[key]
+
+
+def lookahead_state(decoder: GuessingDecoder) -> OnDevice:
+    passes, proposer = decoder.passes, decoder.proposer
+    vocabulary = decoder.model.get_output_embeddings().weight.shape[0]
+    state = kept_with(passes.step, proposer.config, lambda: LookaheadOnDevice(passes.step, proposer.config, vocabulary))
+    state.load(decoder.sequence, proposer.window.levels, proposer.pool, passes.length)
+    return state
+
+
+def medusa_state(decoder: GuessingDecoder) -> OnDevice:
+    passes, medusa = decoder.passes, decoder.proposer.medusa
+    key = (medusa.heads, medusa.tree)
+    state = kept_with(passes.step, key, lambda: MedusaOnDevice(passes.step, medusa, decoder.model))
+    state.load(decoder.sequence[-1], decoder.fresh[-1], passes.length)
+    return state
+
+
+@dataclass(frozen=True)
+class Resident:
+    """A method whose timed steps may run on the device: whether a decoding can (`takes` its request and planner),
+    when its state is ready to move (`ready`: the host steps run until then) and how it moves (`state`)."""
+
+    takes: Callable[[DecodeRequest, object], bool]
+    ready: Callable[[GuessingDecoder], bool]
+    state: Callable[[GuessingDecoder], OnDevice]
+
+
+RESIDENT = {
+    Method.LOOKAHEAD: Resident(
+        # a window of two levels or more (N >= 3), a pool (G >= 1), the paper's full plan (what a fixed shape runs)
+        lambda request, planner: (
+            request.lookahead.ngram >= 3
+            and request.lookahead.guesses >= 1
+            and (planner is None or isinstance(planner, FullPlanner))
+        ),
+        lambda decoder: decoder.proposer.window.is_full,
+        lookahead_state,
+    ),
+    Method.MEDUSA: Resident(lambda request, planner: True, lambda decoder: True, medusa_state),
+}
 
 
 class OnDeviceDecoder(GuessingDecoder):
-    """Greedy lookahead in the fixed-shape step, for a timed lane (tallies only, the paper's full plan): the
-    warm-up steps on the host, as GuessingDecoder runs them; once the window is full, its state moves to the
-    device and each step is one run of `LookaheadOnDevice.forward` and one read-back. A step's tally counts what
-    the host step's would: the rows it would feed (c, the window, the guesses offered), the tokens verified, the
-    tokens accepted; its pass seconds are the whole device step's."""
+    """A greedy guessing decoder in the fixed-shape step for a timed lane (tallies only), whose steps run on the
+    device once its method's state is `ready` (lookahead: when the window is full; the steps before run on the host,
+    as GuessingDecoder runs them): each is one run of the state's `forward` and one read-back. A step's tally
+    counts what the host step's would (the rows it would feed, the tokens verified, those accepted); its pass
+    seconds are the whole device step's."""
 
     def steps(self) -> Iterator[StepTally]:
+        resident = RESIDENT[self.method]
         try:
             yield self.prefill()
-            while self.stop is None and not self.proposer.window.is_full:
+            while self.stop is None and not resident.ready(self):
                 yield self.step()
             if self.stop is None:
-                state = self.state()
+                state = resident.state(self)
                 while self.stop is None:
                     yield self.device_step(state)
         finally:
             self.passes.release()
 
-    def state(self) -> LookaheadOnDevice:
-        passes, proposer = self.passes, self.proposer
-        vocabulary = self.model.get_output_embeddings().weight.shape[0]
-        state = on_device(passes.step, proposer.config, vocabulary)
-        state.load(self.sequence, proposer.window.levels, proposer.pool, passes.length)
-        return state
-
     @torch.inference_mode()
-    def device_step(self, state: LookaheadOnDevice) -> StepTally:
+    def device_step(self, state: OnDevice) -> StepTally:
         start = time.perf_counter()
         self.step_index += 1
         accepted, offered, *block = state.run().tolist()  # the step's one read-back
         seconds = time.perf_counter() - start
         committed, self.stop = commit(block[: 1 + accepted], self.max_new_tokens - self.produced, self.eos_ids)
         self.sequence = self.sequence + committed
-        index = state.index
+        fed, verified_tokens = state.counted(offered)
         return StepTally(
             step=self.step_index,
             kind=StepKind.DECODE,
-            tokens_fed=index.fed(offered),
+            tokens_fed=fed,
             committed=committed,
             stop=self.stop,
             forward_seconds=seconds,
             step_seconds=time.perf_counter() - start,
-            verified_tokens=offered * index.span + index.trajectory_tokens,
+            verified_tokens=verified_tokens,
             accepted_tokens=accepted,
         )
 
 
 def takes(request: DecodeRequest, passes, planner, recorded: bool) -> bool:
-    """Whether a lookahead decoding can run its steps on the device: a timed lane's (not `recorded`), greedy, in
-    the fixed-shape step, with the paper's full plan (None or FullPlanner: what a fixed shape runs), with settings
-    `supports` takes."""
+    """Whether a decoding can run its steps on the device: a timed lane's (not `recorded`), greedy, in the
+    fixed-shape step, of a method RESIDENT lists, which `takes` its request and planner."""
+    resident = RESIDENT.get(request.method)
     return (
-        request.method == Method.LOOKAHEAD
+        resident is not None
         and not recorded
         and request.sampling.is_greedy
         and isinstance(passes, FixedPasses)
-        and (planner is None or isinstance(planner, FullPlanner))
-        and supports(request.lookahead)
+        and resident.takes(request, planner)
     )

@@ -16,9 +16,9 @@ that cannot run, say) prints its error and a FAILED row, and the check goes on w
 
 `--quick` is the check one 15-minute lease fits (issue 45: about 8 minutes on an H200, estimated from the fifth
 lease's timings): float32 captured on HumanEval, GSM8K and MT-Bench, 4 prompts each, with greedy, lookahead,
-prompt lookup, suffix decoding and hf-static; bfloat16 captured on HumanEval alone (`--half-sets`: the sets a half
-precision runs, default all of --sets); the app's Run and race at 64 tokens; the GEMM table. Options given beside
-it are overridden.
+prompt lookup, Medusa, suffix decoding and hf-static; bfloat16 captured on HumanEval alone (`--half-sets`: the sets
+a half precision runs, default all of --sets); the app's Run and race at 64 tokens; the GEMM table. Options given
+beside it are overridden.
 
 Then, per dtype, a Run and a race of the first prompt of the first set, recorded by the app's own server functions
 (lab.server.record and timed_race: the model held, the budget, the deadlines, the default step mode) and written
@@ -58,6 +58,7 @@ from lookahead_core.request import DecodeRequest
 from lookahead_core.suffix import SuffixStore
 from lookahead_core.trace import lean_steps, machine_facts
 from lookahead_core.tuning import regime_settings
+from lookahead_core.working_state import RESIDENT
 from visuals.timing import speedup_words, times, verdict
 
 COST_POINTS = (1, 16, 64, 128, 256)
@@ -69,7 +70,7 @@ QUICK = {
     "max_new_tokens": 128,
     "repeats": REPEATS,
     "modes": ["cuda-graph"],
-    "methods": "greedy,lookahead,prompt-lookup,suffix,hf-static",
+    "methods": "greedy,lookahead,prompt-lookup,medusa,suffix,hf-static",
     "app_tokens": 64,
     "gemms": True,
 }
@@ -252,11 +253,12 @@ def replayed_ms(work, device: torch.device) -> float:
 def print_split(lm, ids: list[int], request: DecodeRequest, runtime, profile: bool) -> None:
     """One decoding of `request`'s method as a timed lane runs it (the lean path: steps tallied, not recorded), its
     steps split into the pass and the rest (medians, ms); with `profile`, lookahead's decoding under
-    torch.profiler, its ops' table printed. Lookahead in a fixed-shape mode is split twice: its working state on
-    the device (the timed lanes' step: the "pass" is the whole device step, its state's work included) and on the
-    host (the step before issue 45's item 2: the pass alone, then the host's work)."""
+    torch.profiler, its ops' table printed. A method whose timed steps keep their state on the device
+    (working_state.RESIDENT: lookahead, Medusa) is split twice in a fixed-shape mode: its state on the device (the
+    timed lanes' step: the "pass" is the whole device step, its state's work included) and on the host (the step
+    before issue 45's item 2: the pass alone, then the host's work)."""
     variants = [("", runtime)]
-    if request.method == Method.LOOKAHEAD and runtime.mode != StepMode.EAGER:
+    if request.method in RESIDENT and runtime.mode != StepMode.EAGER:
         variants = [(" (state on the device)", runtime), (" (state on the host)", replace(runtime, device_state=False))]
     for label, chosen in variants:
         if profile and request.method == Method.LOOKAHEAD:

@@ -9,8 +9,8 @@ decoding runs the path a consumer takes: the recorded steps (`decode_steps`), an
 path of timed lanes (`lean_steps`). Rounds interleave the methods, the paths alternating within a round.
 `--mode fixed` runs the fixed-shape step (the one a GPU captures, here uncaptured): its host work is what a
 captured GPU step does between replays (the eager step, this CPU's default, compacts a DynamicCache instead); there
-lookahead's lean steps run with their working state on the device (working_state.py: the "pass" is then the whole
-device step) and once more on the host, as before it.
+lookahead's and Medusa's lean steps run with their working state on the device (working_state.py: the "pass" is
+then the whole device step) and once more on the host, as before it.
 """
 
 from __future__ import annotations
@@ -40,7 +40,8 @@ METHODS = (Method.LOOKAHEAD, Method.PROMPT_LOOKUP, Method.MEDUSA)
 
 def paths(runtime: Runtime) -> dict[str, object]:
     """The step generators to time: the recorded one, and the lean one where the engine has it; in a fixed-shape
-    mode also the lean one with lookahead's working state on the host (what the device-state step replaced)."""
+    mode also the lean one with lookahead's and Medusa's working state on the host (what the device-state step
+    replaced)."""
     found = {"recorded": trace.decode_steps}
     if hasattr(trace, "lean_steps"):
         found["lean"] = trace.lean_steps
@@ -52,8 +53,8 @@ def paths(runtime: Runtime) -> dict[str, object]:
 
 
 def timed(method: Method, path: str) -> bool:
-    """Whether `path` is timed for `method`: where the state lives matters to lookahead's lean steps alone."""
-    return method == Method.LOOKAHEAD or "state on the host" not in path
+    """Whether `path` is timed for `method`: where the state lives matters to lookahead's and Medusa's lean steps."""
+    return method in (Method.LOOKAHEAD, Method.MEDUSA) or "state on the host" not in path
 
 
 def split(steps) -> tuple[list[float], list[float]]:

@@ -46,6 +46,6 @@ def test_quick_is_the_check_one_lease_fits_whatever_else_is_asked():
         ["humaneval"],
     )
     assert args.sets == ["humaneval", "gsm8k", "mtbench"] and args.gemms and args.app_tokens == 64
-    assert [m.value for m in methods] == ["greedy", "lookahead", "prompt-lookup", "suffix", "hf-static"]
+    assert [m.value for m in methods] == ["greedy", "lookahead", "prompt-lookup", "medusa", "suffix", "hf-static"]
     plain, _ = gpu_check.arguments(["--limit", "10"])
     assert plain.limit == 10 and plain.half_sets is None and not plain.gemms  # without it, the options as given

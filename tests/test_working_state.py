@@ -1,13 +1,14 @@
-"""Lookahead's working state on the device (lookahead_core/working_state.py), run here as torch ops on the CPU.
+"""Working state on the device (lookahead_core/working_state.py), run here as torch ops on the CPU.
 
 The pool's inserts made at once equal the host pool's made one at a time, entry for entry, in recency order, with
-each entry's preceding token, over random batches that collide, evict and insert again (and two wrong readings of
-"absent" are caught by the same comparison). A timed lane's greedy lookahead in the fixed-shape step runs its steps
-on the device after the warm-up, and its tallies equal the recorded step's records (rows fed, tokens committed,
-verified, accepted, stop) and the host-state lean step's, on tiny models and on the real one, through EOS and the
-budget; its output equals `generate`. The device step traces whole under torch.compile (fullgraph: no host read
-inside), and survives a replay that overwrites its outputs. Negative controls: a device step that offers the pool's
-guesses oldest first, or breaks a tie for the last candidate, is caught by the same comparison.
+each entry's preceding token, over random batches that collide, evict and insert again (and a tempting batch rule
+ends apart from the host pool on them). A timed lane's greedy lookahead and Medusa in the fixed-shape step run their
+steps on the device (lookahead after its warm-up), and their tallies equal the recorded step's records (rows fed,
+tokens committed, verified, accepted, stop) and the host-state lean step's, on tiny models and on the real one,
+through EOS and the budget; the output equals `generate`. The device step traces whole under torch.compile
+(fullgraph: no host read inside) and survives a replay that overwrites its outputs. Negative controls: a lookahead
+step that misses the output's first fresh n-gram or takes its Jacobi update from the level below, and a Medusa step
+whose heads read c's row's hidden state, are caught by the same comparison.
 """
 
 from __future__ import annotations
@@ -20,16 +21,18 @@ import pytest
 import torch
 
 from lab.datasets import encode_item, load_prompts
+from lab.heads import SHIPPED_HEADS, SHIPPED_LABEL
 from lookahead_core import capture, working_state
 from lookahead_core.config import LookaheadConfig
+from lookahead_core.medusa import load_heads, make_medusa
 from lookahead_core.pool import NGramPool
 from lookahead_core.records import GuessSource, Method, StepMode
 from lookahead_core.request import DecodeRequest
 from lookahead_core.runtime import Runtime
 from lookahead_core.trace import decode_steps, lean_steps
-from lookahead_core.working_state import NONE, OnDeviceDecoder, PoolTable
+from lookahead_core.working_state import NONE, LookaheadOnDevice, MedusaOnDevice, OnDeviceDecoder, PoolTable
 
-from .conftest import tiny_model
+from .conftest import tiny_medusa, tiny_model
 from .test_engine_tiny_models import greedy_reference
 from .test_fixed_shape import Replayed
 from .test_lean_path import decided
@@ -162,6 +165,10 @@ def lookahead(settings: LookaheadConfig, max_new_tokens: int = 30) -> DecodeRequ
     return DecodeRequest(method=Method.LOOKAHEAD, lookahead=settings, max_new_tokens=max_new_tokens)
 
 
+def medusa(max_new_tokens: int = 30) -> DecodeRequest:
+    return DecodeRequest(method=Method.MEDUSA, max_new_tokens=max_new_tokens)
+
+
 def compared(lm, prompt, request, runtime=FIXED) -> tuple[list, list, list]:
     """The recorded step's records, the device step's tallies and the host-state lean step's, as decided."""
     recorded = [decided(s) for s in decode_steps(lm, prompt, request, runtime)]
@@ -206,20 +213,24 @@ def one_late(output_ngrams):
     return late
 
 
-def level_below(tree_index):
+def level_below(init):
     """A wrong Jacobi update: the argmax of the level under the top one."""
 
-    def below(config, device):
-        index = tree_index(config, device)
-        return dataclasses.replace(index, top_rows=index.top_rows - config.window)
+    def below(self, step, config, vocabulary):
+        init(self, step, config, vocabulary)
+        self.top_rows = self.top_rows - config.window
 
     return below
 
 
-@pytest.mark.parametrize("wrong", [("output_ngrams", one_late), ("tree_index", level_below)], ids=lambda w: w[0])
+@pytest.mark.parametrize(
+    "wrong",
+    [(working_state, "output_ngrams", one_late), (LookaheadOnDevice, "__init__", level_below)],
+    ids=["output n-grams one late", "update from the level below"],
+)
 def test_a_device_step_that_pools_or_updates_wrong_is_caught(wrong, monkeypatch):
-    name, mistake = wrong
-    monkeypatch.setattr(working_state, name, mistake(getattr(working_state, name)))
+    owner, name, mistake = wrong
+    monkeypatch.setattr(owner, name, mistake(getattr(owner, name)))
     lm = tiny_model("llama")
     caught = [compared(lm, prompt, lookahead(LookaheadConfig(4, 4, 3)))[:2] for prompt in PROMPTS]
     assert any(recorded != on_device for recorded, on_device in caught)
@@ -230,15 +241,17 @@ def test_a_device_step_that_pools_or_updates_wrong_is_caught(wrong, monkeypatch)
     [Replayed, partial(capture.compiled, backend="aot_eager", mode=None)],
     ids=["replayed", "compiled whole"],
 )
-def test_the_device_step_captures_whole(wrapper, monkeypatch, device_steps):
+@pytest.mark.parametrize("method", [Method.LOOKAHEAD, Method.MEDUSA])
+def test_the_device_step_captures_whole(wrapper, method, monkeypatch, device_steps):
     """As a replay that overwrites its outputs, and through torch.compile with fullgraph (a host read inside, a
     .item() or a mask index, would break the graph and fail here), the device step decides the same steps."""
     lm = tiny_model("llama")
-    request = lookahead(LookaheadConfig(4, 4, 3))
-    wanted = [decided(s) for s in decode_steps(lm, PROMPTS[0], request, FIXED)]
+    runtime = dataclasses.replace(FIXED, heads=tiny_medusa(lm))
+    request = lookahead(LookaheadConfig(4, 4, 3)) if method == Method.LOOKAHEAD else medusa()
+    wanted = [decided(s) for s in decode_steps(lm, PROMPTS[0], request, runtime)]
     torch._dynamo.reset()
     monkeypatch.setitem(capture.CAPTURES, StepMode.FIXED, wrapper)
-    assert [decided(s) for s in lean_steps(lm, PROMPTS[0], request, FIXED)] == wanted
+    assert [decided(s) for s in lean_steps(lm, PROMPTS[0], request, runtime)] == wanted
     assert device_steps
 
 
@@ -248,5 +261,50 @@ def test_the_device_step_decides_what_the_recorded_step_records_on_the_real_mode
     request = lookahead(LookaheadConfig(3, 3, 2), 32)
     recorded = [decided(s) for s in decode_steps(default_model, prompt, request, FIXED)]
     on_device = [decided(s) for s in lean_steps(default_model, prompt, request, FIXED)]
+    assert on_device == recorded and sum(step[-1] for step in on_device) >= 6
+    assert device_steps
+
+
+# ----------------------------------------------------------------------------------------------
+# Medusa's step on the device
+
+
+@pytest.mark.parametrize("size", [16, 5])
+def test_medusas_device_step_decides_what_the_recorded_step_records(size, device_steps):
+    lm = tiny_model("llama")
+    runtime = dataclasses.replace(FIXED, heads=tiny_medusa(lm, size=size))
+    accepted = 0
+    for prompt in PROMPTS:
+        recorded, on_device, on_host = compared(lm, prompt, medusa(), runtime)
+        assert on_device == recorded == on_host, prompt
+        accepted += sum(step[-1] for step in on_device)
+    assert device_steps and accepted > 0
+
+
+def from_row_zero(forward):
+    """A wrong Medusa step: the heads read the hidden state of c's row, not of the last row kept."""
+
+    def wrong(self):
+        report = forward(self)
+        self.hidden.copy_(self.step.forward()[2][0])
+        return report
+
+    return wrong
+
+
+def test_a_medusa_step_that_reads_the_wrong_hidden_state_is_caught(monkeypatch):
+    lm = tiny_model("llama")
+    runtime = dataclasses.replace(FIXED, heads=tiny_medusa(lm))
+    monkeypatch.setattr(MedusaOnDevice, "forward", from_row_zero(MedusaOnDevice.forward))
+    caught = [compared(lm, prompt, medusa(), runtime)[:2] for prompt in PROMPTS]
+    assert any(recorded != on_device for recorded, on_device in caught)
+
+
+def test_medusas_device_step_with_the_shipped_heads_on_the_real_model(default_model, device_steps):
+    prompt = encode_item(default_model.tokenizer, load_prompts("humaneval", 1)[0])
+    heads = make_medusa(load_heads(SHIPPED_HEADS, default_model.model, default_model.name, label=SHIPPED_LABEL), 8)
+    runtime = dataclasses.replace(FIXED, heads=heads)
+    recorded = [decided(s) for s in decode_steps(default_model, prompt, medusa(24), runtime)]
+    on_device = [decided(s) for s in lean_steps(default_model, prompt, medusa(24), runtime)]
     assert on_device == recorded and sum(step[-1] for step in on_device) >= 6
     assert device_steps
