@@ -1,5 +1,5 @@
-"""A method's working state on the device, and a greedy step that reads and writes nothing else: lookahead's and
-Medusa's timed steps in a fixed-shape mode, with one small read-back a step.
+"""A method's working state on the device, and a greedy step that reads and writes nothing else: lookahead's,
+prompt lookup's and Medusa's timed steps in a fixed-shape mode, with one small read-back a step.
 
 Lookahead: once the Jacobi window holds its N-1 levels (the warm-up steps run on the host, as every recorded step
 does), a timed lane's fixed-shape step keeps on the device the committed sequence and its length, the window (an
@@ -14,6 +14,9 @@ accepted rows down and advances L, appends the block to the sequence, applies th
 argmax) and moves the levels down, and inserts the harvested columns and the output's fresh n-grams into the pool.
 The pool's inserts of a step are made at once and equal, entry for entry and in recency order, what the host's
 NGramPool makes inserting them one at a time (`PoolTable.insert` says how).
+
+Prompt lookup: from the first step, the committed sequence; the earlier occurrences of its last tokens are found
+and their distinct continuations laid out where the host lays them out (`PromptLookupOnDevice`).
 
 Medusa: from the first step, the current token and the hidden state behind it; the heads' top choices fill the
 sparse tree, the pass verifies it, and the hidden state of the last row kept is the next step's.
@@ -31,7 +34,7 @@ from dataclasses import dataclass
 
 import torch
 
-from .config import LookaheadConfig
+from .config import LookaheadConfig, LookupConfig
 from .decoding import GuessingDecoder
 from .fixed import FixedPasses, FixedStep, padded_tree
 from .layout import tree_layout, window_geometry
@@ -196,17 +199,16 @@ def fixed_tree(parents: list[int], candidates: list[list[int]], device: torch.de
     return FixedTree(tuple(parents), torch.tensor(rows, device=device), torch.tensor(real, device=device))
 
 
-def verified(tree: FixedTree, fed: torch.Tensor, argmax: torch.Tensor, usable: torch.Tensor):
-    """Greedy verification on the device, as verify.verify: each candidate's matched length (its tokens against
-    the argmax of the rows before them, while they agree; 0 where not `usable`), the longest (the first on ties),
-    and (accepted, the winner's rows, the block: the argmax of c's row and of each of the winner's rows, the first
-    1 + accepted being the step's)."""
-    tokens = fed.index_select(0, tree.rows.view(-1)).view_as(tree.rows)
-    before = torch.cat([tree.rows.new_zeros(tree.rows.shape[0], 1), tree.rows[:, :-1]], dim=1)
-    predicted = argmax.index_select(0, before.reshape(-1)).view_as(tree.rows)
-    agree = (tokens == predicted) & tree.real & usable[:, None]
-    matched = agree.long().cumprod(dim=1).sum(dim=1)
-    kept = tree.rows.index_select(0, matched.argmax().view(1))[0]
+def verified(rows: torch.Tensor, real: torch.Tensor, fed: torch.Tensor, argmax: torch.Tensor):
+    """Greedy verification on the device, as verify.verify: each candidate's matched length (its tokens, at `rows`
+    (candidates x longest) where `real`, against the argmax of the rows before them, while they agree), the longest
+    (the first on ties), and (accepted, the winner's rows, the block: the argmax of c's row and of each of the
+    winner's rows, the first 1 + accepted being the step's)."""
+    tokens = fed.index_select(0, rows.reshape(-1)).view_as(rows)
+    before = torch.cat([rows.new_zeros(rows.shape[0], 1), rows[:, :-1]], dim=1)
+    predicted = argmax.index_select(0, before.reshape(-1)).view_as(rows)
+    matched = ((tokens == predicted) & real).long().cumprod(dim=1).sum(dim=1)
+    kept = rows.index_select(0, matched.argmax().view(1))[0]
     return matched.max(), kept, torch.cat([argmax[:1], argmax.index_select(0, kept)])
 
 
@@ -293,7 +295,8 @@ class LookaheadOnDevice(OnDevice):
         step.ids[0, : self.tree.size] = fed
         _, argmax, _ = step.forward()
         argmax = argmax.long()
-        accepted, kept, block = verified(self.tree, fed, argmax, torch.cat([offered, self.everything]))
+        usable = torch.cat([offered, self.everything])
+        accepted, kept, block = verified(self.tree.rows, self.tree.real & usable[:, None], fed, argmax)
         kept_down(step, accepted, kept)
         self.advance(argmax, accepted, block)
         return torch.cat([accepted.view(1), offered.sum().view(1), block]).to(torch.int32)
@@ -346,7 +349,6 @@ class MedusaOnDevice(OnDevice):
         self.medusa, self.model, self.width = medusa, model, max(tree_widths(tree))
         heads = medusa.heads.heads
         self.choices = torch.tensor([p[-1] * heads + len(p) - 1 for p in tree], device=device)  # into (width, K)
-        self.everything = torch.ones(len(paths), dtype=torch.bool, device=device)
         self.verified_tokens = sum(map(len, paths))
         self.current = torch.zeros(1, dtype=torch.long, device=device)
         self.hidden = torch.zeros(medusa.heads.target.hidden_size, dtype=model.dtype, device=device)
@@ -366,12 +368,91 @@ class MedusaOnDevice(OnDevice):
         fed = torch.cat([self.current, top.indices.reshape(-1).index_select(0, self.choices)])
         step.ids[0, : self.tree.size] = fed
         _, argmax, states = step.forward()
-        accepted, kept, block = verified(self.tree, fed, argmax.long(), self.everything)
+        accepted, kept, block = verified(self.tree.rows, self.tree.real, fed, argmax.long())
         kept_down(step, accepted, kept)
         last = torch.cat([kept.new_zeros(1), kept]).index_select(0, accepted.view(1))
         self.hidden.copy_(states.index_select(0, last)[0])
         self.current.copy_(block.index_select(0, accepted.view(1)))
         return torch.cat([accepted.view(1), accepted.new_zeros(1), block]).to(torch.int32)
+
+
+class PromptLookupOnDevice(OnDevice):
+    """Prompt lookup's state: the committed sequence and its length. Each step finds, as lookup.find_matches does,
+    the earlier occurrences of the sequence's last tokens (longest key first, then latest) and keeps the first
+    `candidates` whose continuations differ: every start's longest matching key is measured at once, then the best
+    start is taken and every start with the same continuation dropped, `candidates` times. The continuations are
+    laid out as the host lays them out (chains after c, each as long as its continuation, side by side, then pad
+    rows that see only themselves), so each row is fed where the host step feeds it."""
+
+    def __init__(self, step: FixedStep, config: LookupConfig) -> None:
+        super().__init__(step, None)
+        device, shape = step.ids.device, step.shape
+        self.config = config
+        self.sequence = torch.zeros(shape.capacity + shape.kept, dtype=torch.long, device=device)
+        self.count = torch.zeros((), dtype=torch.long, device=device)
+        self.starts = torch.arange(self.sequence.shape[0], device=device)
+        self.rows = torch.arange(shape.rows, device=device)
+        self.reach = torch.arange(config.tokens, device=device)
+        self.back = torch.arange(config.ngram, device=device)
+
+    def fill(self, sequence: list[int], length: int) -> None:
+        self.sequence[: len(sequence)] = torch.tensor(sequence, device=self.sequence.device)
+        self.count.fill_(len(sequence))
+        self.step.length.fill_(length)
+
+    def counted(self, offered: int) -> tuple[int, int]:
+        return 1 + offered, offered
+
+    def matches(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """The chosen continuations (candidates x tokens) and their lengths (0 for a slot left empty)."""
+        sequence, count, tokens = self.sequence, self.count, self.config.tokens
+        before = self.starts[:, None] - 1 - self.back  # (positions, ngram): the key's tokens, last first
+        key = sequence.index_select(0, (count - 1 - self.back).clamp(min=0))
+        agree = (at(sequence, before) == key) & (before >= 0) & (self.back < count - 1)
+        depth = agree.long().cumprod(dim=1).sum(dim=1)  # each start's longest matching key
+        score = torch.where((depth > 0) & (self.starts < count), depth * self.starts.shape[0] + self.starts, -1)
+        spans = at(sequence, (self.starts[:, None] + self.reach).clamp(max=self.starts.shape[0] - 1))
+        lengths = (count - self.starts).clamp(0, tokens)
+        chosen, chosen_lengths = [], []
+        for _ in range(self.config.candidates):
+            best = score.argmax().view(1)
+            length = lengths.index_select(0, best)
+            chosen_lengths.append(torch.where(score.index_select(0, best) >= 0, length, 0))
+            chosen.append(spans.index_select(0, best))
+            score = torch.where(taken(spans, lengths, best, self.reach), -1, score)
+        return torch.cat(chosen), torch.cat(chosen_lengths)
+
+    def forward(self) -> torch.Tensor:
+        step, tokens = self.step, self.config.tokens
+        current = self.sequence.index_select(0, self.count.view(1) - 1)
+        spans, lengths = self.matches()
+        ends = lengths.cumsum(0)
+        offsets = 1 + ends - lengths
+        which = torch.searchsorted(ends, self.rows - 1, right=True).clamp(max=lengths.shape[0] - 1)
+        depth = self.rows - offsets.index_select(0, which)  # a row's place in its chain, from 0
+        real = (self.rows >= 1) & (self.rows < 1 + ends[-1])
+        fed = torch.where(real, at(spans.view(-1), which * tokens + depth.clamp(0, tokens - 1)), current)
+        columns, start = self.rows[None, :], offsets.index_select(0, which)[:, None]
+        chain = (which[None, :] == which[:, None]) & (columns >= start) & (columns <= self.rows[:, None])
+        seen = real[:, None] & (chain & real[None, :] | (columns == 0)) | (columns == self.rows[:, None])
+        step.ids[0] = fed
+        step.depths.copy_(torch.where(real, depth + 1, 0))
+        step.tree.copy_(torch.zeros_like(step.tree).masked_fill(~seen, torch.finfo(step.tree.dtype).min))
+        _, argmax, _ = step.forward()
+        argmax = argmax.long()
+        rows = (offsets[:, None] + self.reach).clamp(max=self.rows.shape[0] - 1)
+        accepted, kept, block = verified(rows, self.reach < lengths[:, None], fed, argmax)
+        kept_down(step, accepted, kept)
+        span = block.shape[0]
+        self.sequence.index_copy_(0, self.count + torch.arange(span, device=block.device), block)
+        self.count += 1 + accepted
+        return torch.cat([accepted.view(1), ends[-1:], block]).to(torch.int32)
+
+
+def taken(spans: torch.Tensor, lengths: torch.Tensor, best: torch.Tensor, reach: torch.Tensor) -> torch.Tensor:
+    """The starts whose continuation is the one at `best` (as long, the same tokens): dropped once it is chosen."""
+    span, length = spans.index_select(0, best), lengths.index_select(0, best)
+    return (lengths == length) & ((spans == span) | (reach >= length)).all(dim=1)
 
 
 def kept_with(step: FixedStep, key, make: Callable[[], OnDevice]) -> OnDevice:
@@ -386,6 +467,13 @@ def lookahead_state(decoder: GuessingDecoder) -> OnDevice:
     vocabulary = decoder.model.get_output_embeddings().weight.shape[0]
     state = kept_with(passes.step, proposer.config, lambda: LookaheadOnDevice(passes.step, proposer.config, vocabulary))
     state.load(decoder.sequence, proposer.window.levels, proposer.pool, passes.length)
+    return state
+
+
+def lookup_state(decoder: GuessingDecoder) -> OnDevice:
+    passes, config = decoder.passes, decoder.proposer.config
+    state = kept_with(passes.step, config, lambda: PromptLookupOnDevice(passes.step, config))
+    state.load(decoder.sequence, passes.length)
     return state
 
 
@@ -418,6 +506,7 @@ RESIDENT = {
         lambda decoder: decoder.proposer.window.is_full,
         lookahead_state,
     ),
+    Method.PROMPT_LOOKUP: Resident(lambda request, planner: True, lambda decoder: True, lookup_state),
     Method.MEDUSA: Resident(lambda request, planner: True, lambda decoder: True, medusa_state),
 }
 

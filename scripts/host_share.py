@@ -9,8 +9,8 @@ decoding runs the path a consumer takes: the recorded steps (`decode_steps`), an
 path of timed lanes (`lean_steps`). Rounds interleave the methods, the paths alternating within a round.
 `--mode fixed` runs the fixed-shape step (the one a GPU captures, here uncaptured): its host work is what a
 captured GPU step does between replays (the eager step, this CPU's default, compacts a DynamicCache instead); there
-lookahead's and Medusa's lean steps run with their working state on the device (working_state.py: the "pass" is
-then the whole device step) and once more on the host, as before it.
+the lean steps run with their working state on the device (working_state.py: the "pass" is then the whole device
+step) and once more on the host, as before it.
 """
 
 from __future__ import annotations
@@ -40,8 +40,7 @@ METHODS = (Method.LOOKAHEAD, Method.PROMPT_LOOKUP, Method.MEDUSA)
 
 def paths(runtime: Runtime) -> dict[str, object]:
     """The step generators to time: the recorded one, and the lean one where the engine has it; in a fixed-shape
-    mode also the lean one with lookahead's and Medusa's working state on the host (what the device-state step
-    replaced)."""
+    mode also the lean one with the method's working state on the host (what the device-state step replaced)."""
     found = {"recorded": trace.decode_steps}
     if hasattr(trace, "lean_steps"):
         found["lean"] = trace.lean_steps
@@ -50,11 +49,6 @@ def paths(runtime: Runtime) -> dict[str, object]:
             lm, ids, request, replace(runtime, device_state=False)
         )
     return found
-
-
-def timed(method: Method, path: str) -> bool:
-    """Whether `path` is timed for `method`: where the state lives matters to lookahead's and Medusa's lean steps."""
-    return method in (Method.LOOKAHEAD, Method.MEDUSA) or "state on the host" not in path
 
 
 def split(steps) -> tuple[list[float], list[float]]:
@@ -84,7 +78,7 @@ def main() -> None:
     runtime = Runtime(heads=heads, mode=args.mode).in_mode(lm.model)
     prompts = [encode_prompt(lm.tokenizer, p["prompt"], p["chat"]) for p in load_prompts("humaneval", args.prompts)]
     found = paths(runtime)
-    host = {(m, p): [] for m in METHODS for p in found if timed(m, p)}
+    host = {(m, p): [] for m in METHODS for p in found}
     forward = {key: [] for key in host}
     for method in METHODS:  # an untimed warm-up of each method
         request = DecodeRequest(method=method, max_new_tokens=8)
@@ -93,7 +87,7 @@ def main() -> None:
         for method in METHODS:
             request = DecodeRequest(method=method, max_new_tokens=args.max_new_tokens)
             for ids in prompts:
-                for name, steps in [(name, steps) for name, steps in found.items() if timed(method, name)]:
+                for name, steps in found.items():
                     h, f = split(steps(lm, ids, request, runtime))
                     host[method, name] += h
                     forward[method, name] += f

@@ -2,13 +2,15 @@
 
 The pool's inserts made at once equal the host pool's made one at a time, entry for entry, in recency order, with
 each entry's preceding token, over random batches that collide, evict and insert again (and a tempting batch rule
-ends apart from the host pool on them). A timed lane's greedy lookahead and Medusa in the fixed-shape step run their
-steps on the device (lookahead after its warm-up), and their tallies equal the recorded step's records (rows fed,
-tokens committed, verified, accepted, stop) and the host-state lean step's, on tiny models and on the real one,
-through EOS and the budget; the output equals `generate`. The device step traces whole under torch.compile
-(fullgraph: no host read inside) and survives a replay that overwrites its outputs. Negative controls: a lookahead
-step that misses the output's first fresh n-gram or takes its Jacobi update from the level below, and a Medusa step
-whose heads read c's row's hidden state, are caught by the same comparison.
+ends apart from the host pool on them); prompt lookup's matches on the device are lookup.find_matches' on random
+sequences that repeat (and a step that offers one continuation twice is caught). A timed lane's greedy lookahead,
+prompt lookup and Medusa in the fixed-shape step run their steps on the device (lookahead after its warm-up), and
+their tallies equal the recorded step's records (rows fed, tokens committed, verified, accepted, stop) and the
+host-state lean step's, on tiny models and on the real one, through EOS and the budget; the output equals
+`generate`. The device step traces whole under torch.compile (fullgraph: no host read inside) and survives a replay
+that overwrites its outputs. Negative controls: a lookahead step that misses the output's first fresh n-gram or
+takes its Jacobi update from the level below, and a Medusa step whose heads read c's row's hidden state, are caught
+by the same comparison.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 import random
 from functools import partial
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -23,14 +26,23 @@ import torch
 from lab.datasets import encode_item, load_prompts
 from lab.heads import SHIPPED_HEADS, SHIPPED_LABEL
 from lookahead_core import capture, working_state
-from lookahead_core.config import LookaheadConfig
+from lookahead_core.config import LookaheadConfig, LookupConfig
+from lookahead_core.fixed import Shape
+from lookahead_core.lookup import find_matches
 from lookahead_core.medusa import load_heads, make_medusa
 from lookahead_core.pool import NGramPool
 from lookahead_core.records import GuessSource, Method, StepMode
 from lookahead_core.request import DecodeRequest
 from lookahead_core.runtime import Runtime
 from lookahead_core.trace import decode_steps, lean_steps
-from lookahead_core.working_state import NONE, LookaheadOnDevice, MedusaOnDevice, OnDeviceDecoder, PoolTable
+from lookahead_core.working_state import (
+    NONE,
+    LookaheadOnDevice,
+    MedusaOnDevice,
+    OnDeviceDecoder,
+    PoolTable,
+    PromptLookupOnDevice,
+)
 
 from .conftest import tiny_medusa, tiny_model
 from .test_engine_tiny_models import greedy_reference
@@ -39,6 +51,7 @@ from .test_lean_path import decided
 
 PROMPTS = [([5, 6, 7, 8, 9] * 8)[:23], [3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5], ([40, 41] * 20)[:37]]
 SETTINGS = [LookaheadConfig(4, 4, 3), LookaheadConfig(3, 3, 2), LookaheadConfig(7, 5, 7), LookaheadConfig(1, 3, 1)]
+LOOKUPS = [LookupConfig(2, 4, 2), LookupConfig(3, 10, 6), LookupConfig(1, 1, 1), LookupConfig(4, 3, 5)]
 FIXED = Runtime(mode=StepMode.FIXED)
 
 
@@ -169,6 +182,10 @@ def medusa(max_new_tokens: int = 30) -> DecodeRequest:
     return DecodeRequest(method=Method.MEDUSA, max_new_tokens=max_new_tokens)
 
 
+def lookup(settings: LookupConfig, max_new_tokens: int = 30) -> DecodeRequest:
+    return DecodeRequest(method=Method.PROMPT_LOOKUP, lookup=settings, max_new_tokens=max_new_tokens)
+
+
 def compared(lm, prompt, request, runtime=FIXED) -> tuple[list, list, list]:
     """The recorded step's records, the device step's tallies and the host-state lean step's, as decided."""
     recorded = [decided(s) for s in decode_steps(lm, prompt, request, runtime)]
@@ -241,13 +258,14 @@ def test_a_device_step_that_pools_or_updates_wrong_is_caught(wrong, monkeypatch)
     [Replayed, partial(capture.compiled, backend="aot_eager", mode=None)],
     ids=["replayed", "compiled whole"],
 )
-@pytest.mark.parametrize("method", [Method.LOOKAHEAD, Method.MEDUSA])
+@pytest.mark.parametrize("method", [Method.LOOKAHEAD, Method.PROMPT_LOOKUP, Method.MEDUSA])
 def test_the_device_step_captures_whole(wrapper, method, monkeypatch, device_steps):
     """As a replay that overwrites its outputs, and through torch.compile with fullgraph (a host read inside, a
     .item() or a mask index, would break the graph and fail here), the device step decides the same steps."""
     lm = tiny_model("llama")
     runtime = dataclasses.replace(FIXED, heads=tiny_medusa(lm))
-    request = lookahead(LookaheadConfig(4, 4, 3)) if method == Method.LOOKAHEAD else medusa()
+    request = {Method.LOOKAHEAD: lookahead(LookaheadConfig(4, 4, 3)), Method.PROMPT_LOOKUP: lookup(LOOKUPS[0])}
+    request = request.get(method, medusa())
     wanted = [decided(s) for s in decode_steps(lm, PROMPTS[0], request, runtime)]
     torch._dynamo.reset()
     monkeypatch.setitem(capture.CAPTURES, StepMode.FIXED, wrapper)
@@ -307,4 +325,67 @@ def test_medusas_device_step_with_the_shipped_heads_on_the_real_model(default_mo
     recorded = [decided(s) for s in decode_steps(default_model, prompt, medusa(24), runtime)]
     on_device = [decided(s) for s in lean_steps(default_model, prompt, medusa(24), runtime)]
     assert on_device == recorded and sum(step[-1] for step in on_device) >= 6
+    assert device_steps
+
+
+# ----------------------------------------------------------------------------------------------
+# Prompt lookup's step on the device
+
+
+@pytest.mark.parametrize("settings", LOOKUPS, ids=str)
+def test_prompt_lookups_device_step_decides_what_the_recorded_step_records(settings, device_steps):
+    """The rows fed count every chosen continuation's tokens, so they check the matches, their lengths and that
+    no two continuations are the same; a repeated token gives many starts with one continuation."""
+    lm = tiny_model("llama")
+    for prompt in [*PROMPTS, [7] * 12]:
+        recorded, on_device, on_host = compared(lm, prompt, lookup(settings))
+        assert on_device == recorded == on_host, prompt
+    assert device_steps
+
+
+def only_the_start_taken(spans, lengths, best, reach):
+    """A wrong prompt lookup: once a continuation is chosen only its start is dropped, not the others with the same
+    continuation, so one continuation may be offered twice."""
+    return torch.arange(len(lengths)) == best
+
+
+def device_matches(sequence: list[int], settings: LookupConfig) -> list[tuple[int, ...]]:
+    """The continuations PromptLookupOnDevice chooses for `sequence`, in order (a shape of its own, no model)."""
+    shape = Shape(rows=1 + settings.tokens * settings.candidates, kept=1 + settings.tokens, capacity=64)
+    state = PromptLookupOnDevice(SimpleNamespace(ids=torch.zeros(1, shape.rows), shape=shape), settings)
+    state.sequence[: len(sequence)] = torch.tensor(sequence)
+    state.count.fill_(len(sequence))
+    spans, lengths = state.matches()
+    return [tuple(span[:length]) for span, length in zip(spans.tolist(), lengths.tolist(), strict=True) if length]
+
+
+def matches_apart(seeds) -> list[int]:
+    """The seeds whose random sequence (3 symbols, so keys recur) and settings give the device other matches than
+    lookup.find_matches."""
+    apart = []
+    for seed in seeds:
+        rng = random.Random(seed)
+        sequence = [rng.randrange(3) for _ in range(rng.randint(2, 40))]
+        settings = LookupConfig(rng.randint(1, 4), rng.randint(1, 6), rng.randint(1, 5))
+        if device_matches(sequence, settings) != [m.continuation for m in find_matches(sequence, settings)]:
+            apart.append(seed)
+    return apart
+
+
+def test_prompt_lookups_matches_on_the_device_are_the_hosts():
+    assert matches_apart(range(300)) == []
+
+
+def test_a_prompt_lookup_that_offers_a_continuation_twice_is_caught(monkeypatch):
+    monkeypatch.setattr(working_state, "taken", only_the_start_taken)
+    assert matches_apart(range(300))
+
+
+def test_prompt_lookups_device_step_on_the_real_model(default_model, device_steps):
+    """SmolLM2 editing a HumanEval solution (humaneval-edit: the output copies the prompt, so matches are accepted)."""
+    prompt = encode_item(default_model.tokenizer, load_prompts("humaneval-edit", 1)[0])
+    request = lookup(LookupConfig(3, 6, 2), 32)
+    recorded = [decided(s) for s in decode_steps(default_model, prompt, request, FIXED)]
+    on_device = [decided(s) for s in lean_steps(default_model, prompt, request, FIXED)]
+    assert on_device == recorded and sum(step[-1] for step in on_device) >= 8
     assert device_steps
