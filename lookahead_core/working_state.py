@@ -28,7 +28,9 @@ against the recorded step's records. Greedy only: sampled verification stays on 
 
 from __future__ import annotations
 
+import threading
 import time
+import weakref
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
@@ -36,7 +38,7 @@ import torch
 
 from .config import LookaheadConfig, LookupConfig
 from .decoding import GuessingDecoder
-from .fixed import FixedPasses, FixedStep, padded_tree
+from .fixed import FixedPasses, FixedStep, one_line, padded_tree
 from .layout import tree_layout, window_geometry
 from .medusa import Medusa, tree_widths
 from .planning import FullPlanner
@@ -511,6 +513,10 @@ RESIDENT = {
 }
 
 
+REFUSED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # model -> {method: why its device step failed}
+REFUSED_LOCK = threading.Lock()
+
+
 class OnDeviceDecoder(GuessingDecoder):
     """A greedy guessing decoder in the fixed-shape step for a timed lane (tallies only), whose steps run on the
     device once its method's state is `ready` (lookahead: when the window is full; the steps before run on the host,
@@ -524,12 +530,27 @@ class OnDeviceDecoder(GuessingDecoder):
             yield self.prefill()
             while self.stop is None and not resident.ready(self):
                 yield self.step()
-            if self.stop is None:
-                state = resident.state(self)
-                while self.stop is None:
-                    yield self.device_step(state)
+            state = self.moved(resident) if self.stop is None else None
+            while self.stop is None:
+                yield self.device_step(state) if state is not None else self.step()
         finally:
             self.passes.release()
+
+    def moved(self, resident: Resident) -> OnDevice | None:
+        """The state moved to the device; None, the steps going on on the host, when the method's device step
+        failed on this model, now (kept in REFUSED, with the cache's L as it was) or before."""
+        if self.method in REFUSED.get(self.model, {}):
+            return None
+        length = self.passes.length
+        try:
+            return resident.state(self)
+        except Exception as error:  # noqa: BLE001 - a capture that fails sends the steps back to the host, and says why
+            with REFUSED_LOCK:
+                REFUSED.setdefault(self.model, {})[self.method] = one_line(error)
+            self.passes.step.working.clear()
+            with torch.inference_mode():
+                self.passes.step.length.fill_(length)
+            return None
 
     @torch.inference_mode()
     def device_step(self, state: OnDevice) -> StepTally:

@@ -58,7 +58,7 @@ from lookahead_core.request import DecodeRequest
 from lookahead_core.suffix import SuffixStore
 from lookahead_core.trace import lean_steps, machine_facts
 from lookahead_core.tuning import regime_settings
-from lookahead_core.working_state import RESIDENT
+from lookahead_core.working_state import REFUSED, RESIDENT
 from visuals.timing import speedup_words, times, verdict
 
 COST_POINTS = (1, 16, 64, 128, 256)
@@ -103,6 +103,8 @@ def main() -> None:
                 report = run_bench(lm, prompts, methods, request, runtime, dataset=name, repeats=args.repeats)
                 if report.settings.mode_note:
                     print(f"  note: {report.settings.mode_note}", flush=True)
+                for method, why in REFUSED.get(lm.model, {}).items():
+                    print(f"  note: {method}'s device step failed ({why}): its steps kept their state on the host")
                 if args.out is not None:
                     args.out.mkdir(parents=True, exist_ok=True)
                     stem = args.out / (f"{name}-{dtype}" + (f"-{asked}" if len(args.modes) > 1 else ""))

@@ -389,3 +389,36 @@ def test_prompt_lookups_device_step_on_the_real_model(default_model, device_step
     on_device = [decided(s) for s in lean_steps(default_model, prompt, request, FIXED)]
     assert on_device == recorded and sum(step[-1] for step in on_device) >= 8
     assert device_steps
+
+
+# ----------------------------------------------------------------------------------------------
+# A device step that cannot be captured
+
+
+WHY = "operation not permitted when stream is capturing"
+
+
+def refusing(tried: list):
+    """A capture that records the fixed step's pass and copy-down but fails on a device step (each try counted)."""
+
+    def capture_of(function):
+        if not isinstance(getattr(function, "__self__", None), working_state.OnDevice):
+            return function
+        tried.append(function)
+
+        def fails():
+            raise RuntimeError(WHY)
+
+        return fails
+
+    return capture_of
+
+
+def test_a_device_step_that_fails_to_capture_sends_the_steps_back_to_the_host_and_says_why(monkeypatch):
+    lm, tried = tiny_model("llama"), []
+    monkeypatch.setitem(capture.CAPTURES, StepMode.FIXED, refusing(tried))
+    for prompt in PROMPTS:
+        recorded, on_device, _ = compared(lm, prompt, lookahead(LookaheadConfig(4, 4, 3)))
+        assert on_device == recorded
+    assert working_state.REFUSED[lm.model] == {Method.LOOKAHEAD: f"RuntimeError: {WHY}"}
+    assert len(tried) == 1  # tried once per model, not again for every decoding
