@@ -4,16 +4,18 @@ graph or torch.compile can record it once per shape and replay it (capture.py); 
 A shape is (T rows, D rows kept, C committed positions, hidden states or not): T is the most rows the method and
 its settings can feed (the step's token tree padded to T: a pad row sees only itself), D = 1 + the method's reach
 (c and the longest path a step can accept), C a power-of-two bucket of the positions a request can commit. The
-cache holds C committed positions and T scratch slots after them. A pass writes its rows into the scratch slots;
-its mask is "column < L" (L a 0-d device tensor) beside the T x T pattern of the tree, and on sliding-window
-layers also no key at or before a row's position - window (one mask per layer type, as forward.py passes); its
-position ids are L + depth. After verification D scratch rows (c, the accepted rows, then anything) are copied
-down to [L, L + D) on the device and L advances by what was kept: rows past L are masked and overwritten later,
-so over-copying is harmless. One read back per pass: the T rows' argmax as int32; the logits stay on the device
-for sampled verification. The host still proposes, verifies, commits and records as in the eager step, so the
-records cannot tell the modes apart. The prefill stays eager (its cache is copied in). The buffers of a shape
-live as long as the model and are reused by every decoding of that shape, one at a time, so a capture of them is
-made once.
+cache holds C + T positions. A pass writes its rows at [L, L + T) (L a 0-d device tensor: the committed positions),
+and attends to the first S key columns only, its span: L + T rounded up to SPAN (`span_for`), so a pass reads the
+filled length of the cache, not all of it; each span is its own recording. Its mask is "column < L" and, over
+[L, L + T), the T x T pattern of the tree, and on sliding-window layers also no key at or before a row's position -
+window (one mask per layer type, as forward.py passes); its position ids are L + depth. After verification D rows
+(c, the accepted rows, then anything) are copied down to [L, L + D) on the device and L advances by what was kept:
+rows past L are masked and overwritten later, so over-copying is harmless. One read back per pass: the T rows'
+argmax as int32, written with the rows' hidden states into the step's own buffers; the logits stay on the device
+for sampled verification. The host still proposes, verifies, commits and records as in the eager step (or, in a
+timed lane, working_state.py does it on the device), so the records cannot tell the modes apart. The prefill stays
+eager (its cache is copied in). The buffers of a shape live as long as the model and are reused by every decoding
+of that shape, one at a time, so a capture of them is made once per span.
 """
 
 from __future__ import annotations
@@ -23,18 +25,19 @@ import time
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import lru_cache, partial
 
 import torch
 from transformers.cache_utils import Cache, DynamicCache, StaticLayer
 
 from .attention import FULL, SLIDING, AttentionPlan, UnsupportedModel, attention_plan
-from .capture import capture_for
+from .capture import as_it_is, capture_for
 from .forward import EagerPasses, Pass, plain_head, prefill, synchronize
 from .layout import StepLayout, chain_layout
 from .records import StepMode
 
 SMALLEST_BUCKET = 256  # committed positions of the smallest static cache; each bucket after it doubles
+SPAN = 64  # a pass's key columns are a multiple of this: each span a recording, a pass reading what L + T fills
 
 
 @dataclass(frozen=True)
@@ -53,6 +56,11 @@ def bucket(positions: int) -> int:
     return max(SMALLEST_BUCKET, 1 << (positions - 1).bit_length())
 
 
+def span_for(length: int, shape: Shape) -> int:
+    """The key columns a pass after `length` committed positions reads: L + T rounded up to SPAN, at most C + T."""
+    return min(shape.capacity + shape.rows, -(-(length + shape.rows) // SPAN) * SPAN)
+
+
 def shape_for(rows: int, reach: int, room: int, hidden: bool = False) -> Shape:
     """The shape of a request whose passes feed at most `rows` rows reaching `reach` past c, with `room` positions
     for the prompt and the new tokens (the copy-down may write D - 1 past the last committed one)."""
@@ -65,32 +73,32 @@ def shape_for(rows: int, reach: int, room: int, hidden: bool = False) -> Shape:
 
 
 class ScratchLayer(StaticLayer):
-    """A static layer whose every update writes the pass's rows into the scratch slots after `capacity`; its
-    sequence length is the step's L (a model that asks for it gets the committed positions, as a tensor)."""
+    """A static layer whose every update writes the pass's rows at `slots` (L, L + 1, ..., a tensor the step sets
+    before each pass) and returns the first `span` key columns; its sequence length is the step's L (a model that
+    asks for it gets the committed positions, as a tensor)."""
 
-    def __init__(self, keys: torch.Tensor, values: torch.Tensor, capacity: int, length: torch.Tensor) -> None:
+    def __init__(self, keys: torch.Tensor, values: torch.Tensor, length: torch.Tensor, slots: torch.Tensor) -> None:
         super().__init__(max_cache_len=keys.shape[2])
         self.keys, self.values, self.is_initialized = keys, values, True
-        self.cumulative_length = length
-        self.scratch = slice(capacity, keys.shape[2])
+        self.cumulative_length, self.slots, self.span = length, slots, keys.shape[2]
         torch._dynamo.mark_static_address(keys)  # a fixed address, so a capture may keep it
         torch._dynamo.mark_static_address(values)
 
     def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args, **kwargs):
-        self.keys[:, :, self.scratch] = key_states
-        self.values[:, :, self.scratch] = value_states
-        return self.keys, self.values
+        self.keys.index_copy_(2, self.slots, key_states)
+        self.values.index_copy_(2, self.slots, value_states)
+        return self.keys[:, :, : self.span], self.values[:, :, : self.span]
 
 
-def scratch_cache(dynamic: DynamicCache, shape: Shape, length: torch.Tensor) -> Cache:
+def scratch_cache(dynamic: DynamicCache, shape: Shape, length: torch.Tensor, slots: torch.Tensor) -> Cache:
     """A cache of `shape` with each layer's heads, width and dtype as in `dynamic` (a prefill's), zeroed, its
-    committed positions `length`."""
+    committed positions `length`, a pass's rows written at `slots`."""
     layers = []
     for layer in dynamic.layers:
         size = (*layer.keys.shape[:2], shape.capacity + shape.rows)
         keys = layer.keys.new_zeros(*size, layer.keys.shape[3])
         values = layer.values.new_zeros(*size, layer.values.shape[3])
-        layers.append(ScratchLayer(keys, values, shape.capacity, length))
+        layers.append(ScratchLayer(keys, values, length, slots))
     return Cache(layers=layers)
 
 
@@ -123,9 +131,9 @@ def scored_rows(model, head, hidden: bool, **inputs) -> tuple[torch.Tensor, torc
 
 class FixedStep:
     """A shape's static buffers over one model, the pass and the copy-down as functions of them alone (what a
-    capture records), each wrapped by `capture` (capture.py: as it is, a CUDA graph, or torch.compile). It holds
-    the model only while a decoding has taken it (`model` is None when it is free), so that the registry of steps,
-    kept beside the model and not in it, lets the model go."""
+    capture records), each wrapped by `capture` (capture.py: as it is, a CUDA graph, or torch.compile), the pass once
+    per span it runs. It holds the model only while a decoding has taken it (`model` is None when it is free), so
+    that the registry of steps, kept beside the model and not in it, lets the model go."""
 
     def __init__(self, model, shape: Shape, capture: Callable) -> None:
         device, dtype, rows = model.device, model.dtype, shape.rows
@@ -135,58 +143,91 @@ class FixedStep:
         self.depths = torch.zeros(rows, dtype=torch.long, device=device)
         self.tree = torch.zeros(rows, rows, dtype=dtype, device=device)
         self.length = torch.zeros((), dtype=torch.long, device=device)  # L: the committed positions in the cache
-        self.sources = torch.zeros(shape.kept, dtype=torch.long, device=device)  # scratch slots to copy down
-        self.columns = torch.arange(shape.capacity, device=device)
+        self.slots = torch.zeros(rows, dtype=torch.long, device=device)  # where a pass writes its rows: L, L + 1, ...
+        self.sources = torch.zeros(shape.kept, dtype=torch.long, device=device)  # the pass's rows to copy down
+        self.columns = torch.arange(shape.capacity + rows, device=device)
+        self.row_numbers = self.columns[:rows]
         self.offsets = torch.arange(shape.kept, device=device)
+        self.argmax = torch.zeros(rows, dtype=torch.int32, device=device)  # the last pass's, as it returns them
+        width = model.config.get_text_config(decoder=True).hidden_size if shape.hidden else 0
+        self.states = torch.zeros(rows, width, dtype=dtype, device=device)
         self.cache: Cache | None = None
+        self.runs: dict[int, Callable] = {}  # the pass, recorded per span
         self.working: dict = {}  # a method's working state kept on the device with these buffers, by its settings
 
     def load(self, dynamic: DynamicCache, length: int) -> None:
-        """Copy a prefill's cache of `length` positions in; the first load allocates and wraps the functions."""
+        """Copy a prefill's cache of `length` positions in; the first load allocates and wraps the copy-down."""
         if self.cache is None:
-            self.cache = scratch_cache(dynamic, self.shape, self.length)
-            self.run, self.copy_down = self.capture(self.forward), self.capture(self.kept_rows_down)
+            self.cache = scratch_cache(dynamic, self.shape, self.length, self.slots)
+            self.copy_down = self.capture(self.kept_rows_down)
         for layer, prefilled in zip(self.cache.layers, dynamic.layers, strict=True):
             layer.keys[:, :, :length] = prefilled.keys
             layer.values[:, :, :length] = prefilled.values
         self.length.fill_(length)
 
-    def masks(self, positions: torch.Tensor):
-        """The pass's 4D mask: "column < L" beside the tree's pattern; on sliding-window layers also no key at
-        or before a row's position - window (one mask per layer type where types mix, as forward.py passes)."""
-        capacity, rows, dtype = self.shape.capacity, self.shape.rows, self.tree.dtype
-        prefix = torch.zeros(capacity, dtype=dtype, device=self.tree.device)
-        prefix = prefix.masked_fill(self.columns >= self.length, torch.finfo(dtype).min)
-        masks = {FULL: torch.cat([prefix.expand(rows, capacity), self.tree], dim=1)}
+    def run(self, span: int):
+        """The pass reading `span` key columns, recorded on its first call (capture)."""
+        if span not in self.runs:
+            self.runs[span] = self.capture(partial(self.forward, span))
+        return self.runs[span]()
+
+    def record(self, spans: list[int]) -> None:
+        """Record the passes of `spans` not yet recorded, before a decoding's first pass, so that none is recorded
+        inside a timed one (a pass writes only past L and into its outputs: harmless now). The uncaptured step
+        records nothing."""
+        if self.capture is as_it_is:
+            return
+        for span in spans:
+            if span not in self.runs:
+                self.run(span)
+
+    def masks(self, positions: torch.Tensor, span: int):
+        """The pass's 4D mask over `span` columns: "column < L", then the tree's pattern over [L, L + T); on
+        sliding-window layers also no key at or before a row's position - window (a committed key's position is its
+        column, a row's L + its depth; one mask per layer type where types mix, as forward.py passes)."""
+        rows, dtype, least = self.shape.rows, self.tree.dtype, torch.finfo(self.tree.dtype).min
+        columns = self.columns[:span]
+        fed = (columns - self.length).clamp(0, rows - 1)  # the row each column holds, where it holds one
+        committed, written = columns < self.length, (columns >= self.length) & (columns < self.length + rows)
+        tree = torch.where(written, self.tree.index_select(1, fed), least)
+        masks = {FULL: torch.where(committed, torch.zeros((), dtype=dtype, device=tree.device), tree)}
         if self.attention.window is not None:
-            keys = torch.cat([self.columns, positions])
+            keys = torch.where(committed, columns, self.length + self.depths.index_select(0, fed))
             beyond = keys[None, :] <= positions[:, None] - self.attention.window
-            masks[SLIDING] = masks[FULL].masked_fill(beyond, torch.finfo(dtype).min)
+            masks[SLIDING] = masks[FULL].masked_fill(beyond, least)
         if not self.attention.mixed:
             return masks[self.attention.layer_types[0]][None, None]
         return {kind: mask[None, None] for kind, mask in masks.items()}
 
-    def forward(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
-        """The pass: T rows after the L committed positions; each row's logits, argmax (int32), hidden states."""
+    def forward(self, span: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+        """The pass: T rows after the L committed positions, reading `span` key columns; each row's logits, and its
+        argmax (int32) and hidden states in the step's own buffers."""
         positions = self.depths + self.length
+        self.slots.copy_(self.length + self.row_numbers)
+        for layer in self.cache.layers:
+            layer.span = span
         logits, states = scored_rows(
             self.model,
             self.head,
             self.shape.hidden,
             input_ids=self.ids,
-            attention_mask=self.masks(positions),
+            attention_mask=self.masks(positions, span),
             position_ids=positions[None],
             past_key_values=self.cache,
             use_cache=True,
         )
-        return logits, logits.argmax(dim=-1).to(torch.int32), states
+        self.argmax.copy_(logits.argmax(dim=-1))
+        if states is not None:
+            self.states.copy_(states)
+        return logits, self.argmax, self.states if states is not None else None
 
     def kept_rows_down(self) -> None:
-        """Copy the scratch slots `sources` to [L, L + D) on every layer (L advances on the host's word)."""
-        targets = self.offsets + self.length
+        """Copy the pass's rows `sources` (at L + source) to [L, L + D) on every layer (L advances on the host's
+        word, or the device step's)."""
+        targets, sources = self.offsets + self.length, self.sources + self.length
         for layer in self.cache.layers:
-            layer.keys.index_copy_(2, targets, layer.keys.index_select(2, self.sources))
-            layer.values.index_copy_(2, targets, layer.values.index_select(2, self.sources))
+            layer.keys.index_copy_(2, targets, layer.keys.index_select(2, sources))
+            layer.values.index_copy_(2, targets, layer.values.index_select(2, sources))
 
 
 STEPS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # model -> {(shape, capture): [FixedStep]}
@@ -213,16 +254,19 @@ class FixedPasses:
     """The fixed-shape step's passes over one decoding (the calls of forward.Passes). The shape's buffers are
     taken at the prefill and given back by `release` (the decoders do, when they end or are dropped)."""
 
-    def __init__(self, model, shape: Shape, capture: Callable, registered: bool = True) -> None:
+    def __init__(self, model, shape: Shape, capture: Callable, registered: bool = True, spans: bool = True) -> None:
         self.model, self.shape, self.capture, self.registered = model, shape, capture, registered
-        self.step: FixedStep | None = None
+        self.spans, self.step = spans, None
 
     @torch.inference_mode()
     def prefill(self, prompt_ids: list[int], hidden: bool = False) -> Pass:
+        """The eager prefill, its cache copied into the shape's buffers, every span this decoding can reach recorded."""
         cache, result = prefill(self.model, prompt_ids, hidden)
         self.step = acquired(self.model, self.shape, self.capture) if self.registered else self.own_step()
         self.step.load(cache, len(prompt_ids))
         self.length = len(prompt_ids)
+        whole = self.shape.capacity + self.shape.rows
+        self.step.record(list(range(self.span(), whole, SPAN)) + [whole] if self.spans else [whole])
         return result
 
     def one(self, token: int) -> Pass:
@@ -242,17 +286,22 @@ class FixedPasses:
         step.ids.copy_(torch.tensor([tokens + tokens[:1] * (rows - layout.size)]))
         step.depths.copy_(depths)
         step.tree.copy_(tree)
-        logits, argmax, states = step.run()
+        logits, argmax, states = step.run(self.span())
         fed = argmax[: layout.size].tolist()  # the one read back of the pass
         states = states[: layout.size].clone() if hidden else None  # a replay overwrites the captured output
         return Pass(fed, logits[: layout.size], time.perf_counter() - start, states)
 
+    def span(self) -> int:
+        """The key columns this decoding's next pass reads: the filled length's span, or the whole cache where
+        spans are not recorded apart (`spans` False: the compiled mode, where each would be a compile)."""
+        shape = self.shape
+        return span_for(self.length, shape) if self.spans else shape.capacity + shape.rows
+
     @torch.inference_mode()
     def keep(self, accepted: tuple[int, ...]) -> None:
-        """Keep c's row and the rows `accepted` of the last pass: D scratch rows copied down, L advanced."""
+        """Keep c's row and the rows `accepted` of the last pass: D rows copied down, L advanced."""
         kept = (0, *accepted)
-        sources = [self.shape.capacity + r for r in kept + (0,) * (self.shape.kept - len(kept))]
-        self.step.sources.copy_(torch.tensor(sources))
+        self.step.sources.copy_(torch.tensor(kept + (0,) * (self.shape.kept - len(kept))))
         self.step.copy_down()
         self.length += len(kept)
         self.step.length.fill_(self.length)
@@ -325,7 +374,8 @@ PROBE_PROMPT, PROBE_TOKEN = [1, 2], 3  # ids every vocabulary has
 def tried(model, mode: StepMode) -> str:
     """The probe: a 2-token prefill and one pass (with its copy-down) in `mode` and in the eager step; the failure
     in one line, or "" when the two agree (`disagreement`)."""
-    passes = FixedPasses(model, shape_for(rows=1, reach=0, room=len(PROBE_PROMPT) + 1), capture_for(mode), False)
+    shape = shape_for(rows=1, reach=0, room=len(PROBE_PROMPT) + 1)
+    passes = FixedPasses(model, shape, capture_for(mode), False, spans=mode != StepMode.COMPILED)
     try:
         passes.prefill(PROBE_PROMPT)
         got = passes.one(PROBE_TOKEN)
@@ -398,4 +448,4 @@ def step_passes(model, mode: StepMode, shape: Shape):
     """The passes of a decoding in `mode`: the eager step's, or the fixed-shape step's wrapped by its capture."""
     if mode == StepMode.EAGER:
         return EagerPasses(model)
-    return FixedPasses(model, shape, capture_for(mode))
+    return FixedPasses(model, shape, capture_for(mode), spans=mode != StepMode.COMPILED)

@@ -4,14 +4,14 @@ prompt lookup's and Medusa's timed steps in a fixed-shape mode, with one small r
 Lookahead: once the Jacobi window holds its N-1 levels (the warm-up steps run on the host, as every recorded step
 does), a timed lane's fixed-shape step keeps on the device the committed sequence and its length, the window (an
 (N-1) x W table of token ids, level 0 column 0 being c) and the n-gram pool (a table of G continuations under each
-key, with the token before each and a stamp of when it was last inserted: the larger, the more recent). One
-device function (`LookaheadOnDevice.forward`, recorded once by the shape's capture) then does what the host step
-does: it offers the pool's guesses under c (those preceded by the token before c first, newest first within each),
-lays them out after c and the window in the shape's fixed tree (every guess slot fed; an empty one's candidate
-cannot win), runs the pass, verifies greedily (each candidate's tokens against the argmax of the rows before them,
-a cumulative product, the longest match, the first on ties: guesses before the window's trajectories), copies the
-accepted rows down and advances L, appends the block to the sequence, applies the Jacobi update (the top level's
-argmax) and moves the levels down, and inserts the harvested columns and the output's fresh n-grams into the pool.
+key, with the token before each and a stamp of when it was last inserted: the larger, the more recent). Device
+functions then do what the host step does (`LookaheadOnDevice.propose`, the pass, `settle`): offer the pool's
+guesses under c (those preceded by the token before c first, newest first within each), lay them out after c and
+the window in the shape's fixed tree (every guess slot fed; an empty one's candidate cannot win), run the pass,
+verify greedily (each candidate's tokens against the argmax of the rows before them, a cumulative product, the
+longest match, the first on ties: guesses before the window's trajectories), copy the accepted rows down and
+advance L, append the block to the sequence, apply the Jacobi update (the top level's argmax) and move the levels
+down, insert the harvested columns and the output's fresh n-grams into the pool, and propose the next step.
 The pool's inserts of a step are made at once and equal, entry for entry and in recency order, what the host's
 NGramPool makes inserting them one at a time (`PoolTable.insert` says how).
 
@@ -217,33 +217,41 @@ def verified(rows: torch.Tensor, real: torch.Tensor, fed: torch.Tensor, argmax: 
 def kept_down(step: FixedStep, accepted: torch.Tensor, kept: torch.Tensor) -> None:
     """Copy c's row and the winner's rows down (past the accepted ones harmlessly) and advance L by 1 + accepted."""
     rows = torch.cat([kept.new_zeros(1), kept, kept.new_zeros(step.shape.kept - 1 - kept.shape[0])])
-    step.sources.copy_(step.shape.capacity + rows)
+    step.sources.copy_(rows)
     step.kept_rows_down()
     step.length += 1 + accepted
 
 
 class OnDevice:
-    """A method's working state kept with one fixed-shape step's buffers, and its step as a device function
-    (`forward`: no host read inside; it returns (accepted, guesses offered, the block) as int32, the step's one
-    read-back), recorded once by the shape's capture after a first run on the first decoding's state, which is
-    loaded again after it. Made once per FixedStep and settings (`on_device`), loaded by each decoding."""
+    """A method's working state kept with one fixed-shape step's buffers, and its step as two device functions around
+    the step's pass (FixedStep.run, recorded per span): `propose` writes the next pass's ids (and any tree it lays
+    out) from the state, and `settle` reads the pass's argmax (and hidden states), verifies, keeps, learns, proposes
+    the next pass and returns (accepted, guesses offered, the block) as int32, the step's one read-back. Neither
+    reads the host. `settle` is recorded once by the shape's capture, after a first run on the first decoding's
+    state, which is loaded again after it. Made once per FixedStep and settings (`kept_with`), loaded by each
+    decoding."""
 
-    def __init__(self, step: FixedStep, tree: FixedTree) -> None:
+    def __init__(self, step: FixedStep, tree: FixedTree | None) -> None:
         self.step, self.tree, self.run = step, tree, None
 
     @torch.inference_mode()
     def load(self, *state) -> None:
-        """A decoding's state in (the method's `fill`), the tree and the cache's L given to the step."""
+        """A decoding's state in (the method's `fill`), the tree and the cache's L given to the step, and its first
+        pass proposed."""
         if self.run is None:
             self.fill(*state)
-            self.run = self.step.capture(self.forward)
+            self.run = self.step.capture(self.settle)
             self.run()
         self.fill(*state)
+        self.propose()
 
     def fill(self, *state) -> None:
         raise NotImplementedError
 
-    def forward(self) -> torch.Tensor:
+    def propose(self) -> None:
+        raise NotImplementedError
+
+    def settle(self) -> torch.Tensor:
         raise NotImplementedError
 
     def counted(self, offered: int) -> tuple[int, int]:
@@ -272,6 +280,7 @@ class LookaheadOnDevice(OnDevice):
         self.window_places = torch.tensor([lv * width + col for lv, col in geometry.places], device=device)
         self.top_rows = torch.tensor([1 + r for r in geometry.rows[-1]], device=device)
         self.everything = torch.ones(len(trajectories), dtype=torch.bool, device=device)
+        self.offered = torch.zeros(config.guesses, dtype=torch.bool, device=device)  # the guess slots filled
         self.levels = torch.zeros(levels, width, dtype=torch.long, device=device)
         self.sequence = torch.zeros(shape.capacity + shape.kept, dtype=torch.long, device=device)
         self.count = torch.zeros((), dtype=torch.long, device=device)
@@ -289,19 +298,24 @@ class LookaheadOnDevice(OnDevice):
         empty = (self.config.guesses - offered) * self.span
         return self.tree.size - empty, offered * self.span + self.trajectory_tokens
 
-    def forward(self) -> torch.Tensor:
-        step = self.step
+    def propose(self) -> None:
+        """The guesses under c, laid out after c and the window."""
         current, before = self.levels[0, :1], self.sequence.index_select(0, self.count.view(1) - 2)
         guesses, offered = self.pool.offered(current, before)
+        self.offered.copy_(offered)
         fed = torch.cat([current, self.levels.view(-1).index_select(0, self.window_places), guesses.view(-1)])
-        step.ids[0, : self.tree.size] = fed
-        _, argmax, _ = step.forward()
-        argmax = argmax.long()
-        usable = torch.cat([offered, self.everything])
+        self.step.ids[0, : self.tree.size] = fed
+
+    def settle(self) -> torch.Tensor:
+        step = self.step
+        fed, argmax = step.ids[0, : self.tree.size], step.argmax.long()
+        usable = torch.cat([self.offered, self.everything])
         accepted, kept, block = verified(self.tree.rows, self.tree.real & usable[:, None], fed, argmax)
+        report = torch.cat([accepted.view(1), self.offered.sum().view(1), block]).to(torch.int32)
         kept_down(step, accepted, kept)
         self.advance(argmax, accepted, block)
-        return torch.cat([accepted.view(1), offered.sum().view(1), block]).to(torch.int32)
+        self.propose()
+        return report
 
     def advance(self, argmax: torch.Tensor, accepted: torch.Tensor, block: torch.Tensor) -> None:
         """The block onto the sequence; the window's columns harvested with the Jacobi update on top, then the
@@ -364,17 +378,21 @@ class MedusaOnDevice(OnDevice):
     def counted(self, offered: int) -> tuple[int, int]:
         return self.tree.size, self.verified_tokens
 
-    def forward(self) -> torch.Tensor:
-        step = self.step
+    def propose(self) -> None:
+        """The heads' top choices for the hidden state, filling the tree after c."""
         _, top = self.medusa.heads.top_scores(self.model, self.hidden, self.width)
-        fed = torch.cat([self.current, top.indices.reshape(-1).index_select(0, self.choices)])
-        step.ids[0, : self.tree.size] = fed
-        _, argmax, states = step.forward()
-        accepted, kept, block = verified(self.tree.rows, self.tree.real, fed, argmax.long())
+        guesses = top.indices.reshape(-1).index_select(0, self.choices)
+        self.step.ids[0, : self.tree.size] = torch.cat([self.current, guesses])
+
+    def settle(self) -> torch.Tensor:
+        step = self.step
+        fed, argmax = step.ids[0, : self.tree.size], step.argmax.long()
+        accepted, kept, block = verified(self.tree.rows, self.tree.real, fed, argmax)
         kept_down(step, accepted, kept)
         last = torch.cat([kept.new_zeros(1), kept]).index_select(0, accepted.view(1))
-        self.hidden.copy_(states.index_select(0, last)[0])
+        self.hidden.copy_(step.states.index_select(0, last)[0])
         self.current.copy_(block.index_select(0, accepted.view(1)))
+        self.propose()
         return torch.cat([accepted.view(1), accepted.new_zeros(1), block]).to(torch.int32)
 
 
@@ -396,6 +414,9 @@ class PromptLookupOnDevice(OnDevice):
         self.rows = torch.arange(shape.rows, device=device)
         self.reach = torch.arange(config.tokens, device=device)
         self.back = torch.arange(config.ngram, device=device)
+        self.candidates = torch.zeros(config.candidates, config.tokens, dtype=torch.long, device=device)  # their rows
+        self.real = torch.zeros(config.candidates, config.tokens, dtype=torch.bool, device=device)
+        self.total = torch.zeros((), dtype=torch.long, device=device)  # the candidates' tokens
 
     def fill(self, sequence: list[int], length: int) -> None:
         self.sequence[: len(sequence)] = torch.tensor(sequence, device=self.sequence.device)
@@ -424,7 +445,8 @@ class PromptLookupOnDevice(OnDevice):
             score = torch.where(taken(spans, lengths, best, self.reach), -1, score)
         return torch.cat(chosen), torch.cat(chosen_lengths)
 
-    def forward(self) -> torch.Tensor:
+    def propose(self) -> None:
+        """The chosen continuations laid out as chains after c, side by side, then pad rows."""
         step, tokens = self.step, self.config.tokens
         current = self.sequence.index_select(0, self.count.view(1) - 1)
         spans, lengths = self.matches()
@@ -433,22 +455,26 @@ class PromptLookupOnDevice(OnDevice):
         which = torch.searchsorted(ends, self.rows - 1, right=True).clamp(max=lengths.shape[0] - 1)
         depth = self.rows - offsets.index_select(0, which)  # a row's place in its chain, from 0
         real = (self.rows >= 1) & (self.rows < 1 + ends[-1])
-        fed = torch.where(real, at(spans.view(-1), which * tokens + depth.clamp(0, tokens - 1)), current)
+        step.ids[0] = torch.where(real, at(spans.view(-1), which * tokens + depth.clamp(0, tokens - 1)), current)
         columns, start = self.rows[None, :], offsets.index_select(0, which)[:, None]
         chain = (which[None, :] == which[:, None]) & (columns >= start) & (columns <= self.rows[:, None])
         seen = real[:, None] & (chain & real[None, :] | (columns == 0)) | (columns == self.rows[:, None])
-        step.ids[0] = fed
         step.depths.copy_(torch.where(real, depth + 1, 0))
         step.tree.copy_(torch.zeros_like(step.tree).masked_fill(~seen, torch.finfo(step.tree.dtype).min))
-        _, argmax, _ = step.forward()
-        argmax = argmax.long()
-        rows = (offsets[:, None] + self.reach).clamp(max=self.rows.shape[0] - 1)
-        accepted, kept, block = verified(rows, self.reach < lengths[:, None], fed, argmax)
+        self.candidates.copy_((offsets[:, None] + self.reach).clamp(max=self.rows.shape[0] - 1))
+        self.real.copy_(self.reach < lengths[:, None])
+        self.total.copy_(ends[-1])
+
+    def settle(self) -> torch.Tensor:
+        step = self.step
+        fed, argmax = step.ids[0], step.argmax.long()
+        accepted, kept, block = verified(self.candidates, self.real, fed, argmax)
+        report = torch.cat([accepted.view(1), self.total.view(1), block]).to(torch.int32)
         kept_down(step, accepted, kept)
-        span = block.shape[0]
-        self.sequence.index_copy_(0, self.count + torch.arange(span, device=block.device), block)
+        self.sequence.index_copy_(0, self.count + torch.arange(block.shape[0], device=block.device), block)
         self.count += 1 + accepted
-        return torch.cat([accepted.view(1), ends[-1:], block]).to(torch.int32)
+        self.propose()
+        return report
 
 
 def taken(spans: torch.Tensor, lengths: torch.Tensor, best: torch.Tensor, reach: torch.Tensor) -> torch.Tensor:
@@ -554,10 +580,14 @@ class OnDeviceDecoder(GuessingDecoder):
 
     @torch.inference_mode()
     def device_step(self, state: OnDevice) -> StepTally:
+        """The pass over the filled length's span, then `settle`; L follows on the host, for the next span."""
         start = time.perf_counter()
         self.step_index += 1
+        passes = self.passes
+        passes.step.run(passes.span())
         accepted, offered, *block = state.run().tolist()  # the step's one read-back
         seconds = time.perf_counter() - start
+        passes.length += 1 + accepted
         committed, self.stop = commit(block[: 1 + accepted], self.max_new_tokens - self.produced, self.eos_ids)
         self.sequence = self.sequence + committed
         fed, verified_tokens = state.counted(offered)

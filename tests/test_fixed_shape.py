@@ -273,11 +273,11 @@ def pad_rows_seen(padded_tree):
     return seen
 
 
-def one_column_too_far(self):
+def one_column_too_far(self, span):
     """The committed prefix's mask as "column <= L": the row past the committed ones is seen too."""
     self.length += 1
     try:
-        return forward(self)
+        return forward(self, span)
     finally:
         self.length -= 1
 
@@ -302,6 +302,42 @@ def test_a_wrong_mask_is_caught(corruption, monkeypatch):
         for prompt in PROMPTS
     ]
     assert any(differ)
+
+
+def test_a_pass_reads_the_filled_length_and_no_further(monkeypatch):
+    """Each pass reads its span (L + T rounded up to SPAN), not the whole cache: in one decoding the spans grow with
+    L, each covering the rows written, short of the cache's C + T while L allows."""
+    lm = tiny_model("llama")
+    seen = []
+    forward = fixed.FixedStep.forward
+
+    def noting(self, span):
+        seen.append((span, int(self.length), self.shape))
+        return forward(self, span)
+
+    monkeypatch.setattr(fixed.FixedStep, "forward", noting)
+    monkeypatch.setattr(fixed, "SPAN", 16)
+    output(lm, PROMPTS[2], request(Method.LOOKAHEAD), Runtime(mode=StepMode.FIXED))
+    spans = [(span, length, shape) for span, length, shape in seen if shape.rows > 1]  # the probe's own shape aside
+    assert all(length + shape.rows <= span for span, length, shape in spans)
+    assert all(span % 16 == 0 or span == shape.capacity + shape.rows for span, _, shape in spans)
+    assert len({span for span, _, _ in spans}) > 2 and min(span for span, _, _ in spans) < spans[0][2].capacity
+
+
+def test_a_span_short_of_the_rows_written_is_caught(monkeypatch):
+    """Negative control: a pass reading one SPAN less than the rows it wrote leaves generate (plain decoding's one
+    row then sees the committed positions without itself; a guess's row that misses its ancestors is mostly
+    rejected, so lookahead on a random model may stay exact)."""
+    span_for = fixed.span_for
+    monkeypatch.setattr(fixed, "span_for", lambda length, shape: max(fixed.SPAN, span_for(length, shape) - fixed.SPAN))
+    monkeypatch.setattr(fixed, "SPAN", 16)
+    lm = tiny_model("llama")
+    differ = [
+        output(lm, prompt, request(Method.GREEDY), Runtime(mode=StepMode.FIXED))
+        != greedy_reference(lm.model, prompt, MAX_NEW_TOKENS, None)
+        for prompt in PROMPTS
+    ]
+    assert all(differ)
 
 
 def test_the_copy_down_index_has_one_length_for_every_step(monkeypatch):
@@ -451,11 +487,11 @@ def test_more_families_are_exact_in_the_fixed_step_past_a_sliding_window(model_t
 def test_a_sliding_layer_that_sees_too_far_is_caught(monkeypatch):
     """Negative control: with the sliding layers given the full layers' mask, the sliding families leave generate."""
 
-    def full_everywhere(self, positions):
+    def full_everywhere(self, positions, span):
         attention = self.attention
         self.attention = dataclasses.replace(attention, window=10**9)
         try:
-            return masks(self, positions)
+            return masks(self, positions, span)
         finally:
             self.attention = attention
 
@@ -534,7 +570,8 @@ def test_every_method_is_exact_when_each_replay_overwrites_the_last_outputs(monk
         same = output(lm, PROMPTS[0], request(method, sampling=sampled), eager)
         assert output(lm, PROMPTS[0], request(method, sampling=sampled), runtime) == same, method
     steps = [step for held in fixed.STEPS[lm.model].values() for step in held]
-    assert len(steps) == len(Method) and all(isinstance(s.run, Replayed) and s.run.outputs for s in steps)
+    assert len(steps) == len(Method)
+    assert all(s.runs and all(isinstance(r, Replayed) and r.outputs for r in s.runs.values()) for s in steps)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -542,8 +579,14 @@ def test_every_method_is_exact_when_each_replay_overwrites_the_last_outputs(monk
 
 
 def compiled_with(backend: str):
-    """The compiled mode's own wrapper (capture.compiled) with a backend that runs on this CPU."""
+    """The compiled mode's own wrapper (capture.compiled) with a backend that runs on this CPU. A test that puts it
+    in the fixed mode's place also reads the whole cache in every pass, as the compiled mode does (`one_span`)."""
     return partial(capture.compiled, backend=backend, mode=None)
+
+
+def one_span(monkeypatch) -> None:
+    """Every pass of the fixed mode reads the whole cache, as the compiled mode's do (a span apart is a compile)."""
+    monkeypatch.setattr(fixed, "SPAN", 1 << 30)
 
 
 @pytest.mark.heavy
@@ -552,6 +595,7 @@ def test_the_step_compiled_whole_gives_the_uncompiled_steps_records(backend, mon
     """fullgraph=True: the pass and the copy-down trace with no graph break (no host read inside)."""
     lm = tiny_model("llama")
     runtime = dataclasses.replace(tiny_runtime(lm, "llama"), mode=StepMode.FIXED)
+    one_span(monkeypatch)  # both read the whole cache: a pass over fewer columns rounds apart in the last bits
     uncompiled = {m: untimed(decode_steps(lm, PROMPTS[0], request(m), runtime)) for m in Method}
     torch._dynamo.reset()
     torch._dynamo.utils.counters.clear()
@@ -567,7 +611,8 @@ def test_inductor_gives_generates_tokens():
         pytest.skip("inductor compiles C++ on a CPU and no C compiler is installed")
     lm = tiny_model("llama", layers=2)
     torch._dynamo.reset()
-    step = fixed.FixedPasses(lm.model, fixed.shape_for(SETTINGS.tokens_per_step, 4, 100), compiled_with("inductor"))
+    shape = fixed.shape_for(SETTINGS.tokens_per_step, 4, 100)
+    step = fixed.FixedPasses(lm.model, shape, compiled_with("inductor"), spans=False)
     reference = greedy_reference(lm.model, PROMPTS[0], MAX_NEW_TOKENS, None)
     decoder = guessing_decoder(lm.model, PROMPTS[0], request(Method.LOOKAHEAD), Runtime(), frozenset(), step)
     assert summarize(list(decoder.steps())).new_token_ids == reference
@@ -578,6 +623,7 @@ def test_no_prompt_length_recompiles_and_a_second_bucket_is_caught(monkeypatch):
     lm = tiny_model("llama")
     torch._dynamo.reset()
     monkeypatch.setitem(capture.CAPTURES, StepMode.FIXED, compiled_with("eager"))
+    one_span(monkeypatch)
     monkeypatch.setattr(fixed, "SMALLEST_BUCKET", 128)  # every length below in one bucket, 250 tokens in the next
     runtime = Runtime(mode=StepMode.FIXED)
     output(lm, PROMPTS[0], request(Method.LOOKAHEAD), runtime)
@@ -597,6 +643,7 @@ def test_more_shapes_than_dynamos_recompile_limit_all_compile(monkeypatch):
     requests = [DecodeRequest(lookahead=LookaheadConfig(w, 3, 2), max_new_tokens=6) for w in range(1, 11)]
     torch._dynamo.reset()
     torch._dynamo.utils.counters.clear()
+    one_span(monkeypatch)
     monkeypatch.setitem(capture.CAPTURES, StepMode.FIXED, compiled_with("eager"))
     for req in requests:
         output(lm, PROMPTS[0], req, runtime)
@@ -727,10 +774,10 @@ def test_a_mode_whose_wider_shape_fails_in_the_curve_sends_runs_eager_and_the_cu
     assert fixed.chosen_mode(lm.model, StepMode.FIXED) == (StepMode.FIXED, "")  # its probe passed
     real = fixed.FixedStep.forward
 
-    def refusing(self):
+    def refusing(self, span):
         if self.shape.rows > 8:
             raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
-        return real(self)
+        return real(self, span)
 
     monkeypatch.setattr(fixed.FixedStep, "forward", refusing)
     curve = costs.step_costs(lm, mode=StepMode.FIXED)

@@ -299,12 +299,13 @@ def test_medusas_device_step_decides_what_the_recorded_step_records(size, device
     assert device_steps and accepted > 0
 
 
-def from_row_zero(forward):
+def from_row_zero(settle):
     """A wrong Medusa step: the heads read the hidden state of c's row, not of the last row kept."""
 
     def wrong(self):
-        report = forward(self)
-        self.hidden.copy_(self.step.forward()[2][0])
+        report = settle(self)
+        self.hidden.copy_(self.step.states[0])
+        self.propose()
         return report
 
     return wrong
@@ -313,7 +314,7 @@ def from_row_zero(forward):
 def test_a_medusa_step_that_reads_the_wrong_hidden_state_is_caught(monkeypatch):
     lm = tiny_model("llama")
     runtime = dataclasses.replace(FIXED, heads=tiny_medusa(lm))
-    monkeypatch.setattr(MedusaOnDevice, "forward", from_row_zero(MedusaOnDevice.forward))
+    monkeypatch.setattr(MedusaOnDevice, "settle", from_row_zero(MedusaOnDevice.settle))
     caught = [compared(lm, prompt, medusa(), runtime)[:2] for prompt in PROMPTS]
     assert any(recorded != on_device for recorded, on_device in caught)
 
