@@ -46,7 +46,7 @@ from lookahead_core.working_state import (
 
 from .conftest import tiny_medusa, tiny_model
 from .test_engine_tiny_models import greedy_reference
-from .test_fixed_shape import Replayed
+from .test_fixed_shape import Replayed, one_span
 from .test_lean_path import decided
 
 PROMPTS = [([5, 6, 7, 8, 9] * 8)[:23], [3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5], ([40, 41] * 20)[:37]]
@@ -255,13 +255,15 @@ def test_a_device_step_that_pools_or_updates_wrong_is_caught(wrong, monkeypatch)
 
 @pytest.mark.parametrize(
     "wrapper",
-    [Replayed, partial(capture.compiled, backend="aot_eager", mode=None)],
+    [Replayed, pytest.param(partial(capture.compiled, backend="aot_eager", mode=None), marks=pytest.mark.heavy)],
     ids=["replayed", "compiled whole"],
 )
 @pytest.mark.parametrize("method", [Method.LOOKAHEAD, Method.PROMPT_LOOKUP, Method.MEDUSA])
 def test_the_device_step_captures_whole(wrapper, method, monkeypatch, device_steps):
     """As a replay that overwrites its outputs, and through torch.compile with fullgraph (a host read inside, a
-    .item() or a mask index, would break the graph and fail here), the device step decides the same steps."""
+    .item() or a mask index, would break the graph and fail here; the passes read the whole cache, as the compiled
+    mode's do), the device step decides the same steps."""
+    one_span(monkeypatch)
     lm = tiny_model("llama")
     runtime = dataclasses.replace(FIXED, heads=tiny_medusa(lm))
     request = {Method.LOOKAHEAD: lookahead(LookaheadConfig(4, 4, 3)), Method.PROMPT_LOOKUP: lookup(LOOKUPS[0])}
