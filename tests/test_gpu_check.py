@@ -12,7 +12,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from lookahead_core.records import RaceRecord, StepMode
+from lookahead_core.config import LookaheadConfig
+from lookahead_core.records import Method, RaceRecord, StepMode
+from lookahead_core.request import DecodeRequest
 from visuals.library import read_run
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -49,3 +51,29 @@ def test_quick_is_the_check_one_lease_fits_whatever_else_is_asked():
     assert [m.value for m in methods] == ["greedy", "lookahead", "prompt-lookup", "medusa", "suffix", "hf-static"]
     plain, _ = gpu_check.arguments(["--limit", "10"])
     assert plain.limit == 10 and plain.half_sets is None and not plain.gemms  # without it, the options as given
+
+
+def test_the_split_times_each_resident_methods_step_with_its_state_on_the_device_and_on_the_host(capsys):
+    """What a lease prints in a captured mode (here the fixed step, uncaptured, on a tiny model): lookahead's,
+    prompt lookup's and Medusa's steps split twice, greedy's once."""
+    import dataclasses
+
+    from scripts import gpu_check
+
+    from .conftest import tiny_model, tiny_runtime
+
+    lm = tiny_model("llama")
+    runtime = dataclasses.replace(tiny_runtime(lm, "llama"), mode=StepMode.FIXED)
+    for method in (Method.GREEDY, Method.LOOKAHEAD, Method.PROMPT_LOOKUP, Method.MEDUSA):
+        request = DecodeRequest(method=method, lookahead=LookaheadConfig(4, 4, 3), max_new_tokens=12)
+        gpu_check.print_split(lm, [3, 1, 4, 1, 5, 9, 2, 6], request, runtime, profile=False)
+    lines = [line for line in capsys.readouterr().out.splitlines() if "split" in line]
+    assert [line.split(":")[0].strip() for line in lines] == [
+        "split greedy",
+        "split lookahead (state on the device)",
+        "split lookahead (state on the host)",
+        "split prompt-lookup (state on the device)",
+        "split prompt-lookup (state on the host)",
+        "split medusa (state on the device)",
+        "split medusa (state on the host)",
+    ]
