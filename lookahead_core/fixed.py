@@ -254,9 +254,17 @@ class FixedPasses:
     """The fixed-shape step's passes over one decoding (the calls of forward.Passes). The shape's buffers are
     taken at the prefill and given back by `release` (the decoders do, when they end or are dropped)."""
 
-    def __init__(self, model, shape: Shape, capture: Callable, registered: bool = True, spans: bool = True) -> None:
+    def __init__(
+        self,
+        model,
+        shape: Shape,
+        capture: Callable,
+        registered: bool = True,
+        spans: bool = True,
+        room: int | None = None,
+    ) -> None:
         self.model, self.shape, self.capture, self.registered = model, shape, capture, registered
-        self.spans, self.step = spans, None
+        self.spans, self.room, self.step = spans, room, None  # room: the most positions the decoding commits
 
     @torch.inference_mode()
     def prefill(self, prompt_ids: list[int], hidden: bool = False) -> Pass:
@@ -265,9 +273,17 @@ class FixedPasses:
         self.step = acquired(self.model, self.shape, self.capture) if self.registered else self.own_step()
         self.step.load(cache, len(prompt_ids))
         self.length = len(prompt_ids)
-        whole = self.shape.capacity + self.shape.rows
-        self.step.record(list(range(self.span(), whole, SPAN)) + [whole] if self.spans else [whole])
+        self.step.record(self.reachable_spans())
         return result
+
+    def reachable_spans(self) -> list[int]:
+        """The spans this decoding's passes can read: from the prompt's to the one at `room` committed positions
+        (the whole cache when not told), each SPAN apart; the whole cache alone where spans are not apart."""
+        whole = self.shape.capacity + self.shape.rows
+        if not self.spans:
+            return [whole]
+        last = span_for(self.room, self.shape) if self.room is not None else whole
+        return sorted({*range(self.span(), last, SPAN), last})
 
     def one(self, token: int) -> Pass:
         result = self.tree([token], chain_layout(1), None)
@@ -444,8 +460,9 @@ def chosen_mode(model, asked: StepMode | None) -> tuple[StepMode, str]:
     return wanted, note
 
 
-def step_passes(model, mode: StepMode, shape: Shape):
-    """The passes of a decoding in `mode`: the eager step's, or the fixed-shape step's wrapped by its capture."""
+def step_passes(model, mode: StepMode, shape: Shape, room: int | None = None):
+    """The passes of a decoding in `mode` that commits at most `room` positions (prompt and new tokens): the eager
+    step's, or the fixed-shape step's wrapped by its capture."""
     if mode == StepMode.EAGER:
         return EagerPasses(model)
-    return FixedPasses(model, shape, capture_for(mode), spans=mode != StepMode.COMPILED)
+    return FixedPasses(model, shape, capture_for(mode), spans=mode != StepMode.COMPILED, room=room)

@@ -99,7 +99,7 @@ def lean_steps(
 def planned_steps(lm: LoadedModel, prompt_ids: list[int], plan: DecodingPlan, runtime: Runtime):
     """The steps of one settled decoding, recorded or tallied as its plan says."""
     request, recorded = plan.request, plan.recorded
-    passes = step_passes(lm.model, plan.mode, plan.shape)
+    passes = step_passes(lm.model, plan.mode, plan.shape, len(prompt_ids) + request.max_new_tokens)
     if not METHODS[request.method].guesses:
         sampling = request.sampling
         return greedy_steps(

@@ -324,6 +324,27 @@ def test_a_pass_reads_the_filled_length_and_no_further(monkeypatch):
     assert len({span for span, _, _ in spans}) > 2 and min(span for span, _, _ in spans) < spans[0][2].capacity
 
 
+def test_a_decoding_records_the_spans_it_can_reach_before_its_first_pass(monkeypatch):
+    """Under a capture that records (the replay stand-in), the prefill records every span from the prompt's to
+    the one its budget can reach, and no pass after it records another; none past that budget."""
+    monkeypatch.setitem(capture.CAPTURES, StepMode.FIXED, Replayed)
+    monkeypatch.setattr(fixed, "SPAN", 16)
+    lm = tiny_model("llama")
+    recorded = []
+    record = fixed.FixedStep.record
+
+    def noting(self, spans):
+        recorded.append((self, list(spans)))
+        record(self, spans)
+
+    monkeypatch.setattr(fixed.FixedStep, "record", noting)
+    output(lm, PROMPTS[0], request(Method.LOOKAHEAD, max_new_tokens=20), Runtime(mode=StepMode.FIXED))
+    step, spans = recorded[-1]
+    shape = step.shape
+    assert spans == list(range(48, 64 + 1, 16))  # 23 + 21 rows -> 48; 23 + 20 committed + 21 rows -> 64
+    assert sorted(step.runs) == spans and max(spans) < shape.capacity + shape.rows
+
+
 def test_a_span_short_of_the_rows_written_is_caught(monkeypatch):
     """Negative control: a pass reading one SPAN less than the rows it wrote leaves generate (plain decoding's one
     row then sees the committed positions without itself; a guess's row that misses its ancestors is mostly
