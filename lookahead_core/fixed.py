@@ -69,7 +69,7 @@ def shape_for(rows: int, reach: int, room: int, hidden: bool = False) -> Shape:
 
 
 # ----------------------------------------------------------------------------------------------
-# The static cache: C committed positions, then T scratch slots
+# The static cache: C committed positions and room for a pass's T rows after them
 
 
 class ScratchLayer(StaticLayer):

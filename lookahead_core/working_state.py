@@ -546,7 +546,8 @@ REFUSED_LOCK = threading.Lock()
 class OnDeviceDecoder(GuessingDecoder):
     """A greedy guessing decoder in the fixed-shape step for a timed lane (tallies only), whose steps run on the
     device once its method's state is `ready` (lookahead: when the window is full; the steps before run on the host,
-    as GuessingDecoder runs them): each is one run of the state's `forward` and one read-back. A step's tally
+    as GuessingDecoder runs them): each is the pass over its span, one run of the state's `settle` and one
+    read-back. A step's tally
     counts what the host step's would (the rows it would feed, the tokens verified, those accepted); its pass
     seconds are the whole device step's."""
 
