@@ -490,11 +490,26 @@ def kept_with(step: FixedStep, key, make: Callable[[], OnDevice]) -> OnDevice:
     return step.working[key]
 
 
-def lookahead_state(decoder: GuessingDecoder) -> OnDevice:
-    passes, proposer = decoder.passes, decoder.proposer
+def lookahead_held(decoder: GuessingDecoder) -> OnDevice:
+    passes, config = decoder.passes, decoder.proposer.config
     vocabulary = decoder.model.get_output_embeddings().weight.shape[0]
-    state = kept_with(passes.step, proposer.config, lambda: LookaheadOnDevice(passes.step, proposer.config, vocabulary))
-    state.load(decoder.sequence, proposer.window.levels, proposer.pool, passes.length)
+    return kept_with(passes.step, config, lambda: LookaheadOnDevice(passes.step, config, vocabulary))
+
+
+def lookahead_recorded(decoder: GuessingDecoder) -> OnDevice:
+    """Lookahead's state with its `settle` recorded at the prefill, on a stand-in (every level c, an empty pool),
+    before the warm-up steps that fill the window: so a decoding's first, untimed tokens hold the recording, however
+    many tokens those steps accept."""
+    state, config, current = lookahead_held(decoder), decoder.proposer.config, decoder.sequence[-1]
+    if state.run is None:
+        levels = [[current] * config.window for _ in range(config.ngram - 1)]
+        state.load(decoder.sequence, levels, NGramPool(config.ngram, config.guesses), decoder.passes.length)
+    return state
+
+
+def lookahead_state(decoder: GuessingDecoder) -> OnDevice:
+    state, proposer = lookahead_held(decoder), decoder.proposer
+    state.load(decoder.sequence, proposer.window.levels, proposer.pool, decoder.passes.length)
     return state
 
 
@@ -516,11 +531,14 @@ def medusa_state(decoder: GuessingDecoder) -> OnDevice:
 @dataclass(frozen=True)
 class Resident:
     """A method whose timed steps may run on the device: whether a decoding can (`takes` its request and planner),
-    when its state is ready to move (`ready`: the host steps run until then) and how it moves (`state`)."""
+    when its state is ready to move (`ready`: the host steps run until then), how it moves (`state`), and, for a
+    method whose state moves after some host steps, how its device function is recorded at the prefill
+    (`recorded`)."""
 
     takes: Callable[[DecodeRequest, object], bool]
     ready: Callable[[GuessingDecoder], bool]
     state: Callable[[GuessingDecoder], OnDevice]
+    recorded: Callable[[GuessingDecoder], OnDevice] | None = None
 
 
 RESIDENT = {
@@ -533,6 +551,7 @@ RESIDENT = {
         ),
         lambda decoder: decoder.proposer.window.is_full,
         lookahead_state,
+        lookahead_recorded,
     ),
     Method.PROMPT_LOOKUP: Resident(lambda request, planner: True, lambda decoder: True, lookup_state),
     Method.MEDUSA: Resident(lambda request, planner: True, lambda decoder: True, medusa_state),
@@ -545,32 +564,33 @@ REFUSED_LOCK = threading.Lock()
 
 class OnDeviceDecoder(GuessingDecoder):
     """A greedy guessing decoder in the fixed-shape step for a timed lane (tallies only), whose steps run on the
-    device once its method's state is `ready` (lookahead: when the window is full; the steps before run on the host,
-    as GuessingDecoder runs them): each is the pass over its span, one run of the state's `settle` and one
-    read-back. A step's tally
-    counts what the host step's would (the rows it would feed, the tokens verified, those accepted); its pass
-    seconds are the whole device step's."""
+    device once its method's state is `ready` (lookahead: when the window is full, its `settle` recorded at the
+    prefill; the steps before run on the host, as GuessingDecoder runs them): each is the pass over its span, one run
+    of the state's `settle` and one read-back. A step's tally counts what the host step's would (the rows it would
+    feed, the tokens verified, those accepted); its pass seconds are the whole device step's."""
 
     def steps(self) -> Iterator[StepTally]:
         resident = RESIDENT[self.method]
         try:
             yield self.prefill()
+            if self.stop is None and resident.recorded is not None:
+                self.tried(resident.recorded)
             while self.stop is None and not resident.ready(self):
                 yield self.step()
-            state = self.moved(resident) if self.stop is None else None
+            state = self.tried(resident.state) if self.stop is None else None
             while self.stop is None:
                 yield self.device_step(state) if state is not None else self.step()
         finally:
             self.passes.release()
 
-    def moved(self, resident: Resident) -> OnDevice | None:
-        """The state moved to the device; None, the steps going on on the host, when the method's device step
-        failed on this model, now (kept in REFUSED, with the cache's L as it was) or before."""
+    def tried(self, moving: Callable[[GuessingDecoder], OnDevice]) -> OnDevice | None:
+        """`moving`'s state (recorded, or moved to the device); None, the steps going on on the host, when the
+        method's device step failed on this model, now (kept in REFUSED, with the cache's L as it was) or before."""
         if self.method in REFUSED.get(self.model, {}):
             return None
         length = self.passes.length
         try:
-            return resident.state(self)
+            return moving(self)
         except Exception as error:  # noqa: BLE001 - a capture that fails sends the steps back to the host, and says why
             with REFUSED_LOCK:
                 REFUSED.setdefault(self.model, {})[self.method] = one_line(error)

@@ -425,3 +425,26 @@ def test_a_device_step_that_fails_to_capture_sends_the_steps_back_to_the_host_an
         assert on_device == recorded
     assert working_state.REFUSED[lm.model] == {Method.LOOKAHEAD: f"RuntimeError: {WHY}"}
     assert len(tried) == 1  # tried once per model, not again for every decoding
+
+
+def test_lookaheads_device_function_is_recorded_at_the_prefill_before_any_host_step(monkeypatch):
+    """Recorded on a stand-in state at the prefill, not when the window fills: a warm-up whose first steps accept
+    many tokens still holds the recording, so no timed decoding does."""
+    host_steps, recorded_after = [], []
+    step = OnDeviceDecoder.step
+
+    def counted(self):
+        host_steps.append(self)
+        return step(self)
+
+    def capture_of(function):
+        if isinstance(getattr(function, "__self__", None), working_state.OnDevice):
+            recorded_after.append(len(host_steps))
+        return Replayed(function)
+
+    monkeypatch.setattr(OnDeviceDecoder, "step", counted)
+    monkeypatch.setitem(capture.CAPTURES, StepMode.FIXED, capture_of)
+    lm = tiny_model("llama")
+    recorded, on_device, _ = compared(lm, PROMPTS[0], lookahead(LookaheadConfig(4, 4, 3)))
+    assert on_device == recorded
+    assert recorded_after == [0] and host_steps  # recorded once, before the warm-up's host steps
