@@ -72,6 +72,10 @@ class NGramPool:
         """The continuations under `key`, oldest first."""
         return list(self._entries.get(key, {}).values())
 
+    def keys(self) -> list[int]:
+        """The keys that hold continuations."""
+        return list(self._entries)
+
 
 def chosen_guesses(entries: list[PoolEntry], previous: int | None, limit: int) -> list[Guess]:
     """At most `limit` guesses from one key's `entries` (oldest first): those whose preceding token is `previous`

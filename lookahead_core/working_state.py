@@ -76,8 +76,8 @@ class PoolTable:
     def load(self, pool: NGramPool) -> None:
         """The host pool's entries in, each key's oldest first (stamps 1, 2, ...: only their order matters)."""
         keys, slots, continuations, previous, stamps = [], [], [], [], []
-        for key, bucket in pool._entries.items():
-            for slot, entry in enumerate(bucket.values()):
+        for key in pool.keys():
+            for slot, entry in enumerate(pool.entries(key)):
                 keys.append(key)
                 slots.append(slot)
                 continuations.append(entry.continuation)

@@ -275,16 +275,6 @@ def test_the_device_step_captures_whole(wrapper, method, monkeypatch, device_ste
     assert device_steps
 
 
-def test_the_device_step_decides_what_the_recorded_step_records_on_the_real_model(default_model, device_steps):
-    """SmolLM2 on a HumanEval prompt (code: the pool's guesses are accepted): the same steps as the recorded step."""
-    prompt = encode_item(default_model.tokenizer, load_prompts("humaneval", 1)[0])
-    request = lookahead(LookaheadConfig(3, 3, 2), 32)
-    recorded = [decided(s) for s in decode_steps(default_model, prompt, request, FIXED)]
-    on_device = [decided(s) for s in lean_steps(default_model, prompt, request, FIXED)]
-    assert on_device == recorded and sum(step[-1] for step in on_device) >= 6
-    assert device_steps
-
-
 # ----------------------------------------------------------------------------------------------
 # Medusa's step on the device
 
@@ -319,16 +309,6 @@ def test_a_medusa_step_that_reads_the_wrong_hidden_state_is_caught(monkeypatch):
     monkeypatch.setattr(MedusaOnDevice, "settle", from_row_zero(MedusaOnDevice.settle))
     caught = [compared(lm, prompt, medusa(), runtime)[:2] for prompt in PROMPTS]
     assert any(recorded != on_device for recorded, on_device in caught)
-
-
-def test_medusas_device_step_with_the_shipped_heads_on_the_real_model(default_model, device_steps):
-    prompt = encode_item(default_model.tokenizer, load_prompts("humaneval", 1)[0])
-    heads = make_medusa(load_heads(SHIPPED_HEADS, default_model.model, default_model.name, label=SHIPPED_LABEL), 8)
-    runtime = dataclasses.replace(FIXED, heads=heads)
-    recorded = [decided(s) for s in decode_steps(default_model, prompt, medusa(24), runtime)]
-    on_device = [decided(s) for s in lean_steps(default_model, prompt, medusa(24), runtime)]
-    assert on_device == recorded and sum(step[-1] for step in on_device) >= 6
-    assert device_steps
 
 
 # ----------------------------------------------------------------------------------------------
@@ -382,16 +362,6 @@ def test_prompt_lookups_matches_on_the_device_are_the_hosts():
 def test_a_prompt_lookup_that_offers_a_continuation_twice_is_caught(monkeypatch):
     monkeypatch.setattr(working_state, "taken", only_the_start_taken)
     assert matches_apart(range(300))
-
-
-def test_prompt_lookups_device_step_on_the_real_model(default_model, device_steps):
-    """SmolLM2 editing a HumanEval solution (humaneval-edit: the output copies the prompt, so matches are accepted)."""
-    prompt = encode_item(default_model.tokenizer, load_prompts("humaneval-edit", 1)[0])
-    request = lookup(LookupConfig(3, 6, 2), 32)
-    recorded = [decided(s) for s in decode_steps(default_model, prompt, request, FIXED)]
-    on_device = [decided(s) for s in lean_steps(default_model, prompt, request, FIXED)]
-    assert on_device == recorded and sum(step[-1] for step in on_device) >= 8
-    assert device_steps
 
 
 # ----------------------------------------------------------------------------------------------
@@ -448,3 +418,35 @@ def test_lookaheads_device_function_is_recorded_at_the_prefill_before_any_host_s
     recorded, on_device, _ = compared(lm, PROMPTS[0], lookahead(LookaheadConfig(4, 4, 3)))
     assert on_device == recorded
     assert recorded_after == [0] and host_steps  # recorded once, before the warm-up's host steps
+
+
+# ----------------------------------------------------------------------------------------------
+# The real model
+
+
+def shipped_heads(lm) -> Runtime:
+    heads = make_medusa(load_heads(SHIPPED_HEADS, lm.model, lm.name, label=SHIPPED_LABEL), 8)
+    return dataclasses.replace(FIXED, heads=heads)
+
+
+@pytest.mark.parametrize(
+    ("prompts", "request_of", "runtime_of", "least"),
+    [
+        # code: the pool's guesses are accepted
+        ("humaneval", lambda: lookahead(LookaheadConfig(3, 3, 2), 32), lambda lm: FIXED, 6),
+        # editing a solution: the output copies the prompt, so matches are accepted
+        ("humaneval-edit", lambda: lookup(LookupConfig(3, 6, 2), 32), lambda lm: FIXED, 8),
+        ("humaneval", lambda: medusa(24), shipped_heads, 6),
+    ],
+    ids=["lookahead", "prompt-lookup", "medusa"],
+)
+def test_each_device_step_decides_what_the_recorded_step_records_on_the_real_model(
+    default_model, device_steps, prompts, request_of, runtime_of, least
+):
+    """SmolLM2 (the shipped heads for Medusa): the same steps as the recorded step, with guesses accepted."""
+    prompt = encode_item(default_model.tokenizer, load_prompts(prompts, 1)[0])
+    runtime = runtime_of(default_model)
+    recorded = [decided(s) for s in decode_steps(default_model, prompt, request_of(), runtime)]
+    on_device = [decided(s) for s in lean_steps(default_model, prompt, request_of(), runtime)]
+    assert on_device == recorded and sum(step[-1] for step in on_device) >= least
+    assert device_steps
