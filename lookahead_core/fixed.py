@@ -72,7 +72,7 @@ def shape_for(rows: int, reach: int, room: int, hidden: bool = False) -> Shape:
 # The static cache: C committed positions and room for a pass's T rows after them
 
 
-class ScratchLayer(StaticLayer):
+class SpanLayer(StaticLayer):
     """A static layer whose every update writes the pass's rows at `slots` (L, L + 1, ..., a tensor the step sets
     before each pass) and returns the first `span` key columns; its sequence length is the step's L (a model that
     asks for it gets the committed positions, as a tensor)."""
@@ -90,7 +90,7 @@ class ScratchLayer(StaticLayer):
         return self.keys[:, :, : self.span], self.values[:, :, : self.span]
 
 
-def scratch_cache(dynamic: DynamicCache, shape: Shape, length: torch.Tensor, slots: torch.Tensor) -> Cache:
+def span_cache(dynamic: DynamicCache, shape: Shape, length: torch.Tensor, slots: torch.Tensor) -> Cache:
     """A cache of `shape` with each layer's heads, width and dtype as in `dynamic` (a prefill's), zeroed, its
     committed positions `length`, a pass's rows written at `slots`."""
     layers = []
@@ -98,7 +98,7 @@ def scratch_cache(dynamic: DynamicCache, shape: Shape, length: torch.Tensor, slo
         size = (*layer.keys.shape[:2], shape.capacity + shape.rows)
         keys = layer.keys.new_zeros(*size, layer.keys.shape[3])
         values = layer.values.new_zeros(*size, layer.values.shape[3])
-        layers.append(ScratchLayer(keys, values, length, slots))
+        layers.append(SpanLayer(keys, values, length, slots))
     return Cache(layers=layers)
 
 
@@ -158,7 +158,7 @@ class FixedStep:
     def load(self, dynamic: DynamicCache, length: int) -> None:
         """Copy a prefill's cache of `length` positions in; the first load allocates and wraps the copy-down."""
         if self.cache is None:
-            self.cache = scratch_cache(dynamic, self.shape, self.length, self.slots)
+            self.cache = span_cache(dynamic, self.shape, self.length, self.slots)
             self.copy_down = self.capture(self.kept_rows_down)
         for layer, prefilled in zip(self.cache.layers, dynamic.layers, strict=True):
             layer.keys[:, :, :length] = prefilled.keys
