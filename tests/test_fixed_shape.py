@@ -602,7 +602,7 @@ def test_every_method_is_exact_when_each_replay_overwrites_the_last_outputs(monk
 def compiled_with(backend: str):
     """The compiled mode's own wrapper (capture.compiled) with a backend that runs on this CPU. A test that puts it
     in the fixed mode's place also reads the whole cache in every pass, as the compiled mode does (`one_span`)."""
-    return partial(capture.compiled, backend=backend, mode=None)
+    return partial(capture.compiled, backend=backend, graph=False)
 
 
 def one_span(monkeypatch) -> None:

@@ -255,7 +255,7 @@ def test_a_device_step_that_pools_or_updates_wrong_is_caught(wrong, monkeypatch)
 
 @pytest.mark.parametrize(
     "wrapper",
-    [Replayed, pytest.param(partial(capture.compiled, backend="aot_eager", mode=None), marks=pytest.mark.heavy)],
+    [Replayed, pytest.param(partial(capture.compiled, backend="aot_eager", graph=False), marks=pytest.mark.heavy)],
     ids=["replayed", "compiled whole"],
 )
 @pytest.mark.parametrize("method", [Method.LOOKAHEAD, Method.PROMPT_LOOKUP, Method.MEDUSA])

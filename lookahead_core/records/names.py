@@ -74,7 +74,7 @@ class StepMode(enum.StrEnum):
     EAGER = "eager"  # the dynamic step: as many rows as fed, the cache cropped (the only mode before schema 9)
     FIXED = "fixed"  # the fixed-shape step (T rows, a static cache, the mask from L), run uncaptured
     CUDA_GRAPH = "cuda-graph"  # the fixed-shape step recorded once per shape as a CUDA graph and replayed
-    COMPILED = "compiled"  # the fixed-shape step through torch.compile(mode="reduce-overhead", fullgraph=True)
+    COMPILED = "compiled"  # the fixed-shape step through torch.compile(fullgraph=True), recorded as a CUDA graph
 
 
 class StepKind(enum.StrEnum):
