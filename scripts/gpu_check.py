@@ -38,6 +38,7 @@ import statistics
 import sys
 import time
 import traceback
+from contextlib import contextmanager, nullcontext
 from dataclasses import replace
 from pathlib import Path
 
@@ -49,6 +50,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from lab.bench import ENTRANTS, REPEATS, check_methods, run_bench
 from lab.datasets import load_prompts
 from lab.heads import runtime_for
+from lookahead_core import fixed
 from lookahead_core.capture import graphed
 from lookahead_core.fixed import chosen_mode
 from lookahead_core.forward import synchronize
@@ -256,22 +258,24 @@ def print_split(lm, ids: list[int], request: DecodeRequest, runtime, profile: bo
     """One decoding of `request`'s method as a timed lane runs it (the lean path: steps tallied, not recorded), its
     steps split into the pass and the rest (medians, ms); with `profile`, lookahead's decoding under
     torch.profiler, its ops' table printed. A method whose timed steps keep their state on the device
-    (working_state.RESIDENT: lookahead, Medusa) is split twice in a fixed-shape mode: its state on the device (the
-    timed lanes' step: the "pass" is the whole device step, its state's work included) and on the host (the step
-    before issue 45's item 2: the pass alone, then the host's work)."""
-    variants = [("", runtime)]
+    (working_state.RESIDENT: lookahead, prompt lookup, Medusa) is split twice in a fixed-shape mode: its state on the
+    device (the timed lanes' step: the "pass" is the whole device step, its state's work included) and on the host
+    (the step before issue 45's item 2: the pass alone, then the host's work). Greedy and lookahead are split once
+    more there with every pass reading the whole cache (`whole_cache`: the step before item 3's spans)."""
+    variants = [("", runtime, nullcontext)]
     if request.method in RESIDENT and runtime.mode != StepMode.EAGER:
-        variants = [(" (state on the device)", runtime), (" (state on the host)", replace(runtime, device_state=False))]
-    for label, chosen in variants:
-        if profile and request.method == Method.LOOKAHEAD:
-            activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if lm.device.type == "cuda" else [])
-            with torch.profiler.profile(activities=activities) as profiled:
+        variants = [
+            (" (state on the device)", runtime, nullcontext),
+            (" (state on the host)", replace(runtime, device_state=False), nullcontext),
+        ]
+    if request.method in (Method.GREEDY, Method.LOOKAHEAD) and runtime.mode != StepMode.EAGER:
+        variants.append((" (every pass over the whole cache)", runtime, whole_cache))
+    for label, chosen, reading in variants:
+        with reading():
+            if profile and request.method == Method.LOOKAHEAD and not label.startswith(" (every"):
+                records = profiled_steps(lm, ids, request, chosen)
+            else:
                 records = list(lean_steps(lm, ids, request, chosen))
-            sort = "self_cuda_time_total" if lm.device.type == "cuda" else "self_cpu_time_total"
-            print(profiled.key_averages().table(sort_by="self_cpu_time_total", row_limit=15), flush=True)
-            print(profiled.key_averages().table(sort_by=sort, row_limit=10), flush=True)
-        else:
-            records = list(lean_steps(lm, ids, request, chosen))
         steps = records[1:]  # after the prefill
         if not steps:
             continue
@@ -282,6 +286,27 @@ def print_split(lm, ids: list[int], request: DecodeRequest, runtime, profile: bo
             f"(medians of {len(steps)} steps)",
             flush=True,
         )
+
+
+def profiled_steps(lm, ids: list[int], request: DecodeRequest, runtime) -> list:
+    """The lean steps of one decoding under torch.profiler, its ops' tables printed (host time, then device time)."""
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if lm.device.type == "cuda" else [])
+    with torch.profiler.profile(activities=activities) as profiled:
+        records = list(lean_steps(lm, ids, request, runtime))
+    sort = "self_cuda_time_total" if lm.device.type == "cuda" else "self_cpu_time_total"
+    print(profiled.key_averages().table(sort_by="self_cpu_time_total", row_limit=15), flush=True)
+    print(profiled.key_averages().table(sort_by=sort, row_limit=10), flush=True)
+    return records
+
+
+@contextmanager
+def whole_cache():
+    """Every fixed-shape pass reads the whole cache, C + T key columns, as before spans (fixed.SPAN past any cache)."""
+    saved, fixed.SPAN = fixed.SPAN, 1 << 30
+    try:
+        yield
+    finally:
+        fixed.SPAN = saved
 
 
 def report_rows(report, name: str, dtype: str) -> list[tuple]:

@@ -55,9 +55,11 @@ def test_quick_is_the_check_one_lease_fits_whatever_else_is_asked():
 
 def test_the_split_times_each_resident_methods_step_with_its_state_on_the_device_and_on_the_host(capsys):
     """What a lease prints in a captured mode (here the fixed step, uncaptured, on a tiny model): lookahead's,
-    prompt lookup's and Medusa's steps split twice, greedy's once."""
+    prompt lookup's and Medusa's steps split twice, greedy's once; greedy's and lookahead's once more over the whole
+    cache (before spans)."""
     import dataclasses
 
+    from lookahead_core import fixed
     from scripts import gpu_check
 
     from .conftest import tiny_model, tiny_runtime
@@ -67,11 +69,16 @@ def test_the_split_times_each_resident_methods_step_with_its_state_on_the_device
     for method in (Method.GREEDY, Method.LOOKAHEAD, Method.PROMPT_LOOKUP, Method.MEDUSA):
         request = DecodeRequest(method=method, lookahead=LookaheadConfig(4, 4, 3), max_new_tokens=12)
         gpu_check.print_split(lm, [3, 1, 4, 1, 5, 9, 2, 6], request, runtime, profile=False)
+    with gpu_check.whole_cache():
+        assert fixed.span_for(0, fixed.Shape(rows=8, kept=4, capacity=256)) == 256 + 8
+    assert fixed.span_for(0, fixed.Shape(rows=8, kept=4, capacity=256)) == 64  # spans again after
     lines = [line for line in capsys.readouterr().out.splitlines() if "split" in line]
     assert [line.split(":")[0].strip() for line in lines] == [
         "split greedy",
+        "split greedy (every pass over the whole cache)",
         "split lookahead (state on the device)",
         "split lookahead (state on the host)",
+        "split lookahead (every pass over the whole cache)",
         "split prompt-lookup (state on the device)",
         "split prompt-lookup (state on the host)",
         "split medusa (state on the device)",
