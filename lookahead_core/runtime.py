@@ -55,7 +55,7 @@ class Runtime:
     mode: StepMode | None = None  # the step mode asked (None: the device's, fixed.default_mode); settled: the one run
     mode_note: str | None = None  # why the mode run is not the one asked ("" when it is); None: not settled yet
     costs: StepCosts | None = None  # that mode's step costs: a fixed shape runs their cheapest size that holds it
-    device_state: bool = True  # a timed lane's fixed-shape lookahead keeps its working state on the device
+    device_state: bool = True  # a timed lane's fixed-shape greedy step keeps its working state on the device
 
     def has(self, needs: Needs) -> bool:
         """Whether what a method needs is here."""

@@ -39,6 +39,7 @@ from .records import (
 from .request import DecodeRequest
 from .runtime import NOTHING, Runtime
 from .tokens import text_pieces, vocab_for
+from .working_state import plain_passes
 
 
 @dataclass(frozen=True)
@@ -102,6 +103,7 @@ def planned_steps(lm: LoadedModel, prompt_ids: list[int], plan: DecodingPlan, ru
     passes = step_passes(lm.model, plan.mode, plan.shape, len(prompt_ids) + request.max_new_tokens)
     if not METHODS[request.method].guesses:
         sampling = request.sampling
+        passes = plain_passes(passes, request, recorded) if runtime.device_state else passes
         return greedy_steps(
             lm.model, prompt_ids, request.max_new_tokens, lm.eos_ids, sampling, passes, recorded=recorded
         )

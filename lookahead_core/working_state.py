@@ -1,5 +1,5 @@
-"""A method's working state on the device, and a greedy step that reads and writes nothing else: lookahead's,
-prompt lookup's and Medusa's timed steps in a fixed-shape mode, with one small read-back a step.
+"""A method's working state on the device, and a greedy step that reads and writes nothing else: plain decoding's,
+lookahead's, prompt lookup's and Medusa's timed steps in a fixed-shape mode, with one small read-back a step.
 
 Lookahead: once the Jacobi window holds its N-1 levels (the warm-up steps run on the host, as every recorded step
 does), a timed lane's fixed-shape step keeps on the device the committed sequence and its length, the window (an
@@ -21,6 +21,9 @@ and their distinct continuations laid out where the host lays them out (`PromptL
 Medusa: from the first step, the current token and the hidden state behind it; the heads' top choices fill the
 sparse tree, the pass verifies it, and the hidden state of the last row kept is the next step's.
 
+Plain decoding: the current token; the pass feeds it, the next is its argmax (`PlainPassesOnDevice`, the fixed
+step's passes of a timed lane's greedy decoding).
+
 Either way the host reads back the accepted count, the guesses offered and the block, commits (EOS, the budget)
 and counts the step; the steps, tokens and counts equal the host step's, which tests/test_working_state.py checks
 against the recorded step's records. Greedy only: sampled verification stays on the host (verify_sampled).
@@ -39,7 +42,8 @@ import torch
 from .config import LookaheadConfig, LookupConfig
 from .decoding import GuessingDecoder
 from .fixed import FixedPasses, FixedStep, one_line, padded_tree
-from .layout import tree_layout, window_geometry
+from .forward import Pass
+from .layout import chain_layout, tree_layout, window_geometry
 from .medusa import Medusa, tree_widths
 from .planning import FullPlanner
 from .pool import NGramPool
@@ -483,6 +487,72 @@ def taken(spans: torch.Tensor, lengths: torch.Tensor, best: torch.Tensor, reach:
     return (lengths == length) & ((spans == span) | (reach >= length)).all(dim=1)
 
 
+class PlainOnDevice(OnDevice):
+    """Plain decoding's state: the current token c, fed as the pass's row 0 (and its pad rows, as the host feeds
+    them). `settle` takes row 0's argmax as the next c and advances L by one: row 0 was written at L, so nothing
+    moves down."""
+
+    def __init__(self, step: FixedStep) -> None:
+        super().__init__(step, None)
+
+    def fill(self, current: int, length: int) -> None:
+        step = self.step
+        depths, tree = padded_tree(chain_layout(1), step.shape.rows, step.tree.dtype, step.tree.device)
+        step.depths.copy_(depths)
+        step.tree.copy_(tree)
+        step.ids.fill_(current)
+        step.length.fill_(length)
+
+    def counted(self, offered: int) -> tuple[int, int]:
+        return 1, 0
+
+    def propose(self) -> None:
+        """Nothing: `settle` wrote the next c where the pass reads it."""
+
+    def settle(self) -> torch.Tensor:
+        step = self.step
+        following = step.argmax[:1].long()
+        step.ids.copy_(following.expand_as(step.ids))
+        step.length += 1
+        return torch.cat([following.new_zeros(2), following]).to(torch.int32)
+
+
+class PlainPassesOnDevice(FixedPasses):
+    """The fixed-shape passes of a timed lane's greedy plain decoding, c and L kept on the device (PlainOnDevice):
+    after the prefill each pass is the pass over its span and one run of `settle`, whose read-back is the next
+    token; the host only commits. Where the device step fails to capture, the passes are FixedPasses' (`tried`)."""
+
+    def __init__(self, passes: FixedPasses) -> None:
+        super().__init__(passes.model, passes.shape, passes.capture, passes.registered, passes.spans, passes.room)
+        self.state: OnDevice | None = None
+        self.moved = False
+
+    @torch.inference_mode()
+    def one(self, token: int) -> Pass:
+        if not self.moved:
+            self.moved, self.state = True, tried(self, Method.GREEDY, lambda: self.loaded(token))
+        if self.state is None:
+            return super().one(token)
+        start = time.perf_counter()
+        self.step.run(self.span())
+        *_, following = self.state.run().tolist()  # the step's one read-back
+        self.length += 1
+        return Pass([following], None, time.perf_counter() - start)
+
+    def loaded(self, token: int) -> OnDevice:
+        state = kept_with(self.step, Method.GREEDY, lambda: PlainOnDevice(self.step))
+        state.load(token, self.length)
+        return state
+
+
+def plain_passes(passes, request: DecodeRequest, recorded: bool):
+    """Plain decoding's passes: a timed lane's (not `recorded`) greedy decoding in the fixed-shape step keeps c and
+    L on the device (PlainPassesOnDevice); any other keeps `passes`."""
+    if recorded or not request.sampling.is_greedy or type(passes) is not FixedPasses:
+        return passes
+    return PlainPassesOnDevice(passes)
+
+
 def kept_with(step: FixedStep, key, make: Callable[[], OnDevice]) -> OnDevice:
     """The step's working state under `key` (a method's settings), made on its first use and kept with the step."""
     if key not in step.working:
@@ -584,20 +654,7 @@ class OnDeviceDecoder(GuessingDecoder):
             self.passes.release()
 
     def tried(self, moving: Callable[[GuessingDecoder], OnDevice]) -> OnDevice | None:
-        """`moving`'s state (recorded, or moved to the device); None, the steps going on on the host, when the
-        method's device step failed on this model, now (kept in REFUSED, with the cache's L as it was) or before."""
-        if self.method in REFUSED.get(self.model, {}):
-            return None
-        length = self.passes.length
-        try:
-            return moving(self)
-        except Exception as error:  # noqa: BLE001 - a capture that fails sends the steps back to the host, and says why
-            with REFUSED_LOCK:
-                REFUSED.setdefault(self.model, {})[self.method] = one_line(error)
-            self.passes.step.working.clear()
-            with torch.inference_mode():
-                self.passes.step.length.fill_(length)
-            return None
+        return tried(self.passes, self.method, lambda: moving(self))
 
     @torch.inference_mode()
     def device_step(self, state: OnDevice) -> StepTally:
@@ -623,6 +680,23 @@ class OnDeviceDecoder(GuessingDecoder):
             verified_tokens=verified_tokens,
             accepted_tokens=accepted,
         )
+
+
+def tried(passes: FixedPasses, method: Method, moving: Callable[[], OnDevice]) -> OnDevice | None:
+    """`moving()`'s state (recorded, or moved to the device); None, the steps going on on the host, when the
+    method's device step failed on this model, now (kept in REFUSED, with the cache's L as it was) or before."""
+    if method in REFUSED.get(passes.model, {}):
+        return None
+    length = passes.length
+    try:
+        return moving()
+    except Exception as error:  # noqa: BLE001 - a capture that fails sends the steps back to the host, and says why
+        with REFUSED_LOCK:
+            REFUSED.setdefault(passes.model, {})[method] = one_line(error)
+        passes.step.working.clear()
+        with torch.inference_mode():
+            passes.step.length.fill_(length)
+        return None
 
 
 def takes(request: DecodeRequest, passes, planner, recorded: bool) -> bool:

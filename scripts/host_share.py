@@ -1,8 +1,8 @@
 """The host's share of a decoding step: the wall time of a step outside its forward pass, per method.
 
 Usage: python scripts/host_share.py [--prompts 4] [--max-new-tokens 64] [--threads 1] [--rounds 2] [--mode fixed]
-Decodes the first HumanEval prompts with lookahead (the default W, N, G), prompt lookup and Medusa (the shipped
-heads, the default tree) on the default model, and prints per method the median over all decode steps of the wall
+Decodes the first HumanEval prompts with plain greedy decoding, lookahead (the default W, N, G), prompt lookup and
+Medusa (the shipped heads, the default tree) on the default model, and prints per method the median over all decode steps of the wall
 time between two steps minus the step's forward pass (the host's share: proposing, laying out, verifying,
 committing, learning, and whatever is built for the step's record), with the pass's median beside it. Each
 decoding runs the path a consumer takes: the recorded steps (`decode_steps`), and where the engine has it the lean
@@ -35,7 +35,7 @@ from lookahead_core.records import Method, StepKind, StepMode
 from lookahead_core.request import DecodeRequest
 from lookahead_core.runtime import Runtime
 
-METHODS = (Method.LOOKAHEAD, Method.PROMPT_LOOKUP, Method.MEDUSA)
+METHODS = (Method.GREEDY, Method.LOOKAHEAD, Method.PROMPT_LOOKUP, Method.MEDUSA)
 
 
 def paths(runtime: Runtime) -> dict[str, object]:

@@ -55,7 +55,7 @@ def test_quick_is_the_check_one_lease_fits_whatever_else_is_asked():
 
 def test_the_split_times_each_resident_methods_step_with_its_state_on_the_device_and_on_the_host(capsys):
     """What a lease prints in a captured mode (here the fixed step, uncaptured, on a tiny model): lookahead's,
-    prompt lookup's and Medusa's steps split twice, greedy's once; greedy's and lookahead's once more over the whole
+    prompt lookup's, Medusa's and greedy's steps split twice; greedy's and lookahead's once more over the whole
     cache (before spans)."""
     import dataclasses
 
@@ -74,7 +74,8 @@ def test_the_split_times_each_resident_methods_step_with_its_state_on_the_device
     assert fixed.span_for(0, fixed.Shape(rows=8, kept=4, capacity=256)) == 64  # spans again after
     lines = [line for line in capsys.readouterr().out.splitlines() if "split" in line]
     assert [line.split(":")[0].strip() for line in lines] == [
-        "split greedy",
+        "split greedy (state on the device)",
+        "split greedy (state on the host)",
         "split greedy (every pass over the whole cache)",
         "split lookahead (state on the device)",
         "split lookahead (state on the host)",

@@ -40,6 +40,8 @@ from lookahead_core.working_state import (
     LookaheadOnDevice,
     MedusaOnDevice,
     OnDeviceDecoder,
+    PlainOnDevice,
+    PlainPassesOnDevice,
     PoolTable,
     PromptLookupOnDevice,
 )
@@ -162,15 +164,23 @@ def test_the_random_batches_reach_what_a_batch_rule_gets_wrong():
 
 @pytest.fixture
 def device_steps(monkeypatch) -> list:
-    """Counts the steps OnDeviceDecoder ran on the device (so a comparison below is not of two host steps)."""
+    """Counts the steps OnDeviceDecoder ran on the device, and plain decoding's device functions run (so a
+    comparison below is not of two host steps)."""
     ran = []
-    step = OnDeviceDecoder.device_step
+    step, one = OnDeviceDecoder.device_step, PlainPassesOnDevice.one
 
     def counted(self, state):
         ran.append(self)
         return step(self, state)
 
+    def passed(self, token):
+        result = one(self, token)
+        if self.state is not None:
+            ran.append(self)
+        return result
+
     monkeypatch.setattr(OnDeviceDecoder, "device_step", counted)
+    monkeypatch.setattr(PlainPassesOnDevice, "one", passed)
     return ran
 
 
@@ -184,6 +194,10 @@ def medusa(max_new_tokens: int = 30) -> DecodeRequest:
 
 def lookup(settings: LookupConfig, max_new_tokens: int = 30) -> DecodeRequest:
     return DecodeRequest(method=Method.PROMPT_LOOKUP, lookup=settings, max_new_tokens=max_new_tokens)
+
+
+def plain(max_new_tokens: int = 30) -> DecodeRequest:
+    return DecodeRequest(method=Method.GREEDY, max_new_tokens=max_new_tokens)
 
 
 def compared(lm, prompt, request, runtime=FIXED) -> tuple[list, list, list]:
@@ -258,7 +272,7 @@ def test_a_device_step_that_pools_or_updates_wrong_is_caught(wrong, monkeypatch)
     [Replayed, pytest.param(partial(capture.compiled, backend="aot_eager", graph=False), marks=pytest.mark.heavy)],
     ids=["replayed", "compiled whole"],
 )
-@pytest.mark.parametrize("method", [Method.LOOKAHEAD, Method.PROMPT_LOOKUP, Method.MEDUSA])
+@pytest.mark.parametrize("method", [Method.GREEDY, Method.LOOKAHEAD, Method.PROMPT_LOOKUP, Method.MEDUSA])
 def test_the_device_step_captures_whole(wrapper, method, monkeypatch, device_steps):
     """As a replay that overwrites its outputs, and through torch.compile with fullgraph (a host read inside, a
     .item() or a mask index, would break the graph and fail here; the passes read the whole cache, as the compiled
@@ -267,12 +281,50 @@ def test_the_device_step_captures_whole(wrapper, method, monkeypatch, device_ste
     lm = tiny_model("llama")
     runtime = dataclasses.replace(FIXED, heads=tiny_medusa(lm))
     request = {Method.LOOKAHEAD: lookahead(LookaheadConfig(4, 4, 3)), Method.PROMPT_LOOKUP: lookup(LOOKUPS[0])}
-    request = request.get(method, medusa())
+    request = request.get(method, plain() if method == Method.GREEDY else medusa())
     wanted = [decided(s) for s in decode_steps(lm, PROMPTS[0], request, runtime)]
     torch._dynamo.reset()
     monkeypatch.setitem(capture.CAPTURES, StepMode.FIXED, wrapper)
     assert [decided(s) for s in lean_steps(lm, PROMPTS[0], request, runtime)] == wanted
     assert device_steps
+
+
+# ----------------------------------------------------------------------------------------------
+# Plain decoding's step on the device
+
+
+@pytest.mark.parametrize("family", ["llama", "qwen2"])
+def test_plain_decodings_device_step_decides_what_the_recorded_step_records_through_eos_and_the_budget(
+    family, device_steps
+):
+    lm = tiny_model(family)
+    for prompt in PROMPTS:
+        reference = greedy_reference(lm.model, prompt, 40, None)
+        eos = reference[25]
+        for tokens, stop in ((40, None), (17, None), (40, eos)):
+            run = dataclasses.replace(lm, eos_ids=frozenset({eos})) if stop is not None else lm
+            recorded, on_device, on_host = compared(run, prompt, plain(tokens))
+            assert on_device == recorded == on_host, (prompt, tokens, stop)
+            assert [t for step in on_device for t in step[3]] == greedy_reference(lm.model, prompt, tokens, stop)
+    assert device_steps
+
+
+def standing_still(settle):
+    """A wrong plain step: L is not advanced, so the next pass writes over the row just kept."""
+
+    def wrong(self):
+        report = settle(self)
+        self.step.length -= 1
+        return report
+
+    return wrong
+
+
+def test_a_plain_step_that_does_not_advance_is_caught(monkeypatch):
+    lm = tiny_model("llama")
+    monkeypatch.setattr(PlainOnDevice, "settle", standing_still(PlainOnDevice.settle))
+    caught = [compared(lm, prompt, plain())[:2] for prompt in PROMPTS]
+    assert any(recorded != on_device for recorded, on_device in caught)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -393,8 +445,11 @@ def test_a_device_step_that_fails_to_capture_sends_the_steps_back_to_the_host_an
     for prompt in PROMPTS:
         recorded, on_device, _ = compared(lm, prompt, lookahead(LookaheadConfig(4, 4, 3)))
         assert on_device == recorded
-    assert working_state.REFUSED[lm.model] == {Method.LOOKAHEAD: f"RuntimeError: {WHY}"}
-    assert len(tried) == 1  # tried once per model, not again for every decoding
+        recorded, on_device, _ = compared(lm, prompt, plain())
+        assert on_device == recorded
+    refused = f"RuntimeError: {WHY}"
+    assert working_state.REFUSED[lm.model] == {Method.LOOKAHEAD: refused, Method.GREEDY: refused}
+    assert len(tried) == 2  # tried once per model and method, not again for every decoding
 
 
 def test_lookaheads_device_function_is_recorded_at_the_prefill_before_any_host_step(monkeypatch):
@@ -437,13 +492,15 @@ def shipped_heads(lm) -> Runtime:
         # editing a solution: the output copies the prompt, so matches are accepted
         ("humaneval-edit", lambda: lookup(LookupConfig(3, 6, 2), 32), lambda lm: FIXED, 8),
         ("humaneval", lambda: medusa(24), shipped_heads, 6),
+        ("humaneval", lambda: plain(24), lambda lm: FIXED, 0),
     ],
-    ids=["lookahead", "prompt-lookup", "medusa"],
+    ids=["lookahead", "prompt-lookup", "medusa", "greedy"],
 )
 def test_each_device_step_decides_what_the_recorded_step_records_on_the_real_model(
     default_model, device_steps, prompts, request_of, runtime_of, least
 ):
-    """SmolLM2 (the shipped heads for Medusa): the same steps as the recorded step, with guesses accepted."""
+    """SmolLM2 (the shipped heads for Medusa): the same steps as the recorded step, with guesses accepted (plain
+    decoding guesses none)."""
     prompt = encode_item(default_model.tokenizer, load_prompts(prompts, 1)[0])
     runtime = runtime_of(default_model)
     recorded = [decided(s) for s in decode_steps(default_model, prompt, request_of(), runtime)]
