@@ -256,12 +256,12 @@ def replayed_ms(work, device: torch.device) -> float:
 
 def print_split(lm, ids: list[int], request: DecodeRequest, runtime, profile: bool) -> None:
     """One decoding of `request`'s method as a timed lane runs it (the lean path: steps tallied, not recorded), its
-    steps split into the pass and the rest (medians, ms); with `profile`, lookahead's decoding under
-    torch.profiler, its ops' table printed. A method whose timed steps keep their state on the device
-    (working_state: greedy, and RESIDENT's lookahead, prompt lookup, Medusa) is split twice in a fixed-shape mode: its state on the
-    device (the timed lanes' step: the "pass" is the whole device step, its state's work included) and on the host
-    (the step before issue 45's item 2: the pass alone, then the host's work). Greedy and lookahead are split once
-    more there with every pass reading the whole cache (`whole_cache`: the step before item 3's spans)."""
+    steps split into the pass and the rest (medians, ms); with `profile`, lookahead's decoding under torch.profiler,
+    its ops' table printed. A method whose timed steps keep their state on the device (working_state: greedy, and
+    RESIDENT's lookahead, prompt lookup, Medusa) is split twice in a fixed-shape mode: its state on the device (the
+    timed lanes' step: the "pass" is the whole device step, its state's work included) and on the host (the step
+    before issue 45's item 2: the pass alone, then the host's work). Greedy and lookahead are split once more there
+    with every pass reading the whole cache (`whole_cache`: the step before item 3's spans)."""
     variants = [("", runtime, nullcontext)]
     if (request.method in RESIDENT or request.method == Method.GREEDY) and runtime.mode != StepMode.EAGER:
         variants = [

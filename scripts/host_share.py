@@ -2,9 +2,9 @@
 
 Usage: python scripts/host_share.py [--prompts 4] [--max-new-tokens 64] [--threads 1] [--rounds 2] [--mode fixed]
 Decodes the first HumanEval prompts with plain greedy decoding, lookahead (the default W, N, G), prompt lookup and
-Medusa (the shipped heads, the default tree) on the default model, and prints per method the median over all decode steps of the wall
-time between two steps minus the step's forward pass (the host's share: proposing, laying out, verifying,
-committing, learning, and whatever is built for the step's record), with the pass's median beside it. Each
+Medusa (the shipped heads, the default tree) on the default model, and prints per method the median over all decode
+steps of the wall time between two steps minus the step's forward pass (the host's share: proposing, laying out,
+verifying, committing, learning, and whatever is built for the step's record), with the pass's median beside it. Each
 decoding runs the path a consumer takes: the recorded steps (`decode_steps`), and where the engine has it the lean
 path of timed lanes (`lean_steps`). Rounds interleave the methods, the paths alternating within a round.
 `--mode fixed` runs the fixed-shape step (the one a GPU captures, here uncaptured): its host work is what a
