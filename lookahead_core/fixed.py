@@ -90,7 +90,9 @@ class SpanLayer(StaticLayer):
         return self.keys[:, :, : self.span], self.values[:, :, : self.span]
 
 
-def span_cache(dynamic: DynamicCache, shape: Shape, length: torch.Tensor, slots: torch.Tensor):
+def span_cache(
+    dynamic: DynamicCache, shape: Shape, length: torch.Tensor, slots: torch.Tensor
+) -> tuple[Cache, list[torch.Tensor]]:
     """A cache of `shape` with each layer's heads, width and dtype as in `dynamic` (a prefill's), zeroed, its
     committed positions `length`, a pass's rows written at `slots`; and its blocks: every layer's keys and values
     are views into one tensor per size and dtype (layer, batch, heads, positions, width), so that the copy-down
@@ -165,14 +167,20 @@ class FixedStep:
         self.working: dict = {}  # a method's working state kept on the device with these buffers, by its settings
 
     def load(self, dynamic: DynamicCache, length: int) -> None:
-        """Copy a prefill's cache of `length` positions in; the first load allocates and wraps the copy-down."""
-        if self.cache is None:
+        """Copy a prefill's cache of `length` positions in; the first load allocates, and wraps and records the
+        copy-down on rows that stay where they are (a copy-down run twice moves rows it already moved: a capture's
+        warm-up runs must find nothing to move)."""
+        first = self.cache is None
+        if first:
             self.cache, self.blocks = span_cache(dynamic, self.shape, self.length, self.slots)
             self.copy_down = self.capture(self.kept_rows_down)
         for layer, prefilled in zip(self.cache.layers, dynamic.layers, strict=True):
             layer.keys[:, :, :length] = prefilled.keys
             layer.values[:, :, :length] = prefilled.values
         self.length.fill_(length)
+        if first:  # recorded now, copying every row onto itself: a capture's warm-up runs it again and again
+            self.sources.copy_(self.offsets)
+            self.copy_down()
 
     def run(self, span: int):
         """The pass reading `span` key columns, recorded on its first call (capture)."""
@@ -398,8 +406,8 @@ PROBE_PROMPT, PROBE_TOKEN = [1, 2], 3  # ids every vocabulary has
 
 
 def tried(model, mode: StepMode) -> str:
-    """The probe: a 2-token prefill and one pass (with its copy-down) in `mode` and in the eager step; the failure
-    in one line, or "" when the two agree (`disagreement`)."""
+    """The probe: a 2-token prefill (recording the copy-down) and one pass in `mode` and in the eager step; the
+    failure in one line, or "" when the two agree (`disagreement`)."""
     shape = shape_for(rows=1, reach=0, room=len(PROBE_PROMPT) + 1)
     passes = FixedPasses(model, shape, capture_for(mode), False, spans=mode != StepMode.COMPILED)
     try:
@@ -470,9 +478,10 @@ def chosen_mode(model, asked: StepMode | None) -> tuple[StepMode, str]:
     return wanted, note
 
 
-def step_passes(model, mode: StepMode, shape: Shape, room: int | None = None):
+def step_passes(model, mode: StepMode, shape: Shape, room: int | None = None, spans: bool = True):
     """The passes of a decoding in `mode` that commits at most `room` positions (prompt and new tokens): the eager
-    step's, or the fixed-shape step's wrapped by its capture."""
+    step's, or the fixed-shape step's wrapped by its capture, each pass reading its span of the cache (`spans`;
+    never in the compiled mode, where a span apart would be a compile of its own) or else the whole cache."""
     if mode == StepMode.EAGER:
         return EagerPasses(model)
-    return FixedPasses(model, shape, capture_for(mode), spans=mode != StepMode.COMPILED, room=room)
+    return FixedPasses(model, shape, capture_for(mode), spans=spans and mode != StepMode.COMPILED, room=room)

@@ -55,7 +55,12 @@ class Runtime:
     mode: StepMode | None = None  # the step mode asked (None: the device's, fixed.default_mode); settled: the one run
     mode_note: str | None = None  # why the mode run is not the one asked ("" when it is); None: not settled yet
     costs: StepCosts | None = None  # that mode's step costs: a fixed shape runs their cheapest size that holds it
-    device_state: bool = True  # a timed lane's fixed-shape greedy step keeps its working state on the device
+    # A timed lane's greedy fixed-shape steps (plain decoding and working_state.RESIDENT's methods) keep their
+    # working state on the device; False: on the host (the step before it, for the GPU check's split).
+    device_state: bool = True
+    # A fixed-shape pass reads its span of the cache (fixed.span_for); False: the whole cache, the step before spans
+    # (for the GPU check's split).
+    spans: bool = True
 
     def has(self, needs: Needs) -> bool:
         """Whether what a method needs is here."""

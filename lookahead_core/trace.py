@@ -100,7 +100,8 @@ def lean_steps(
 def planned_steps(lm: LoadedModel, prompt_ids: list[int], plan: DecodingPlan, runtime: Runtime):
     """The steps of one settled decoding, recorded or tallied as its plan says."""
     request, recorded = plan.request, plan.recorded
-    passes = step_passes(lm.model, plan.mode, plan.shape, len(prompt_ids) + request.max_new_tokens)
+    room = len(prompt_ids) + request.max_new_tokens
+    passes = step_passes(lm.model, plan.mode, plan.shape, room, spans=runtime.spans)
     if not METHODS[request.method].guesses:
         sampling = request.sampling
         passes = plain_passes(passes, request, recorded) if runtime.device_state else passes

@@ -503,9 +503,6 @@ class PlainOnDevice(OnDevice):
         step.ids.fill_(current)
         step.length.fill_(length)
 
-    def counted(self, offered: int) -> tuple[int, int]:
-        return 1, 0
-
     def propose(self) -> None:
         """Nothing: `settle` wrote the next c where the pass reads it."""
 
@@ -514,28 +511,29 @@ class PlainOnDevice(OnDevice):
         following = step.argmax[:1].long()
         step.ids.copy_(following.expand_as(step.ids))
         step.length += 1
-        return torch.cat([following.new_zeros(2), following]).to(torch.int32)
+        return following.to(torch.int32)
 
 
 class PlainPassesOnDevice(FixedPasses):
     """The fixed-shape passes of a timed lane's greedy plain decoding, c and L kept on the device (PlainOnDevice):
     after the prefill each pass is the pass over its span and one run of `settle`, whose read-back is the next
-    token; the host only commits. Where the device step fails to capture, the passes are FixedPasses' (`tried`)."""
+    token; the host only commits. Where the device step fails to capture, the passes are FixedPasses'
+    (`moved_or_refused`)."""
 
     def __init__(self, passes: FixedPasses) -> None:
-        super().__init__(passes.model, passes.shape, passes.capture, passes.registered, passes.spans, passes.room)
+        vars(self).update(vars(passes))  # the same passes, before their prefill: every field theirs
         self.state: OnDevice | None = None
         self.moved = False
 
     @torch.inference_mode()
     def one(self, token: int) -> Pass:
         if not self.moved:
-            self.moved, self.state = True, tried(self, Method.GREEDY, lambda: self.loaded(token))
+            self.moved, self.state = True, moved_or_refused(self, Method.GREEDY, lambda: self.loaded(token))
         if self.state is None:
             return super().one(token)
         start = time.perf_counter()
         self.step.run(self.span())
-        *_, following = self.state.run().tolist()  # the step's one read-back
+        following = self.state.run().item()  # the step's one read-back
         self.length += 1
         return Pass([following], None, time.perf_counter() - start)
 
@@ -654,7 +652,7 @@ class OnDeviceDecoder(GuessingDecoder):
             self.passes.release()
 
     def tried(self, moving: Callable[[GuessingDecoder], OnDevice]) -> OnDevice | None:
-        return tried(self.passes, self.method, lambda: moving(self))
+        return moved_or_refused(self.passes, self.method, lambda: moving(self))
 
     @torch.inference_mode()
     def device_step(self, state: OnDevice) -> StepTally:
@@ -682,7 +680,7 @@ class OnDeviceDecoder(GuessingDecoder):
         )
 
 
-def tried(passes: FixedPasses, method: Method, moving: Callable[[], OnDevice]) -> OnDevice | None:
+def moved_or_refused(passes: FixedPasses, method: Method, moving: Callable[[], OnDevice]) -> OnDevice | None:
     """`moving()`'s state (recorded, or moved to the device); None, the steps going on on the host, when the
     method's device step failed on this model, now (kept in REFUSED, with the cache's L as it was) or before."""
     if method in REFUSED.get(passes.model, {}):

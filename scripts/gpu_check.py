@@ -38,7 +38,6 @@ import statistics
 import sys
 import time
 import traceback
-from contextlib import contextmanager, nullcontext
 from dataclasses import replace
 from pathlib import Path
 
@@ -50,7 +49,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from lab.bench import ENTRANTS, REPEATS, check_methods, run_bench
 from lab.datasets import load_prompts
 from lab.heads import runtime_for
-from lookahead_core import fixed
 from lookahead_core.capture import graphed
 from lookahead_core.fixed import chosen_mode
 from lookahead_core.forward import synchronize
@@ -261,21 +259,17 @@ def print_split(lm, ids: list[int], request: DecodeRequest, runtime, profile: bo
     RESIDENT's lookahead, prompt lookup, Medusa) is split twice in a fixed-shape mode: its state on the device (the
     timed lanes' step: the "pass" is the whole device step, its state's work included) and on the host (the step
     before issue 45's item 2: the pass alone, then the host's work). Greedy and lookahead are split once more there
-    with every pass reading the whole cache (`whole_cache`: the step before item 3's spans)."""
-    variants = [("", runtime, nullcontext)]
+    with every pass reading the whole cache (`Runtime.spans` False: the step before item 3's spans)."""
+    variants = [("", runtime)]
     if (request.method in RESIDENT or request.method == Method.GREEDY) and runtime.mode != StepMode.EAGER:
-        variants = [
-            (" (state on the device)", runtime, nullcontext),
-            (" (state on the host)", replace(runtime, device_state=False), nullcontext),
-        ]
+        variants = [(" (state on the device)", runtime), (" (state on the host)", replace(runtime, device_state=False))]
     if request.method in (Method.GREEDY, Method.LOOKAHEAD) and runtime.mode != StepMode.EAGER:
-        variants.append((" (every pass over the whole cache)", runtime, whole_cache))
-    for label, chosen, reading in variants:
-        with reading():
-            if profile and request.method == Method.LOOKAHEAD and not label.startswith(" (every"):
-                records = profiled_steps(lm, ids, request, chosen)
-            else:
-                records = list(lean_steps(lm, ids, request, chosen))
+        variants.append((" (every pass over the whole cache)", replace(runtime, spans=False)))
+    for index, (label, chosen) in enumerate(variants):
+        if profile and request.method == Method.LOOKAHEAD and index == 0:
+            records = profiled_steps(lm, ids, request, chosen)
+        else:
+            records = list(lean_steps(lm, ids, request, chosen))
         steps = records[1:]  # after the prefill
         if not steps:
             continue
@@ -297,16 +291,6 @@ def profiled_steps(lm, ids: list[int], request: DecodeRequest, runtime) -> list:
     print(profiled.key_averages().table(sort_by="self_cpu_time_total", row_limit=15), flush=True)
     print(profiled.key_averages().table(sort_by=sort, row_limit=10), flush=True)
     return records
-
-
-@contextmanager
-def whole_cache():
-    """Every fixed-shape pass reads the whole cache, C + T key columns, as before spans (fixed.SPAN past any cache)."""
-    saved, fixed.SPAN = fixed.SPAN, 1 << 30
-    try:
-        yield
-    finally:
-        fixed.SPAN = saved
 
 
 def report_rows(report, name: str, dtype: str) -> list[tuple]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import gc
+import random
 import shutil
 import weakref
 from functools import partial
@@ -324,6 +325,30 @@ def test_a_pass_reads_the_filled_length_and_no_further(monkeypatch):
     assert len({span for span, _, _ in spans}) > 2 and min(span for span, _, _ in spans) < spans[0][2].capacity
 
 
+def test_a_runtime_without_spans_reads_the_whole_cache_and_decides_the_same(monkeypatch):
+    """`Runtime.spans` False (the GPU check's "before" of spans): every pass reads C + T columns, and the decoding's
+    records are those of the one that reads its spans."""
+    lm = tiny_model("llama")
+    seen = []
+    forward = fixed.FixedStep.forward
+
+    def noting(self, span):
+        seen.append(span == self.shape.capacity + self.shape.rows)
+        return forward(self, span)
+
+    monkeypatch.setattr(fixed.FixedStep, "forward", noting)
+    monkeypatch.setattr(fixed, "SPAN", 16)
+    runtime = Runtime(mode=StepMode.FIXED)
+    records = {}
+    for spans in (True, False):
+        seen.clear()
+        records[spans] = untimed(
+            decode_steps(lm, PROMPTS[2], request(Method.LOOKAHEAD), dataclasses.replace(runtime, spans=spans))
+        )
+        assert all(seen) != spans and seen
+    assert records[True] == records[False]
+
+
 def test_a_decoding_records_the_spans_it_can_reach_before_its_first_pass(monkeypatch):
     """Under a capture that records (the replay stand-in), the prefill records every span from the prompt's to
     the one its budget can reach, and no pass after it records another; none past that budget."""
@@ -559,13 +584,19 @@ def test_a_bench_warms_up_each_bucket_its_prompts_take(monkeypatch):
 
 
 class Replayed:
-    """A CPU stand-in for a CUDA graph: the first call's outputs are the only outputs there are, and every later
-    call writes its results into them, as a replay overwrites the graph's own tensors."""
+    """A CPU stand-in for a CUDA graph: the first call runs the function capture.WARM_UP_RUNS times more first, as
+    capture.Graphed's warm-up does (a function that is not safe to run again shows it here); its outputs are the
+    only outputs there are, and every later call writes its results into them, as a replay overwrites the graph's
+    own tensors."""
 
     def __init__(self, function) -> None:
-        self.function, self.outputs = function, None
+        self.function, self.outputs, self.recorded = function, None, False
 
     def __call__(self):
+        if not self.recorded:
+            self.recorded = True
+            for _ in range(capture.WARM_UP_RUNS):
+                self.function()
         results = self.function()
         if self.outputs is None:
             self.outputs = results
@@ -593,6 +624,40 @@ def test_every_method_is_exact_when_each_replay_overwrites_the_last_outputs(monk
     steps = [step for held in fixed.STEPS[lm.model].values() for step in held]
     assert len(steps) == len(Method)
     assert all(s.runs and all(isinstance(r, Replayed) and r.outputs for r in s.runs.values()) for s in steps)
+
+
+def exact_with_fresh_replays(lm, runtime: Runtime, seed: int = 1) -> list[bool]:
+    """Whether Medusa's and lookahead's outputs equal `generate`'s on 12 random prompts each, every decoding on
+    fresh steps (so each records its copy-down anew)."""
+    rng, exact = random.Random(seed), []
+    for method in (Method.MEDUSA, Method.LOOKAHEAD):
+        for _ in range(12):
+            prompt = [rng.randrange(3, 60) for _ in range(rng.randrange(5, 30))]
+            fixed.STEPS.pop(lm.model, None)
+            wanted = greedy_reference(lm.model, prompt, MAX_NEW_TOKENS, None)
+            exact.append(output(lm, prompt, request(method), runtime) == wanted)
+    return exact
+
+
+@pytest.mark.heavy
+def test_the_copy_down_is_recorded_where_its_warm_up_runs_move_nothing(monkeypatch):
+    """A copy-down run twice moves rows it already moved, and a capture runs a function several times before it
+    records it (capture.WARM_UP_RUNS): so the copy-down is recorded at the first load, copying rows onto themselves.
+    Negative control: recorded at a decoding's first real copy-down instead, some outputs leave `generate`'s."""
+    lm = tiny_model("llama")
+    monkeypatch.setitem(capture.CAPTURES, StepMode.FIXED, Replayed)
+    runtime = dataclasses.replace(tiny_runtime(lm, "llama"), mode=StepMode.FIXED)
+    assert all(exact_with_fresh_replays(lm, runtime))
+    load = fixed.FixedStep.load
+
+    def recorded_later(self, dynamic, length):
+        first = self.cache is None
+        load(self, dynamic, length)
+        if first:
+            self.copy_down.recorded = False  # its recording (and warm-up runs) left to the first real copy-down
+
+    monkeypatch.setattr(fixed.FixedStep, "load", recorded_later)
+    assert not all(exact_with_fresh_replays(lm, runtime))
 
 
 # ----------------------------------------------------------------------------------------------

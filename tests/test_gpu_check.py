@@ -59,7 +59,6 @@ def test_the_split_times_each_resident_methods_step_with_its_state_on_the_device
     cache (before spans)."""
     import dataclasses
 
-    from lookahead_core import fixed
     from scripts import gpu_check
 
     from .conftest import tiny_model, tiny_runtime
@@ -69,9 +68,6 @@ def test_the_split_times_each_resident_methods_step_with_its_state_on_the_device
     for method in (Method.GREEDY, Method.LOOKAHEAD, Method.PROMPT_LOOKUP, Method.MEDUSA):
         request = DecodeRequest(method=method, lookahead=LookaheadConfig(4, 4, 3), max_new_tokens=12)
         gpu_check.print_split(lm, [3, 1, 4, 1, 5, 9, 2, 6], request, runtime, profile=False)
-    with gpu_check.whole_cache():
-        assert fixed.span_for(0, fixed.Shape(rows=8, kept=4, capacity=256)) == 256 + 8
-    assert fixed.span_for(0, fixed.Shape(rows=8, kept=4, capacity=256)) == 64  # spans again after
     lines = [line for line in capsys.readouterr().out.splitlines() if "split" in line]
     assert [line.split(":")[0].strip() for line in lines] == [
         "split greedy (state on the device)",
