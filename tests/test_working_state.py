@@ -293,6 +293,7 @@ def test_the_device_step_captures_whole(wrapper, method, monkeypatch, device_ste
 # Plain decoding's step on the device
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("family", ["llama", "qwen2"])
 def test_plain_decodings_device_step_decides_what_the_recorded_step_records_through_eos_and_the_budget(
     family, device_steps
