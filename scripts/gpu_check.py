@@ -25,6 +25,10 @@ Then, per dtype, a Run and a race of the first prompt of the first set, recorded
 to DIR as run-DTYPE.json (a file the app opens and replays, beside the CPU recordings) and race-DTYPE.json;
 `--app-tokens 0` leaves them out.
 
+Last, issue 45's targets as a table: each target, what this run measured for it, and whether it is met (float32
+in a captured mode; the app's Run and the default dtype's capture per dtype); "-" where this run measured nothing
+for it.
+
 After each bench, each engine method decodes the first prompt once more and its step is split in two: the pass
 (the forward, from the host's view: launch or replay, the device's work, the read back) and the rest (proposing,
 verifying, committing, recording: the host's alone), medians over the steps; `--profile` adds torch.profiler's
@@ -38,7 +42,7 @@ import statistics
 import sys
 import time
 import traceback
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import torch
@@ -82,7 +86,7 @@ def main() -> None:
         sys.exit("error: no CUDA device: this script checks the GPU path")
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
-    rows = []
+    rows, found = [], Findings()
     for dtype in args.dtypes:
         lm = load_model(device=args.device, dtype=dtype)
         facts = machine_facts(lm)
@@ -92,6 +96,8 @@ def main() -> None:
         if args.gemms:
             print_gemms(lm)
         autos = {asked: measured_auto(lm, asked, refresh=args.device == "cuda") for asked in args.modes}
+        for asked, auto in autos.items():
+            found.curves[dtype, chosen_mode(lm.model, asked)[0]] = {n: auto.costs.relative(n) for n in COST_POINTS}
         sets = args.sets if dtype == "float32" or args.half_sets is None else args.half_sets
         for name, asked in [(name, mode) for name in sets for mode in args.modes]:
             auto = autos[asked]
@@ -103,6 +109,7 @@ def main() -> None:
                 report = run_bench(lm, prompts, methods, request, runtime, dataset=name, repeats=args.repeats)
                 if report.settings.mode_note:
                     print(f"  note: {report.settings.mode_note}", flush=True)
+                    found.notes[dtype] = report.settings.mode_note
                 for method, why in REFUSED.get(lm.model, {}).items():
                     print(f"  note: {method}'s device step failed ({why}): its steps kept their state on the host")
                 if args.out is not None:
@@ -112,7 +119,11 @@ def main() -> None:
                 rows += report_rows(report, name, dtype)
                 ids = encode_prompt(lm.tokenizer, prompts[0]["prompt"], prompts[0]["chat"])
                 for method in [m.method for m in methods if m.method is not None]:
-                    print_split(lm, ids, replace(runtime.settled(request), method=method), runtime, args.profile)
+                    split = print_split(
+                        lm, ids, replace(runtime.settled(request), method=method), runtime, args.profile
+                    )
+                    key = (dtype, runtime.mode, method)
+                    found.host[key] = max(found.host.get(key, 0.0), split)
             except Exception:  # one bench's failure (a capture, say) is a finding: print it, go on with the next
                 traceback.print_exc()
                 print(f"  FAILED: {name} {dtype} {asked or 'default mode'}", flush=True)
@@ -121,8 +132,9 @@ def main() -> None:
         if args.device == "cuda":
             torch.cuda.empty_cache()
         if args.app_tokens != 0:
-            app_recordings(args, dtype, load_prompts(sets[0], 1)[0])
+            found.runs[dtype] = app_recordings(args, dtype, load_prompts(sets[0], 1)[0])
     print_table(rows, args)
+    print_targets(rows, found, args.device)
 
 
 def arguments(argv: list[str] | None = None) -> tuple[argparse.Namespace, list]:
@@ -153,10 +165,11 @@ def arguments(argv: list[str] | None = None) -> tuple[argparse.Namespace, list]:
     return args, methods
 
 
-def app_recordings(args: argparse.Namespace, dtype: str, item: dict) -> None:
+def app_recordings(args: argparse.Namespace, dtype: str, item: dict) -> tuple[float, bool] | None:
     """A Run (auto lookahead beside greedy) and a race of `item`, through the app's server functions on this
     device, their figures printed and, with --out, the records written. The server's model holder loads the
-    model again (the one this check held is let go first): what a visitor's request meets."""
+    model again (the one this check held is let go first): what a visitor's request meets. Returns the Run's
+    lookahead speedup over greedy (median) and whether its verdict names lookahead the winner; None if it failed."""
     tokens = args.app_tokens or args.max_new_tokens
     decode = DecodeRequest(max_new_tokens=tokens, auto=True)
     try:
@@ -172,7 +185,7 @@ def app_recordings(args: argparse.Namespace, dtype: str, item: dict) -> None:
     except Exception:  # a finding like a bench's failure: printed, and the check goes on
         traceback.print_exc()
         print(f"  FAILED: the app's Run and race, {dtype}", flush=True)
-        return
+        return None
     if args.out is not None:
         args.out.mkdir(parents=True, exist_ok=True)
         (args.out / f"run-{dtype}.json").write_text(run.to_json())
@@ -194,6 +207,8 @@ def app_recordings(args: argparse.Namespace, dtype: str, item: dict) -> None:
     except Exception:
         traceback.print_exc()
         print(f"  FAILED: drawing the app's Run and race, {dtype}", flush=True)
+    said = verdict(timing, "this prompt")
+    return timing.of(Method.LOOKAHEAD).speedup.median, said.startswith(METHODS[Method.LOOKAHEAD].short.capitalize())
 
 
 def drawn(run, race) -> None:
@@ -252,19 +267,21 @@ def replayed_ms(work, device: torch.device) -> float:
     return (time.perf_counter() - start) / repeats * 1e3
 
 
-def print_split(lm, ids: list[int], request: DecodeRequest, runtime, profile: bool) -> None:
+def print_split(lm, ids: list[int], request: DecodeRequest, runtime, profile: bool) -> float:
     """One decoding of `request`'s method as a timed lane runs it (the lean path: steps tallied, not recorded), its
     steps split into the pass and the rest (medians, ms); with `profile`, lookahead's decoding under torch.profiler,
     its ops' table printed. A method whose timed steps keep their state on the device (working_state: greedy, and
     RESIDENT's lookahead, prompt lookup, Medusa) is split twice in a fixed-shape mode: its state on the device (the
     timed lanes' step: the "pass" is the whole device step, its state's work included) and on the host (the step
     before issue 45's item 2: the pass alone, then the host's work). Greedy and lookahead are split once more there
-    with every pass reading the whole cache (`Runtime.spans` False: the step before item 3's spans)."""
+    with every pass reading the whole cache (`Runtime.spans` False: the step before item 3's spans). Returns the
+    host's rest of the step as timed lanes run it (the first split: its state on the device where it has one), ms."""
     variants = [("", runtime)]
     if (request.method in RESIDENT or request.method == Method.GREEDY) and runtime.mode != StepMode.EAGER:
         variants = [(" (state on the device)", runtime), (" (state on the host)", replace(runtime, device_state=False))]
     if request.method in (Method.GREEDY, Method.LOOKAHEAD) and runtime.mode != StepMode.EAGER:
         variants.append((" (every pass over the whole cache)", replace(runtime, spans=False)))
+    rests = []
     for index, (label, chosen) in enumerate(variants):
         if profile and request.method == Method.LOOKAHEAD and index == 0:
             records = profiled_steps(lm, ids, request, chosen)
@@ -275,11 +292,13 @@ def print_split(lm, ids: list[int], request: DecodeRequest, runtime, profile: bo
             continue
         forward = 1e3 * statistics.median(r.forward_seconds for r in steps)
         whole = 1e3 * statistics.median(r.step_seconds for r in steps)
+        rests.append(whole - forward)
         print(
             f"  split {request.method}{label}: pass {forward:.2f} ms, the rest of the step {whole - forward:.2f} ms "
             f"(medians of {len(steps)} steps)",
             flush=True,
         )
+    return rests[0] if rests else 0.0
 
 
 def profiled_steps(lm, ids: list[int], request: DecodeRequest, runtime) -> list:
@@ -344,6 +363,76 @@ def print_table(rows: list[tuple], args: argparse.Namespace) -> None:
             f"| {name} | {dtype} | {mode} | {method} | {rate:.1f} | {speedup:.2f}x | {over_static} | {per_step:.2f} "
             f"| {step_ms:.1f} | {exact} | {cold} |"
         )
+
+
+@dataclass
+class Findings:
+    """What issue 45's targets read, gathered as the check runs: each dtype and mode's step-cost curve (rows ->
+    times a 1-row step), the host's rest of each method's timed step (ms, the most over the sets), the app's Run
+    (lookahead over greedy, and whether the verdict named lookahead) and any fallback note, per dtype."""
+
+    curves: dict[tuple[str, StepMode], dict[int, float]] = field(default_factory=dict)
+    host: dict[tuple[str, StepMode, Method], float] = field(default_factory=dict)
+    runs: dict[str, tuple[float, bool] | None] = field(default_factory=dict)
+    notes: dict[str, str] = field(default_factory=dict)
+
+
+CAPTURED = (StepMode.CUDA_GRAPH, StepMode.COMPILED)
+LOOKAHEAD_TARGETS = {"humaneval": 2.0, "gsm8k": 1.3, "mtbench": 1.15}  # over hf-static, float32, captured
+CURVE_TARGET, HOST_TARGET = 1.3, 0.25  # a 16-, 64-, 128-row pass over a 1-row one; ms of the host's rest
+
+
+def print_targets(rows: list[tuple], found: Findings, device: str) -> None:
+    """Issue 45's targets as a Markdown table: each target, what this run measured for it, and whether it is met
+    ("-": nothing measured for it here)."""
+    static = {(r[0], r[1], r[2], r[3]): r[6] for r in rows if r[3] != "FAILED" and r[6] is not None}
+    lines = []
+
+    def target(what: str, figures: list[tuple[str, float]], met) -> None:
+        shown = ", ".join(f"{name} {value:.2f}" for name, value in figures) or "-"
+        verdict = "-" if not figures else ("met" if all(met(value) for _, value in figures) else "NOT met")
+        lines.append(f"| {what} | {shown} | {verdict} |")
+
+    for name, least in LOOKAHEAD_TARGETS.items():
+        figures = [(m, v) for (n, d, m, e), v in static.items() if (n, d, e) == (name, "float32", "lookahead")]
+        target(
+            f"lookahead >= {least}x hf-static, {name}, float32 captured", _captured(figures), lambda v, t=least: v >= t
+        )
+    plain = [(f"{n} {m}", v) for (n, d, m, e), v in static.items() if d == "float32" and e == "greedy"]
+    target("our plain step >= 1.0x hf-static, float32 captured", _captured(plain), lambda v: v >= 1.0)
+    for (dtype, mode), curve in found.curves.items():
+        if mode in CAPTURED:
+            figures = [(f"{n} rows", curve[n]) for n in (16, 64, 128)]
+            target(f"a wide pass <= {CURVE_TARGET}x a 1-row pass, {dtype} {mode}", figures, lambda v: v <= CURVE_TARGET)
+    for (dtype, mode, method), rest in found.host.items():
+        if method in (Method.LOOKAHEAD, Method.PROMPT_LOOKUP, Method.MEDUSA) and mode in CAPTURED:
+            target(
+                f"host's share of a {method} step <= {HOST_TARGET} ms, {dtype} {mode}",
+                [("ms", rest)],
+                lambda v: v <= HOST_TARGET,
+            )
+    for dtype, run in found.runs.items():
+        figures = [] if run is None else [("lookahead over greedy", run[0])]
+        target(
+            f"the app's Run: lookahead faster than greedy, its verdict saying so, {dtype}",
+            figures,
+            lambda v, r=run: v > 1 and r[1],
+        )
+    for dtype in dict.fromkeys(d for d, _ in found.curves):
+        modes = [str(mode) for d, mode in found.curves if d == dtype]
+        note = found.notes.get(dtype, "")
+        ran = f"{', '.join(modes)}; {note or 'no fallback note'}"
+        met = "met" if not note and any(mode in CAPTURED for mode in modes) else "NOT met"
+        lines.append(f"| {dtype} runs captured with no fallback note | {ran} | {met} |")
+    print(f"\nIssue 45's targets (on CUDA), as this run measured them on {device}:")
+    print("| target | measured | |")
+    print("|---|---|---|")
+    print("\n".join(lines))
+
+
+def _captured(figures: list[tuple[str, float]]) -> list[tuple[str, float]]:
+    """The figures of a captured mode (their names say the mode: `mode` or `set mode`)."""
+    return [(name, value) for name, value in figures if name.split()[-1] in CAPTURED]
 
 
 if __name__ == "__main__":

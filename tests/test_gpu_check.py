@@ -35,6 +35,7 @@ def test_the_gpu_check_runs_on_the_cpu_and_every_method_is_exact(default_model, 
     race = RaceRecord.from_json((tmp_path / "race-float32.json").read_text())
     assert race.mode == StepMode.EAGER and len(race.lanes) >= 4
     assert "app Run float32 eager: lookahead" in done.stdout and "app race float32 eager:" in done.stdout
+    assert "Issue 45's targets (on CUDA), as this run measured them on cpu:" in done.stdout
 
 
 def test_quick_is_the_check_one_lease_fits_whatever_else_is_asked():
@@ -81,3 +82,39 @@ def test_the_split_times_each_resident_methods_step_with_its_state_on_the_device
         "split medusa (state on the device)",
         "split medusa (state on the host)",
     ]
+
+
+def test_the_targets_table_says_which_of_issue_45s_targets_a_run_met(capsys):
+    """Each target with what the run measured for it, met or NOT met (each way here), "-" where it measured
+    nothing; an uncaptured mode's figures are not read against a captured step's targets."""
+    from scripts import gpu_check
+
+    graph, eager = StepMode.CUDA_GRAPH, StepMode.EAGER
+    rows = [
+        ("humaneval", "float32", graph, "lookahead", 500.0, 2.0, 2.10, 2.8, 6.0, "4/4", 1.0),
+        ("gsm8k", "float32", graph, "lookahead", 285.2, 1.06, 1.11, 2.08, 7.3, "4/4", 1.0),
+        ("mtbench", "float32", eager, "lookahead", 90.0, 1.5, 1.6, 1.7, 20.0, "4/4", 1.0),
+        ("humaneval", "float32", graph, "greedy", 260.4, 1.0, 0.96, 1.0, 3.8, "4/4", 1.0),
+    ]
+    found = gpu_check.Findings(
+        curves={("float32", graph): {1: 1.0, 16: 1.2, 64: 1.25, 128: 1.35, 256: 2.0}, ("bfloat16", eager): {}},
+        host={("float32", graph, Method.LOOKAHEAD): 0.02, ("float32", graph, Method.MEDUSA): 0.3},
+        runs={"float32": (0.92, False), "bfloat16": (1.22, True)},
+        notes={"bfloat16": "the capture probe failed"},
+    )
+    gpu_check.print_targets(rows, found, "cuda")
+    table = [line.split("|") for line in capsys.readouterr().out.splitlines() if line.startswith("| ")]
+    said = {cells[1].strip(): cells[3].strip() for cells in table[1:]}
+    assert said == {
+        "lookahead >= 2.0x hf-static, humaneval, float32 captured": "met",
+        "lookahead >= 1.3x hf-static, gsm8k, float32 captured": "NOT met",
+        "lookahead >= 1.15x hf-static, mtbench, float32 captured": "-",  # only an eager run of it
+        "our plain step >= 1.0x hf-static, float32 captured": "NOT met",
+        "a wide pass <= 1.3x a 1-row pass, float32 cuda-graph": "NOT met",  # 128 rows at 1.35x
+        "host's share of a lookahead step <= 0.25 ms, float32 cuda-graph": "met",
+        "host's share of a medusa step <= 0.25 ms, float32 cuda-graph": "NOT met",
+        "the app's Run: lookahead faster than greedy, its verdict saying so, float32": "NOT met",
+        "the app's Run: lookahead faster than greedy, its verdict saying so, bfloat16": "met",
+        "float32 runs captured with no fallback note": "met",
+        "bfloat16 runs captured with no fallback note": "NOT met",
+    }
