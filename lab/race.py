@@ -207,7 +207,7 @@ def race_record(
     greedy = lanes[0]
     for lane, figures in zip(lanes, timing.methods, strict=True):
         lane.speedup = figures.speedup.median
-        lane.exact = lane.new_token_ids == greedy.new_token_ids if request.sampling.is_greedy else None
+        lane.exact = same_as_far_as_both_wrote(lane, greedy) if request.sampling.is_greedy else None
     settled = runtime.in_mode(lm.model)
     ran = {lane.method for lane in lanes}  # each drafting method's settings where it raced, else None
     return RaceRecord(
@@ -227,6 +227,13 @@ def race_record(
         mode=settled.mode,
         mode_note=settled.mode_note,
     )
+
+
+def same_as_far_as_both_wrote(lane: RaceLane, greedy: RaceLane) -> bool:
+    """Whether a lane's output equals greedy's over the tokens both wrote: a lane the deadline cut short (greedy's
+    too) wrote a prefix of its output, not another output."""
+    compared = min(len(lane.new_token_ids), len(greedy.new_token_ids))
+    return lane.new_token_ids[:compared] == greedy.new_token_ids[:compared]
 
 
 def race(

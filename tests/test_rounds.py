@@ -8,18 +8,19 @@ and the result is partial and says so; a quick model gets its full rounds, exact
 from __future__ import annotations
 
 from dataclasses import replace
+from types import SimpleNamespace
 
 import pytest
 
 from lab.budget import Deadline
-from lab.race import ROUNDS, race, raced, racing
+from lab.race import ROUNDS, race, raced, racing, same_as_far_as_both_wrote
 from lab.timed_run import RUN_ROUNDS, timed_run
 from lookahead_core.config import LookaheadConfig, SuffixConfig
 from lookahead_core.costs import StepCosts
 from lookahead_core.records import METHODS, Method, Progress, RaceRecord, StopReason
 from lookahead_core.request import DecodeRequest
 from lookahead_core.runtime import Runtime
-from visuals.race import NOISE, cost_figure, playback_html, race_figure, race_html
+from visuals.race import NOISE, cost_figure, exact_words, playback_html, race_figure, race_html
 from visuals.summary import summary_html
 from visuals.timing import FEWEST_COMPARED
 
@@ -109,6 +110,27 @@ def test_a_race_out_of_time_measures_every_method_in_its_share(tiny_lm, slow_clo
     assert all(lane.tokens[-1] > 0 for lane in result.lanes)  # every method was measured
     # over the same tokens: each rate stops at the first step that reached the shortest lane's length
     assert all(timing.compared_tokens <= t.tokens[0] < timing.compared_tokens + 4 for t in timing.methods)
+    # each lane wrote a prefix of greedy's output, cut where the deadline came: the same output, and said so
+    assert len({len(lane.new_token_ids) for lane in result.lanes}) > 1 and all(lane.exact for lane in result.lanes)
+    html = race_html(result)
+    assert "✗ differs" not in html and "tokens both wrote" in html
+
+
+def test_a_lane_that_differs_within_what_both_wrote_is_said_to_differ():
+    greedy = SimpleNamespace(new_token_ids=[1, 2, 3, 4], exact=True)
+    longer, other = SimpleNamespace(new_token_ids=[1, 2, 3, 4, 5, 6]), SimpleNamespace(new_token_ids=[1, 2, 9])
+    assert same_as_far_as_both_wrote(longer, greedy) and not same_as_far_as_both_wrote(other, greedy)
+    result = SimpleNamespace(lanes=[greedy])
+    said = [
+        exact_words(result, SimpleNamespace(new_token_ids=ids, exact=exact))
+        for ids, exact in (([1, 2, 3, 4, 5, 6], True), ([1, 2, 9], False), ([1, 2, 3, 4], True), ([1, 2, 3, 5], False))
+    ]
+    assert said == [
+        "✓ same as greedy over the first 4 tokens both wrote",
+        "✗ differs from greedy over the first 3 tokens both wrote",
+        "✓ same as greedy",
+        "✗ differs from greedy",
+    ]
 
 
 @pytest.mark.heavy

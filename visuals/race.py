@@ -210,10 +210,15 @@ def best_stat(result: RaceRecord) -> str:
     return stat(times(leader.speedup), f"within noise: {names}", tooltip)
 
 
-def exact_words(lane: RaceLane) -> str:
+def exact_words(result: RaceRecord, lane: RaceLane) -> str:
+    """Whether the lane wrote what greedy wrote, over the tokens both wrote where a deadline cut one short."""
     if lane.exact is None:
         return "sampled: not compared"
-    return "✓ same as greedy" if lane.exact else "✗ differs from greedy"
+    words = "✓ same as greedy" if lane.exact else "✗ differs from greedy"
+    both = min(len(lane.new_token_ids), len(result.lanes[0].new_token_ids))
+    if both < max(len(lane.new_token_ids), len(result.lanes[0].new_token_ids)):
+        words += f" over the first {both} tokens both wrote"
+    return words
 
 
 def lane_speed(result: RaceRecord, lane: RaceLane) -> str:
@@ -228,7 +233,7 @@ def lane_row(result: RaceRecord, lane: RaceLane) -> str:
     return (
         f'<tr><th style="--k:{look(lane.method).hue}">{escape(METHODS[lane.method].name)}</th>'
         f"<td>{escape(lane_speed(result, lane))}</td><td>{lane.seconds[-1]:.2f} s</td><td>{lane.tokens[-1]}</td>"
-        f"<td>{lane.steps}</td><td class='ll-dim'>{escape(reason)} · {escape(exact_words(lane))}</td></tr>"
+        f"<td>{lane.steps}</td><td class='ll-dim'>{escape(reason)} · {escape(exact_words(result, lane))}</td></tr>"
     )
 
 
