@@ -6,6 +6,11 @@ recorded on that model (token ids are the tokenizer's: another model's would mat
 outputs of that visitor's own Runs on it, each named by its number and its prompt's first words. The examples'
 texts are indexed once and shared read-only by every store (SuffixStore.add_text); a store keeps at most
 VISITOR_TOKENS tokens, the least recently used text out first, so memory stays bounded per session.
+
+A race of a prompt, a measurement, matches the store without the outputs of that same prompt (its preset's
+example, the visitor's earlier Runs of it): never its own output, as the bench's warm store. Otherwise suffix
+decoding copies the answer it already holds: a race of a preset showed it 7.4x greedy with every guess accepted. A
+Run, which shows how suffix decoding works, matches them all, and its panels name each earlier output it follows.
 """
 
 from __future__ import annotations
@@ -59,13 +64,25 @@ def run_name(number: int, prompt: str) -> str:
     return f"your run {number}: {words}"
 
 
+@cache
+def example_prompts() -> dict[str, str]:
+    """Each shipped example's output name, and the prompt it answered (its preset's), as `same_prompt` compares."""
+    return {example_name(item): same_prompt(item["prompt"]) for item in load_presets()}
+
+
+def same_prompt(prompt: str) -> str:
+    """A prompt as two are compared: its words, whatever the spacing between them."""
+    return " ".join(prompt.split())
+
+
 @dataclass
 class Visitor:
-    """One visitor's earlier outputs: a store per model (made on first use, the shipped examples in it), and how
-    many Runs they kept."""
+    """One visitor's earlier outputs: a store per model (made on first use, the shipped examples in it), how many
+    Runs they kept, and the prompt each of their outputs answered."""
 
     runs: int = 0
     stores: dict[str, SuffixStore] = field(default_factory=dict)
+    prompts: dict[str, str] = field(default_factory=dict)  # an output's name -> its prompt (same_prompt)
 
     def store(self, model: str) -> SuffixStore:
         """This visitor's store for `model`: the examples recorded on it, then their own Runs on it."""
@@ -73,9 +90,22 @@ class Visitor:
             self.stores[model] = examples_store(model)
         return self.stores[model]
 
+    def race_store(self, model: str, prompt: str) -> SuffixStore:
+        """What a race of `prompt` on `model` matches: this visitor's store without the outputs that answered the
+        same prompt (never its own output). A store of its own, sharing the indexed texts; the texts it uses are
+        marked recent there only."""
+        held, asked = self.store(model), same_prompt(prompt)
+        answered = example_prompts() | self.prompts
+        kept = SuffixStore(held.budget)
+        for text in reversed(held.texts()):  # least recently used first, as the store holds them
+            if answered.get(text.name) != asked:
+                kept.add_text(text)
+        return kept
+
     def keep(self, run: Run, prompt: str) -> str:
         """Add a Run's output (the method's) to the store of the model it ran on; its name returned."""
         self.runs += 1
         name = run_name(self.runs, prompt)
         self.store(run.trace.meta.machine.model).add(name, run.trace.summary.new_token_ids)
+        self.prompts[name] = same_prompt(prompt)
         return name

@@ -64,3 +64,17 @@ def test_a_store_crosses_to_another_process_whole():
     assert twin.budget == store.budget
     twin.add("there", [1, 2])
     assert "there" not in [t.name for t in store.texts()]
+
+
+def test_a_race_matches_no_earlier_output_of_the_same_prompt():
+    """Its preset's shipped example and the visitor's own earlier Runs of it are left out (whatever the spacing);
+    every other output stays, and the visitor's store itself keeps them all."""
+    visitor, item = Visitor(), PRESETS[0]
+    visitor.keep(example(item["id"]), item["prompt"])
+    visitor.keep(example(item["id"]), "another prompt")
+    spaced = "  " + item["prompt"].replace(" ", "\n ") + " "
+    names = [t.name for t in visitor.race_store(DEFAULT_MODEL, spaced).texts()]
+    own = {f"example: {item['label']}", run_name(1, item["prompt"])}
+    assert not own & set(names) and run_name(2, "another prompt") in names
+    assert len(names) == len(visitor.store(DEFAULT_MODEL).texts()) - 2
+    assert own <= {t.name for t in visitor.race_store(DEFAULT_MODEL, "a new prompt").texts()}

@@ -94,16 +94,16 @@ def build_race(session_seconds: int) -> RaceCard:
 
 
 def run_race(page, values: dict, progress):
-    """Check the request, race every method on the model chosen (suffix decoding matching the visitor's own store,
-    to which a race adds nothing), and show the playback, the verdict and the curves (the parameters are the HTTP
-    API's /race, in the page's order)."""
+    """Check the request, race every method on the model chosen (suffix decoding matching the visitor's own store
+    less this prompt's earlier outputs, to which a race adds nothing), and show the playback, the verdict and the
+    curves (the parameters are the HTTP API's /race, in the page's order)."""
     card = page.race
     unchanged = {card.summary: gr.skip()}  # an update that changes nothing: what a yield during the work sends
     try:
         request = model_request_of(values, auto=values["settings"] != RACE_SLIDERS)
         yield from announced_load(request.model, request.dtype, progress, unchanged)
         visitor = values["visitor"] if isinstance(values["visitor"], Visitor) else Visitor()
-        store = visitor.store(request.model)
+        store = visitor.race_store(request.model, request.prompt)
         result, seconds = yield from reporting(server.timed_race(request, store), progress, unchanged)
     except REFUSALS as error:
         yield {card.summary: notice_html(warned(error, "Not raced"), "Not raced")}
