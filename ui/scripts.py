@@ -26,7 +26,8 @@ KEYBOARD = """
 
 # For a screen reader: the step's caption is announced when it changes (an aria-live region on the caption's
 # block, which Gradio keeps while it swaps the caption inside), each of the lesson's step buttons, which
-# Gradio draws as a bare number or tick, is named by its step, and the footer's icons are not read twice.
+# Gradio draws as a bare number or tick, is named by its step, each slider's reset button by its slider, and the
+# footer's icons are not read twice.
 # The high-contrast view's CSS is added to the page unscoped (Gradio scopes the app's own CSS to its
 # container; this one is rooted at <html>).
 ACCESSIBLE = f"""
@@ -52,6 +53,13 @@ ACCESSIBLE = f"""
     // Gradio's footer repeats a button's text in its icon's alt text: the icon is decoration there
     document.querySelectorAll("footer button img[alt]").forEach((image) => {{
       if (image.alt && image.closest("button").innerText.includes(image.alt)) image.alt = "";
+    }});
+    // Gradio names every slider's reset button alike ("Reset to default value"): each is named by its slider
+    document.querySelectorAll("button[aria-label='Reset to default value']").forEach((button) => {{
+      const block = button.closest(".block");
+      const label = block && block.querySelector("label");
+      const field = label && label.innerText.trim();
+      if (field) button.setAttribute("aria-label", `Reset ${{field}} to its default`);
     }});
     document.querySelectorAll("#ll-lesson button[role=tab]").forEach((button) => {{
       const index = Number(button.dataset.tabId);
@@ -140,7 +148,8 @@ HIGHLIGHT = """
     const shown = [...document.querySelectorAll(moves)].filter((button) => button.offsetParent);
     const target = shown.find((button) => button.id.startsWith("ll-next-")) || shown[0];
     if (target && target !== held) target.focus({ preventScroll: true });
-    else if (tries-- > 0) setTimeout(settle, 50);
+    // no Next drawn yet, or one that took no focus (a lesson still opening: closed, its buttons take none): again
+    if ((!target || (target !== held && document.activeElement !== target)) && tries-- > 0) setTimeout(settle, 50);
   };
   settle();
 }

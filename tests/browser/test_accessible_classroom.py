@@ -174,3 +174,32 @@ def test_a_verification_panel_as_a_deuteranope_sees_it(classroom, browser):
         card.screenshot(path=str(OUT / "verification-deuteranopia.png"))
     finally:
         page.close()
+
+
+FOCUSED = """() => { const e = document.activeElement; const box = e.getBoundingClientRect();
+  return [e.getAttribute('aria-label') || e.innerText || e.tagName, box.right > 0 && box.bottom > 0]; }"""
+
+
+def test_tab_never_reaches_the_closed_lesson_and_each_reset_button_is_named_by_its_slider(classroom, browser):
+    """The closed lesson's steps and buttons, drawn off screen, are not in the Tab order (Tab from the top goes
+    from the sidebar's toggle to the page, every stop on screen); opened, they are. Gradio names every slider's
+    reset button "Reset to default value": each is named by its slider."""
+    page, errors = open_page(browser, classroom, DESKTOP)
+    try:
+        stops = []
+        for _ in range(8):
+            page.keyboard.press("Tab")
+            stops.append(page.evaluate(FOCUSED))
+        assert all(on_screen for _, on_screen in stops), stops
+        assert not any(name.startswith(("Lesson step", "Next")) for name, _ in stops), stops
+        names = page.evaluate(
+            "() => [...document.querySelectorAll('button')].map(b => b.getAttribute('aria-label') || '')"
+            ".filter(name => name.startsWith('Reset'))"
+        )
+        assert "Reset to default value" not in names and "Reset W · window size (columns) to its default" in names
+        page.get_by_role("button", name="Toggle Sidebar").click()
+        page.wait_for_function("() => document.querySelector('#ll-lesson-bar.open')")
+        assert page.get_by_role("button", name="Next ▶").first.is_visible()
+        assert not errors
+    finally:
+        page.close()
