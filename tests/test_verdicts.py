@@ -70,7 +70,7 @@ def test_a_runs_caption_quotes_its_tables_figures_and_speaks_of_its_method_again
     run = dataclasses.replace(shipped, timing=timed([Method.LOOKAHEAD, Method.GREEDY], CASES[case]))
     html = summary_html(run)
     table = stats(html)
-    (caption,) = texts(html, r'<div class="ll-dim">(.*?)<i>')
+    (caption,) = texts(html, r'<div class="ll-dim"><i>.*?</i> (.*?)</div>')
     speed, steps = table["speed vs greedy"], table["a typical step vs greedy's"]
     rounds = "time vs greedy, the replayed round" if run.timing.rounds > 1 else "time vs greedy"
     assert rounds in table  # round 1's seconds: not the median the speed is, and labelled so

@@ -174,13 +174,12 @@ def summary_html(run: Run) -> str:
     ]
     shape = shape_words(meta.shape_rows, meta.shape_needs)
     facts = (
-        f"{machine.model} · {machine.device_name} · {machine.dtype} · {mode_words(meta.mode, meta.mode_note)} · "
-        + (f"{shape} · " if shape else "")
-        + f"{sampling_words(run)} · recorded {meta.recorded_at}"
+        f"Recorded {meta.recorded_at} · {machine.model} · {machine.device_name} · {machine.dtype} · "
+        f"{mode_words(meta.mode, meta.mode_note)} · " + (f"{shape} · " if shape else "") + f"{sampling_words(run)}:"
     )
-    return (
+    return (  # when and where it was measured, before what was measured: a shipped example is not this machine's
         f'<div class="ll-summary"><div class="ll-stats">{"".join(stats)}</div>'
-        f'<div class="ll-dim">{escape(speed_story(run))} <i>{escape(facts)}</i></div>'
+        f'<div class="ll-dim"><i>{escape(facts)}</i> {escape(speed_story(run))}</div>'
         f"{run_sources_html(ours)}"
         f'<div class="ll-dim ll-timing">{escape(how_timed(run))}</div></div>'
     )
