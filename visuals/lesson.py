@@ -238,7 +238,7 @@ SUMMARY = {
     "speedup": says("ran {} as fast as"),
     "step_cost": says("took {} as long as"),
     "device": says("· {} ·"),
-    "date": says("recorded {}"),
+    "date": says("Recorded {}"),
 }
 SOURCES = {  # the summary's line on where the run's tokens came from
     "window_tokens": says("n-grams the window harvested {}"),
