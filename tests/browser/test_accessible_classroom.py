@@ -141,6 +141,8 @@ def test_the_high_contrast_view_from_its_link_and_its_toggle(classroom, browser)
         wait_for_step(page, 16)
         page.wait_for_function("() => document.documentElement.classList.contains('ll-contrast-high')")
         assert page.is_checked("#ll-contrast input") and black(page, ".ll-stephead")
+        small_print = "() => parseFloat(getComputedStyle(document.querySelector('.ll-summary .ll-dim')).fontSize)"
+        assert page.evaluate(small_print) >= 13  # on a projector the summary's words grow
         page.locator("#ll-verification").scroll_into_view_if_needed()
         OUT.mkdir(exist_ok=True)
         page.mouse.move(0, 0)
@@ -148,6 +150,7 @@ def test_the_high_contrast_view_from_its_link_and_its_toggle(classroom, browser)
         page.click("#ll-contrast input")
         page.wait_for_function("() => !document.documentElement.classList.contains('ll-contrast-high')")
         assert "contrast=high" not in page.url and not black(page, ".ll-stephead")
+        assert page.evaluate(small_print) < 13  # the negative control: the ordinary view's small print
         assert errors == []
     finally:
         page.close()
