@@ -31,6 +31,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from lookahead_core.config import LookaheadConfig, LookupConfig, SettingsError, SuffixConfig, check_draft_tokens
+from lookahead_core.costs import shape_costs
 from lookahead_core.decoding import DecodingError
 from lookahead_core.draft import DEFAULT_DRAFT, DEFAULT_DRAFT_TOKENS, SELF_DRAFTS
 from lookahead_core.eagle import EAGLE
@@ -50,7 +51,7 @@ from visuals.timing import bench_rate, bench_rounds_words, bench_speedup, busy_w
 
 from .bench import ENTRANTS, REPEATS, check_methods, check_repeats, first_answer, needs, needs_of, run_bench
 from .datasets import load_prompts, read_prompts_file, with_first_answers
-from .heads import NONE_SHIP, runtime_for, ships
+from .heads import NONE_SHIP, Aids, runtime_for, ships
 from .tune_cli import add_tune_options, tune
 
 MAX_NEW_TOKENS = 128
@@ -521,16 +522,9 @@ def summary_table(report: BenchReport) -> str:
 
 def asked_runtime(lm, methods, auto: AutoSettings | None, args: argparse.Namespace) -> Runtime:
     """What `methods` run with, from the command line's draft, heads, EAGLE layer and step mode."""
-    return runtime_for(
-        lm,
-        methods,
-        auto=auto,
-        draft=args.draft_model,
-        tokens=args.draft_tokens,
-        heads=args.heads,
-        layer=args.eagle,
-        mode=args.mode,
-    )
+    mode = None if args.mode is None else StepMode(args.mode)
+    aids = Aids(lm, draft_name=args.draft_model, heads_path=args.heads, layer_path=args.eagle, mode=mode)
+    return runtime_for(lm, methods, aids, tokens=args.draft_tokens, auto=auto, mode=mode, costs=shape_costs(lm, mode))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -19,6 +19,7 @@ from dataclasses import replace
 import torch
 
 from lookahead_core.config import LookaheadConfig, LookupConfig
+from lookahead_core.costs import shape_costs
 from lookahead_core.draft import DEFAULT_DRAFT_TOKENS
 from lookahead_core.models import LoadedModel, encode_prompt, load_model
 from lookahead_core.records import METHODS, Method, Run
@@ -46,7 +47,8 @@ def preset_runtime(lm: LoadedModel, item: dict, request: DecodeRequest) -> Runti
     matches what a new visitor's store holds, the other examples' outputs on this model (lab.stores)."""
     auto = auto_settings(lm) if request.auto and METHODS[request.method].window else None
     tokens = item.get("draft_tokens", DEFAULT_DRAFT_TOKENS)
-    runtime = runtime_for(lm, [request.method], auto=auto, tokens=tokens, deadline=Deadline(EXAMPLE_SECONDS))
+    deadline = Deadline(EXAMPLE_SECONDS)
+    runtime = runtime_for(lm, [request.method], tokens=tokens, auto=auto, deadline=deadline, costs=shape_costs(lm))
     if request.method != Method.SUFFIX:
         return runtime
     return replace(runtime, store=examples_store(lm.name, leaving_out=example_name(item)))

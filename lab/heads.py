@@ -9,15 +9,17 @@ own (--heads PATH, --eagle PATH).
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from lookahead_core.costs import shape_costs, step_costs
+from lookahead_core.costs import StepCosts, step_costs
 from lookahead_core.draft import DEFAULT_DRAFT, DEFAULT_DRAFT_TOKENS, Draft, make_draft
 from lookahead_core.eagle import EAGLE, load_eagle
 from lookahead_core.medusa import Medusa, fitted_medusa, load_heads
 from lookahead_core.models import DEFAULT_MODEL, LoadedModel
 from lookahead_core.records import METHODS, Needs, StepMode, StepRecord
 from lookahead_core.runtime import Deadline, Runtime
+from lookahead_core.suffix import SuffixStore
 from lookahead_core.tuning import AutoSettings
 
 SHIPPED = Path(__file__).resolve().parent.parent / "assets" / "heads"
@@ -70,33 +72,90 @@ def eagle_draft(lm: LoadedModel, tokens: int = DEFAULT_DRAFT_TOKENS, path: str |
     return Draft(layer, f"{EAGLE}: {layer.label}", tokens)
 
 
+@dataclass
+class Aids:
+    """What a model's guessing methods run with besides it, each made on first use and kept for the next run:
+    its draft model (`draft_name`, by default its bfloat16 copy), its Medusa heads with the tree fitted to the
+    step costs of `mode` (None: the device's default) and its EAGLE layer, from the files at `heads_path` and
+    `layer_path` (None: the shipped ones, for the embedded model only; NoHeads for any other, raised each time
+    they are asked for)."""
+
+    lm: LoadedModel
+    draft_name: str = DEFAULT_DRAFT
+    heads_path: str | Path | None = None
+    layer_path: str | Path | None = None
+    mode: StepMode | None = None
+    made: dict[Needs, Draft | Medusa | NoHeads] = field(default_factory=dict)
+
+    def draft(self, tokens: int) -> Draft:
+        """The draft model drafting `tokens` per step."""
+        made = self.kept(Needs.DRAFT, lambda: make_draft(self.lm, self.draft_name, tokens))
+        return Draft(made.model, made.name, tokens)
+
+    def layer(self, tokens: int) -> Draft:
+        """The EAGLE layer as a draft of `tokens` per step; NoHeads where none is given or ships."""
+        made = self.kept(Needs.LAYER, lambda: eagle_draft(self.lm, tokens, self.layer_path))
+        return Draft(made.model, made.name, tokens)
+
+    def heads(self) -> Medusa:
+        """The Medusa heads, fitted to this hardware; NoHeads where none are given or ship."""
+        return self.kept(Needs.HEADS, lambda: medusa_for(self.lm, self.heads_path, self.mode))
+
+    def kept(self, needs: Needs, make: Callable[[], Draft | Medusa]):
+        if needs not in self.made:
+            try:
+                self.made[needs] = make()
+            except NoHeads as missing:
+                self.made[needs] = missing
+        if isinstance(self.made[needs], NoHeads):
+            raise self.made[needs]
+        return self.made[needs]
+
+
 def runtime_for(
     lm: LoadedModel,
     methods,
+    aids: Aids | None = None,
     *,
-    auto: AutoSettings | None = None,
-    draft: str = DEFAULT_DRAFT,
     tokens: int = DEFAULT_DRAFT_TOKENS,
-    heads: str | Path | None = None,
-    layer: str | Path | None = None,
+    auto: AutoSettings | None = None,
     deadline: Deadline | None = None,
     learn: Callable[[list[StepRecord]], None] | None = None,
     mode: str | None = None,
+    costs: StepCosts | None = None,
+    store: SuffixStore | None = None,
+    lenient: bool = False,
 ) -> Runtime:
-    """What `methods` run with on `lm`, built once: for each, what its table entry needs (the draft model called
-    `draft`, the heads at `heads` and the EAGLE layer at `layer`, the shipped ones by default: NoHeads where
-    none ship for `lm`), drafting `tokens` per step; with the auto settings, deadline, learning and step mode
-    (None: the device's default, fixed.default_mode) given, and the step costs its fixed shapes widen on
-    (costs.shape_costs: none for the eager step); its mode settled (Runtime.in_mode: the mode run, and why)."""
+    """What `methods` run with on `lm` for one request, built once: for each, what its table entry needs, from
+    `aids` (by default the draft model, the shipped heads and the shipped layer, made now), drafting `tokens`
+    per step; where heads or a layer are missing, NoHeads, or with `lenient` a runtime without them
+    (`Runtime.has` says: a race leaves the method out, a Run refuses it). With the auto settings, deadline,
+    learning, step mode (None: the device's default, fixed.default_mode), the step costs its fixed shapes widen
+    on (costs.shape_costs for the mode: none for the eager step; read before a request's time starts, since a
+    GPU's first curve is measured then) and the store of earlier outputs suffix decoding matches (None: a run's
+    own text alone); its mode settled (Runtime.in_mode: the mode run, and why)."""
     needs = {METHODS[method].needs for method in methods}
     mode = None if mode is None else StepMode(mode)
+    aids = aids if aids is not None else Aids(lm, mode=mode)
+
+    def made(need: Needs, make: Callable[[], object]):
+        if need not in needs:
+            return None
+        try:
+            return make()
+        except NoHeads:
+            if lenient:
+                return None
+            raise
+
     return Runtime(
         auto=auto,
-        draft=make_draft(lm, draft, tokens) if Needs.DRAFT in needs else None,
-        layer=eagle_draft(lm, tokens, layer) if Needs.LAYER in needs else None,
-        heads=medusa_for(lm, heads, mode) if Needs.HEADS in needs else None,
+        draft=made(Needs.DRAFT, lambda: aids.draft(tokens)),
+        layer=made(Needs.LAYER, lambda: aids.layer(tokens)),
+        heads=made(Needs.HEADS, aids.heads),
+        store=store,
         deadline=deadline,
         learn=learn,
         mode=mode,
-        costs=shape_costs(lm, mode),
+        costs=costs,
     ).in_mode(lm.model)  # settled after the curve, which may have found the mode failing on a wider shape

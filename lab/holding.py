@@ -7,20 +7,16 @@ one `Held` to use from start to end, so a switch between two of its passes canno
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 
-from lookahead_core.costs import StepCosts
-from lookahead_core.draft import DEFAULT_DRAFT, DEFAULT_DRAFT_TOKENS, Draft, make_draft
-from lookahead_core.medusa import Medusa
+from lookahead_core.draft import DEFAULT_DRAFT_TOKENS
 from lookahead_core.models import DEFAULT_MODEL, DTYPES, LoadedModel, encode_prompt, load_model
-from lookahead_core.records import METHODS, Fit, Machine, Method, Needs, StepKind
+from lookahead_core.records import Fit, Machine, Method, StepKind
 from lookahead_core.request import DecodeRequest
-from lookahead_core.runtime import Deadline, Runtime
-from lookahead_core.suffix import SuffixStore
+from lookahead_core.runtime import Runtime
 from lookahead_core.trace import decode_steps, machine_facts
-from lookahead_core.tuning import AutoSettings
 
 from .budget import (
     FRESH_SECONDS,
@@ -33,21 +29,23 @@ from .budget import (
     probe,
     warmed_prices,
 )
-from .heads import NoHeads, eagle_draft, medusa_for
+from .heads import Aids, runtime_for
 from .threads import ThreadChoice, torch_threads
 
 
 @dataclass
 class Held:
-    """One loaded model and what is made from it: its prices on this hardware (None: not priced) and, on
-    first use, its bfloat16 copy (the speculative draft), and its Medusa heads and EAGLE layer, where they ship."""
+    """One loaded model and what is made from it: its prices on this hardware (None: not priced) and, each on
+    first use, its bfloat16 copy (the speculative draft) and its Medusa heads and EAGLE layer, where they ship
+    (`aids`)."""
 
     lm: LoadedModel
     prices: Prices | None = None
-    copy: Draft | None = None
-    heads: Medusa | NoHeads | None = None  # None: not looked for yet
-    layer: Draft | NoHeads | None = None  # the EAGLE layer as a draft; None: not looked for yet
     threads: ThreadChoice | None = None  # the torch threads its work runs on (None: a GPU's, or not chosen yet)
+    aids: Aids = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.aids = Aids(self.lm)
 
     def admit(self, prompt_tokens: int, decodings: int, seconds: float) -> int:
         """The one gate of every card's model work (a Run, a race, a sweep), asked before its time starts: the torch
@@ -79,65 +77,18 @@ class Held:
             probe(self.lm, self.prices)  # judged on the machine as it is this moment, never on a moment passed
             check_budget(self.prices, prompt_tokens, decodings, seconds, self.load_words())
 
+    def runtime(self, methods, **given) -> Runtime:
+        """What `methods` run with for one request (heads.runtime_for): this model's aids, its prices learning
+        from the run, and without heads or a layer where none ship (`Runtime.has` says); `given` the rest."""
+        learn = self.prices.learn if self.prices is not None else None
+        return runtime_for(self.lm, methods, self.aids, learn=learn, lenient=True, **given)
+
     def load_words(self) -> str:
         """What other programs used of this CPU at the latest reading, as a clause for a refusal (or nothing)."""
         choice = self.threads
         if choice is None or choice.others is None:
             return ""
         return f" (other programs used {choice.others:.1f} of its {choice.cores} cores)"
-
-    def medusa(self) -> Medusa | None:
-        """Medusa with the heads that ship for this model, fitted to this hardware (looked for once); None when
-        none ship for it."""
-        if self.heads is None:
-            try:
-                self.heads = medusa_for(self.lm)
-            except NoHeads as missing:
-                self.heads = missing
-        return self.heads if isinstance(self.heads, Medusa) else None
-
-    def eagle(self, tokens: int) -> Draft | None:
-        """The EAGLE layer that ships for this model as a draft of `tokens` tokens per step (looked for once);
-        None when none ships for it."""
-        if self.layer is None:
-            try:
-                self.layer = eagle_draft(self.lm)
-            except NoHeads as missing:
-                self.layer = missing
-        return Draft(self.layer.model, self.layer.name, tokens) if isinstance(self.layer, Draft) else None
-
-    def draft(self, tokens: int) -> Draft:
-        """The model's bf16 copy as a draft of `tokens` tokens per step (the copy is made once)."""
-        if self.copy is None:
-            self.copy = make_draft(self.lm, DEFAULT_DRAFT, DEFAULT_DRAFT_TOKENS)
-        return Draft(self.copy.model, DEFAULT_DRAFT, tokens)
-
-    def runtime(
-        self,
-        methods,
-        decode: DecodeRequest,
-        auto: AutoSettings | None,
-        deadline: Deadline,
-        costs: StepCosts | None,
-        store: SuffixStore | None = None,
-    ) -> Runtime:
-        """What `methods` run with for one request, built once: what each one's table entry needs (heads and a
-        layer where they ship for this model: `Runtime.has` says), the auto settings, the deadline, the prices
-        that learn, the step costs its fixed shapes are widened on (costs.shape_costs: None for the eager
-        step; read before the request's time starts, since a GPU's first curve is measured then), and the
-        visitor's store of earlier outputs that suffix decoding matches (None: this run's own text alone); its
-        step mode settled (Runtime.in_mode: the device's default as run, and why)."""
-        needs = {METHODS[method].needs for method in methods}
-        return Runtime(
-            auto=auto,
-            draft=self.draft(decode.draft_tokens) if Needs.DRAFT in needs else None,
-            layer=self.eagle(decode.draft_tokens) if Needs.LAYER in needs else None,
-            heads=self.medusa() if Needs.HEADS in needs else None,
-            store=store,
-            deadline=deadline,
-            learn=self.prices.learn if self.prices is not None else None,
-            costs=costs,
-        ).in_mode(self.lm.model)
 
 
 class ModelHolder:
@@ -165,7 +116,7 @@ class ModelHolder:
                 self._held = Held(lm)
             if self._warm and self._held.prices is None:
                 self._held.threads = chosen_threads(self._held.lm)
-                self._held.prices = warmed_prices(self._held.lm, self._held.draft(DEFAULT_DRAFT_TOKENS))
+                self._held.prices = warmed_prices(self._held.lm, self._held.aids.draft(DEFAULT_DRAFT_TOKENS))
             return self._held
 
     def put(self, lm: LoadedModel) -> None:

@@ -111,7 +111,7 @@ def record(request: ModelRequest, store: SuffixStore | None = None) -> Iterator[
     threads = held.admit(len(prompt_ids), decodings=2, seconds=RUN_SECONDS)
     started = time.perf_counter()  # a model's first load, cost curve and probe are not the request's: it starts here
     deadline = Deadline(RUN_SECONDS, reserve=RESERVE)
-    runtime = held.runtime([d.method], d, auto, deadline, costs, store)
+    runtime = held.runtime([d.method], tokens=d.draft_tokens, auto=auto, deadline=deadline, costs=costs, store=store)
     needs = METHODS[d.method].needs
     if not runtime.has(needs):
         raise InputError(NOT_SHIPPED[needs])
@@ -134,7 +134,9 @@ def timed_race(
     costs = step_costs(lm, mode=mode)
     prompt_ids = encode_prompt(lm.tokenizer, request.prompt, request.chat)
     auto = auto_settings(lm, mode=mode) if d.auto else None  # as a Run's: the adopted settings, where adopted
-    runtime = held.runtime(raced_on(lm.device.type), d, auto, None, shape_costs(lm), store)
+    runtime = held.runtime(
+        raced_on(lm.device.type), tokens=d.draft_tokens, auto=auto, costs=shape_costs(lm), store=store
+    )
     lanes = len(raced(runtime, lm.device.type))
     threads = held.admit(len(prompt_ids), decodings=lanes, seconds=RACE_SECONDS)
     started = time.perf_counter()  # a model's first load, cost curve and probe are not the request's: it starts here

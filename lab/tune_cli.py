@@ -12,6 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from lookahead_core.config import LookaheadConfig
+from lookahead_core.costs import shape_costs
 from lookahead_core.models import encode_prompt, load_model
 from lookahead_core.records import METHODS, Method
 from lookahead_core.records.tune import TuneReport
@@ -19,7 +20,7 @@ from lookahead_core.request import DecodeRequest
 from lookahead_core.tuning import adopt, regime_settings
 
 from .datasets import load_prompts
-from .heads import runtime_for, ships
+from .heads import Aids, runtime_for, ships
 from .tune import SWEPT, TuneGrid, TuneOptions, check_grid, tuning
 
 DEFAULT = TuneGrid()
@@ -140,7 +141,9 @@ def tune(args: argparse.Namespace) -> None:
     heads = args.heads is not None or ships(lm, METHODS[Method.MEDUSA].needs)
     grid = grid if heads else replace(grid, tree_sizes=())  # Medusa only where it has heads
     swept = [m for m in SWEPT if SWEPT[m].settings(grid)]
-    runtime = runtime_for(lm, swept, draft=args.draft_model, heads=args.heads)
+    runtime = runtime_for(
+        lm, swept, Aids(lm, draft_name=args.draft_model, heads_path=args.heads), costs=shape_costs(lm)
+    )
     auto = regime_settings(lm, refresh=not args.cached_costs)
     checkpoint = Path(args.checkpoint) if args.checkpoint else None
     options = TuneOptions(

@@ -122,7 +122,7 @@ def mapping(request: TuneRequest) -> Iterator[TuneProgress | tuple[TuneReport, f
     started, deadline = time.perf_counter(), Deadline(TUNE_SECONDS)
     decode = DecodeRequest(max_new_tokens=request.max_new_tokens)
     swept = [method for method in SWEPT if SWEPT[method].settings(request.grid)]
-    runtime = held.runtime(swept, decode, None, deadline, costs)  # a draft, heads: made only for a method swept
+    runtime = held.runtime(swept, deadline=deadline, costs=costs)  # a draft, heads: made only for a method swept
     options = TuneOptions(
         dataset=", ".join(p[0] for p in request.prompts), rounds=ROUNDS, sample=2, stop=deadline.passed
     )

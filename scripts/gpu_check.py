@@ -54,6 +54,7 @@ from lab.bench import ENTRANTS, REPEATS, check_methods, run_bench
 from lab.datasets import load_prompts
 from lab.heads import runtime_for
 from lookahead_core.capture import graphed
+from lookahead_core.costs import shape_costs
 from lookahead_core.fixed import chosen_mode
 from lookahead_core.forward import synchronize
 from lookahead_core.models import encode_prompt, load_model
@@ -102,7 +103,8 @@ def main() -> None:
         for name, asked in [(name, mode) for name in sets for mode in args.modes]:
             auto = autos[asked]
             prompts = load_prompts(name, args.limit)
-            runtime = runtime_for(lm, list(METHODS), auto=auto, mode=asked)
+            costs = shape_costs(lm, None if asked is None else StepMode(asked))
+            runtime = runtime_for(lm, list(METHODS), auto=auto, mode=asked, costs=costs)
             runtime = replace(runtime, store=SuffixStore())  # suffix decoding's store warm, as the CLI's default
             request = DecodeRequest(max_new_tokens=args.max_new_tokens)
             try:

@@ -833,18 +833,15 @@ def test_the_step_cost_curve_is_measured_in_the_mode_that_runs_and_kept_apart(tm
     assert len(modes) == len(costs.SIZES) and costs.costs_path(lm).exists()
 
 
-def test_the_labs_runtime_widens_on_the_curve_of_a_fixed_shape_mode_and_the_eager_step_takes_none(
-    tmp_path, monkeypatch
-):
-    from lab.heads import runtime_for
+def test_a_runtime_widens_on_the_curve_of_a_fixed_shape_mode_and_the_eager_step_takes_none(tmp_path, monkeypatch):
     from lookahead_core import costs
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     lm = tiny_model("llama")
-    widened = runtime_for(lm, [Method.LOOKAHEAD], mode="cuda-graph")  # on a CPU: the fixed step, uncaptured
-    assert widened.costs == costs.step_costs(lm, mode=StepMode.FIXED) and costs.costs_path(lm, StepMode.FIXED).exists()
-    assert runtime_for(lm, [Method.LOOKAHEAD], mode="eager").costs is None
-    assert runtime_for(lm, [Method.LOOKAHEAD]).costs is None, "a CPU's default step is eager"
+    widened = costs.shape_costs(lm, StepMode.CUDA_GRAPH)  # on a CPU: the fixed step, uncaptured
+    assert widened == costs.step_costs(lm, mode=StepMode.FIXED) and costs.costs_path(lm, StepMode.FIXED).exists()
+    assert costs.shape_costs(lm, StepMode.EAGER) is None
+    assert costs.shape_costs(lm) is None, "a CPU's default step is eager"
     assert not costs.costs_path(lm).exists(), "the eager step measures no curve for a shape it does not have"
 
 

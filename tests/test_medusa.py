@@ -29,7 +29,7 @@ from lookahead_core.medusa import (
     sparse_tree,
     tree_branch,
 )
-from lookahead_core.records import Branch, Method, StepKind
+from lookahead_core.records import Branch, Method, Needs, StepKind
 from lookahead_core.request import DecodeRequest
 from lookahead_core.runtime import Runtime
 from lookahead_core.sampling import GREEDY, SamplingConfig
@@ -331,3 +331,22 @@ def test_each_step_records_the_heads_choices_with_their_probabilities_and_the_tr
                 torch.testing.assert_close(torch.tensor(guesses.probabilities), want.values, atol=1e-5, rtol=1e-4)
         sequence += step.committed
     assert all(s.heads is None for s in steps if s.kind != StepKind.DECODE)
+
+
+def test_the_one_runtime_builder_refuses_missing_heads_or_leaves_them_out_and_looks_once(monkeypatch):
+    """heads.runtime_for: for a model none ship for, Medusa's and EAGLE's needs raise NoHeads (the CLI's one line),
+    or with `lenient` (the server's) the runtime lacks them; the aids look once and remember the refusal."""
+    from lab import heads as lab_heads
+
+    lm = tiny_model("llama")
+    looked = []
+    monkeypatch.setattr(lab_heads, "ships", lambda lm, needs: looked.append(needs) or False)
+    aids = lab_heads.Aids(lm)
+    with pytest.raises(lab_heads.NoHeads, match="Medusa needs heads"):
+        lab_heads.runtime_for(lm, [Method.MEDUSA], aids)
+    lenient = lab_heads.runtime_for(lm, [Method.MEDUSA, Method.EAGLE, Method.LOOKAHEAD], aids, lenient=True)
+    assert lenient.heads is None and lenient.layer is None and lenient.draft is None
+    assert not lenient.has(Needs.HEADS) and lenient.has(Needs.NOTHING)
+    assert sorted(looked) == sorted([Needs.HEADS, Needs.LAYER]), "each looked for once, the refusal kept"
+    with pytest.raises(lab_heads.NoHeads, match="EAGLE needs a layer"):
+        lab_heads.runtime_for(lm, [Method.EAGLE], aids)
