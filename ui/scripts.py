@@ -72,8 +72,44 @@ ACCESSIBLE = f"""
   label();
 }}
 """
-# What the page runs once loaded: the keys, then the names and the live caption
-ON_LOAD = f"() => {{ ({KEYBOARD.strip()})(); ({ACCESSIBLE.strip()})(); }}"
+# A number typed into a slider's box outside its range: Gradio moves it to the nearest end without a word, so the
+# box says so under the slider until the next number in range (read before Gradio's own handler, in the capture
+# phase; the box's value is a number or empty, and is written as text)
+SLIDER_LIMITS = """
+() => {
+  const said = (block) => {
+    let note = block.querySelector(".ll-slider-note");
+    if (!note) {
+      note = document.createElement("p");
+      note.className = "ll-slider-note";
+      note.setAttribute("role", "status");
+      block.append(note);
+    }
+    return note;
+  };
+  const check = (event) => {
+    const input = event.target;
+    const block = input instanceof HTMLInputElement && input.type === "number" && input.closest(".block");
+    if (!block || !block.querySelector("input[type=range]")) return;
+    const low = Number(input.min), high = Number(input.max), typed = input.value, number = Number(typed);
+    const note = said(block);
+    const label = block.querySelector("label");
+    const name = label ? label.innerText.trim() : "This setting";
+    if (typed === "" || Number.isNaN(number)) {
+      note.textContent = `${name} takes a number from ${low} to ${high}: it was set to ${low}.`;
+    } else if (number < low || number > high) {
+      const end = number < low ? low : high;
+      note.textContent = `${name} goes from ${low} to ${high}: ${typed} was set to ${end}.`;
+    } else {
+      note.textContent = "";
+    }
+  };
+  document.addEventListener("change", check, true);
+  document.addEventListener("keydown", (event) => { if (event.key === "Enter") check(event); }, true);
+}
+"""
+# What the page runs once loaded: the keys, the slider notes, then the names and the live caption
+ON_LOAD = f"() => {{ ({KEYBOARD.strip()})(); ({SLIDER_LIMITS.strip()})(); ({ACCESSIBLE.strip()})(); }}"
 
 # The high-contrast view on or off (the toggle, or ?contrast=high through the page's opening), kept in its address
 CONTRAST = """

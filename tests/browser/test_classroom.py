@@ -187,3 +187,36 @@ def test_a_run_file_goes_out_and_comes_back_and_a_bad_one_gets_a_message(classro
         assert errors == []
     finally:
         page.close()
+
+
+def test_a_number_typed_past_a_sliders_range_is_said_under_it(classroom, browser):
+    """Gradio moves a number typed into a slider's box past its range to the nearest end, silently; the page says
+    so under the slider (ui/scripts.SLIDER_LIMITS) until a number in range. The control: the same typing, the
+    change event stopped at the window before the page's listener hears it, shows no note."""
+    page, errors = open_page(browser, classroom)
+    try:
+        box = page.locator("#ll-max input[type=number]")
+        note = page.locator("#ll-max .ll-slider-note")
+        box.fill("99999")
+        box.press("Tab")
+        note.wait_for(state="visible")
+        assert note.inner_text() == f"Max new tokens goes from 1 to {box.get_attribute('max')}: 99999 was set to " + (
+            box.get_attribute("max") + "."
+        )
+        assert box.input_value() == box.get_attribute("max") and note.get_attribute("role") == "status"
+        box.fill("12")
+        box.press("Tab")
+        note.wait_for(state="hidden")
+        assert not errors
+    finally:
+        page.close()
+    control, _ = open_page(browser, classroom)
+    try:
+        control.evaluate("() => window.addEventListener('change', (e) => e.stopPropagation(), true)")  # first of all
+        box = control.locator("#ll-max input[type=number]")
+        box.fill("99999")
+        box.press("Tab")
+        time.sleep(0.5)
+        assert control.locator("#ll-max .ll-slider-note:not(:empty)").count() == 0
+    finally:
+        control.close()
