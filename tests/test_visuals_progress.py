@@ -29,6 +29,8 @@ def test_tokens_per_step_chart_is_small_and_plain(run):
     assert figure.layout.template.to_plotly_json() == {"data": {"scatter": [{"type": "scatter"}]}}
     stacked = [sum(values) for values in zip(*(bar.y for bar in figure.data), strict=True)]
     assert stacked == [len(r.committed) for r in run.trace.steps]
+    legend = figure.layout.legend  # above the plot, below the title: it covered the tallest bars and the title
+    assert legend.yanchor == "bottom" and legend.y >= 1 and legend.x == 0 and figure.layout.margin.t >= 50
 
 
 def test_the_chart_says_in_words_what_it_draws(run):
