@@ -58,6 +58,7 @@ from lookahead_core.trace import (
     warm_up,
     warm_up_prompts,
 )
+from lookahead_core.working_state import refused
 
 from .busy import CpuWatch
 from .datasets import encode_item
@@ -461,4 +462,9 @@ def bench_settings(
         mode_note=settled.mode_note,
         suffix=suffix_settings(request, runtime) if BenchMethod.SUFFIX in methods else None,
         suffix_warm=runtime.store is not None if BenchMethod.SUFFIX in methods else None,
+        state_on_host={
+            BenchMethod(method.value): why
+            for method, why in refused(lm.model).items()
+            if BenchMethod(method.value) in methods
+        },
     )

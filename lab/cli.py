@@ -510,6 +510,10 @@ def summary_table(report: BenchReport) -> str:
         lines.append(f"hf-static: generate with a static cache, {compiled}.")
     lines.append(bench_rounds_words(settings))
     lines += [
+        f"{method}: its device step failed here ({why}); its steps kept their state on the host."
+        for method, why in settings.state_on_host.items()
+    ]
+    lines += [
         f"{prompt.id}: {divergence_words(result.divergence, method, 'greedy generate')}"
         for prompt in report.prompts
         for method, result in prompt.methods.items()

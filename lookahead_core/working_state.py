@@ -630,6 +630,12 @@ REFUSED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # model -> {me
 REFUSED_LOCK = threading.Lock()
 
 
+def refused(model) -> dict[Method, str]:
+    """The methods whose device step failed on `model` (their steps keep their state on the host), and why."""
+    with REFUSED_LOCK:
+        return dict(REFUSED.get(model, {}))
+
+
 class OnDeviceDecoder(GuessingDecoder):
     """A greedy guessing decoder in the fixed-shape step for a timed lane (tallies only), whose steps run on the
     device once its method's state is `ready` (lookahead: when the window is full, its `settle` recorded at the

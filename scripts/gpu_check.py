@@ -63,7 +63,7 @@ from lookahead_core.request import DecodeRequest
 from lookahead_core.suffix import SuffixStore
 from lookahead_core.trace import lean_steps, machine_facts
 from lookahead_core.tuning import regime_settings
-from lookahead_core.working_state import REFUSED, RESIDENT
+from lookahead_core.working_state import RESIDENT
 from visuals.timing import speedup_words, times, verdict
 
 COST_POINTS = (1, 16, 64, 128, 256)
@@ -112,7 +112,7 @@ def main() -> None:
                 if report.settings.mode_note:
                     print(f"  note: {report.settings.mode_note}", flush=True)
                     found.notes[dtype] = report.settings.mode_note
-                for method, why in REFUSED.get(lm.model, {}).items():
+                for method, why in report.settings.state_on_host.items():
                     print(f"  note: {method}'s device step failed ({why}): its steps kept their state on the host")
                 if args.out is not None:
                     args.out.mkdir(parents=True, exist_ok=True)

@@ -153,7 +153,7 @@ def test_a_version_3_run_reads_as_a_run_of_a_model_without_sliding_layers(run):
         for key in ("layers", "sliding_layers", "sliding_window"):
             trace["meta"]["machine"].pop(key)
     read = Run.from_json(json.dumps(old))
-    assert read.schema_version == read.trace.schema_version == SCHEMA_VERSION == 12
+    assert read.schema_version == read.trace.schema_version == SCHEMA_VERSION == 13
     assert read.trace.meta.machine.layers == 0 and all(s.sliding is None for s in read.trace.steps)
     assert read.trace.steps == run.trace.steps
 

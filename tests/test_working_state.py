@@ -508,3 +508,31 @@ def test_each_device_step_decides_what_the_recorded_step_records_on_the_real_mod
     on_device = [decided(s) for s in lean_steps(default_model, prompt, request_of(), runtime)]
     assert on_device == recorded and sum(step[-1] for step in on_device) >= least
     assert device_steps
+
+
+def test_a_bench_report_keeps_which_methods_device_step_failed_and_why(monkeypatch):
+    """lab.bench.bench_settings: a method benched whose device step failed on the model is named with its reason
+    (its figures are its steps' with the state on the host); one not benched is not, and on a model whose device
+    steps ran (the control) none is. The settings read back as written; a version 12 report's read as none."""
+    from lab.bench import bench_settings
+    from lookahead_core.records import BenchMethod, BenchSettings
+    from lookahead_core.records.codec import decode, to_data
+
+    lm, healthy = tiny_model("llama"), tiny_model("llama")
+    monkeypatch.setitem(capture.CAPTURES, StepMode.FIXED, refusing([]))
+    list(lean_steps(lm, PROMPTS[0], lookahead(LookaheadConfig(4, 4, 3)), FIXED))
+    list(lean_steps(lm, PROMPTS[0], plain(), FIXED))
+    monkeypatch.setitem(capture.CAPTURES, StepMode.FIXED, Replayed)
+    list(lean_steps(healthy, PROMPTS[0], lookahead(LookaheadConfig(4, 4, 3)), FIXED))
+    benched = [BenchMethod.GREEDY, BenchMethod.LOOKAHEAD, BenchMethod.PROMPT_LOOKUP]
+    request = plain()
+    settings = bench_settings(lm, benched[1:], BenchMethod.LOOKAHEAD, request, FIXED, ("tiny", 1))
+    assert settings.state_on_host == {BenchMethod.LOOKAHEAD: f"RuntimeError: {WHY}"}, "greedy was not benched"
+    assert bench_settings(lm, benched, BenchMethod.GREEDY, request, FIXED, ("tiny", 1)).state_on_host.keys() == {
+        BenchMethod.GREEDY,
+        BenchMethod.LOOKAHEAD,
+    }
+    assert bench_settings(healthy, benched, BenchMethod.GREEDY, request, FIXED, ("tiny", 1)).state_on_host == {}
+    assert decode(BenchSettings, to_data(settings), "settings") == settings
+    older = {k: v for k, v in to_data(settings).items() if k != "state_on_host"}  # schema 12 kept none
+    assert decode(BenchSettings, older, "settings").state_on_host == {}

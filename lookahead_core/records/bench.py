@@ -5,7 +5,7 @@ from before bench reports were versioned reads through legacy.unversioned_bench_
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .codec import Document, from_data, parse_json
 from .legacy import unversioned_bench_report
@@ -115,6 +115,9 @@ class BenchSettings:
     # Whether suffix decoding's store was warm: each prompt also matched the outputs of the prompts before it in
     # the run (never its own); False: cold, each prompt's own text only; None: suffix decoding did not run.
     suffix_warm: bool | None = None
+    # The methods whose steps were to keep their state on the device (a fixed-shape mode's timed greedy lanes) but
+    # whose device step failed on this model, and why: their steps kept it on the host (schema 13; before, none kept)
+    state_on_host: dict[BenchMethod, str] = field(default_factory=dict)
 
 
 @dataclass(kw_only=True)
