@@ -45,6 +45,8 @@ from lookahead_core.records import (
     LookaheadSettings,
     Needs,
     Spread,
+    entrant_missing,
+    entrant_needs,
 )
 from lookahead_core.request import DecodeRequest
 from lookahead_core.runtime import Runtime
@@ -168,14 +170,14 @@ def run_engine(lm: LoadedModel, prompt_ids: list[int], request: DecodeRequest, r
     )
 
 
-# transformers' own generate as a user would run it: each peer's arguments, from what the bench runs with
-PEERS: dict[BenchMethod, Callable[[Runtime], dict]] = {
+# transformers' own generate as a user would run it (records.PEERS): each peer's arguments, from what the bench
+# runs with
+GENERATE_ARGUMENTS: dict[BenchMethod, Callable[[Runtime], dict]] = {
     BenchMethod.HF_GREEDY: lambda runtime: {},
     BenchMethod.HF_STATIC: lambda runtime: {"cache_implementation": "static"},
     BenchMethod.HF_PROMPT_LOOKUP: lambda runtime: {"prompt_lookup_num_tokens": PROMPT_LOOKUP_TOKENS},
     BenchMethod.HF_ASSISTED: lambda runtime: {"assistant_model": runtime.draft.model},
 }
-PEER_NEEDS = {BenchMethod.HF_ASSISTED: Needs.DRAFT}  # assisted generation drafts with the engine's draft model
 
 
 def run_method(
@@ -183,8 +185,9 @@ def run_method(
 ) -> Timed:
     """One entrant on one prompt with the request's settings, budget and sampling: a peer's `generate`, or the
     engine's method of that name."""
-    if method in PEERS:
-        return run_generate(lm, prompt_ids, request.max_new_tokens, request.sampling, **PEERS[method](runtime))
+    if method in GENERATE_ARGUMENTS:
+        arguments = GENERATE_ARGUMENTS[method](runtime)
+        return run_generate(lm, prompt_ids, request.max_new_tokens, request.sampling, **arguments)
     return run_engine(lm, prompt_ids, replace(request, method=method.method), runtime)
 
 
@@ -213,11 +216,6 @@ def compiles_static(lm: LoadedModel) -> bool:
     return lm.model.device.type in ("cuda", "xpu")
 
 
-def needs_of(method: BenchMethod) -> Needs:
-    """What an entrant runs with besides the model: a peer's (PEER_NEEDS), or its engine method's (the table)."""
-    return METHODS[method.method].needs if method.method is not None else PEER_NEEDS.get(method, Needs.NOTHING)
-
-
 def check_methods(names: list[str]) -> list[BenchMethod]:
     """The methods named, in the order given; ValueError naming any that is not a bench method."""
     known = {method.value: method for method in BenchMethod}
@@ -229,15 +227,14 @@ def check_methods(names: list[str]) -> list[BenchMethod]:
 
 def needs(methods: list[BenchMethod]) -> set[Needs]:
     """What the entrants run with besides the model, together."""
-    return {needs_of(method) for method in methods}
+    return {entrant_needs(method) for method in methods}
 
 
 def check_runtime(methods: list[BenchMethod], runtime: Runtime) -> None:
     """ValueError naming the first entrant whose needs the runtime lacks."""
     for method in methods:
-        if not runtime.has(needs_of(method)):
-            missing = METHODS[method.method].missing if method.method is not None else "it needs a draft model"
-            raise ValueError(f"{method}: {missing}")
+        if not runtime.has(entrant_needs(method)):
+            raise ValueError(f"{method}: {entrant_missing(method)}")
 
 
 def baseline_of(methods: list[BenchMethod]) -> BenchMethod:

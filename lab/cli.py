@@ -37,7 +37,7 @@ from lookahead_core.draft import DEFAULT_DRAFT, DEFAULT_DRAFT_TOKENS, SELF_DRAFT
 from lookahead_core.eagle import EAGLE
 from lookahead_core.methods import recorded_settings
 from lookahead_core.models import ModelLoadError, encode_prompt, load_model, unicode_problem
-from lookahead_core.records import METHODS, BenchMethod, BenchReport, Branch, Method, Needs, StepMode
+from lookahead_core.records import METHODS, BenchMethod, BenchReport, Branch, Method, Needs, StepMode, entrant_needs
 from lookahead_core.request import DecodeRequest
 from lookahead_core.runtime import Runtime
 from lookahead_core.sampling import SamplingConfig
@@ -49,7 +49,7 @@ from visuals.methods import recorded_words
 from visuals.plans import settings_words
 from visuals.timing import bench_rate, bench_rounds_words, bench_speedup, busy_words, times
 
-from .bench import ENTRANTS, REPEATS, check_methods, check_repeats, first_answer, needs, needs_of, run_bench
+from .bench import ENTRANTS, REPEATS, check_methods, check_repeats, first_answer, needs, run_bench
 from .datasets import load_prompts, read_prompts_file, with_first_answers
 from .heads import NONE_SHIP, Aids, runtime_for, ships
 from .tune_cli import add_tune_options, tune
@@ -427,9 +427,9 @@ def bench_runtime(lm, args: argparse.Namespace, methods: list[BenchMethod], auto
     and dropped from `methods`) where no heads or layer ship for this model; asked for by name, they must run."""
     given = {Needs.HEADS: args.heads, Needs.LAYER: args.eagle}
     if args.methods == ",".join(ENTRANTS):
-        for method in [m for m in methods if needs_of(m) in given and given[needs_of(m)] is None]:
-            if not ships(lm, needs_of(method)):
-                missing = NONE_SHIP[needs_of(method)].format(name=lm.name)
+        for method in [m for m in methods if entrant_needs(m) in given and given[entrant_needs(m)] is None]:
+            if not ships(lm, entrant_needs(method)):
+                missing = NONE_SHIP[entrant_needs(method)].format(name=lm.name)
                 print(f"note: {method} left out: {missing}", file=sys.stderr)
                 methods.remove(method)
     engine = [m.method for m in methods if m.method is not None]

@@ -589,3 +589,14 @@ def test_a_warm_suffix_store_holds_the_earlier_prompts_outputs_never_a_prompts_o
     seen.clear()
     cold = bench(tiny_folder, tmp_path, "--methods", "hf-greedy,suffix", "--suffix-store", "cold")
     assert cold.settings.suffix_warm is False and all(names == [] for names in seen)
+
+
+def test_every_entrant_is_an_engine_method_or_a_peer_of_the_table_and_the_bench_calls_each_peer():
+    from lab.bench import GENERATE_ARGUMENTS
+    from lookahead_core.records import METHODS, PEERS, Needs, entrant_needs
+
+    for entrant in BenchMethod:
+        assert (entrant.method in METHODS) != (entrant in PEERS), entrant
+    assert set(GENERATE_ARGUMENTS) == set(PEERS)
+    assert entrant_needs(BenchMethod.HF_ASSISTED) == entrant_needs(BenchMethod.SPECULATIVE) == Needs.DRAFT
+    assert entrant_needs(BenchMethod.EAGLE) == Needs.LAYER and entrant_needs(BenchMethod.HF_STATIC) == Needs.NOTHING

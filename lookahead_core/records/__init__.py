@@ -8,7 +8,7 @@ from .bench import BenchPrompt, BenchReport, BenchResult, BenchSettings, BenchTo
 from .codec import Document, from_data, from_json, parse_json, to_data, to_json
 from .legacy import unversioned_bench_report
 from .live import Fit, Progress, StepTally
-from .methods import METHODS, MethodEntry, Needs, raced_on
+from .methods import METHODS, PEERS, MethodEntry, Needs, PeerEntry, entrant_missing, entrant_needs, raced_on
 from .names import (
     ENGINE_VERSION,
     SCHEMA_VERSION,
@@ -80,6 +80,10 @@ __all__ = [
     "Method",
     "BenchMethod",
     "METHODS",
+    "PEERS",
+    "PeerEntry",
+    "entrant_missing",
+    "entrant_needs",
     "MethodEntry",
     "Needs",
     "StepKind",

@@ -1,9 +1,10 @@
-"""The method table: one entry per decoding method, the one place that says what each method is.
+"""The method table: one entry per decoding method, the one place that says what each method is, and beside it
+the bench's peers (transformers' own `generate`), each with what it needs.
 
-What it needs besides the model (a draft, heads, a layer), how it proposes (which branch of a step's token
+What a method needs besides the model (a draft, heads, a layer), how it proposes (which branch of a step's token
 tree its guesses fill), whether it races and plans its steps, and its names and words. Plain Python, read
 by the visuals as the records are; the engine's half (how each method proposes, how far its rows reach) is
-`lookahead_core.methods`, keyed by the same `Method`.
+`lookahead_core.methods`, keyed by the same `Method`; how the bench calls a peer's `generate` is `lab.bench`'s.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-from .names import Branch, Method
+from .names import BenchMethod, Branch, Method
 
 
 class Needs(enum.StrEnum):
@@ -160,3 +161,35 @@ def entry(method: Method | str) -> MethodEntry:
 def raced_on(device: str) -> tuple[Method, ...]:
     """The methods a race runs on a device of type `device`, in the table's order (where what they need is there)."""
     return tuple(method for method, entry in METHODS.items() if entry.races_on(device))
+
+
+@dataclass(frozen=True, kw_only=True)
+class PeerEntry:
+    """A bench peer: transformers' own `generate` as a user would otherwise run it. `needs` what it runs with
+    besides the model (assisted generation drafts with the engine's draft model), `missing` the refusal when that
+    is not there."""
+
+    peer: BenchMethod
+    needs: Needs = Needs.NOTHING
+    missing: str = ""
+
+
+PEERS: dict[BenchMethod, PeerEntry] = {
+    entry.peer: entry
+    for entry in (
+        PeerEntry(peer=BenchMethod.HF_GREEDY),
+        PeerEntry(peer=BenchMethod.HF_STATIC),
+        PeerEntry(peer=BenchMethod.HF_PROMPT_LOOKUP),
+        PeerEntry(peer=BenchMethod.HF_ASSISTED, needs=Needs.DRAFT, missing="it needs a draft model"),
+    )
+}
+
+
+def entrant_needs(entrant: BenchMethod) -> Needs:
+    """What a bench entrant runs with besides the model: its engine method's, or the peer's."""
+    return METHODS[entrant.method].needs if entrant.method is not None else PEERS[entrant].needs
+
+
+def entrant_missing(entrant: BenchMethod) -> str:
+    """The refusal for an entrant whose needs are not there, in its table's words."""
+    return METHODS[entrant.method].missing if entrant.method is not None else PEERS[entrant].missing
