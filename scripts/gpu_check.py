@@ -3,7 +3,7 @@
 Usage: python scripts/gpu_check.py [--dtypes float32 bfloat16] [--sets humaneval mtbench] [--limit 10]
                                    [--max-new-tokens 128] [--out DIR] [--device cuda|cpu]
                                    [--modes eager fixed cuda-graph compiled] [--methods greedy,lookahead,...]
-                                   [--gemms] [--profile] [--half-sets humaneval] [--quick]
+                                   [--gemms] [--profile] [--half-sets humaneval] [--quick] [--autotune]
 TF32 is off, so float32 is true float32 and lookahead's `exact` must equal the prompt count; in
 half precision `exact` is the match rate against greedy `generate` in the same dtype. Every figure
 is measured in this run; the table is printed as Markdown, and each bench report is written to
@@ -33,6 +33,11 @@ After each bench, each engine method decodes the first prompt once more and its 
 (the forward, from the host's view: launch or replay, the device's work, the read back) and the rest (proposing,
 verifying, committing, recording: the host's alone), medians over the steps; `--profile` adds torch.profiler's
 table of that lookahead decoding's ops. Where a step's time goes is what the next speedup needs.
+
+`--autotune` lets inductor choose each of the compiled mode's linear products by timing its own Triton kernels
+against cuBLAS's (`max_autotune_gemm`): in float32 without TF32, cuBLAS's kernels for 2 to 128 rows cost 2.5x a
+row's (the GEMM table), and what a wide pass costs is what lookahead's float32 speedup waits on. An experiment:
+compiling then takes longer.
 """
 
 from __future__ import annotations
@@ -87,6 +92,11 @@ def main() -> None:
         sys.exit("error: no CUDA device: this script checks the GPU path")
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
+    if args.autotune:
+        from torch._inductor import config as inductor
+
+        inductor.max_autotune_gemm = True
+        print("# the compiled mode's linear products autotuned (inductor's max_autotune_gemm)")
     rows, found = [], Findings()
     for dtype in args.dtypes:
         lm = load_model(device=args.device, dtype=dtype)
@@ -156,6 +166,7 @@ def arguments(argv: list[str] | None = None) -> tuple[argparse.Namespace, list]:
     parser.add_argument("--gemms", action="store_true", help="the body's linear products alone at M rows, per dtype")
     parser.add_argument("--half-sets", nargs="+", default=None, help="the sets half precision runs (default: --sets)")
     parser.add_argument("--quick", action="store_true", help="what one lease fits (the docstring says what)")
+    parser.add_argument("--autotune", action="store_true", help="the compiled mode's GEMMs autotuned (docstring)")
     args = parser.parse_args(argv)
     if args.quick:
         vars(args).update(QUICK)
