@@ -9,7 +9,7 @@ own (--heads PATH, --eagle PATH).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from lookahead_core.costs import StepCosts, step_costs
@@ -90,12 +90,12 @@ class Aids:
     def draft(self, tokens: int) -> Draft:
         """The draft model drafting `tokens` per step."""
         made = self.kept(Needs.DRAFT, lambda: make_draft(self.lm, self.draft_name, tokens))
-        return Draft(made.model, made.name, tokens)
+        return replace(made, tokens=tokens)
 
     def layer(self, tokens: int) -> Draft:
         """The EAGLE layer as a draft of `tokens` per step; NoHeads where none is given or ships."""
         made = self.kept(Needs.LAYER, lambda: eagle_draft(self.lm, tokens, self.layer_path))
-        return Draft(made.model, made.name, tokens)
+        return replace(made, tokens=tokens)
 
     def heads(self) -> Medusa:
         """The Medusa heads, fitted to this hardware; NoHeads where none are given or ship."""
