@@ -178,7 +178,9 @@ def replaying(url: str, load: Load, seed: int, stop: float) -> None:
 def model_work(url: str, load: Load, name: str, start: float, api: str, request: dict, stop: float) -> None:
     """A visitor who presses Run, Race or Sweep at `start`: their queue places while waiting, and how it ended."""
     time.sleep(max(start - time.monotonic(), 0.0))
-    client = Client(url, verbose=False)
+    # gradio_client gives a request 5 s by default (its cancel too); beside make test's other worker, a cancel posted
+    # while a step of model work runs took longer once (2026-11-27). A page waits as long as it takes.
+    client = Client(url, verbose=False, httpx_kwargs={"timeout": 30})
     job = client.submit(**request, api_name=api)
     places = load.places.setdefault(name, [])
     while not job.done() and time.monotonic() < stop + GRACE_SECONDS:
