@@ -45,6 +45,7 @@ from lookahead_core.records import (
     LookaheadSettings,
     Needs,
     Spread,
+    StepMode,
     entrant_missing,
     entrant_needs,
 )
@@ -462,6 +463,6 @@ def bench_settings(
         state_on_host={
             BenchMethod(method.value): why
             for method, why in refused(lm.model).items()
-            if BenchMethod(method.value) in methods
+            if BenchMethod(method.value) in methods and settled.mode != StepMode.EAGER  # eager keeps none on it
         },
     )

@@ -108,7 +108,9 @@ class Aids:
             except NoHeads as missing:
                 self.made[needs] = missing
         if isinstance(self.made[needs], NoHeads):
-            raise self.made[needs]
+            # a fresh error each time: the kept one, raised again, would gather every raise's frames (and what they
+            # hold, a request's data) in its traceback for as long as the model is held
+            raise NoHeads(str(self.made[needs]))
         return self.made[needs]
 
 

@@ -348,5 +348,8 @@ def test_the_one_runtime_builder_refuses_missing_heads_or_leaves_them_out_and_lo
     assert lenient.heads is None and lenient.layer is None and lenient.draft is None
     assert not lenient.has(Needs.HEADS) and lenient.has(Needs.NOTHING)
     assert sorted(looked) == sorted([Needs.HEADS, Needs.LAYER]), "each looked for once, the refusal kept"
-    with pytest.raises(lab_heads.NoHeads, match="EAGLE needs a layer"):
+    with pytest.raises(lab_heads.NoHeads, match="EAGLE needs a layer") as first:
         lab_heads.runtime_for(lm, [Method.EAGLE], aids)
+    with pytest.raises(lab_heads.NoHeads) as again:
+        lab_heads.runtime_for(lm, [Method.EAGLE], aids)
+    assert again.value is not first.value, "a kept error raised again keeps every raise's frames alive"

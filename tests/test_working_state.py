@@ -533,6 +533,8 @@ def test_a_bench_report_keeps_which_methods_device_step_failed_and_why(monkeypat
         BenchMethod.LOOKAHEAD,
     }
     assert bench_settings(healthy, benched, BenchMethod.GREEDY, request, FIXED, ("tiny", 1)).state_on_host == {}
+    eager = Runtime(mode=StepMode.EAGER)  # the same model benched in the eager step: its state was never on the device
+    assert bench_settings(lm, benched, BenchMethod.GREEDY, request, eager, ("tiny", 1)).state_on_host == {}
     assert decode(BenchSettings, to_data(settings), "settings") == settings
     older = {k: v for k, v in to_data(settings).items() if k != "state_on_host"}  # schema 12 kept none
     assert decode(BenchSettings, older, "settings").state_on_host == {}

@@ -72,40 +72,56 @@ ACCESSIBLE = f"""
   label();
 }}
 """
-# A number typed into a slider's box outside its range: Gradio moves it to the nearest end without a word, so the
-# box says so under the slider until the next number in range (read before Gradio's own handler, in the capture
-# phase; the box's value is a number or empty, and is written as text)
+# A number typed into a slider's box outside its range: Gradio moves it to the nearest end without a word (when the
+# box loses the focus), so the page says so under the slider. Each slider gets an empty status region at once (a
+# screen reader announces a change to a region already there, not one that appears with its words), named by the
+# box's aria-describedby; the box's typed value is read before Gradio's handler (the capture phase), and written as
+# text. Moving the slider or its reset button clears the note.
 SLIDER_LIMITS = """
 () => {
-  const said = (block) => {
-    let note = block.querySelector(".ll-slider-note");
-    if (!note) {
-      note = document.createElement("p");
+  let notes = 0;
+  const prepare = () => {
+    document.querySelectorAll(".block:has(input[type=range]):not(:has(.ll-slider-note))").forEach((block) => {
+      const box = block.querySelector("input[type=number]");
+      if (!box) return;
+      const note = document.createElement("p");
       note.className = "ll-slider-note";
+      note.id = `ll-slider-note-${(notes += 1)}`;
       note.setAttribute("role", "status");
       block.append(note);
-    }
-    return note;
+      box.setAttribute("aria-describedby", note.id);
+    });
   };
-  const check = (event) => {
-    const input = event.target;
-    const block = input instanceof HTMLInputElement && input.type === "number" && input.closest(".block");
-    if (!block || !block.querySelector("input[type=range]")) return;
-    const low = Number(input.min), high = Number(input.max), typed = input.value, number = Number(typed);
-    const note = said(block);
-    const label = block.querySelector("label");
+  const noteOf = (target) => {
+    const block = target.closest && target.closest(".block");
+    return block && block.querySelector(".ll-slider-note");
+  };
+  document.addEventListener("change", (event) => {
+    const box = event.target, note = noteOf(box);
+    if (!note) return;
+    if (!(box instanceof HTMLInputElement) || box.type !== "number") {
+      note.textContent = "";
+      return;
+    }
+    const low = Number(box.min), high = Number(box.max), typed = box.value, number = Number(typed);
+    const label = box.closest(".block").querySelector("label");
     const name = label ? label.innerText.trim() : "This setting";
     if (typed === "" || Number.isNaN(number)) {
       note.textContent = `${name} takes a number from ${low} to ${high}: it was set to ${low}.`;
     } else if (number < low || number > high) {
-      const end = number < low ? low : high;
-      note.textContent = `${name} goes from ${low} to ${high}: ${typed} was set to ${end}.`;
+      note.textContent = `${name} goes from ${low} to ${high}: ${typed} was set to ${number < low ? low : high}.`;
     } else {
       note.textContent = "";
     }
+  }, true);
+  const clear = (event) => {
+    const note = noteOf(event.target);
+    if (note && (event.type === "click" || event.target.type === "range")) note.textContent = "";
   };
-  document.addEventListener("change", check, true);
-  document.addEventListener("keydown", (event) => { if (event.key === "Enter") check(event); }, true);
+  document.addEventListener("input", clear, true);
+  document.addEventListener("click", (event) => { if (event.target.closest("button")) clear(event); }, true);
+  new MutationObserver(prepare).observe(document.body, { childList: true, subtree: true });
+  prepare();
 }
 """
 # What the page runs once loaded: the keys, the slider notes, then the names and the live caption
