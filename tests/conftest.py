@@ -63,7 +63,7 @@ MARKED_BY = {
 LONGEST_FIRST = [  # each module's seconds on a quiet clean clone's make test, 2026-11-27 (--durations=0, summed)
     "test_app.py",  # 220
     "test_engine_default_model.py",  # 140
-    "test_many_visitors.py",  # 126, the class-at-once load at 75 s
+    "test_many_visitors.py",  # 126, the class-at-once load at 75 s (60 s since)
     "test_accessibility.py",  # 126
     "test_page_on_the_model.py",  # 89
     "test_gpu_check.py",  # 81
