@@ -520,6 +520,7 @@ def test_a_continuation_that_opens_a_new_line_starts_under_its_label():
     assert labelled("Continuation", " Paris.") == "Continuation:  Paris."  # verbatim: the model's own space kept
 
 
+@pytest.mark.heavy  # seconds: kept out of make test-quick's minute
 def test_python_m_lab_runs_and_lists_its_commands():
     root = Path(__file__).resolve().parent.parent
     result = subprocess.run(

@@ -51,6 +51,7 @@ def burn(seconds: float) -> None:
 
 
 @pytest.mark.skipif(machine_busy_seconds(PROC_STAT) is None, reason="no /proc/stat here")
+@pytest.mark.heavy  # seconds: kept out of make test-quick's minute
 def test_a_real_burner_beside_us_is_seen():
     watch = CpuWatch()
     burner = multiprocessing.Process(target=burn, args=(1.0,))

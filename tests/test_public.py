@@ -230,6 +230,7 @@ def crafted(rows: int, dense: int) -> dict:
     return data
 
 
+@pytest.mark.heavy  # seconds: kept out of make test-quick's minute
 def test_the_crafted_1500_row_run_is_refused_with_the_limit_it_passed():
     data = crafted(1_500, 1_500)
     blob = gzip.compress(json.dumps(data).encode())

@@ -88,6 +88,7 @@ def test_a_quick_run_gets_its_rounds_and_stays_exact(tiny_lm):
     assert "ran 3 interleaved rounds (lookahead, greedy, then again)" in summary_html(run)
 
 
+@pytest.mark.heavy  # seconds: kept out of make test-quick's minute
 def test_a_race_runs_interleaved_rounds_and_shows_one(tiny_lm):
     draft = tiny_draft("llama")
     result = race(tiny_lm, PROMPT, REQUEST, Runtime(draft=draft), StepCosts.of(cost_table(0.1)))

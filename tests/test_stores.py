@@ -7,11 +7,14 @@ from __future__ import annotations
 import dataclasses
 import pickle
 
+import pytest
+
 from lab.stores import VISITOR_TOKENS, Visitor, run_name, shipped_texts
 from lookahead_core.models import DEFAULT_MODEL
 from tests.visual_checks import PRESETS, example
 
 
+@pytest.mark.heavy  # seconds: kept out of make test-quick's minute
 def test_a_new_visitor_holds_the_examples_of_the_model_they_were_recorded_on_only():
     names = [t.name for t in reversed(Visitor().store(DEFAULT_MODEL).texts())]
     assert names == [f"example: {p['label']}" for p in PRESETS]
