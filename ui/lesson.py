@@ -12,20 +12,27 @@ from dataclasses import dataclass
 
 import gradio as gr
 
+from lab.server import SHELF
 from visuals import library
 from visuals.lesson import LESSON, lesson_text, step_index
+from visuals.summary import preset_note
 
-from .presets import preset_values
+from .presets import PRESET_IDS, PRESETS, preset_values, run_values
+
+OWN_BACK = "Your own prompt, as you left it when the lesson began."
 
 
 @dataclass(frozen=True)
 class LessonBar:
-    """The sidebar, its walkthrough, each Back/Next button with the step it goes to, and the panel to outline."""
+    """The sidebar, its walkthrough, each Back/Next button with the step it goes to, the panel to outline, and the
+    visitor's own prompt (and run) the lesson replaced, with the button that brings them back."""
 
     bar: gr.Sidebar
     walkthrough: gr.Walkthrough
     moves: list[tuple[int, gr.Button]]
     lit: gr.Textbox
+    own: gr.State
+    back: gr.Button
 
 
 def build_lesson() -> LessonBar:
@@ -36,6 +43,8 @@ def build_lesson() -> LessonBar:
             "about and outlines the panel to look at. Leave it any time: the page is yours to explore.",
             elem_id="ll-lesson-intro",
         )
+        back = gr.Button("↩ Back to your own prompt", size="sm", visible=False, elem_id="ll-lesson-own")
+        own = gr.State(None)
         with gr.Walkthrough(selected=0, elem_id="ll-lesson") as walkthrough:
             for number, item in enumerate(LESSON):
                 with gr.Step(item.title, id=number):
@@ -47,7 +56,7 @@ def build_lesson() -> LessonBar:
                             next_button = gr.Button("Next ▶", size="sm", variant="primary", elem_id=f"ll-next-{number}")
                             moves.append((number + 1, next_button))
         lit = gr.Textbox("", visible="hidden", elem_id="ll-lit")
-    return LessonBar(bar, walkthrough, moves, lit)
+    return LessonBar(bar, walkthrough, moves, lit, own, back)
 
 
 def lesson_number(value) -> int:
@@ -67,9 +76,37 @@ def lesson_at(page, index: int) -> dict:
     return moved | preset_values(page, item.preset, step) | {page.lesson.lit: item.panel}
 
 
-def lesson_opened(page, lit: str) -> dict:
+def lesson_over(page, index: int, preset, prompt, chat, run_id, own) -> dict:
+    """Lesson step `index` over what the page shows: the visitor's own prompt (one that is not the shown preset's,
+    or any prompt with a run of theirs shown) is kept the first time the lesson replaces it, and the button that
+    brings it back is shown (`lesson_at` for the rest)."""
+    kept = {}
+    theirs = run_id or preset not in PRESET_IDS or library.preset(PRESETS, preset)["prompt"] != prompt
+    if own is None and theirs:
+        kept = {
+            page.lesson.own: {"prompt": prompt, "chat": chat, "run": run_id},
+            page.lesson.back: gr.Button(visible=True),
+        }
+    return lesson_at(page, index) | kept
+
+
+def lesson_opened(page, lit: str, preset, prompt, chat, run_id, own) -> dict:
     """The sidebar opened with its arrow: step 1 applied as `?lesson=1` applies it, unless a step already was (the
     sidebar closed and opened again: the page stays as the visitor left it, its outlined panel brought back)."""
     if lit:
         return {page.lesson.lit: gr.skip()}
-    return lesson_at(page, 0)
+    return lesson_over(page, 0, preset, prompt, chat, run_id, own)
+
+
+def back_to_own(page, own) -> dict:
+    """The visitor's own prompt the lesson replaced, brought back: their run too, where one of theirs was shown
+    and the shelf still keeps it (else the prompt alone, the replay left as it is, as an edited prompt leaves it);
+    the button hidden until the lesson replaces a prompt of theirs again."""
+    if not own:
+        return {}
+    c = page.controls
+    back = {page.lesson.own: None, page.lesson.back: gr.Button(visible=False), c.preset: None, c.chat: own["chat"]}
+    run = SHELF.get(own["run"]) if own["run"] else None
+    if run is not None:
+        return back | run_values(page, run, own["run"], OWN_BACK)
+    return back | {c.prompt: own["prompt"], c.preset_note: preset_note(OWN_BACK), page.exports.run_id: ""}

@@ -25,7 +25,7 @@ from .controls import Controls, build_controls
 from .events import LabBlocks, bound
 from .exports import Exports, build_exports
 from .form import RACE_FORM, RUN_FORM, VISITOR, inputs
-from .lesson import LessonBar, build_lesson, lesson_at, lesson_opened
+from .lesson import LessonBar, back_to_own, build_lesson, lesson_opened, lesson_over
 from .links import opened
 from .model_box import ModelBox, build_model_box
 from .player import Panels, Replay, build_panels, build_replay
@@ -174,13 +174,23 @@ def wire_replay(demo: gr.Blocks, page: Page) -> None:
     demo.load(bound(opened, page), None, opening, **PRIVATE, **REPLAYING).then(
         None, lesson.lit, None, js=scripts.HIGHLIGHT
     )
-    lessoned = [lesson.walkthrough, c.preset, *filled, lesson.lit]
+    lessoned = [lesson.walkthrough, c.preset, *filled, lesson.lit, lesson.own, lesson.back]
+    shown_now = [
+        c.preset,
+        c.prompt,
+        c.chat,
+        page.exports.run_id,
+        lesson.own,
+    ]  # what the lesson may keep of the visitor's
     for target, button in lesson.moves:
-        button.click(partial(lesson_at, page, target), None, lessoned, **PRIVATE, **REPLAYING).then(
+        button.click(partial(lesson_over, page, target), shown_now, lessoned, **PRIVATE, **REPLAYING).then(
             None, lesson.lit, None, js=scripts.HIGHLIGHT
         )
-    lesson.bar.expand(bound(lesson_opened, page), lesson.lit, lessoned, **PRIVATE, **REPLAYING).then(
+    lesson.bar.expand(bound(lesson_opened, page), [lesson.lit, *shown_now], lessoned, **PRIVATE, **REPLAYING).then(
         None, lesson.lit, None, js=scripts.HIGHLIGHT
+    )
+    lesson.back.click(
+        bound(back_to_own, page), lesson.own, [lesson.own, lesson.back, c.preset, *filled], **PRIVATE, **REPLAYING
     )
     page.contrast.change(None, page.contrast, None, js=scripts.CONTRAST, **PRIVATE)
     c.prompt.input(bound(controls_events.own_prompt, page), None, [c.preset, c.preset_note], **PRIVATE, **REPLAYING)

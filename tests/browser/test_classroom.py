@@ -20,6 +20,7 @@ from visuals.lesson import LESSON, step_index
 
 OUT = Path(__file__).resolve().parents[2] / "out"
 PRESETS = library.load_presets()
+PRESETS_BY_ID = {item["id"]: item for item in PRESETS}
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore:.*(copy keyword|no_silent_downcasting)")
 
@@ -228,3 +229,31 @@ def test_a_number_typed_past_a_sliders_range_is_said_under_it(classroom, browser
         assert control.locator("#ll-max .ll-slider-note").inner_text() == ""
     finally:
         control.close()
+
+
+def test_the_lesson_keeps_the_visitors_own_prompt_and_brings_it_back(classroom, browser):
+    """A lesson step loads its preset over the prompt box; a prompt of the visitor's own is kept the first time and
+    ↩ brings it back (ui/lesson.back_to_own). The control: over a preset's own prompt nothing is kept, and no ↩."""
+    from tests.browser.test_phone import ARROW
+
+    page, errors = open_page(browser, classroom)
+    try:
+        box, back = page.get_by_label("Prompt (or write your own)"), page.locator("#ll-lesson-own")
+        arrow = page.get_by_role("button", name=ARROW).first
+        arrow.click()  # the control first: the page's preset, untouched
+        page.wait_for_function("() => document.querySelector('.ll-lit')")
+        page.click("#ll-next-0")
+        wait_for_step(page, LESSON[1].step)
+        assert not back.is_visible()
+        box.fill("My own prompt about turtles")
+        page.click("#ll-back-1")
+        page.wait_for_function(f"() => document.querySelector('.ll-lit #ll-{LESSON[0].panel}')")
+        back.wait_for(state="visible")
+        assert box.input_value() == PRESETS_BY_ID[LESSON[0].preset]["prompt"]
+        back.click()
+        back.wait_for(state="hidden")
+        assert box.input_value() == "My own prompt about turtles"
+        assert "Your own prompt" in page.inner_text("#ll-preset-caption")
+        assert not errors
+    finally:
+        page.close()
