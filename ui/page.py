@@ -175,13 +175,7 @@ def wire_replay(demo: gr.Blocks, page: Page) -> None:
         None, lesson.lit, None, js=scripts.HIGHLIGHT
     )
     lessoned = [lesson.walkthrough, c.preset, *filled, lesson.lit, lesson.own, lesson.back]
-    shown_now = [
-        c.preset,
-        c.prompt,
-        c.chat,
-        page.exports.run_id,
-        lesson.own,
-    ]  # what the lesson may keep of the visitor's
+    shown_now = [c.preset, c.prompt, c.chat, page.exports.run_id, lesson.own]  # what the lesson may keep
     for target, button in lesson.moves:
         button.click(partial(lesson_over, page, target), shown_now, lessoned, **PRIVATE, **REPLAYING).then(
             None, lesson.lit, None, js=scripts.HIGHLIGHT

@@ -75,13 +75,14 @@ ACCESSIBLE = f"""
 # A number typed into a slider's box outside its range: Gradio moves it to the nearest end without a word (when the
 # box loses the focus), so the page says so under the slider. Each slider gets an empty status region at once (a
 # screen reader announces a change to a region already there, not one that appears with its words), named by the
-# box's aria-describedby; the box's typed value is read before Gradio's handler (the capture phase), and written as
+# box's aria-describedby (those on the page at load; a slider drawn later gets one as its box takes the focus, before
+# anything is typed); the box's typed value is read before Gradio's handler (the capture phase), and written as
 # text. Moving the slider or its reset button clears the note.
 SLIDER_LIMITS = """
 () => {
   let notes = 0;
-  const prepare = () => {
-    document.querySelectorAll(".block:has(input[type=range]):not(:has(.ll-slider-note))").forEach((block) => {
+  const prepare = (within) => {
+    within.querySelectorAll(".block:has(input[type=range]):not(:has(.ll-slider-note))").forEach((block) => {
       const box = block.querySelector("input[type=number]");
       if (!box) return;
       const note = document.createElement("p");
@@ -120,8 +121,13 @@ SLIDER_LIMITS = """
   };
   document.addEventListener("input", clear, true);
   document.addEventListener("click", (event) => { if (event.target.closest("button")) clear(event); }, true);
-  new MutationObserver(prepare).observe(document.body, { childList: true, subtree: true });
-  prepare();
+  // every slider drawn by now, and one drawn later (in an accordion opened) as its box takes the focus: no observer
+  // of every change to the page, which playback makes at every step
+  document.addEventListener("focusin", (event) => {
+    const block = event.target.closest && event.target.closest(".block");
+    if (block && block.parentElement) prepare(block.parentElement);
+  }, true);
+  prepare(document);
 }
 """
 # What the page runs once loaded: the keys, the slider notes, then the names and the live caption
