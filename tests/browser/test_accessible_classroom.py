@@ -202,7 +202,7 @@ def test_tab_never_reaches_the_closed_lesson_and_each_reset_button_is_named_by_i
         assert "Reset to default value" not in names and "Reset W · window size (columns) to its default" in names
         page.get_by_role("button", name="Toggle Sidebar").click()
         page.wait_for_function("() => document.querySelector('#ll-lesson-bar.open')")
-        assert page.get_by_role("button", name="Next ▶").first.is_visible()
+        page.get_by_role("button", name="Next ▶").first.wait_for(state="visible")  # the sidebar slides in: no race
         assert not errors
     finally:
         page.close()
