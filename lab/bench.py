@@ -32,7 +32,7 @@ import torch
 
 from lookahead_core.divergence import divergence
 from lookahead_core.forward import synchronize
-from lookahead_core.methods import lookup_settings, reach, suffix_settings
+from lookahead_core.methods import method_settings, reach
 from lookahead_core.models import LoadedModel, encode_prompt
 from lookahead_core.records import (
     METHODS,
@@ -42,12 +42,12 @@ from lookahead_core.records import (
     BenchResult,
     BenchSettings,
     BenchTotals,
-    LookaheadSettings,
     Needs,
     Spread,
     StepMode,
     entrant_missing,
     entrant_needs,
+    entrant_settings,
 )
 from lookahead_core.request import DecodeRequest
 from lookahead_core.runtime import Runtime
@@ -438,27 +438,21 @@ def bench_settings(
     prompts: tuple[str, int],
 ) -> BenchSettings:
     """What the bench ran with, as its report keeps it: `prompts` is the prompt set's name and the rounds run."""
-    config, (dataset, repeats) = request.lookahead, prompts
+    dataset, repeats = prompts
     settled = runtime.in_mode(lm.model)
     return BenchSettings(
         dataset=dataset,
         methods=methods,
         baseline=baseline,
         max_new_tokens=request.max_new_tokens,
-        lookahead=LookaheadSettings(window=config.window, ngram=config.ngram, guesses=config.guesses),
-        auto=runtime.auto.settings() if runtime.auto is not None else None,
+        by_method=method_settings(request, runtime, {entrant_settings(entrant) for entrant in methods} - {None}),
         sampling=request.sampling.record(),
-        prompt_lookup=lookup_settings(request),
-        draft=runtime.draft.settings() if runtime.draft is not None else None,
-        medusa=runtime.heads.settings() if BenchMethod.MEDUSA in methods else None,
-        eagle=runtime.layer.settings() if BenchMethod.EAGLE in methods else None,
         static_compiled=compiles_static(lm) if BenchMethod.HF_STATIC in methods else None,
         prompt_lookup_num_tokens=PROMPT_LOOKUP_TOKENS,
         ran_at=time.strftime("%Y-%m-%dT%H:%M:%S"),
         repeats=repeats,
         mode=settled.mode,
         mode_note=settled.mode_note,
-        suffix=suffix_settings(request, runtime) if BenchMethod.SUFFIX in methods else None,
         suffix_warm=runtime.store is not None if BenchMethod.SUFFIX in methods else None,
         state_on_host={
             BenchMethod(method.value): why

@@ -35,7 +35,7 @@ from lookahead_core.costs import shape_costs
 from lookahead_core.decoding import DecodingError
 from lookahead_core.draft import DEFAULT_DRAFT, DEFAULT_DRAFT_TOKENS, SELF_DRAFTS
 from lookahead_core.eagle import EAGLE
-from lookahead_core.methods import recorded_settings
+from lookahead_core.methods import method_settings
 from lookahead_core.models import ModelLoadError, encode_prompt, load_model, unicode_problem
 from lookahead_core.records import METHODS, BenchMethod, BenchReport, Branch, Method, Needs, StepMode, entrant_needs
 from lookahead_core.request import DecodeRequest
@@ -374,7 +374,8 @@ def counted(steps: Iterable, most: int, label: str) -> Iterator:
 def generated_json(item: dict, prompt_ids: list[int], request: DecodeRequest, runtime: Runtime, summary, lm) -> str:
     """One prompt's decoding as the JSON line documented in the module's docstring."""
     entry, config, lookup, sampling = METHODS[request.method], request.lookahead, request.lookup, request.sampling
-    looking_up, draft = entry.branch == Branch.GUESS, recorded_settings(request, runtime).get("draft")
+    settings = method_settings(request, runtime, [request.method])
+    looking_up, draft = entry.branch == Branch.GUESS, settings.speculative or settings.eagle
     return json.dumps(
         {
             "id": item["id"],
@@ -408,7 +409,7 @@ def labelled(label: str, text: str) -> str:
 def generated_words(item: dict, prompt_ids: list[int], request: DecodeRequest, runtime: Runtime, summary, lm) -> str:
     """One prompt's decoding as text: the continuation and a line of what ran, how, where and how fast."""
     sampling, machine = request.sampling, lm.describe()
-    settings = recorded_words(recorded_settings(request, runtime))  # none for plain greedy: '[greedy]' says all
+    settings = recorded_words(method_settings(request, runtime, [request.method]))  # greedy: none ('[greedy]')
     if not sampling.is_greedy:
         drawn = f"T={sampling.temperature} top-k={sampling.top_k} top-p={sampling.top_p} seed={sampling.seed}"
         settings = f"{settings or 'sampling'}, {drawn}"

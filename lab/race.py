@@ -20,7 +20,7 @@ from dataclasses import replace
 from lookahead_core.costs import StepCosts
 from lookahead_core.decoding import check_request
 from lookahead_core.forward import synchronize
-from lookahead_core.methods import lookahead_settings, lookup_settings, reach, suffix_settings
+from lookahead_core.methods import method_settings, reach
 from lookahead_core.models import LoadedModel
 from lookahead_core.records import METHODS, Method, RaceLane, RaceRecord, StepTally, raced_on
 from lookahead_core.request import DecodeRequest
@@ -209,21 +209,15 @@ def race_record(
         lane.speedup = figures.speedup.median
         lane.exact = same_as_far_as_both_wrote(lane, greedy) if request.sampling.is_greedy else None
     settled = runtime.in_mode(lm.model)
-    ran = {lane.method for lane in lanes}  # each drafting method's settings where it raced, else None
     return RaceRecord(
         lanes=lanes,
-        settings=lookahead_settings(request, runtime),
-        lookup=lookup_settings(request),
-        draft=runtime.draft.settings() if Method.SPECULATIVE in ran else None,
+        settings=method_settings(request, runtime, [lane.method for lane in lanes]),
         step_costs=costs.curve(),
         machine=machine_facts(lm),
         max_new_tokens=request.max_new_tokens,
         ran_at=time.strftime("%Y-%m-%dT%H:%M:%S"),
         sampling=request.sampling.record(),
         timing=timing,
-        medusa=runtime.heads.settings() if Method.MEDUSA in ran else None,
-        eagle=runtime.layer.settings() if Method.EAGLE in ran else None,
-        suffix=suffix_settings(request, runtime) if Method.SUFFIX in ran else None,
         mode=settled.mode,
         mode_note=settled.mode_note,
     )

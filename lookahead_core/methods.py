@@ -7,7 +7,7 @@ runs the plain loop (decoding.greedy_steps).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from .config import LookaheadConfig
@@ -19,7 +19,7 @@ from .forward import Passes
 from .lookup import PromptLookupProposer
 from .medusa import MedusaProposer
 from .proposers import JacobiProposer, Proposer
-from .records import LookaheadSettings, LookupSettings, Method, SuffixSettings
+from .records import LookaheadSettings, LookupSettings, Method, MethodSettings, SuffixSettings
 from .request import DecodeRequest
 from .runtime import Runtime
 from .suffix import SuffixProposer, store_settings
@@ -40,13 +40,13 @@ def lookahead_reach(config: LookaheadConfig) -> int:
 class Guessing:
     """How the engine runs one guessing method: `proposer(model, prompt_ids, request, runtime)` makes its
     proposer's maker, `reach(request, runtime)` says how far past the current token its rows may sit,
-    `recorded(request, runtime)` its settings as a trace's meta holds them, `rows(request, runtime)` the most
-    rows a step feeds (c included: the fixed-shape step's T), and `keep_hidden` whether each pass keeps its
-    rows' last hidden states (what heads and a layer read)."""
+    `recorded(request, runtime)` its settings as records hold them (its field of MethodSettings),
+    `rows(request, runtime)` the most rows a step feeds (c included: the fixed-shape step's T), and `keep_hidden`
+    whether each pass keeps its rows' last hidden states (what heads and a layer read)."""
 
     proposer: Callable[[object, list[int], DecodeRequest, Runtime], MakeProposer]
     reach: Callable[[DecodeRequest, Runtime], int]
-    recorded: Callable[[DecodeRequest, Runtime], dict]
+    recorded: Callable[[DecodeRequest, Runtime], object]
     rows: Callable[[DecodeRequest, Runtime], int]
     keep_hidden: bool = False
 
@@ -105,39 +105,39 @@ GUESSING: dict[Method, Guessing] = {
     Method.LOOKAHEAD: Guessing(
         jacobi,
         lambda request, runtime: lookahead_reach(request.lookahead),
-        lambda request, runtime: {"settings": lookahead_settings(request, runtime)},
+        lambda request, runtime: lookahead_settings(request, runtime),
         lambda request, runtime: request.lookahead.tokens_per_step,
     ),
     Method.PROMPT_LOOKUP: Guessing(
         prompt_lookup,
         lambda request, runtime: request.lookup.tokens,
-        lambda request, runtime: {"lookup": lookup_settings(request)},
+        lambda request, runtime: lookup_settings(request),
         lambda request, runtime: 1 + request.lookup.tokens * request.lookup.candidates,
     ),
     Method.SPECULATIVE: Guessing(
         draft_chain,
         lambda request, runtime: runtime.draft.tokens,
-        lambda request, runtime: {"draft": runtime.draft.settings()},
+        lambda request, runtime: runtime.draft.settings(),
         lambda request, runtime: 1 + runtime.draft.tokens,
     ),
     Method.EAGLE: Guessing(
         eagle_chain,
         lambda request, runtime: runtime.layer.tokens,
-        lambda request, runtime: {"draft": runtime.layer.settings()},
+        lambda request, runtime: runtime.layer.settings(),
         lambda request, runtime: 1 + runtime.layer.tokens,
         keep_hidden=True,
     ),
     Method.MEDUSA: Guessing(
         heads_tree,
         lambda request, runtime: runtime.heads.reach,
-        lambda request, runtime: {"medusa": runtime.heads.settings()},
+        lambda request, runtime: runtime.heads.settings(),
         lambda request, runtime: 1 + len(runtime.heads.tree),
         keep_hidden=True,
     ),
     Method.SUFFIX: Guessing(
         suffix_tree,
         lambda request, runtime: request.suffix.tree_size,
-        lambda request, runtime: {"suffix": suffix_settings(request, runtime)},
+        lambda request, runtime: suffix_settings(request, runtime),
         lambda request, runtime: 1 + request.suffix.tree_size,
     ),
 }
@@ -149,15 +149,12 @@ def reach(request: DecodeRequest, runtime: Runtime) -> int:
     return guessing.reach(request, runtime) if guessing is not None else 0
 
 
-# A trace's meta: each method's own settings.
-NO_SETTINGS = {"settings": None, "lookup": None, "draft": None, "medusa": None, "suffix": None}
-
-
-def recorded_settings(request: DecodeRequest, runtime: Runtime) -> dict:
-    """The request's method's settings as a trace's meta holds them: keywords of TraceMeta, the method's own
-    set and the others None (all None for greedy)."""
-    guessing = GUESSING.get(request.method)
-    return NO_SETTINGS | (guessing.recorded(request, runtime) if guessing is not None else {})
+def method_settings(request: DecodeRequest, runtime: Runtime, methods: Iterable[Method]) -> MethodSettings:
+    """The settings of `methods` as records hold them, each with the request's and the runtime's (the others None:
+    a trace's are its own method's, a race's its lanes', a bench's its entrants')."""
+    return MethodSettings(
+        **{method.name.lower(): GUESSING[method].recorded(request, runtime) for method in methods if method in GUESSING}
+    )
 
 
 def step_rows(request: DecodeRequest, runtime: Runtime) -> int:

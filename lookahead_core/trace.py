@@ -18,7 +18,7 @@ import transformers
 from .decoding import DecodingError, check_request, greedy_steps
 from .divergence import divergence
 from .fixed import Shape, step_passes
-from .methods import guessing_decoder, reach, recorded_settings, step_rows, step_shape
+from .methods import guessing_decoder, method_settings, reach, step_rows, step_shape
 from .models import LoadedModel
 from .records import (
     ENGINE_VERSION,
@@ -284,7 +284,7 @@ def tracing(
         mode=plan.mode,
         mode_note=plan.mode_note,
         **plan.shape_facts(runtime),
-        **recorded_settings(request, runtime),
+        settings=method_settings(request, runtime, [request.method]),
     )
     pieces = text_pieces(lm.tokenizer, [[token] for token in summary.new_token_ids])
     return Trace(meta=meta, steps=steps, vocab=vocab_for(lm.tokenizer, ids), summary=summary, pieces=pieces)

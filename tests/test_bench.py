@@ -126,15 +126,16 @@ def test_bench_runs_every_method_end_to_end(tiny_folder, tmp_path, capsys):
         eagle,
     )
     assert list(report.summary) == list(ENTRANTS) == list(BenchMethod)
-    assert report.settings.medusa.heads == "heads.safetensors" and report.settings.medusa.tree_size >= 1
-    assert report.settings.eagle.model == "eagle: eagle.safetensors" and report.settings.draft.model == "bf16-self"
+    by_method = report.settings.by_method  # every entrant's, hf-assisted's draft speculative's
+    assert by_method.medusa.heads == "heads.safetensors" and by_method.medusa.tree_size >= 1
+    assert by_method.eagle.model == "eagle: eagle.safetensors" and by_method.speculative.model == "bf16-self"
     for method, row in report.summary.items():
         assert row.prompts == 2 and row.exact == 2, method
     assert report.settings.baseline == BenchMethod.HF_GREEDY
     assert report.summary[BenchMethod.HF_GREEDY].speedup == pytest.approx(1.0)
     assert [row.id for row in report.prompts] == ["loop", "list"]
     assert all(list(row.methods) == list(ENTRANTS) for row in report.prompts)
-    assert report.settings.lookahead == LookaheadSettings(window=3, ngram=4, guesses=3)
+    assert by_method.lookahead == LookaheadSettings(window=3, ngram=4, guesses=3)
     page = html.read_text()
     assert page.startswith("<!doctype html>") and "Plotly.newPlot" in page and "src=" not in page.split("<body>")[0]
     out = capsys.readouterr().out
@@ -146,8 +147,8 @@ def test_bench_runs_every_method_end_to_end(tiny_folder, tmp_path, capsys):
 
 def test_without_heads_for_the_model_the_bench_leaves_medusa_out_unless_it_is_asked_for(tiny_folder, tmp_path, capsys):
     report = bench(tiny_folder, tmp_path)  # every method by default
-    assert BenchMethod.MEDUSA not in report.summary and report.settings.medusa is None
-    assert BenchMethod.EAGLE not in report.summary and report.settings.eagle is None
+    assert BenchMethod.MEDUSA not in report.summary and report.settings.by_method.medusa is None
+    assert BenchMethod.EAGLE not in report.summary and report.settings.by_method.eagle is None
     notes = capsys.readouterr().err
     assert "note: medusa left out: Medusa needs heads trained for" in notes
     assert "note: eagle left out: EAGLE needs a layer trained for" in notes
@@ -165,14 +166,16 @@ def test_without_heads_for_the_model_the_bench_leaves_medusa_out_unless_it_is_as
 
 
 def test_the_bench_json_keeps_the_keys_other_tools_read(tiny_folder, tmp_path):
-    """The record writes the report's JSON as the string-keyed dicts earlier lab versions wrote (plus its version)."""
+    """The record writes the report's JSON as the string-keyed dicts earlier lab versions wrote (plus its version),
+    each method's settings keyed by method since schema 14."""
     bench(tiny_folder, tmp_path, "--methods", "greedy,lookahead,hf-greedy", "--window", "3")
     written = json.loads((tmp_path / "report.json").read_text())
     assert set(written) == {"summary", "prompts", "machine", "settings", "busy", "schema_version"}
     assert list(written["summary"]) == ["greedy", "lookahead", "hf-greedy"]
     assert all(set(row) == SUMMARY_KEYS for row in written["summary"].values())
     assert all(set(result) == RESULT_KEYS for row in written["prompts"] for result in row["methods"].values())
-    lookahead = written["settings"]["lookahead"]  # the trace's LookaheadSettings: W, N, G and the planner
+    lookahead = written["settings"]["by_method"]["lookahead"]  # the trace's LookaheadSettings: W, N, G, the planner
+    assert [method for method, held in written["settings"]["by_method"].items() if held] == ["lookahead"]
     assert {key: lookahead[key] for key in ("window", "ngram", "guesses", "planner")} == {
         "window": 3,
         "ngram": 5,
@@ -314,8 +317,9 @@ def test_bench_auto_reports_what_it_chose_and_why(tiny_folder, tmp_path, monkeyp
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     monkeypatch.setattr(cost_module, "measure_step_costs", lambda lm, **_: cost_table(0.05))
     report = bench(tiny_folder, tmp_path, "--auto", "--methods", "greedy,lookahead")
-    auto = report.settings.auto
-    assert auto.planner == PlannerKind.COST_AWARE and auto.window == report.settings.lookahead.window
+    auto = report.settings.by_method.lookahead  # what lookahead ran: the auto choice, with the curve behind it
+    chosen = choose_settings(cost_table(0.05)).config
+    assert auto.planner == PlannerKind.COST_AWARE and (auto.window, auto.ngram) == (chosen.window, chosen.ngram)
     assert auto.regime == Regime.STEEP and auto.probe_ratio == pytest.approx(4.15)
     assert type(auto.step_costs) is StepCostCurve and auto.step_costs.seconds == cost_table(0.05).seconds
     assert report.summary[BenchMethod.LOOKAHEAD].exact == 2
@@ -583,7 +587,7 @@ def test_a_warm_suffix_store_holds_the_earlier_prompts_outputs_never_a_prompts_o
 
     monkeypatch.setattr(suffix_module.SuffixProposer, "__init__", spy)
     warm = bench(tiny_folder, tmp_path, "--methods", "hf-greedy,suffix", "--repeats", "2")
-    assert warm.settings.suffix_warm is True and warm.settings.suffix.store == []
+    assert warm.settings.suffix_warm is True and warm.settings.by_method.suffix.store == []
     assert [names for names in seen if names] and all(names in ([], ["loop"]) for names in seen)
     assert seen[-1] == ["loop"]  # the second prompt's rounds matched the first's output
     assert all(row.exact == 2 for row in warm.summary.values())

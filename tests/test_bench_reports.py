@@ -18,6 +18,7 @@ from lookahead_core.records import (
     BenchReport,
     Busy,
     Method,
+    PlannerKind,
     SchemaError,
     Spread,
     to_data,
@@ -59,6 +60,34 @@ def assert_holds(full, part, where: str = "report") -> None:
         assert full == part, f"{where}: {part!r} read as {full!r}"
 
 
+# Before schema 14 a report's settings gave each method's a field of its own, and lookahead's auto choice one too
+FLAT = {
+    "prompt_lookup": "prompt_lookup",
+    "draft": "speculative",
+    "medusa": "medusa",
+    "eagle": "eagle",
+    "suffix": "suffix",
+}
+
+
+def keyed(data: dict) -> dict:
+    """A report's data with its methods' settings where schema 14 keeps them (`by_method`, keyed by method): with auto
+    settings lookahead ran the auto choice, whose W, N, G its own field held too."""
+    if "by_method" in data["settings"]:
+        return data
+    flat = data["settings"]
+    lookahead, auto = flat.get("lookahead"), flat.get("auto")
+    if auto is not None:
+        assert [lookahead[k] for k in ("window", "ngram", "guesses")] == [
+            auto[k] for k in ("window", "ngram", "guesses")
+        ]
+        lookahead = auto
+    by_method = {new: flat[old] for old, new in FLAT.items() if flat.get(old) is not None}
+    by_method |= {"lookahead": lookahead} if lookahead is not None else {}
+    rest = {key: value for key, value in flat.items() if key not in {*FLAT, "lookahead", "auto"}}
+    return data | {"settings": rest | {"by_method": by_method}}
+
+
 def test_the_reports_are_shipped():
     assert len(SHIPPED) >= 10
 
@@ -68,7 +97,7 @@ def test_a_shipped_report_reads_loses_nothing_and_reads_back_equal(path):
     text = path.read_text()
     report = BenchReport.from_json(text)
     assert report.schema_version == SCHEMA_VERSION
-    assert_holds(to_data(report), unversioned_bench_report(json.loads(text)))
+    assert_holds(to_data(report), keyed(unversioned_bench_report(json.loads(text))))
     assert list(report.summary) == report.settings.methods
     assert all(list(row.methods) == report.settings.methods for row in report.prompts)
     read = BenchReport.from_json(report.to_json(indent=1))
@@ -96,14 +125,15 @@ def test_a_report_from_before_our_prompt_lookup_reads_its_prompt_lookup_as_trans
     report = shipped("h100-humaneval-float32.json")
     assert list(report.summary) == ["greedy", "lookahead", "hf-prompt-lookup", "hf-greedy"]
     assert report.summary[BenchMethod.HF_PROMPT_LOOKUP].steps == 422  # generate(prompt_lookup_num_tokens=10)'s
-    assert report.settings.prompt_lookup is None and report.settings.sampling is None
+    assert report.settings.by_method.prompt_lookup is None and report.settings.sampling is None
     assert report.summary[BenchMethod.LOOKAHEAD].acceptance is None
     assert report.prompts[0].methods[BenchMethod.LOOKAHEAD].offered is None
 
 
 def test_an_auto_choice_from_before_its_regime_was_recorded_keeps_its_words():
     report = shipped("h100-humaneval-float32.json")
-    assert report.settings.auto.regime is None and report.settings.auto.step_costs.context == 256
+    auto = report.settings.by_method.lookahead  # what lookahead ran: the auto choice
+    assert auto.regime is None and auto.step_costs.context == 256 and auto.planner == PlannerKind.FULL
     assert report.settings.auto_why.startswith("on NVIDIA H100 80GB HBM3 (float32) a 64-token step costs 1.16x")
     assert "a 64-token step costs 1.16x" in bench_report_html(report)
 
@@ -121,7 +151,8 @@ def test_a_current_report_reads_as_written():
     report = shipped("cpu-humaneval-float32.json")
     benched_before = (BenchMethod.MEDUSA, BenchMethod.EAGLE, BenchMethod.HF_STATIC, BenchMethod.SUFFIX)
     assert list(report.summary) == [m for m in BenchMethod if m not in benched_before]
-    assert report.settings.prompt_lookup.tokens == 10 and report.settings.draft.model == "bf16-self"
+    by_method = report.settings.by_method
+    assert by_method.prompt_lookup.tokens == 10 and by_method.speculative.model == "bf16-self"
     assert report.settings.auto_why is None and all(r.draws is None for r in report.prompts[0].methods.values())
 
 

@@ -119,7 +119,7 @@ def test_a_recorded_auto_run_replays_step_for_step(tiny_lm):
     auto = choose_settings(cost_table(0.2))
     prompt = ([5, 6, 7, 8] * 8)[:30]
     trace = record_trace(tiny_lm, prompt, DecodeRequest(max_new_tokens=48), Runtime(auto=auto))
-    settings = Trace.from_json(trace.to_json()).meta.settings  # as a saved trace holds them
+    settings = Trace.from_json(trace.to_json()).meta.settings.lookahead  # as a saved trace holds them
     assert settings.planner == PlannerKind.COST_AWARE
     plans = [step.plan for step in trace.steps[1:]]
     assert any(p.window_fed for p in plans) and any(not p.window_fed for p in plans), "the plans never varied"

@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import typing
+from pathlib import Path
 
 import pytest
 
@@ -15,7 +16,10 @@ from lookahead_core import records
 from lookahead_core.config import LookaheadConfig
 from lookahead_core.records import (
     SCHEMA_VERSION,
+    Method,
+    MethodSettings,
     PlannerKind,
+    RaceRecord,
     Run,
     SchemaError,
     StepCostCurve,
@@ -32,6 +36,7 @@ from lookahead_core.tuning import choose_settings
 from visuals import library
 
 from .conftest import CharTokenizer, assert_same_types, cost_table, tiny_model
+from .older import older_run
 
 PROMPT = ([5, 6, 7, 8] * 8)[:30]  # repetitive: guesses win, the pool fills and evicts
 
@@ -54,7 +59,7 @@ def test_the_recorded_run_fills_every_part_of_the_schema(run):
     assert any(s.window.harvested for s in steps) and any(s.window.warming_up for s in steps)
     assert any(s.pool.evicted for s in steps) and any(e.guess is not None for s in steps for e in s.pool.entries)
     assert {c.verdict for s in steps for c in s.verification.candidates} == set(Verdict)
-    assert run.greedy.meta.settings is None and run.trace.meta.settings.window == 5
+    assert run.greedy.meta.settings == MethodSettings() and run.trace.meta.settings.lookahead.window == 5
 
 
 def test_a_recorded_run_reads_back_equal_field_for_field(run):
@@ -76,9 +81,9 @@ def test_an_auto_trace_reads_back_with_its_settings_and_cost_curve(tiny_lm):
     read = Trace.from_json(trace.to_json())
     assert read == trace
     assert_same_types(trace, read, "trace")
-    assert read.meta.settings.planner == PlannerKind.COST_AWARE
-    assert type(read.meta.settings.step_costs) is StepCostCurve
-    assert read.meta.settings.step_costs.seconds == cost_table(0.2).seconds
+    assert read.meta.settings.lookahead.planner == PlannerKind.COST_AWARE
+    assert type(read.meta.settings.lookahead.step_costs) is StepCostCurve
+    assert read.meta.settings.lookahead.step_costs.seconds == cost_table(0.2).seconds
 
 
 def mutated(trace: Trace, change) -> str:
@@ -132,69 +137,81 @@ def test_a_trace_of_another_schema_version_is_refused_naming_both_versions(run):
 
 
 def test_a_version_10_trace_reads_as_one_with_no_shape(run):
-    data = to_data(run.trace)
-    data["schema_version"] = 10
-    for key in ("shape_rows", "shape_needs"):
-        data["meta"].pop(key)
+    data = older_run(to_data(run), 10, without=("shape_rows", "shape_needs"))["trace"]
     read = Trace.from_json(json.dumps(data))
     assert (read.meta.shape_rows, read.meta.shape_needs) == (0, 0) and read.steps == run.trace.steps
+    assert read.meta.settings == run.trace.meta.settings
 
 
 def test_a_version_3_run_reads_as_a_run_of_a_model_without_sliding_layers(run):
-    data = to_data(run)
-
-    def version_3(node):
-        if isinstance(node, dict):
-            return {k: 3 if k == "schema_version" else version_3(v) for k, v in node.items() if k != "sliding"}
-        return [version_3(v) for v in node] if isinstance(node, list) else node
-
-    old = version_3(data)
+    old = older_run(to_data(run), 3, without=("sliding",))
     for trace in (old["trace"], old["greedy"]):
         for key in ("layers", "sliding_layers", "sliding_window"):
             trace["meta"]["machine"].pop(key)
     read = Run.from_json(json.dumps(old))
-    assert read.schema_version == read.trace.schema_version == SCHEMA_VERSION == 13
+    assert read.schema_version == read.trace.schema_version == SCHEMA_VERSION == 14
     assert read.trace.meta.machine.layers == 0 and all(s.sliding is None for s in read.trace.steps)
     assert read.trace.steps == run.trace.steps
 
 
 def test_a_version_4_run_reads_as_a_run_timed_once(run):
-    data = to_data(run)
-    old = {k: v for k, v in data.items() if k != "timing"} | {"schema_version": 4}
+    old = {k: v for k, v in older_run(to_data(run), 4).items() if k != "timing"}
     read = Run.from_json(json.dumps(old))
     assert read.schema_version == SCHEMA_VERSION and read.timing is None and read.trace == run.trace
+
+
+def test_method_settings_has_a_field_for_each_guessing_method_named_as_the_method():
+    """Records keep each method's settings keyed by method (schema 14): a new method needs its field, and `of` reads
+    it by the method (greedy has none)."""
+    fields = [f.name for f in dataclasses.fields(MethodSettings)]
+    assert fields == [method.name.lower() for method in Method if method != Method.GREEDY]
+    held = MethodSettings(**{name: name for name in fields})
+    assert all(held.of(method) == method.name.lower() for method in Method if method != Method.GREEDY)
+    assert held.of(Method.GREEDY) is None
+
+
+@pytest.mark.parametrize("method", [Method.SPECULATIVE, Method.EAGLE])
+def test_a_version_13_trace_keeps_its_draft_under_its_own_method(run, method):
+    """Before schema 14 a trace's `draft` held speculative decoding's draft, and an EAGLE trace's layer (schema 8 on):
+    each reads as its own method's settings."""
+    draft = {"model": "eagle: eagle.safetensors" if method == Method.EAGLE else "bf16-self", "dtype": "float32"}
+    old = older_run(to_data(run), 13)["trace"]
+    old["meta"] |= {"method": method.value, "settings": None, "draft": draft | {"tokens": 4}}
+    settings = Trace.from_json(json.dumps(old)).meta.settings
+    assert settings.of(method).model == draft["model"] and settings.of(method).tokens == 4
+    assert [f.name for f in dataclasses.fields(settings) if getattr(settings, f.name)] == [method.name.lower()]
+
+
+RACES = sorted((Path(__file__).resolve().parent.parent / "docs" / "bench" / "races").glob("*.json"))
+# Before schema 14 a race gave each method's settings a field of its own
+FLAT_RACE = {"settings": "lookahead", "lookup": "prompt_lookup", "draft": "speculative"}
+
+
+@pytest.mark.parametrize("path", RACES, ids=lambda path: path.stem)
+def test_a_shipped_race_reads_its_settings_keyed_by_method_and_reads_back_equal(path):
+    flat = json.loads(path.read_text())
+    assert flat["schema_version"] < 14
+    race = RaceRecord.from_json(path.read_text())
+    for old in ("settings", "lookup", "draft", "medusa", "eagle", "suffix"):
+        assert to_data(getattr(race.settings, FLAT_RACE.get(old, old))) == flat.get(old), old
+    assert {lane.method for lane in race.lanes} - {Method.GREEDY} == {
+        method for method in Method if race.settings.of(method) is not None
+    }
+    assert RaceRecord.from_json(race.to_json()) == race
 
 
 def test_a_version_5_run_reads_as_a_run_with_no_heads(run):
     """Schema 6 added Medusa's records (a step's heads; a trace's, race's and bench's Medusa settings): a
     version 5 run, without them, reads with none."""
-
-    def version_5(node):
-        if isinstance(node, dict):
-            return {
-                k: 5 if k == "schema_version" else version_5(v) for k, v in node.items() if k not in ("heads", "medusa")
-            }
-        return [version_5(v) for v in node] if isinstance(node, list) else node
-
-    read = Run.from_json(json.dumps(version_5(to_data(run))))
-    assert read.schema_version == SCHEMA_VERSION and read.trace.meta.medusa is None
+    read = Run.from_json(json.dumps(older_run(to_data(run), 5, without=("heads", "medusa"))))
+    assert read.schema_version == SCHEMA_VERSION and read.trace.meta.settings.medusa is None
     assert read.trace.steps == run.trace.steps
 
 
 def test_a_version_8_run_reads_as_one_that_ran_the_eager_step(run):
     """Schema 9 added the step mode of each trace (eager, fixed, cuda-graph, compiled): a version 8 run, without it,
     ran the only step there was, the eager one, and reads so; a mode it does not know is refused, naming it."""
-
-    def version_8(node):
-        if isinstance(node, dict):
-            return {
-                k: 8 if k == "schema_version" else version_8(v)
-                for k, v in node.items()
-                if k not in ("mode", "mode_note")
-            }
-        return [version_8(v) for v in node] if isinstance(node, list) else node
-
-    old = version_8(to_data(run))
+    old = older_run(to_data(run), 8, without=("mode", "mode_note"))
     assert "mode" not in old["trace"]["meta"]
     read = Run.from_json(json.dumps(old))
     assert read.schema_version == SCHEMA_VERSION and read.trace.steps == run.trace.steps

@@ -11,7 +11,7 @@ import pytest
 
 from lab.requests import MAX_NEW_TOKENS
 from lookahead_core.config import LookaheadConfig
-from lookahead_core.records import SCHEMA_VERSION, LookaheadSettings, Method, Run, SchemaError, to_data
+from lookahead_core.records import SCHEMA_VERSION, LookaheadSettings, Method, MethodSettings, Run, SchemaError, to_data
 from visuals import library, replay
 
 PRESETS = library.load_presets()
@@ -113,19 +113,22 @@ def test_each_preset_is_valid_and_its_example_matches_it(item):
     method = Method(item.get("method", Method.LOOKAHEAD))
     assert meta.method == method and example.greedy.meta.method == Method.GREEDY
     if method == Method.LOOKAHEAD and item.get("auto"):  # the recording hardware's choice, with its measured costs
-        settings = meta.settings
+        settings = meta.settings.lookahead
         assert (settings.window, settings.ngram, settings.guesses) == (item["window"], item["ngram"], item["guesses"])
         assert settings.regime is not None and settings.step_costs is not None
         assert example.timing is not None and not example.timing.busy.heavy
     elif method == Method.LOOKAHEAD:
-        assert meta.settings == LookaheadSettings(window=item["window"], ngram=item["ngram"], guesses=item["guesses"])
+        assert meta.settings.lookahead == LookaheadSettings(
+            window=item["window"], ngram=item["ngram"], guesses=item["guesses"]
+        )
     if method == Method.PROMPT_LOOKUP:
-        assert meta.lookup.tokens == item["lookup_tokens"] and meta.settings is None
+        assert meta.settings.prompt_lookup.tokens == item["lookup_tokens"] and meta.settings.lookahead is None
     if method == Method.SPECULATIVE:
-        assert (meta.draft.model, meta.draft.tokens) == ("bf16-self", item["draft_tokens"]) and meta.settings is None
+        draft = meta.settings.speculative
+        assert (draft.model, draft.tokens) == ("bf16-self", item["draft_tokens"]) and meta.settings.lookahead is None
     assert meta.max_new_tokens == item["max_new_tokens"]
     assert meta.machine.model == "SmolLM2-135M-Instruct"
-    assert example.greedy.meta.settings is None
+    assert example.greedy.meta.settings == MethodSettings()
     sampling = item.get("sampling")
     assert to_data(meta.sampling) == sampling and to_data(example.greedy.meta.sampling) == sampling
     if sampling is None:  # greedy: the same text; sampled: the same distribution, not the same draws

@@ -214,10 +214,10 @@ def test_a_race_without_the_draft_model_records_no_draft(tiny_lm):
     costs = StepCosts.of(cost_table(0.1))
     request = replace(REQUEST, max_new_tokens=8)
     alone = race(tiny_lm, PROMPT, request, Runtime(), costs)
-    assert Method.SPECULATIVE not in [lane.method for lane in alone.lanes] and alone.draft is None
-    assert RaceRecord.from_json(alone.to_json()) == alone and "Speculative:" not in race_html(alone)
+    assert Method.SPECULATIVE not in [lane.method for lane in alone.lanes] and alone.settings.speculative is None
+    assert RaceRecord.from_json(alone.to_json()) == alone and "Speculative decoding:" not in race_html(alone)
     drafted = race(tiny_lm, PROMPT, request, Runtime(draft=tiny_draft("llama")), costs)
-    assert drafted.draft is not None and "Speculative: draft" in race_html(drafted)
+    assert drafted.settings.speculative is not None and "Speculative decoding: draft" in race_html(drafted)
 
 
 def test_a_race_with_a_gpus_lanes_records_the_eagle_layer_in_the_drafts_place(tiny_lm, monkeypatch):
@@ -229,11 +229,12 @@ def test_a_race_with_a_gpus_lanes_records_the_eagle_layer_in_the_drafts_place(ti
     runtime, costs = tiny_runtime(tiny_lm, "llama"), StepCosts.of(cost_table(0.1))
     request = replace(REQUEST, max_new_tokens=8)
     on_cpu = race(tiny_lm, PROMPT, request, runtime, costs)
-    assert on_cpu.eagle is None and on_cpu.draft is not None
+    assert on_cpu.settings.eagle is None and on_cpu.settings.speculative is not None
     monkeypatch.setattr(lab.race, "raced_on", lambda device: raced_on("cuda"))
     on_gpu = race(tiny_lm, PROMPT, request, runtime, costs)
-    assert Method.EAGLE in [lane.method for lane in on_gpu.lanes] and on_gpu.draft is None
-    assert on_gpu.eagle == runtime.layer.settings() and f"EAGLE: layer {on_gpu.eagle.model}, k = 4" in race_html(on_gpu)
+    assert Method.EAGLE in [lane.method for lane in on_gpu.lanes] and on_gpu.settings.speculative is None
+    layer = on_gpu.settings.eagle
+    assert layer == runtime.layer.settings() and f"EAGLE draft layer: {layer.model}, k = 4" in race_html(on_gpu)
     assert RaceRecord.from_json(on_gpu.to_json()) == on_gpu
     for drawn in (race_figure(on_gpu), cost_figure(on_gpu)):  # every view of the race draws the EAGLE lane
         assert any(METHODS[Method.EAGLE].short in (trace.name or "") for trace in drawn.data)

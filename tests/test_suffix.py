@@ -201,5 +201,5 @@ def test_suffix_decoding_equals_hf_greedy_on_the_real_model_cold_and_warm(defaul
     warm = record_trace(lm, ids, request, Runtime(store=store))
     assert cold.summary.new_token_ids == warm.summary.new_token_ids == reference
     assert warm.summary.steps < cold.summary.steps
-    assert cold.meta.suffix.store == [] and warm.meta.suffix.store == ["an earlier run"]
+    assert cold.meta.settings.suffix.store == [] and warm.meta.settings.suffix.store == ["an earlier run"]
     assert Trace.from_json(warm.to_json()).steps[3].suffix == warm.steps[3].suffix

@@ -47,7 +47,7 @@ def suffix_run(
 def named(run: Run) -> set[str]:
     """Every earlier run a suffix run's records name: its store's texts and each step's occurrences."""
     steps = [step.suffix for step in run.trace.steps if step.suffix is not None]
-    return set(run.trace.meta.suffix.store) | {o.text for s in steps for o in s.occurrences if o.text}
+    return set(run.trace.meta.settings.suffix.store) | {o.text for s in steps for o in s.occurrences if o.text}
 
 
 def all_panels(run: Run) -> str:
@@ -61,8 +61,10 @@ def test_a_visitors_runs_feed_their_own_store_and_never_another_visitors(url):
     _, again = suffix_run(a)
     assert again.trace.meta.method == Method.SUFFIX
     assert mine in named(again), "A's second run did not match A's first: the isolation below would prove nothing"
-    shipped = {name for name in again.trace.meta.suffix.store if name.startswith("example: ")}
-    assert shipped and set(again.trace.meta.suffix.store) == shipped | {mine}  # the examples' outputs, and A's run
+    shipped = {name for name in again.trace.meta.settings.suffix.store if name.startswith("example: ")}
+    assert shipped and set(again.trace.meta.settings.suffix.store) == shipped | {
+        mine
+    }  # the examples' outputs, and A's run
     earlier = [o for s in again.trace.steps if s.suffix for o in s.suffix.occurrences if o.text == mine]
     assert earlier and all(o.source == GuessSource.EARLIER for o in earlier)
     assert again.trace.summary.steps < first.greedy.summary.steps  # A's own output, followed many tokens a pass
@@ -72,7 +74,7 @@ def test_a_visitors_runs_feed_their_own_store_and_never_another_visitors(url):
     shown, theirs = suffix_run(b)
     assert theirs.trace.summary.new_token_ids == again.trace.summary.new_token_ids  # exact: the same greedy output
     assert not any(name.startswith("your run") for name in named(theirs)), named(theirs)
-    assert set(theirs.trace.meta.suffix.store) == shipped
+    assert set(theirs.trace.meta.settings.suffix.store) == shipped
     assert "your run" not in all_panels(theirs) and "your run" not in "".join(map(str, shown))
     assert "zebra" not in "".join(f"{o.text}" for s in theirs.trace.steps if s.suffix for o in s.suffix.occurrences)
 
@@ -83,7 +85,7 @@ def test_a_suffix_run_and_its_export_show_the_panel(url):
     tips = "Give me three tips for staying focused while studying."
     shown, run = suffix_run(client, tips, chat=True, suffix_tree_size=6, suffix_alpha=2.5)
     assert list(shown[PANELS]) == replay.panel_values(run, 0)
-    settings = run.trace.meta.suffix  # the Run card's sliders reach the run and bound every tree
+    settings = run.trace.meta.settings.suffix  # the Run card's sliders reach the run and bound every tree
     assert (settings.tree_size, settings.alpha) == (6, 2.5)
     assert all(len(s.suffix.nodes) <= 6 for s in run.trace.steps if s.suffix is not None)
     index = next(i for i, s in enumerate(run.trace.steps) if s.suffix is not None and s.suffix.nodes)

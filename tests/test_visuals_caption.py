@@ -11,6 +11,7 @@ from lookahead_core.records import (
     GuessSource,
     LookaheadSettings,
     Method,
+    MethodSettings,
     PlanReason,
     PlanRecord,
     PoolEntry,
@@ -89,7 +90,8 @@ def caption_step(candidates: list[CandidateRecord], winner: int) -> StepRecord:
 
 def hand_trace(record: StepRecord, guesses: int = 3) -> Trace:
     base = example("python").trace
-    meta = dataclasses.replace(base.meta, settings=LookaheadSettings(window=2, ngram=3, guesses=guesses))
+    lookahead = LookaheadSettings(window=2, ngram=3, guesses=guesses)
+    meta = dataclasses.replace(base.meta, settings=MethodSettings(lookahead=lookahead))
     return dataclasses.replace(base, meta=meta, steps=[*base.steps[:5], record], vocab=CAPTION_VOCAB)
 
 

@@ -39,7 +39,7 @@ def test_an_auto_run_renders_its_plans_and_the_window_left_out(auto_run):
         if record.plan.reason != PlanReason.PAPER:
             words = plans.plan_words(record.plan)
             assert f"Plan: {escape(words[0].upper() + words[1:])}." in html
-        shown_window = window.window_html(record, trace.vocab, trace.meta.settings.ngram)
+        shown_window = window.window_html(record, trace.vocab, trace.meta.settings.lookahead.ngram)
         left_out = "The plan left the window out of this step's forward pass"
         assert (left_out in shown_window) == (not record.window.fed)
         if not record.window.fed:

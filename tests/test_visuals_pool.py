@@ -15,7 +15,7 @@ def test_pool_lists_the_key_entries_and_picked_guesses(lookahead_run):
     trace = run.trace
     for _, record in decode_steps(run):
         p = record.pool
-        html = pool.pool_html(record, trace.vocab, trace.meta.settings.guesses)
+        html = pool.pool_html(record, trace.vocab, trace.meta.settings.lookahead.guesses)
         assert f'title="id {p.key} · the current token c"' in html
         items = re.findall(r'<li class="ll-entry( ll-chosen)?">(.*?)</li>', html)
         assert len(items) == len(p.entries)
@@ -44,7 +44,7 @@ def test_pool_marks_the_recorded_guess_of_each_entry(lookahead_run):
     entries = [dataclasses.replace(e, guess=None) for e in record.pool.entries]
     entries[-1] = dataclasses.replace(entries[-1], guess=lane)  # the newest entry, whatever was picked
     moved = dataclasses.replace(record, pool=dataclasses.replace(record.pool, entries=entries))
-    html = pool.pool_html(moved, trace.vocab, trace.meta.settings.guesses)
+    html = pool.pool_html(moved, trace.vocab, trace.meta.settings.lookahead.guesses)
     items = re.findall(r'<li class="ll-entry( ll-chosen)?">(.*?)</li>', html)
     assert [bool(chosen) for chosen, _ in items] == [False] * (len(entries) - 1) + [True]
     assert f">guess {lane + 1}" in items[-1][1]
@@ -71,7 +71,7 @@ def test_the_pools_change_adds_up_with_what_was_added_and_evicted(lookahead_run)
         record, pool=dataclasses.replace(record.pool, added=added, evicted=evicted, size=50, size_before=50)
     )
     assert "50 n-grams in the pool, +0 this step: 2 new, 2 evicted, 6 of the 8 added already there" in pool.pool_html(
-        step, trace.vocab, trace.meta.settings.guesses
+        step, trace.vocab, trace.meta.settings.lookahead.guesses
     )
     quiet = dataclasses.replace(
         record, pool=dataclasses.replace(record.pool, added=[], evicted=[], size=50, size_before=50)

@@ -17,6 +17,7 @@ from lookahead_core.records import (
     GuessReason,
     GuessSource,
     LookaheadSettings,
+    MethodSettings,
     NGram,
     PoolEntry,
     PoolRecord,
@@ -129,7 +130,9 @@ def with_record(run: Run, index: int, record: StepRecord, settings: LookaheadSet
     """`run` with lookahead step `index` replaced by `record` (and its settings, if given)."""
     trace = run.trace
     steps = [*trace.steps[:index], record, *trace.steps[index + 1 :]]
-    meta = dataclasses.replace(trace.meta, settings=settings) if settings is not None else trace.meta
+    meta = (
+        trace.meta if settings is None else dataclasses.replace(trace.meta, settings=MethodSettings(lookahead=settings))
+    )
     return dataclasses.replace(run, trace=dataclasses.replace(trace, steps=steps, meta=meta))
 
 

@@ -8,6 +8,7 @@ import json
 from collections import Counter
 
 from lookahead_core.records import GuessSource, Run, TokenSource
+from tests.older import older_run
 from tests.visual_checks import example
 from visuals import library, sources, summary, verification
 from visuals.replay import panels
@@ -109,11 +110,5 @@ def test_a_run_of_an_older_schema_version_reads_and_shows_its_breakdown():
     """The breakdown reads only facts every schema version kept (a winner's source, its matched tokens, the
     committed tokens' sources): a version 3 file of the first view reads and says where its tokens came from."""
     data = json.loads(example(FIRST_VIEW).to_json())
-
-    def version_3(node):
-        if isinstance(node, dict):
-            return {k: 3 if k == "schema_version" else version_3(v) for k, v in node.items() if k != "sliding"}
-        return [version_3(v) for v in node] if isinstance(node, list) else node
-
-    old = Run.from_json(json.dumps(version_3(data)))
+    old = Run.from_json(json.dumps(older_run(data, 3, without=("sliding",))))
     assert sources.run_sources_words(old.trace) == sources.run_sources_words(example(FIRST_VIEW).trace)

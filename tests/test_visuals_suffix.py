@@ -166,7 +166,7 @@ def test_a_run_file_of_schema_11_reads_and_shows_as_it_did():
     for part in (data, data["trace"], data["greedy"]):
         part["schema_version"] = 11
     old = library.read_run(json.dumps(data).encode())
-    assert old.trace.meta.suffix is None and all(step.suffix is None for step in old.trace.steps)
+    assert old.trace.meta.settings.suffix is None and all(step.suffix is None for step in old.trace.steps)
     for index in range(replay.last_step(old) + 1):
         assert replay.panels(old, index) == replay.panels(example("study-tips-medusa"), index)
 

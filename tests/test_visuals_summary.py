@@ -17,23 +17,27 @@ from visuals import summary
 def test_summary_names_settings_machine_and_result(run):
     html = summary.summary_html(run)
     meta, s = run.trace.meta, run.trace.summary
-    settings = meta.settings
+    settings = meta.settings.lookahead
     if meta.method == Method.LOOKAHEAD:
         assert f"W={settings.window} N={settings.ngram} G={settings.guesses}" in html
         assert f"lookahead settings, {settings.planner.value} plan" in html
     elif meta.method == Method.SPECULATIVE:
-        assert f"draft {meta.draft.model} ({meta.draft.dtype}), k={meta.draft.tokens}" in html
+        draft = meta.settings.speculative
+        assert f"draft {draft.model} ({draft.dtype}), k={draft.tokens}" in html
         assert "Speculative decoding ran" in html and "went to drafting" in html
     elif meta.method == Method.MEDUSA:
-        assert f"{meta.medusa.count} heads, a tree of {meta.medusa.tree_size} nodes" in html
+        assert f"{meta.settings.medusa.count} heads, a tree of {meta.settings.medusa.tree_size} nodes" in html
         assert "Medusa heads ran" in html and "ms on average went to the heads" in html
     elif meta.method == Method.SUFFIX:
         assert (
-            f"a tree ≤{meta.suffix.tree_size} nodes" in html and f"a store of {len(meta.suffix.store)} earlier" in html
+            f"a tree ≤{meta.settings.suffix.tree_size} nodes" in html
+            and f"a store of {len(meta.settings.suffix.store)} earlier" in html
         )
         assert "Suffix decoding ran" in html and "ms on average went to finding the match and growing its tree" in html
     else:
-        assert f"match ≤{meta.lookup.ngram} tokens, propose {meta.lookup.tokens}" in html
+        assert (
+            f"match ≤{meta.settings.prompt_lookup.ngram} tokens, propose {meta.settings.prompt_lookup.tokens}" in html
+        )
         assert "Prompt lookup ran" in html
     assert escape(meta.machine.model) in html and escape(meta.machine.device_name) in html
     assert f"<b>{s.tokens}</b><span>new tokens" in html

@@ -15,7 +15,7 @@ def test_window_shows_every_level_and_outlines_harvested_columns(lookahead_run):
     run = lookahead_run
     trace = run.trace
     for _, record in decode_steps(run):
-        check_window(record, trace.vocab, trace.meta.settings.ngram)
+        check_window(record, trace.vocab, trace.meta.settings.lookahead.ngram)
         harvested = [a for a in record.pool.added if a.source == GuessSource.WINDOW]
         assert [[g.key, *g.continuation] for g in harvested] == record.window.harvested
 
@@ -26,7 +26,7 @@ def test_window_labels_each_level_with_its_recorded_origin():
     record = next(r for r in trace.steps[1:] if len(r.window.levels) == 4)
     origins = [0, 42, 7, 0]  # no real window looks like this: the panel must not re-derive it
     odd = dataclasses.replace(record, window=dataclasses.replace(record.window, origins=origins))
-    html = window.window_html(odd, trace.vocab, trace.meta.settings.ngram)
+    html = window.window_html(odd, trace.vocab, trace.meta.settings.lookahead.ngram)
     assert 'title="level 1: the Jacobi update of step 42">level 1<small>from step 42</small>' in html
     assert 'title="level 2: the Jacobi update of step 7">level 2<small>from step 7</small>' in html
     assert 'title="level 3: the initial fill (random prompt tokens)">level 3<small>fill</small>' in html
@@ -42,4 +42,4 @@ def test_window_marks_the_cells_of_the_accepted_trajectory(lookahead_run):
     run = lookahead_run
     trace = run.trace
     for _, record in decode_steps(run):
-        check_window_path(record, trace.vocab, trace.meta.settings.ngram)
+        check_window_path(record, trace.vocab, trace.meta.settings.lookahead.ngram)

@@ -280,20 +280,20 @@ def check_caption(trace: Trace, index: int) -> None:
         matched = caption.plural(winner.matched, "token")
         assert f"olumn {winner.lane}'s Jacobi trajectory matched {matched}" in html
         assert "the trajectory's first token matched it" in html or count == 1
-        if trace.meta.settings.guesses and record.pool.entries:
+        if trace.meta.settings.lookahead.guesses and record.pool.entries:
             assert "no guess beat the window" in html
     if record.pool.entries and not guesses_of(record):  # nothing of the pool was verified: no claim it failed
         assert "but the plan verified none of them" in html and "none began" not in html
-    assert (escape(caption.NO_GUESSES) in html) == (trace.meta.settings.guesses == 0)
+    assert (escape(caption.NO_GUESSES) in html) == (trace.meta.settings.lookahead.guesses == 0)
 
 
 def check_step(run: Run, index: int) -> None:
     """Every per-step check above, on step `index` of `run`."""
     trace = run.trace
     record = trace.steps[index]
-    check_window(record, trace.vocab, trace.meta.settings.ngram)
+    check_window(record, trace.vocab, trace.meta.settings.lookahead.ngram)
     check_verification(record, trace.vocab)
-    check_window_path(record, trace.vocab, trace.meta.settings.ngram)
+    check_window_path(record, trace.vocab, trace.meta.settings.lookahead.ngram)
     check_mask(record, trace.vocab)
     check_caption(trace, index)
     assert all(replay.panels(run, index).values())

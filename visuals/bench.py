@@ -7,6 +7,7 @@ shows its single figures and says so.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
 import plotly.graph_objects as go
 import plotly.io as pio
@@ -16,6 +17,7 @@ from lookahead_core.records import BenchMethod, BenchReport, BenchResult, BenchS
 from .caption import plural
 from .looks import look
 from .markup import escape
+from .methods import sentence_words
 from .palette import GREEN
 from .timing import bench_rate, bench_rounds_words, bench_speedup, busy_words, mode_words
 
@@ -92,17 +94,26 @@ def summary_rows(report: BenchReport) -> str:
 
 
 def lookahead_words(settings: BenchSettings) -> str:
-    """Lookahead's settings: W, N, G with the full plan, or the auto choice and the measured figure behind it."""
-    auto, fixed = settings.auto, settings.lookahead
-    if auto is None:
-        return f"W={fixed.window} N={fixed.ngram} G={fixed.guesses}, full plan"
-    chosen = f"auto: W={auto.window} N={auto.ngram} G={auto.guesses}, {auto.planner} plan"
-    if auto.regime is not None:
+    """Lookahead's settings: W, N, G with the full plan, or the auto choice and the measured figure behind it ("" where
+    lookahead did not run)."""
+    ran = settings.by_method.lookahead
+    if ran is None:
+        return ""
+    if ran.regime is None and settings.auto_why is None:
+        return f"W={ran.window} N={ran.ngram} G={ran.guesses}, {ran.planner} plan"
+    chosen = f"auto: W={ran.window} N={ran.ngram} G={ran.guesses}, {ran.planner} plan"
+    if ran.regime is not None:
         return (
-            f"{chosen} ({auto.regime} regime: the line fitted through the measured curve puts a "
-            f"{auto.probe_tokens}-token step at {auto.probe_ratio:.2f}x a 1-token step)"
+            f"{chosen} ({ran.regime} regime: the line fitted through the measured curve puts a "
+            f"{ran.probe_tokens}-token step at {ran.probe_ratio:.2f}x a 1-token step)"
         )
-    return f"{chosen} ({settings.auto_why})" if settings.auto_why else chosen
+    return f"{chosen} ({settings.auto_why})"
+
+
+def settings_words(settings: BenchSettings) -> str:
+    """Each entrant's settings, a sentence each, lookahead's first."""
+    lookahead = f"Lookahead: {lookahead_words(settings)}." if settings.by_method.lookahead is not None else ""
+    return f"{lookahead} {sentence_words(replace(settings.by_method, lookahead=None))}".strip()
 
 
 def bench_report_html(report: BenchReport) -> str:
@@ -136,8 +147,7 @@ td:first-child,th:first-child{{text-align:left}}.dim{{color:#666}}.ok{{color:{GR
 <p class="dim">{escape(facts)}</p>
 <p>{plural(len(report.prompts), "prompt")}, {plural(settings.max_new_tokens, "new token")} each;
 speedup is tokens per second over <b>{escape(settings.baseline)}</b> measured in the same run; exact counts the
-prompts whose output equals greedy <code>generate</code> token for token. Lookahead settings:
-{escape(lookahead_words(settings))}</p>
+prompts whose output equals greedy <code>generate</code> token for token. {escape(settings_words(settings))}</p>
 <p>{escape(timing)}</p>
 <table><tr><th>method</th><th>tokens</th><th>steps</th><th>tokens/step</th><th>seconds</th><th>tokens/s</th>
 <th>speedup</th><th>exact</th></tr>{summary_rows(report)}</table>

@@ -201,7 +201,7 @@ def step_caption(trace: Trace, index: int) -> str:
         sentences += sampled_sentences(record, vocab)
     elif not METHODS[trace.meta.method].window:
         sentences.append(f"{guesses_clause(record, vocab)}, so {commit_clause(record, vocab)}.")
-    elif trace.meta.settings.guesses == 0:
+    elif trace.meta.settings.lookahead.guesses == 0:
         sentences.append(escape(NO_GUESSES))
         sentences.append(f"{window_clause(record, vocab)}, so {commit_clause(record, vocab)}.")
     else:

@@ -57,7 +57,7 @@ def facts(run: Run, index: int) -> dict[str, str]:
         "step_cost": f"{step_cost(run):.2f}×",
         "device": meta.machine.device_name,
         "date": meta.recorded_at[:10],
-        "ngram": str(meta.settings.ngram) if meta.settings else "",
+        "ngram": str(meta.settings.lookahead.ngram) if meta.settings.lookahead else "",
         "fed": str(record.tokens_fed),
         "committed": str(len(record.committed)),
         "matched": str(verification.accepted) if verification else "0",  # the winner's matched tokens
@@ -70,7 +70,7 @@ def facts(run: Run, index: int) -> dict[str, str]:
         "earlier_tokens": str(matched["earlier"]),  # suffix decoding: what followed in earlier runs' outputs
         "match": str(len(record.suffix.match)) if record.suffix else "0",
         "found": str(record.suffix.found) if record.suffix else "0",
-        "store": str(len(meta.suffix.store)) if meta.suffix else "0",
+        "store": str(len(meta.settings.suffix.store)) if meta.settings.suffix else "0",
     } | map_facts()
 
 
@@ -266,7 +266,7 @@ LESSON: tuple[LessonStep, ...] = (
         "pencils",
         2,
         "window",
-        lambda run, index: 1 < window_levels(run, index) < run.trace.meta.settings.ngram - 1,
+        lambda run, index: 1 < window_levels(run, index) < run.trace.meta.settings.lookahead.ngram - 1,
     ),
     LessonStep(
         "The 2D window moves",
@@ -276,7 +276,7 @@ LESSON: tuple[LessonStep, ...] = (
         "pencils",
         10,
         "window",
-        lambda run, index: window_levels(run, index) == run.trace.meta.settings.ngram - 1,
+        lambda run, index: window_levels(run, index) == run.trace.meta.settings.lookahead.ngram - 1,
         {"ngram": says("{} consecutive guesses")},
     ),
     LessonStep(

@@ -183,8 +183,8 @@ def check_trace(trace: Trace) -> None:
     if len(trace.pieces) != sum(len(step.committed) for step in trace.steps):
         raise SchemaError(f"{name} does not have one text piece for each token it commits")
     at_most(max(map(len, strings(trace.meta.machine)), default=0), MAX_TOKEN_TEXT, f"characters of {name}'s machine")
-    if trace.meta.suffix is not None:  # the names of the earlier runs its store held
-        store = trace.meta.suffix.store
+    if trace.meta.settings.suffix is not None:  # the names of the earlier runs its store held
+        store = trace.meta.settings.suffix.store
         at_most(len(store), MAX_STEPS, f"{name}'s earlier outputs")
         at_most(max(map(len, store), default=0), MAX_TOKEN_TEXT, f"characters of an earlier run's name in {name}")
     ids = [*trace.meta.prompt_token_ids, *trace.meta.eos_ids, *trace.summary.new_token_ids]

@@ -1,8 +1,8 @@
 """The guessing methods in words: their settings, their candidates, and what a method without a window or pool has
 instead (their names and sentences are the method table's: records.METHODS).
 
-Pure functions of the records' TraceMeta (method, lookahead's LookaheadSettings, LookupSettings,
-DraftSettings) and StepRecord (a draft's DraftRecord, a match's place).
+Pure functions of the records' MethodSettings (each method's settings) and StepRecord (a draft's DraftRecord, a
+match's place).
 """
 
 from __future__ import annotations
@@ -13,26 +13,27 @@ from lookahead_core.records import (
     GuessReason,
     GuessSource,
     Method,
+    MethodSettings,
     StepRecord,
     StopReason,
     SuffixSettings,
-    TraceMeta,
 )
 
 from .markup import escape
-from .plans import triple
+from .plans import settings_words, triple
 
 STOP_WORDS = {  # why decoding stopped after a step, as the caption and the verification panel say it
     StopReason.EOS: "an end-of-sequence token was committed",
     StopReason.MAX_NEW_TOKENS: "max new tokens was reached",
     StopReason.DEADLINE: "the request's time ran out, so this run is partial",
 }
-SETTINGS_WORDS = {  # each method's settings as a trace's meta (or a bench's settings) holds them, in a few characters
-    "settings": triple,
-    "lookup": lambda lookup: f"match ≤{lookup.ngram} tokens, propose {lookup.tokens}",
-    "draft": lambda draft: f"draft {draft.model} ({draft.dtype}), k={draft.tokens}",
-    "medusa": lambda medusa: f"{medusa.count} heads, a tree of {medusa.tree_size} nodes",
-    "suffix": lambda suffix: (
+SETTINGS_WORDS = {  # each method's settings as records hold them (MethodSettings), in a few characters
+    Method.LOOKAHEAD: triple,
+    Method.PROMPT_LOOKUP: lambda lookup: f"match ≤{lookup.ngram} tokens, propose {lookup.tokens}",
+    Method.SPECULATIVE: lambda draft: f"draft {draft.model} ({draft.dtype}), k={draft.tokens}",
+    Method.MEDUSA: lambda medusa: f"{medusa.count} heads, a tree of {medusa.tree_size} nodes",
+    Method.EAGLE: lambda layer: f"draft {layer.model} ({layer.dtype}), k={layer.tokens}",
+    Method.SUFFIX: lambda suffix: (
         f"a tree ≤{suffix.tree_size} nodes (alpha {suffix.alpha:g}, p ≥ {suffix.min_probability:g}), "
         f"a store of {plural_words(len(suffix.store), 'earlier output')}"
     ),
@@ -53,24 +54,33 @@ def plural_words(count: int, word: str) -> str:
     return f"{count} {word}{'' if count == 1 else 's'}"
 
 
-def recorded_words(recorded: dict) -> str:
-    """Settings as records hold them ({"settings": LookaheadSettings, "lookup": ..., "draft": ..., "medusa": ...,
-    "suffix": ...}, absent or None where a method has none), in a few characters."""
-    return ", ".join(SETTINGS_WORDS[name](value) for name, value in recorded.items() if value is not None)
+SENTENCE_WORDS = {  # each method's settings in a sentence's words, after its name (the race's card)
+    Method.LOOKAHEAD: settings_words,
+    Method.PROMPT_LOOKUP: lambda lookup: f"match up to {lookup.ngram} tokens, copy {lookup.tokens}",
+    Method.SPECULATIVE: lambda draft: f"draft {draft.model} ({draft.dtype}), k = {draft.tokens}",
+    Method.MEDUSA: lambda medusa: (
+        f"{plural_words(medusa.count, 'head')} ({medusa.heads}), a tree of {medusa.tree_size} nodes, "
+        f"{medusa.tree_depth} deep"
+    ),
+    Method.EAGLE: lambda layer: f"{layer.model}, k = {layer.tokens}",
+    Method.SUFFIX: lambda suffix: suffix_words(suffix),
+}
 
 
-def method_settings(meta: TraceMeta) -> str:
-    """A trace's method settings in a few characters, e.g. "W=7 N=5 G=7" or "draft bf16-self, k=4" (a trace
-    holds its own method's settings alone)."""
-    return recorded_words(
-        {
-            "settings": meta.settings,
-            "lookup": meta.lookup,
-            "draft": meta.draft,
-            "medusa": meta.medusa,
-            "suffix": meta.suffix,
-        }
+def sentence_words(settings: MethodSettings) -> str:
+    """Every method's settings that `settings` holds, one sentence each, e.g. "Prompt lookup: match up to 3 tokens,
+    copy 10." """
+    return " ".join(
+        f"{METHODS[method].name}: {words(settings.of(method))}."
+        for method, words in SENTENCE_WORDS.items()
+        if settings.of(method)
     )
+
+
+def recorded_words(settings: MethodSettings) -> str:
+    """The methods' settings in a few characters, e.g. "W=7 N=5 G=7" or "draft bf16-self, k=4" (a trace holds its
+    own method's alone; "" for greedy's)."""
+    return ", ".join(words(settings.of(method)) for method, words in SETTINGS_WORDS.items() if settings.of(method))
 
 
 def no_window_html(method: Method) -> str:

@@ -113,7 +113,8 @@ def tokens_per_step_figure(run: Run) -> go.Figure:
         height=250,
         margin={"l": 40, "r": 10, "t": 56, "b": 36},  # the title, then the legend: each a line of its own
         title={"text": "Tokens committed per forward pass", "font": {"size": 13}, "x": 0.01, "y": 0.98},
-        legend={"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 0, "font": {"size": 11}},  # above, never on a bar
+        # above the plot, never on a bar
+        legend={"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 0, "font": {"size": 11}},
         xaxis={"title": {"text": "step", "font": {"size": 11}}, "tickfont": {"size": 10}},
         yaxis={"tickfont": {"size": 10}, "dtick": 1, "rangemode": "tozero"},
         bargap=0.15,

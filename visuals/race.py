@@ -16,9 +16,8 @@ from lookahead_core.records import METHODS, Method, RaceLane, RaceRecord
 from .caption import plural
 from .looks import look
 from .markup import escape, scroll_region
-from .methods import suffix_words
+from .methods import sentence_words
 from .palette import GREY
-from .plans import settings_words
 from .summary import stat, used_words
 from .timing import (
     FEWEST_ROUNDS,
@@ -262,14 +261,7 @@ def race_html(result: RaceRecord, used: float | None = None, gpu: bool = False) 
         f"<th>passes</th><th>why</th></tr></thead><tbody>{rows}</tbody></table>"
     )
     table = scroll_region(table, "the race, method by method")  # wider than a phone: it scrolls in its card
-    draft = result.draft
-    settings = (
-        f"Lookahead: {settings_words(result.settings)}. Prompt lookup: match up to {result.lookup.ngram} tokens, "
-        f"copy {result.lookup.tokens}."
-        + (f" Speculative: draft {draft.model} ({draft.dtype}), k = {draft.tokens}." if draft is not None else "")
-        + (f" EAGLE: layer {result.eagle.model}, k = {result.eagle.tokens}." if result.eagle is not None else "")
-        + (f" Suffix decoding: {suffix_words(result.suffix)}." if result.suffix is not None else "")
-    )
+    settings = sentence_words(result.settings)
     facts = (
         f"{machine.model} · {machine.device_name} · {machine.dtype} · {mode_words(result.mode, result.mode_note)} · "
         f"measured {result.ran_at}"

@@ -104,7 +104,7 @@ def panels(run: Run, index: int) -> dict[str, str]:
     """
     trace = run.trace
     index = clamp_step(run, index)
-    record, vocab, settings, method = trace.steps[index], trace.vocab, trace.meta.settings, trace.meta.method
+    record, vocab, settings, method = trace.steps[index], trace.vocab, trace.meta.settings.lookahead, trace.meta.method
     lookahead = METHODS[method].window
     drawers = {
         "caption": lambda: caption_html(trace, index),

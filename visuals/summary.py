@@ -10,7 +10,7 @@ from lookahead_core.records import METHODS, Fit, Machine, Method, Progress, Run,
 
 from .caption import plural
 from .markup import escape
-from .methods import method_settings
+from .methods import recorded_words
 from .plans import settings_words
 from .sources import run_sources_html
 from .timing import (
@@ -150,10 +150,10 @@ def summary_html(run: Run) -> str:
     """The recorded run in five numbers, the machine it was measured on, and where the speed went."""
     ours, theirs = run.trace, run.greedy
     meta, s, g = ours.meta, ours.summary, theirs.summary
-    machine, settings = meta.machine, meta.settings
+    machine, settings = meta.machine, meta.settings.lookahead
     stats = [
         stat(
-            method_settings(meta),
+            recorded_words(meta.settings),
             f"{METHODS[meta.method].short} settings" + (f", {settings.planner.value} plan" if settings else ""),
             settings_words(settings) if settings else METHODS[meta.method].name,
         ),

@@ -8,7 +8,17 @@ from .bench import BenchPrompt, BenchReport, BenchResult, BenchSettings, BenchTo
 from .codec import Document, from_data, from_json, parse_json, to_data, to_json
 from .legacy import unversioned_bench_report
 from .live import Fit, Progress, StepTally
-from .methods import METHODS, PEERS, MethodEntry, Needs, PeerEntry, entrant_missing, entrant_needs, raced_on
+from .methods import (
+    METHODS,
+    PEERS,
+    MethodEntry,
+    Needs,
+    PeerEntry,
+    entrant_missing,
+    entrant_needs,
+    entrant_settings,
+    raced_on,
+)
 from .names import (
     ENGINE_VERSION,
     SCHEMA_VERSION,
@@ -36,6 +46,7 @@ from .run import (
     LookupSettings,
     Machine,
     MedusaSettings,
+    MethodSettings,
     Run,
     SamplingRecord,
     StepCostCurve,
@@ -83,6 +94,7 @@ __all__ = [
     "PEERS",
     "PeerEntry",
     "entrant_missing",
+    "entrant_settings",
     "entrant_needs",
     "MethodEntry",
     "Needs",
@@ -118,6 +130,7 @@ __all__ = [
     "LookupSettings",
     "DraftSettings",
     "MedusaSettings",
+    "MethodSettings",
     "Machine",
     "SamplingRecord",
     "TraceMeta",

@@ -10,16 +10,7 @@ from dataclasses import dataclass, field
 from .codec import Document, from_data, parse_json
 from .legacy import unversioned_bench_report
 from .names import SCHEMA_VERSION, BenchMethod, StepMode
-from .run import (
-    Divergence,
-    DraftSettings,
-    LookaheadSettings,
-    LookupSettings,
-    Machine,
-    MedusaSettings,
-    SamplingRecord,
-    SuffixSettings,
-)
+from .run import Divergence, Machine, MethodSettings, SamplingRecord
 from .timing import Busy, Spread
 
 
@@ -90,28 +81,24 @@ class BenchTotals:
 @dataclass(kw_only=True)
 class BenchSettings:
     """What a bench ran: the prompt set, the methods in run order, the baseline of every speedup, and each
-    method's settings (`prompt_lookup` None: a report from before this engine had prompt lookup)."""
+    method's settings (prompt lookup's None in a report from before this engine had prompt lookup)."""
 
     dataset: str
     methods: list[BenchMethod]
     baseline: BenchMethod
     max_new_tokens: int
-    lookahead: LookaheadSettings
-    auto: LookaheadSettings | None  # lookahead's auto choice, with the measured curve behind it
+    # each entrant's settings (schema 14; before, a field for each, and lookahead's auto choice a field of its own)
+    by_method: MethodSettings
     sampling: SamplingRecord | None  # None: greedy decoding
-    prompt_lookup: LookupSettings | None
-    draft: DraftSettings | None  # the draft of speculative and hf-assisted, when either ran
     prompt_lookup_num_tokens: int  # what hf-prompt-lookup passed to generate
     ran_at: str
-    # An auto choice from before its regime was recorded said why in words (its `why`). None since.
+    # An auto choice from before its regime was recorded said why in words (its `why`; the choice is lookahead's
+    # settings). None since.
     auto_why: str | None = None
     repeats: int | None = None  # interleaved rounds per prompt; None: a report from before rounds (timed once)
-    medusa: MedusaSettings | None = None  # Medusa's heads and tree, when it ran
-    eagle: DraftSettings | None = None  # the EAGLE entrant's layer (its name) and k, when it ran
     static_compiled: bool | None = None  # whether transformers compiled hf-static's step here (CUDA); None: not run
     mode: StepMode = StepMode.EAGER  # how this engine's methods ran their steps (schema 9; before, eager)
     mode_note: str = ""  # why that is not the mode asked for ("" when it is)
-    suffix: SuffixSettings | None = None  # suffix decoding's settings, when it ran (schema 12 on)
     # Whether suffix decoding's store was warm: each prompt also matched the outputs of the prompts before it in
     # the run (never its own); False: cold, each prompt's own text only; None: suffix decoding did not run.
     suffix_warm: bool | None = None

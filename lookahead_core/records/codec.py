@@ -63,7 +63,7 @@ def from_data(cls: type, data: Any) -> Any:
     """Build a `cls` record from plain data, checking the schema version first, then every field."""
     version = data.get("schema_version") if isinstance(data, dict) else None
     if isinstance(version, int) and version in UPGRADABLE:
-        data = upgraded(data)
+        data = upgraded(data, cls.__name__)
     elif version != SCHEMA_VERSION:
         found = (
             "no schema version (a trace from before versioned records)" if version is None else f"version {version!r}"

@@ -1,21 +1,83 @@
-"""Older files as this schema version's data: an UPGRADABLE record re-labelled (each version since only
-added facts with defaults), and a bench report from before bench reports were versioned rewritten under
-today's names and fields. Nothing here decodes: codec checks every field of what comes back.
+"""Older files as this schema version's data: an UPGRADABLE record re-labelled (each version until 13 only added
+facts with defaults; 14 gathered each method's settings into one record keyed by method), and a bench report from
+before bench reports were versioned rewritten under today's names and fields. Nothing here decodes: codec checks
+every field of what comes back.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from .names import SCHEMA_VERSION, BenchMethod
 
+# The last version that gave each method's settings a field of its own (MethodSettings since).
+FLAT_SETTINGS = 13
 
-def upgraded(data: dict) -> dict:
-    """An UPGRADABLE record's data as this version's: the documents it nests are re-labelled too."""
+
+def upgraded(data: dict, kind: str) -> dict:
+    """An UPGRADABLE record's data, a document of class `kind` ("Trace", "Run", "RaceRecord", "BenchReport"), as this
+    version's: the documents it nests are re-labelled too."""
+    version = data["schema_version"]
+    data = relabelled(data)
+    if version <= FLAT_SETTINGS:
+        for path, gather in FLAT_SETTINGS_AT.get(kind, ()):
+            data = within(data, path, gather)
+    return data
+
+
+def relabelled(data: dict) -> dict:
     return {
-        key: SCHEMA_VERSION if key == "schema_version" else upgraded(value) if isinstance(value, dict) else value
+        key: SCHEMA_VERSION if key == "schema_version" else relabelled(value) if isinstance(value, dict) else value
         for key, value in data.items()
     }
+
+
+def within(data: dict, path: tuple[str, ...], change: Callable[[dict], dict]) -> dict:
+    """`data` with the dict at `path` changed (unchanged where the path does not lead to one: decoding says so)."""
+    if not path:
+        return change(data)
+    inner = data.get(path[0])
+    return data | {path[0]: within(inner, path[1:], change)} if isinstance(inner, dict) else data
+
+
+def gathered(data: dict, fields: dict[str, str], into: str) -> dict:
+    """`data` with its `fields` (an old name: the method's field of MethodSettings) gathered into one record under
+    `into`, the None ones left out."""
+    kept = {key: value for key, value in data.items() if key not in fields}
+    return kept | {into: {fields[key]: value for key, value in data.items() if key in fields and value is not None}}
+
+
+def gathered_meta(meta: dict) -> dict:
+    """A trace's meta: its `draft` was speculative decoding's, or an EAGLE trace's layer (schema 8 on)."""
+    drafted = "eagle" if meta.get("method") == "eagle" else "speculative"
+    fields = {"settings": "lookahead", "lookup": "prompt_lookup", "draft": drafted, "medusa": "medusa"}
+    return gathered(meta, fields | {"suffix": "suffix"}, "settings")
+
+
+def gathered_race(race: dict) -> dict:
+    fields = {"settings": "lookahead", "lookup": "prompt_lookup", "draft": "speculative"}
+    return gathered(race, fields | {"medusa": "medusa", "eagle": "eagle", "suffix": "suffix"}, "settings")
+
+
+def gathered_bench(settings: dict) -> dict:
+    """A bench's settings: with auto settings, lookahead ran the auto choice (kept in `auto`, its W, N, G also in
+    `lookahead`), which lookahead's settings are now."""
+    auto = settings.get("auto")
+    settings = {key: value for key, value in settings.items() if key != "auto"}
+    if auto is not None:
+        settings["lookahead"] = auto
+    fields = {"lookahead": "lookahead", "prompt_lookup": "prompt_lookup", "draft": "speculative"}
+    return gathered(settings, fields | {"medusa": "medusa", "eagle": "eagle", "suffix": "suffix"}, "by_method")
+
+
+# Where each document kept its methods' settings, and how they are gathered.
+FLAT_SETTINGS_AT: dict[str, tuple[tuple[tuple[str, ...], Callable[[dict], dict]], ...]] = {
+    "Trace": ((("meta",), gathered_meta),),
+    "Run": ((("trace", "meta"), gathered_meta), (("greedy", "meta"), gathered_meta)),
+    "RaceRecord": (((), gathered_race),),
+    "BenchReport": ((("settings",), gathered_bench),),
+}
 
 
 def unversioned_bench_report(data: Any) -> Any:
@@ -28,11 +90,11 @@ def unversioned_bench_report(data: Any) -> Any:
     `offered` or `accepted`; the sampled ones counted `draws` (kept) where today's count `offered`; an auto
     choice from before its regime was recorded gave its `why` in words (kept as `settings.auto_why`). No
     figure is dropped. Versioned data is returned as it is; unversioned data of another shape is only
-    stamped with this version, so that decoding names what does not fit.
+    stamped with a version, so that decoding names what does not fit.
     """
     if not isinstance(data, dict) or "schema_version" in data:
         return data
-    stamped = data | {"schema_version": SCHEMA_VERSION}
+    stamped = data | {"schema_version": FLAT_SETTINGS}  # read on as the last version of their settings' shape
     if not shaped_like_a_report(data):
         return stamped
     names = {} if "prompt_lookup" in data["settings"] else TRANSFORMERS_PROMPT_LOOKUP
@@ -56,7 +118,8 @@ def by_name(table: dict, names: dict[str, str], missing: dict) -> dict:
 
 
 def unversioned_settings(settings: dict, names: dict[str, str]) -> dict:
-    """An unversioned report's settings as today's: absent settings None, methods by today's names, `why` kept."""
+    """An unversioned report's settings as FLAT_SETTINGS's: absent settings None, methods by today's names, `why`
+    kept."""
     settings = {"sampling": None, "prompt_lookup": None, "draft": None} | settings
     settings |= {
         "methods": [names.get(method, method) for method in settings["methods"]],

@@ -167,11 +167,13 @@ def raced_on(device: str) -> tuple[Method, ...]:
 class PeerEntry:
     """A bench peer: transformers' own `generate` as a user would otherwise run it. `needs` what it runs with
     besides the model (assisted generation drafts with the engine's draft model), `missing` the refusal when that
-    is not there."""
+    is not there, `settings_of` the engine method whose settings it runs with (assisted generation: speculative
+    decoding's draft; None: its own, from `lab.bench`)."""
 
     peer: BenchMethod
     needs: Needs = Needs.NOTHING
     missing: str = ""
+    settings_of: Method | None = None
 
 
 PEERS: dict[BenchMethod, PeerEntry] = {
@@ -180,7 +182,12 @@ PEERS: dict[BenchMethod, PeerEntry] = {
         PeerEntry(peer=BenchMethod.HF_GREEDY),
         PeerEntry(peer=BenchMethod.HF_STATIC),
         PeerEntry(peer=BenchMethod.HF_PROMPT_LOOKUP),
-        PeerEntry(peer=BenchMethod.HF_ASSISTED, needs=Needs.DRAFT, missing="it needs a draft model"),
+        PeerEntry(
+            peer=BenchMethod.HF_ASSISTED,
+            needs=Needs.DRAFT,
+            missing="it needs a draft model",
+            settings_of=Method.SPECULATIVE,
+        ),
     )
 }
 
@@ -193,3 +200,8 @@ def entrant_needs(entrant: BenchMethod) -> Needs:
 def entrant_missing(entrant: BenchMethod) -> str:
     """The refusal for an entrant whose needs are not there, in its table's words."""
     return METHODS[entrant.method].missing if entrant.method is not None else PEERS[entrant].missing
+
+
+def entrant_settings(entrant: BenchMethod) -> Method | None:
+    """The engine method whose settings a bench entrant runs with: its own method's, or the one its peer borrows."""
+    return entrant.method if entrant.method is not None else PEERS[entrant].settings_of

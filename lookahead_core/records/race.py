@@ -8,16 +8,7 @@ from dataclasses import dataclass
 
 from .codec import Document
 from .names import SCHEMA_VERSION, Method, StepMode
-from .run import (
-    DraftSettings,
-    LookaheadSettings,
-    LookupSettings,
-    Machine,
-    MedusaSettings,
-    SamplingRecord,
-    StepCostCurve,
-    SuffixSettings,
-)
+from .run import Machine, MethodSettings, SamplingRecord, StepCostCurve
 from .timing import Timing
 
 
@@ -52,18 +43,13 @@ class RaceRecord(Document):
     """Every method on one prompt, one after the other, each after an untimed warm-up; greedy first."""
 
     lanes: list[RaceLane]
-    settings: LookaheadSettings  # lookahead's
-    lookup: LookupSettings
-    draft: DraftSettings | None  # speculative decoding's draft, None where it did not race (schema 10; on a GPU)
+    settings: MethodSettings  # each raced method's (schema 14; before, a field for each)
     step_costs: StepCostCurve
     machine: Machine
     max_new_tokens: int
     ran_at: str
     sampling: SamplingRecord | None = None
     timing: Timing | None = None  # None: a race from before repeated timings (each lane timed once)
-    medusa: MedusaSettings | None = None  # Medusa's heads and tree, when it raced (schema 6 on)
-    eagle: DraftSettings | None = None  # EAGLE's layer and its k, when it raced (schema 10 on; on a GPU)
-    suffix: SuffixSettings | None = None  # suffix decoding's tree and store, when it raced (schema 12 on)
     mode: StepMode = StepMode.EAGER  # how every lane ran its steps (schema 9; before, eager)
     mode_note: str = ""  # why that is not the mode asked for ("" when it is)
     schema_version: int = SCHEMA_VERSION

@@ -92,6 +92,27 @@ class SuffixSettings:
 
 
 @dataclass(kw_only=True)
+class MethodSettings:
+    """Each guessing method's settings, keyed by method: one field per Method but greedy (which has none), named as
+    the method (`Method.name` in lower case), holding that method's settings where it ran and None elsewhere.
+
+    A trace keeps its own method's, a race each raced method's, a bench each entrant's (the speculative draft is
+    hf-assisted's too). Lookahead's is the auto choice, with the curve behind it, where the settings were auto.
+    """
+
+    lookahead: LookaheadSettings | None = None
+    prompt_lookup: LookupSettings | None = None
+    speculative: DraftSettings | None = None
+    medusa: MedusaSettings | None = None
+    eagle: DraftSettings | None = None  # the EAGLE layer (its name) and k
+    suffix: SuffixSettings | None = None
+
+    def of(self, method: Method):
+        """`method`'s settings (None where it did not run, and for greedy)."""
+        return getattr(self, method.name.lower(), None)
+
+
+@dataclass(kw_only=True)
 class Machine:
     model: str
     architecture: str
@@ -123,7 +144,7 @@ class SamplingRecord:
 @dataclass(kw_only=True)
 class TraceMeta:
     method: Method
-    settings: LookaheadSettings | None  # lookahead's W, N, G (None for the other methods)
+    settings: MethodSettings  # the method's own settings (schema 14; before, a field for each)
     max_new_tokens: int
     prompt_text: str | None
     prompt_token_ids: list[int]
@@ -131,10 +152,6 @@ class TraceMeta:
     machine: Machine
     recorded_at: str
     sampling: SamplingRecord | None = None  # None: greedy decoding
-    lookup: LookupSettings | None = None  # prompt lookup's settings
-    draft: DraftSettings | None = None  # speculative decoding's draft
-    medusa: MedusaSettings | None = None  # Medusa's heads and tree
-    suffix: SuffixSettings | None = None  # suffix decoding's tree and store (schema 12)
     prompt_shown: str = ""  # the prompt's ids decoded as one text (chat template included): every script whole
     mode: StepMode = StepMode.EAGER  # how the passes after the prefill ran (schema 9; before, eager)
     mode_note: str = ""  # why the mode asked for could not run and this one ran instead ("" when it ran as asked)
