@@ -3,12 +3,13 @@
 Every method first runs once on a few tokens, untimed, so none pays for another's cold start
 (kernels, allocations, the draft's first pass). Then the methods run in rounds, each once per
 round in the same order, timed end to end with the device synchronised, for as many rounds as
-the request's time allows (ROUNDS at most): a burst of load elsewhere hits every method
-alike, and the spread over rounds says how steady the figures are (timing.py). A lane keeps
-what its curve and its playback need: the tokens and the wall time after every step, and the
-text each step added; the record keeps the lanes of one round (the lookahead lap of median
-speed) and every round's figures. It also carries the step costs of this hardware, so a slow
-method can be explained by what a wide step costs here, and what other programs used meanwhile.
+the request's time allows (ROUNDS at most; on a busy machine the later ones cut to fit): a burst of
+load elsewhere hits every method alike, and the spread over rounds says how steady the figures are
+(timing.py). A lane keeps what its curve and its playback need: the tokens and the wall time after
+every step, and the text each step added; the record keeps the lanes of one round (the lookahead lap
+of median speed, or the first where the later ones were cut) and every round's figures. It also
+carries the step costs of this hardware, so a slow method can be explained by what a wide step costs
+here, and what other programs used meanwhile.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from lookahead_core.methods import method_settings, reach
 from lookahead_core.models import LoadedModel
 from lookahead_core.records import METHODS, Method, RaceLane, RaceRecord, StepTally, raced_on
 from lookahead_core.request import DecodeRequest
-from lookahead_core.runtime import Deadline, Runtime
+from lookahead_core.runtime import Runtime
 from lookahead_core.tokens import text_pieces
 from lookahead_core.trace import (
     Progress,
@@ -37,7 +38,7 @@ from lookahead_core.trace import (
 )
 
 from .busy import CpuWatch
-from .timing import Lap, shown_round, timing_of
+from .timing import ROUND_MARGIN, Lap, later_length, shown_round, timing_of
 
 
 def acceptance(method: Method, records: list[StepTally]) -> float | None:
@@ -49,7 +50,6 @@ def acceptance(method: Method, records: list[StepTally]) -> float | None:
 
 
 ROUNDS = 3  # rounds a race runs: fewer only when they do not fit its time
-ROUND_MARGIN = 1.1  # another round starts only if the longest so far, times this, fits in the time left
 
 
 def timed_lane(
@@ -60,6 +60,7 @@ def timed_lane(
     part: int,
     parts: int,
     until: Callable[[float], bool] | None = None,
+    stop_at: int | None = None,
 ) -> Generator[Progress, None, tuple[RaceLane, Lap]]:
     """Decode once, timed with nothing drawn and no step recorded (the lean path: each step tallied), a Progress
     after every step; return the lane's figures (speedup and exact filled in later) and its lap.
@@ -68,10 +69,11 @@ def timed_lane(
     a Progress is not charged to the method. The step figures leave out the prefill, which all
     methods share. `until` (a deadline) is asked before every step after the prefill, with the seconds
     the last step took (what the next is expected to take; after the prefill, the prefill's): True stops
-    the lane there, its lap partial.
+    the lane there, its lap partial. `stop_at` stops it, whole, after the step that reached that many new tokens
+    (a later round cut short to fit: its request, and so its shape, stay the first round's).
     The runtime's `learn` takes the step tallies at the end (the budget's prices).
     """
-    method, max_new_tokens = request.method, request.max_new_tokens
+    method, max_new_tokens = request.method, stop_at or request.max_new_tokens
     tokens, seconds, records = [0], [0.0], []
     steps = lean_steps(lm, prompt_ids, request, runtime)
     synchronize(lm.device)
@@ -82,7 +84,7 @@ def timed_lane(
             partial = True
             break
         start = time.perf_counter()
-        record = next(steps, None)
+        record = next(steps, None) if stop_at is None or tokens[-1] < stop_at else None
         if record is None:
             break
         synchronize(lm.device)
@@ -134,12 +136,6 @@ def raced(runtime: Runtime, device: str) -> tuple[Method, ...]:
     return tuple(m for m in raced_on(device) if runtime.has(METHODS[m].needs))
 
 
-def another_round(deadline: Deadline | None, done: int, longest: float) -> bool:
-    """Whether a race runs one more round: up to ROUNDS, each only while the longest round so far fits (with
-    ROUND_MARGIN) in the time left, if there is a deadline."""
-    return done < ROUNDS and (deadline is None or deadline.left() >= ROUND_MARGIN * longest)
-
-
 def racing(
     lm: LoadedModel,
     prompt_ids: list[int],
@@ -155,9 +151,10 @@ def racing(
 
     With the runtime's deadline, the first round shares the time left equally among the methods still to run
     (so each is measured, partial if its share runs out), and further rounds (ROUNDS in all) run while they
-    fit. A round that the deadline stops is not counted. Speeds are compared over the same number of tokens in
-    each round (sampled runs stop at different lengths: cut to the shortest). Sampled, every method draws
-    with the same settings and seed, so outputs are not compared (`exact` is None).
+    fit; where a whole one no longer does (a busy machine), the rest decode only the first new tokens they all
+    fit (timing.later_length). A round that the deadline stops is not counted. Speeds are compared over the same
+    number of tokens in every round (sampled runs stop at different lengths: cut to the shortest). Sampled, every
+    method draws with the same settings and seed, so outputs are not compared (`exact` is None).
     """
     request = runtime.settled(request)
     deadline = runtime.deadline
@@ -171,8 +168,13 @@ def racing(
         if warm is None or not warm(0.0):  # past the warm-ups' share, the rest start cold
             yield from warming_up(lm, prompt_ids, request, runtime, [method], part, parts, warm)
     rounds: list[list[tuple[RaceLane, Lap]]] = []
-    longest, cut = 0.0, False
-    while not cut and (not rounds or another_round(deadline, len(rounds), longest)):
+    longest, length = 0.0, None  # the longest round so far; the new tokens later rounds are cut to (None: all)
+    while len(rounds) < ROUNDS:
+        if rounds and length is None and deadline is not None and deadline.left() < ROUND_MARGIN * longest:
+            first = [lap for _, lap in rounds[0]]
+            length = later_length(first, longest, deadline.left(), ROUNDS - len(rounds))  # a busy machine's
+        if length == 0:
+            break
         started = time.perf_counter()
         parts = max(parts, len(methods) * (2 + len(rounds)))
         laps = []
@@ -182,12 +184,12 @@ def racing(
                 until = deadline.share(len(methods) - i) if not rounds else deadline.passed
             part = len(methods) * (1 + len(rounds)) + i + 1
             lane = replace(request, method=method)
-            laps.append((yield from timed_lane(lm, prompt_ids, lane, runtime, part, parts, until)))
-        cut = bool(rounds) and any(lap.partial for _, lap in laps)  # a later round cut short is not counted
-        if not cut:
-            rounds.append(laps)
+            laps.append((yield from timed_lane(lm, prompt_ids, lane, runtime, part, parts, until, length)))
+        if rounds and any(lap.partial for _, lap in laps):
+            break  # a later round cut short by the deadline is not counted
+        rounds.append(laps)
         longest = max(longest, time.perf_counter() - started)
-    return race_record(lm, request, runtime, rounds, watch, costs)
+    return race_record(lm, request, runtime, rounds, watch, costs, length or 0)
 
 
 def race_record(
@@ -197,12 +199,15 @@ def race_record(
     rounds: list[list[tuple[RaceLane, Lap]]],
     watch: CpuWatch,
     costs: StepCosts,
+    later_tokens: int = 0,
 ) -> RaceRecord:
-    """The race's record: the lanes of the round shown, and every round's figures in its Timing."""
+    """The race's record: the lanes of the round shown (the first, whole one where `later_tokens` cut the later
+    rounds), and every round's figures in its Timing."""
     laps = [[lap for _, lap in r] for r in rounds]
-    shown = shown_round(laps, Method.LOOKAHEAD)
+    shown = 0 if later_tokens else shown_round(laps, Method.LOOKAHEAD)
     deadline = runtime.deadline
-    timing = timing_of(laps, shown, watch.reading(), deadline.seconds if deadline is not None else 0.0)
+    budget = deadline.seconds if deadline is not None else 0.0
+    timing = timing_of(laps, shown, watch.reading(), budget, later_tokens)
     lanes = [lane for lane, _ in rounds[shown]]
     greedy = lanes[0]
     for lane, figures in zip(lanes, timing.methods, strict=True):

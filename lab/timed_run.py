@@ -3,8 +3,10 @@
 Round 1 records both traces (the method's, then plain decoding's), each warmed up first and each
 given an equal share of the request's time, partial if its share runs out. Further rounds time
 the same two decodings again, with nothing recorded, while the longest round so far fits in the
-time left (RUN_ROUNDS at most); a round the deadline stops is not counted. The Run keeps the
-round 1 traces (what the replay shows) and every round's figures (records.Timing).
+time left (RUN_ROUNDS at most); where a whole one no longer does (a busy machine), the rest decode only
+the first new tokens they all fit (timing.later_length), and every figure counts that many. A round the
+deadline stops is not counted. The Run keeps the round 1 traces (what the replay shows) and every round's
+figures (records.Timing).
 """
 
 from __future__ import annotations
@@ -20,8 +22,8 @@ from lookahead_core.runtime import Runtime
 from lookahead_core.trace import RUN_PARTS, recording_run
 
 from .busy import CpuWatch
-from .race import ROUND_MARGIN, timed_lane
-from .timing import Lap, timing_of
+from .race import timed_lane
+from .timing import ROUND_MARGIN, Lap, later_length, timing_of
 
 RUN_ROUNDS = 3  # rounds a Run times at most, when they fit its time
 
@@ -59,17 +61,23 @@ def timed_run(
         runtime.learn(run.trace.steps + run.greedy.steps)
     rounds = [[trace_lap(run.trace), trace_lap(run.greedy)]]
     longest = sum(lap.seconds[-1] for lap in rounds[0])
+    length = None  # the new tokens later rounds are cut to, where a whole one no longer fits (None: all)
     timed = runtime.settled(request)
-    while len(rounds) < RUN_ROUNDS and deadline.left() >= ROUND_MARGIN * longest:
+    while len(rounds) < RUN_ROUNDS:
+        if length is None and deadline.left() < ROUND_MARGIN * longest:
+            length = later_length(rounds[0], longest, deadline.left(), RUN_ROUNDS - len(rounds))  # a busy machine's
+        if length == 0:
+            break
         part = RUN_PARTS + len(methods) * (len(rounds) - 1)
         laps = []
         for i, method in enumerate(methods, 1):
             lane = replace(timed, method=method)
-            _, lap = yield from timed_lane(lm, prompt_ids, lane, runtime, part + i, parts, deadline.passed)
+            _, lap = yield from timed_lane(lm, prompt_ids, lane, runtime, part + i, parts, deadline.passed, length)
             laps.append(lap)
         if any(lap.partial for lap in laps):
             break  # a round the deadline stopped is not counted
         rounds.append(laps)
         longest = max(longest, sum(lap.seconds[-1] for lap in laps))
-    run.timing = timing_of(rounds, 0, watch.reading(), deadline.seconds)  # the replay shows round 1's traces
+    # the replay shows round 1's traces
+    run.timing = timing_of(rounds, 0, watch.reading(), deadline.seconds, length or 0)
     return run

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 
 from lookahead_core.records import Busy, Method, MethodTiming, Spread, Timing
 
+ROUND_MARGIN = 1.1  # another round starts only if the longest so far, times this, fits in the time left
+SHORTEST_ROUND = 16  # new tokens: a later round that only this many would fit is not run (mostly its prefill's time)
 RESAMPLES = 2000
 CONFIDENCE = 0.95
 ONE = Spread(median=1.0, low=1.0, high=1.0)  # greedy's speedup over itself
@@ -46,10 +48,27 @@ def compared_length(laps: Sequence[Lap]) -> int:
     return min(lap.tokens[-1] for lap in laps)
 
 
-def round_rates(laps: Sequence[Lap]) -> dict[Method, tuple[int, float]]:
-    """Each lap's (tokens, seconds) over the round's compared length, so every rate counts the same text."""
-    length = compared_length(laps)
+def round_rates(laps: Sequence[Lap], length: int | None = None) -> dict[Method, tuple[int, float]]:
+    """Each lap's (tokens, seconds) up to `length` tokens (default: the round's compared length), so every rate
+    counts the same text."""
+    length = compared_length(laps) if length is None else length
     return {lap.method: seconds_to(lap, length) for lap in laps}
+
+
+def later_length(first: Sequence[Lap], took: float, left: float, rounds: int) -> int:
+    """The new tokens each of `rounds` more rounds may decode so that all of them fit in `left` seconds (with
+    ROUND_MARGIN), priced by the first round, which took `took` seconds on the same clock: a round of M tokens
+    costs the share of it that the first round's laps spent reaching M. The first round's compared length where
+    that fits, else the most that fit; 0 where fewer than SHORTEST_ROUND do (no more rounds then)."""
+    whole = sum(lap.seconds[-1] for lap in first)
+    if whole <= 0:
+        return 0
+
+    def cost(tokens: int) -> float:
+        return took * sum(seconds_to(lap, tokens)[1] for lap in first) / whole
+
+    fitting = [n for n in range(SHORTEST_ROUND, compared_length(first) + 1) if rounds * ROUND_MARGIN * cost(n) <= left]
+    return max(fitting, default=0)
 
 
 def rate(tokens: int, seconds: float) -> float:
@@ -79,8 +98,10 @@ def ratio_of_medians(rates: Sequence[float], base: Sequence[float], seed: int = 
 
 
 def method_timings(rounds: Sequence[Sequence[Lap]]) -> list[MethodTiming]:
-    """Every method's figures over complete rounds (greedy's lap in each): rates and speedups over greedy."""
-    per_round = [round_rates(laps) for laps in rounds]
+    """Every method's figures over complete rounds (greedy's lap in each): rates and speedups over greedy, every
+    rate over the tokens every lap of every round reached (later rounds cut short to fit compare their length)."""
+    length = min(compared_length(laps) for laps in rounds)
+    per_round = [round_rates(laps, length) for laps in rounds]
     methods = [lap.method for lap in rounds[0]]
     rates = {
         m: [tokens / seconds if seconds else 0.0 for tokens, seconds in (r[m] for r in per_round)] for m in methods
@@ -113,14 +134,18 @@ def leaders(timings: Sequence[MethodTiming]) -> list[Method]:
 
 def shown_round(rounds: Sequence[Sequence[Lap]], method: Method) -> int:
     """The round whose `method` lap is its median-rate lap: the round a playback shows as typical."""
-    rates = [rate(*round_rates(r)[method]) for r in rounds]
+    length = min(compared_length(laps) for laps in rounds)
+    rates = [rate(*round_rates(r, length)[method]) for r in rounds]
     ranked = sorted(range(len(rates)), key=rates.__getitem__)
     return ranked[(len(ranked) - 1) // 2]
 
 
-def timing_of(rounds: Sequence[Sequence[Lap]], shown: int, busy: Busy, budget_seconds: float) -> Timing:
+def timing_of(
+    rounds: Sequence[Sequence[Lap]], shown: int, busy: Busy, budget_seconds: float, later_tokens: int = 0
+) -> Timing:
     """The record of complete `rounds` (every method's lap in each, in the order they ran): every method's
-    figures, the leaders, the round `shown`, what other programs used meanwhile, and the time given (0: none)."""
+    figures, the leaders, the round `shown`, what other programs used meanwhile, the time given (0: none), and
+    the new tokens the rounds after the first were cut to where a whole one no longer fitted it (0: none was)."""
     timings = method_timings(rounds)
     lengths = {lap.tokens[-1] for lap in rounds[shown]}
     return Timing(
@@ -129,9 +154,10 @@ def timing_of(rounds: Sequence[Sequence[Lap]], shown: int, busy: Busy, budget_se
         methods=timings,
         leaders=leaders(timings),
         shown_round=shown,
-        compared_tokens=min(lengths),
+        compared_tokens=min(compared_length(laps) for laps in rounds),
         lengths_differ=len(lengths) > 1,
         busy=busy,
         budget_seconds=budget_seconds,
         partial=any(t.partial for t in timings),
+        later_tokens=later_tokens,
     )

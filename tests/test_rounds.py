@@ -7,6 +7,7 @@ and the result is partial and says so; a quick model gets its full rounds, exact
 
 from __future__ import annotations
 
+import time
 from dataclasses import replace
 from types import SimpleNamespace
 
@@ -15,6 +16,7 @@ import pytest
 from lab.budget import Deadline
 from lab.race import ROUNDS, race, raced, racing, same_as_far_as_both_wrote
 from lab.timed_run import RUN_ROUNDS, timed_run
+from lab.timing import SHORTEST_ROUND
 from lookahead_core.config import LookaheadConfig, SuffixConfig
 from lookahead_core.costs import StepCosts
 from lookahead_core.records import METHODS, Method, Progress, RaceRecord, StopReason
@@ -75,6 +77,58 @@ def test_a_run_that_reaches_its_deadline_stops_partial_and_says_so(tiny_lm, slow
     assert 0 < run.greedy.summary.tokens < 200
     html = summary_html(run)
     assert "Partial: the request&#x27;s 1 s ran out before lookahead, greedy finished" in html
+
+
+@pytest.mark.heavy  # seconds: three Runs
+def test_on_a_busy_machine_a_runs_later_rounds_decode_what_fits_and_it_still_gives_a_verdict(
+    tiny_lm, slow_clock, monkeypatch
+):
+    """Beside CPU burners a Run's recorded round took most of its time, so no second whole round fitted and the
+    page gave no verdict. Now the later rounds decode the first new tokens they all fit, and every figure counts
+    that many. Every step is timed on the slow clock (it moves only with the model's passes), so what each round
+    needs is the same on any machine. Controls: with room every round is whole; with too little, one round."""
+    monkeypatch.setattr(time, "perf_counter", slow_clock)
+
+    def timed(seconds):
+        start = slow_clock.now
+        run = finished_run(tiny_lm, PROMPT, REQUEST, Deadline(seconds, clock=slow_clock))
+        return run, slow_clock.now - start
+
+    roomy, took = timed(3600.0)
+    assert roomy.timing.rounds == RUN_ROUNDS and roomy.timing.later_tokens == 0
+    lean = sum(t.seconds[1] for t in roomy.timing.methods)  # a round after the first: both decodings, whole
+    first = took - (RUN_ROUNDS - 1) * lean  # the warm-ups and the recorded round
+    busy, _ = timed(first + lean)  # a whole round more needs ROUND_MARGIN x lean
+    timing = busy.timing
+    assert timing.rounds == RUN_ROUNDS and SHORTEST_ROUND <= timing.later_tokens < REQUEST.max_new_tokens
+    assert timing.compared_tokens == timing.later_tokens == timing.of(Method.GREEDY).tokens[0]
+    assert busy.trace.summary.tokens == busy.greedy.summary.tokens == REQUEST.max_new_tokens  # the replay's round
+    html = summary_html(busy)
+    assert f"decoded only the first {timing.later_tokens} new tokens" in html and "no verdict" not in html
+    starved, _ = timed(first + 0.5 * lean)
+    assert starved.timing.rounds == 1 and "Only one round fitted" in summary_html(starved)
+
+
+@pytest.mark.heavy  # seconds: two races
+def test_on_a_busy_machine_a_races_later_rounds_decode_what_fits(tiny_lm, slow_clock, monkeypatch):
+    """The race's rounds as a Run's (above): cut to fit where a whole one no longer does, the whole first round
+    shown (control: with room, every round is whole)."""
+    monkeypatch.setattr(time, "perf_counter", slow_clock)
+    costs = StepCosts.of(cost_table(0.1))
+
+    def timed(seconds):
+        start = slow_clock.now
+        result = race(tiny_lm, PROMPT, REQUEST, Runtime(deadline=Deadline(seconds, clock=slow_clock)), costs)
+        return result, slow_clock.now - start
+
+    roomy, took = timed(3600.0)
+    assert roomy.timing.rounds == ROUNDS and roomy.timing.later_tokens == 0
+    lean = sum(t.seconds[1] for t in roomy.timing.methods)
+    busy, _ = timed(took - (ROUNDS - 2) * lean)  # room for the first round and one more, not two
+    timing = busy.timing
+    assert timing.rounds == ROUNDS and SHORTEST_ROUND <= timing.later_tokens < REQUEST.max_new_tokens
+    assert timing.shown_round == 0 and all(lane.tokens[-1] == REQUEST.max_new_tokens for lane in busy.lanes)
+    assert f"decoded only the first {timing.later_tokens} new tokens" in race_html(busy)
 
 
 def test_a_quick_run_gets_its_rounds_and_stays_exact(tiny_lm):

@@ -11,8 +11,20 @@ import itertools
 
 import pytest
 
-from lab.timing import Lap, compared_length, leaders, method_timings, ratio_of_medians, round_rates, shown_round
-from lookahead_core.records import Method, Spread
+from lab.timing import (
+    ROUND_MARGIN,
+    SHORTEST_ROUND,
+    Lap,
+    compared_length,
+    later_length,
+    leaders,
+    method_timings,
+    ratio_of_medians,
+    round_rates,
+    shown_round,
+    timing_of,
+)
+from lookahead_core.records import Busy, Method, Spread
 
 G, L, P, S = Method.GREEDY, Method.LOOKAHEAD, Method.PROMPT_LOOKUP, Method.SPECULATIVE
 
@@ -110,3 +122,31 @@ def test_runs_of_different_lengths_say_whether_the_deadline_or_sampling_made_the
     ended = timing_of([[lap(L, 0.05, steps=10), lap(G, 0.1, steps=6)]], 0, quiet, 30.0)
     assert "the deadline stopped them" in lengths_words(cut, "greedy") and "sampled" not in lengths_words(cut, "x")
     assert "sampled text stops at its own end of sequence" in lengths_words(ended, "greedy")
+
+
+def test_a_later_round_decodes_the_most_tokens_that_let_the_rounds_left_fit():
+    """The first round (G: 1 token a step, L: 2) took 10 s on the deadline's clock; M tokens cost the share of it
+    its laps spent reaching M. Each boundary is checked from both sides."""
+    first = [lap(G, 0.1), lap(L, 0.1, tokens_per_step=2)]  # 32 tokens: 3.2 s, then 1.6 s to 32
+    took, whole = 10.0, 3.2 + 3.2
+    assert later_length(first, took, 2 * ROUND_MARGIN * took, 2) == compared_length(first)  # a whole round fits
+
+    def cost(tokens: int) -> float:  # G needs `tokens` steps, L half as many (rounded up)
+        return took * (0.1 * tokens + 0.1 * -(-tokens // 2)) / whole
+
+    left = 2 * ROUND_MARGIN * cost(20)
+    assert later_length(first, took, left, 2) == 20 and later_length(first, took, left - 1e-9, 2) < 20
+    assert later_length(first, took, left, 1) > 20  # one round left: it may decode more
+    assert later_length(first, took, 2 * ROUND_MARGIN * cost(SHORTEST_ROUND) - 1e-9, 2) == 0  # too few: none
+
+
+def test_rounds_cut_to_fit_are_compared_with_the_first_over_their_length():
+    """Round 1 decoded 32 tokens, round 2 (cut to fit) 16: both rates count the first 16, so equal step times
+    give one rate, and the record says how many tokens the later rounds decoded."""
+    whole = [lap(G, 0.1), lap(L, 0.1, tokens_per_step=2)]
+    cut = [lap(G, 0.1, steps=16), lap(L, 0.1, tokens_per_step=2, steps=8)]
+    timings = method_timings([whole, cut])
+    assert [t.tokens for t in timings] == [[16, 16], [16, 16]]
+    assert all(t.rate.low == t.rate.high for t in timings)  # the same text at the same pace: one rate
+    record = timing_of([whole, cut], 0, Busy(other_cores=None, cores=2, seconds=0.0, heavy=False), 60.0, 16)
+    assert (record.compared_tokens, record.later_tokens) == (16, 16)

@@ -102,9 +102,17 @@ def rounds_words(timing: Timing, what: str, shown: str) -> str:
     order = ", ".join(METHODS[m].short for m in timing.order)
     if timing.rounds == 1:
         return f"{what} ran its methods once ({order}): only one round fitted its time, so there is no spread."
-    return (
+    ran = (
         f"{what} ran {timing.rounds} interleaved rounds ({order}, then again); each figure is the median over "
         f"the rounds, with its range; {shown} shows round {timing.shown_round + 1}."
+    )
+    if not timing.later_tokens:
+        return ran
+    later = "round 2" if timing.rounds == 2 else f"rounds 2–{timing.rounds}"
+    return (
+        f"{ran} A whole round no longer fitted the time left after round 1, so {later} decoded only the first "
+        f"{plural(timing.later_tokens, 'new token')}, and every figure counts the first "
+        f"{plural(timing.compared_tokens, 'token')} of each round."
     )
 
 

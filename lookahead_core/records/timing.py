@@ -64,11 +64,14 @@ class Timing:
     methods: list[MethodTiming]
     leaders: list[Method]
     shown_round: int  # 0-based
-    compared_tokens: int  # the tokens each rate counts in the round shown (all: equal lengths)
+    compared_tokens: int  # the tokens each rate counts, in every round (all: equal lengths)
     lengths_differ: bool  # sampled runs stopped at different lengths and were cut to the shorter
     busy: Busy
     budget_seconds: float
     partial: bool  # the deadline stopped some decoding before its end: the figures cover what was done
+    # The new tokens every round after the first decoded, where a whole round no longer fitted the time left (a busy
+    # machine): each rate then counts that many; 0: every round decoded the whole request (schema 14; before, 0)
+    later_tokens: int = 0
 
     def of(self, method: Method) -> MethodTiming:
         return next(timing for timing in self.methods if timing.method == method)
