@@ -33,6 +33,8 @@ from lookahead_core.request import DecodeRequest
 from lookahead_core.runtime import Runtime
 from lookahead_core.trace import WARM_UP_TOKENS, decode_steps, warm_up
 
+from .timing import SHORTEST_ROUND
+
 RUN_SECONDS = 30.0  # a Run: the method and greedy decoding, each warmed up
 RACE_SECONDS = 60.0  # a race: every method, each warmed up
 # The share of a request's time its decodings are not given: what no deadline check can stop (each decoding's
@@ -204,19 +206,29 @@ def check_budget(prices: Prices, prompt_tokens: int, decodings: int, seconds: fl
 BUSY_SCALE = 1.5  # the latest steps this many times their price at load: the machine is busier than it was
 
 
-def fit(prices: Prices, rounds: int) -> Fit:
-    """The new tokens for which `rounds` rounds of a Run and of a race fit their time, at plain decoding's
-    latest pace here (what the page suggests; a guessing method that pays leaves room for more)."""
-    step = prices.step(1)
+def fitting_tokens(prices: Prices, decodings: int, seconds: float, rounds: int) -> int:
+    """The new tokens for which `rounds` rounds of `decodings` decodings (each warmed up first) fit in `seconds`, at
+    plain decoding's latest pace here (a guessing method that pays leaves room for more)."""
+    return max(int(seconds / (rounds * decodings * prices.step(1))) - WARM_UP_TOKENS, 0)
 
-    def tokens(decodings: int, seconds: float) -> int:
-        return max(int(seconds / (rounds * decodings * step)) - WARM_UP_TOKENS, 0)
 
+def fitted_tokens(prices: Prices | None, asked: int, decodings: int, seconds: float, rounds: int) -> int:
+    """The new tokens a timed request decodes: `asked`, or where its `rounds` rounds would not fit its time at the
+    latest prices (a busy machine), the most that do, SHORTEST_ROUND at least: its rounds then give a verdict on a
+    shorter text, where the asked length would have run out of time in the first round and given none."""
+    if prices is None:
+        return asked
+    return min(asked, max(fitting_tokens(prices, decodings, seconds, rounds), SHORTEST_ROUND))
+
+
+def fit(prices: Prices, rounds: int, race_lanes: int) -> Fit:
+    """The new tokens for which `rounds` rounds of a Run and of a race of `race_lanes` methods fit their time, at
+    plain decoding's latest pace here (what the page suggests)."""
     return Fit(
-        step_seconds=step,
+        step_seconds=prices.step(1),
         rounds=rounds,
         run_seconds=RUN_SECONDS,
-        run_tokens=tokens(2, RUN_SECONDS),
+        run_tokens=fitting_tokens(prices, 2, RUN_SECONDS, rounds),
         race_seconds=RACE_SECONDS,
-        race_tokens=tokens(4, RACE_SECONDS),
+        race_tokens=fitting_tokens(prices, race_lanes, RACE_SECONDS, rounds),
     )

@@ -13,7 +13,7 @@ import torch
 
 from lookahead_core.draft import DEFAULT_DRAFT_TOKENS
 from lookahead_core.models import DEFAULT_MODEL, DTYPES, LoadedModel, encode_prompt, load_model
-from lookahead_core.records import Fit, Machine, Method, StepKind
+from lookahead_core.records import Fit, Machine, Method, StepKind, raced_on
 from lookahead_core.request import DecodeRequest
 from lookahead_core.runtime import Runtime
 from lookahead_core.trace import decode_steps, machine_facts
@@ -133,9 +133,12 @@ class ModelHolder:
         return machine_facts(held.lm) if held is not None else None
 
     def fit(self, rounds: int) -> Fit | None:
-        """What fits in a request's time at the held model's latest prices (None: none held, or unpriced)."""
+        """What fits in a request's time at the held model's latest prices (None: none held, or unpriced), a race
+        counted with every method the table races on its device (at most what a race runs)."""
         held = self._held
-        return fit(held.prices, rounds) if held is not None and held.prices is not None else None
+        if held is None or held.prices is None:
+            return None
+        return fit(held.prices, rounds, len(raced_on(held.lm.device.type)))
 
     def loading(self, choice: str, dtype: str) -> bool:
         """Whether a request for `choice` would load it first (it is not the held model)."""

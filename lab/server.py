@@ -25,20 +25,20 @@ from dataclasses import replace
 from lookahead_core import fixed
 from lookahead_core.costs import shape_costs, step_costs
 from lookahead_core.models import encode_prompt, load_model
-from lookahead_core.records import METHODS, Needs, Progress, RaceRecord, Run, raced_on
+from lookahead_core.records import METHODS, Needs, Progress, RaceRecord, Run, Timing, raced_on
 from lookahead_core.request import DecodeRequest
 from lookahead_core.suffix import SuffixStore
 from lookahead_core.tuning import auto_settings
 
 from . import space
 from .access import access_from_environment
-from .budget import RACE_SECONDS, RESERVE, RUN_SECONDS, Deadline, Prices
+from .budget import RACE_SECONDS, RESERVE, RUN_SECONDS, Deadline, Prices, fitted_tokens
 from .holding import ModelHolder
 from .race import ROUNDS, raced, racing
 from .requests import MAX_NEW_TOKENS, InputError, ModelRequest
 from .shelf import Shelf
 from .threads import running_on
-from .timed_run import timed_run
+from .timed_run import RUN_ROUNDS, timed_run
 
 ZERO_GPU = space.on_zero_gpu(spaces)
 fixed.DEFAULT_MODES = space.step_modes(ZERO_GPU)  # before any model work: the curves and runs take it alike
@@ -115,7 +115,9 @@ def record(request: ModelRequest, store: SuffixStore | None = None) -> Iterator[
     needs = METHODS[d.method].needs
     if not runtime.has(needs):
         raise InputError(NOT_SHIPPED[needs])
-    run = yield from running_on(threads, timed_run(lm, prompt_ids, d, runtime, request.prompt))
+    fitted = replace(d, max_new_tokens=fitted_tokens(held.prices, d.max_new_tokens, 2, RUN_SECONDS, RUN_ROUNDS))
+    run = yield from running_on(threads, timed_run(lm, prompt_ids, fitted, runtime, request.prompt))
+    run.timing = as_asked(run.timing, d, fitted)
     yield run, time.perf_counter() - started  # the result yielded last: spaces passes on only what is yielded
 
 
@@ -141,6 +143,15 @@ def timed_race(
     threads = held.admit(len(prompt_ids), decodings=lanes, seconds=RACE_SECONDS)
     started = time.perf_counter()  # a model's first load, cost curve and probe are not the request's: it starts here
     runtime = replace(runtime, deadline=Deadline(RACE_SECONDS, reserve=RESERVE))
-    rounds = expected_rounds(held.prices, d, RACE_SECONDS, lanes)
-    result = yield from running_on(threads, racing(lm, prompt_ids, d, runtime, costs, rounds))
+    fitted = replace(d, max_new_tokens=fitted_tokens(held.prices, d.max_new_tokens, lanes, RACE_SECONDS, ROUNDS))
+    rounds = expected_rounds(held.prices, fitted, RACE_SECONDS, lanes)
+    result = yield from running_on(threads, racing(lm, prompt_ids, fitted, runtime, costs, rounds))
+    result.timing = as_asked(result.timing, d, fitted)
     yield result, time.perf_counter() - started  # the result yielded last: spaces passes on only what is yielded
+
+
+def as_asked(timing: Timing, asked: DecodeRequest, fitted: DecodeRequest) -> Timing:
+    """The timing of the `fitted` request, with the new tokens `asked` for where the machine's pace made it fewer."""
+    if fitted.max_new_tokens == asked.max_new_tokens:
+        return timing
+    return replace(timing, asked_tokens=asked.max_new_tokens)

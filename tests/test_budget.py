@@ -11,8 +11,11 @@ from lab.budget import (
     Prices,
     check_budget,
     first_token_seconds,
+    fitted_tokens,
+    fitting_tokens,
     prefill_seconds,
 )
+from lab.timing import SHORTEST_ROUND
 from lookahead_core.config import LookaheadConfig
 from lookahead_core.records import DraftRecord, Method, StepKind, StepRecord
 from lookahead_core.request import DecodeRequest
@@ -31,6 +34,18 @@ def test_a_request_runs_when_one_token_of_each_decoding_fits_and_is_refused_only
     check_budget(PRICES, 4, RUN, seconds)
     with pytest.raises(BudgetError, match="Shorten the prompt"):
         check_budget(PRICES, 4, RUN, seconds * 0.99)
+
+
+def test_a_request_too_long_for_its_rounds_at_the_latest_pace_decodes_what_fits_and_no_fewer_than_the_shortest():
+    """Beside two burners the default Run and race ran out of time in their first round, so they gave no verdict:
+    a timed request now decodes the most new tokens whose rounds fit (SHORTEST_ROUND at least), as many as asked
+    where they fit, and as asked where nothing is priced (a ZeroGPU Space's quota decides there)."""
+    fits = fitting_tokens(PRICES, RUN, 30.0, 3)
+    assert SHORTEST_ROUND < fits < 1000
+    assert fitted_tokens(PRICES, 1000, RUN, 30.0, 3) == fits and fitted_tokens(PRICES, fits, RUN, 30.0, 3) == fits
+    assert fitted_tokens(PRICES, fits - 1, RUN, 30.0, 3) == fits - 1  # asked for fewer: as asked
+    assert fitting_tokens(PRICES, RUN, 60.0, 3) > fits  # more time: more tokens
+    assert fitted_tokens(PRICES, 1000, RUN, 0.1, 3) == SHORTEST_ROUND and fitted_tokens(None, 1000, RUN, 0.1, 3) == 1000
 
 
 def test_a_prompt_is_told_to_shorten_only_when_it_would_not_fit_on_the_quiet_machine_either():

@@ -18,7 +18,9 @@ import torch
 
 import app
 from lab import server, space
+from lab.budget import Prices
 from lab.requests import ModelRequest
+from lab.timing import SHORTEST_ROUND
 from lookahead_core import fixed
 from lookahead_core.config import LookaheadConfig
 from lookahead_core.models import DEFAULT_MODEL
@@ -29,6 +31,7 @@ from ui import player
 from ui.presets import PRESETS, choose_preset
 from ui.race import RACE_SLIDERS, race_model
 from ui.run import run_model
+from visuals.summary import summary_html
 
 ROOT = Path(__file__).resolve().parent.parent
 LOOKAHEAD = ("lookahead", 10, 4)  # the method for Run, prompt lookup's tokens, the draft's k
@@ -169,3 +172,15 @@ def test_on_zero_gpu_no_step_is_captured_and_elsewhere_cuda_keeps_its_cuda_graph
     lines = [ast.unparse(node) for node in ast.parse(Path(server.__file__).read_text()).body]
     holder = next(i for i, line in enumerate(lines) if line.startswith("MODEL = "))
     assert "fixed.DEFAULT_MODES = space.step_modes(ZERO_GPU)" in lines[:holder]
+
+
+@pytest.mark.heavy  # seconds: a Run of the default model
+def test_a_run_too_long_for_its_rounds_at_the_latest_pace_decodes_what_fits_and_says_so(served, monkeypatch):
+    """Beside two burners the default Run ran out of time in its first round and gave no verdict. Priced as such a
+    machine (a 1-token step at 0.25 s), a Run of 96 tokens decodes the shortest round's 16, its 3 rounds whole,
+    and the page says why (a request that fits decodes as asked: tests/test_budget.py)."""
+    monkeypatch.setattr(Prices, "step", lambda self, width: 0.25)
+    *_, (busy, _) = server.record(asked(96))
+    assert busy.trace.meta.max_new_tokens == SHORTEST_ROUND and busy.timing.asked_tokens == 96
+    assert busy.timing.rounds == 3 and not busy.timing.partial
+    assert "at its latest pace 3 rounds of the 96 new tokens asked for would not have fitted" in summary_html(busy)

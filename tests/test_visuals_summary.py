@@ -58,7 +58,7 @@ def test_model_html_says_what_fits_at_the_latest_prices():
     machine = example("python").trace.meta.machine
     prices = Prices(cost_table(0.05))
     prices.learn([decode_step(1, 0.037)] * 3)  # plain decoding's pace here: 37 ms a token
-    fit = budget.fit(prices, rounds=3)
+    fit = budget.fit(prices, rounds=3, race_lanes=4)
     assert fit.run_tokens == int(30 / (3 * 2 * 0.037)) - 8 and fit.race_tokens == int(60 / (3 * 4 * 0.037)) - 8
     html = summary.model_html(machine, "some-default", fit)
     assert "(37 ms for a 1-token step), 3 rounds of a Run fit in its 30 s with up to about 127 new tokens" in html

@@ -208,9 +208,21 @@ def lengths_words(timing: Timing, plain: str) -> str:
     )
 
 
+def fitted_words(timing: Timing, what: str) -> str:
+    """Why `what` decoded fewer new tokens than were asked for ("" where it decoded as many)."""
+    if not timing.asked_tokens:
+        return ""
+    return (
+        f"This machine is busy: at its latest pace {FEWEST_ROUNDS} rounds of the {timing.asked_tokens} new tokens "
+        f"asked for would not have fitted in the time, so {what} decoded fewer, enough for its rounds to give a "
+        "verdict."
+    )
+
+
 def timing_notes(timing: Timing, what: str, shown: str, plain: str = "greedy") -> list[str]:
     """Every sentence about how the figures were taken, in reading order (empty ones left out)."""
     notes = [
+        fitted_words(timing, what),
         rounds_words(timing, what.capitalize(), shown),
         partial_words(timing),
         lengths_words(timing, plain),

@@ -72,6 +72,9 @@ class Timing:
     # The new tokens every round after the first decoded, where a whole round no longer fitted the time left (a busy
     # machine): each rate then counts that many; 0: every round decoded the whole request (schema 14; before, 0)
     later_tokens: int = 0
+    # The new tokens the visitor asked for, where at the machine's latest pace its rounds would not have fitted the
+    # time and every decoding stopped sooner (the request's max_new_tokens); 0: as asked (schema 14; before, 0)
+    asked_tokens: int = 0
 
     def of(self, method: Method) -> MethodTiming:
         return next(timing for timing in self.methods if timing.method == method)
