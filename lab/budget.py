@@ -5,10 +5,11 @@ One model serves every visitor in turn, so no request may hold it for long. A re
 shares the time left among the decodings still to come, and a decoding that reaches its share
 stops at its next step, partial and labelled so. So how wide a method's steps are, or how many
 tokens it asks for, is the deadline's business: a request that cannot finish its tokens in time
-runs what fits. It is refused only when not even a first new token fits (after every decoding's
-warm-up: a prefill and a step each), and the refusal names the cause: the prompt, where it would
-not fit on this machine when quiet either, else the machine's load. The
-prices are the measured step-cost curve, scaled by what the latest steps really took
+runs what fits (a Run or a race whose rounds would not fit at the latest prices first asks for fewer
+tokens, fitted_tokens, so that its rounds give a verdict). It is refused only when not even a first
+new token fits (after every decoding's warm-up: a prefill and a step each), and the refusal names the
+cause: the prompt, where it would not fit on this machine when quiet either, else the machine's load.
+The prices are the measured step-cost curve, scaled by what the latest steps really took
 (Prices.learn); evidence older than FRESH_SECONDS, or taken on another count of threads, is
 renewed by a probe of a few plain steps before a request is judged by it, so prices follow the
 machine both ways: up when it gets busy, down again when it is quiet. On a ZeroGPU Space the
