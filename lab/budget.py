@@ -34,7 +34,7 @@ from lookahead_core.request import DecodeRequest
 from lookahead_core.runtime import Runtime
 from lookahead_core.trace import WARM_UP_TOKENS, decode_steps, warm_up
 
-from .timing import SHORTEST_ROUND
+from .timing import ROUND_MARGIN, SHORTEST_ROUND
 
 RUN_SECONDS = 30.0  # a Run: the method and greedy decoding, each warmed up
 RACE_SECONDS = 60.0  # a race: every method, each warmed up
@@ -209,8 +209,10 @@ BUSY_SCALE = 1.5  # the latest steps this many times their price at load: the ma
 
 def fitting_tokens(prices: Prices, decodings: int, seconds: float, rounds: int) -> int:
     """The new tokens for which `rounds` rounds of `decodings` decodings (each warmed up first) fit in `seconds`, at
-    plain decoding's latest pace here (a guessing method that pays leaves room for more)."""
-    return max(int(seconds / (rounds * decodings * prices.step(1))) - WARM_UP_TOKENS, 0)
+    plain decoding's latest pace here (a guessing method that pays leaves room for more): in the time the deadline
+    gives them (less its RESERVE), each round with the margin a later round starts with (ROUND_MARGIN)."""
+    usable = seconds * (1 - RESERVE) / ROUND_MARGIN
+    return max(int(usable / (rounds * decodings * prices.step(1))) - WARM_UP_TOKENS, 0)
 
 
 def fitted_tokens(prices: Prices | None, asked: int, decodings: int, seconds: float, rounds: int) -> int:

@@ -59,10 +59,12 @@ def test_model_html_says_what_fits_at_the_latest_prices():
     prices = Prices(cost_table(0.05))
     prices.learn([decode_step(1, 0.037)] * 3)  # plain decoding's pace here: 37 ms a token
     fit = budget.fit(prices, rounds=3, race_lanes=4)
-    assert fit.run_tokens == int(30 / (3 * 2 * 0.037)) - 8 and fit.race_tokens == int(60 / (3 * 4 * 0.037)) - 8
+    usable = 0.9 / 1.1  # the deadline's share less its reserve, each round with a later round's margin
+    assert fit.run_tokens == int(30 * usable / (3 * 2 * 0.037)) - 8
+    assert fit.race_tokens == int(60 * usable / (3 * 4 * 0.037)) - 8
     html = summary.model_html(machine, "some-default", fit)
-    assert "(37 ms for a 1-token step), 3 rounds of a Run fit in its 30 s with up to about 127 new tokens" in html
-    assert "3 rounds of the race in its 60 s with up to about 127" in html
+    assert "(37 ms for a 1-token step), 3 rounds of a Run fit in its 30 s with up to about 102 new tokens" in html
+    assert "3 rounds of the race in its 60 s with up to about 102" in html
 
 
 def test_notice_says_why_a_run_was_refused():
