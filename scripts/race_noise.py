@@ -110,6 +110,7 @@ def main() -> None:
         spinners = [multiprocessing.Process(target=spin, args=(3600,), daemon=True) for _ in range(burners)]
         for spinner in spinners:
             spinner.start()
+        time.sleep(2.0 if spinners else 0.0)  # spinning before the first request, as on a machine already busy
         try:
             for _ in range(args.races):
                 try:
