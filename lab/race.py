@@ -38,7 +38,7 @@ from lookahead_core.trace import (
 )
 
 from .busy import CpuWatch
-from .timing import ROUND_MARGIN, Lap, later_length, shown_round, timing_of
+from .timing import ROUND_MARGIN, Lap, later_rounds, shown_round, timing_of
 
 
 def acceptance(method: Method, records: list[StepTally]) -> float | None:
@@ -78,13 +78,13 @@ def timed_lane(
     steps = lean_steps(lm, prompt_ids, request, runtime)
     synchronize(lm.device)
     partial = False
-    while True:
+    while stop_at is None or tokens[-1] < stop_at:  # a lap cut to `stop_at` ends whole, before the deadline is asked
         upcoming = records[-1].step_seconds if records else 0.0  # the next step, as the last (the prefill first)
         if records and records[-1].stop is None and until is not None and until(upcoming):
             partial = True
             break
         start = time.perf_counter()
-        record = next(steps, None) if stop_at is None or tokens[-1] < stop_at else None
+        record = next(steps, None)
         if record is None:
             break
         synchronize(lm.device)
@@ -151,10 +151,11 @@ def racing(
 
     With the runtime's deadline, the first round shares the time left equally among the methods still to run
     (so each is measured, partial if its share runs out), and further rounds (ROUNDS in all) run while they
-    fit; where a whole one no longer does (a busy machine), the rest decode only the first new tokens they all
-    fit (timing.later_length). A round that the deadline stops is not counted. Speeds are compared over the same
-    number of tokens in every round (sampled runs stop at different lengths: cut to the shortest). Sampled, every
-    method draws with the same settings and seed, so outputs are not compared (`exact` is None).
+    fit; where after round 1 they would not all fit whole (a busy machine), every one decodes only the first new
+    tokens they all fit (timing.later_rounds). A round that the deadline stops is not counted. Speeds are
+    compared over the same number of tokens in every round (sampled runs stop at different lengths: cut to the
+    shortest). Sampled, every method draws with the same settings and seed, so outputs are not compared (`exact`
+    is None).
     """
     request = runtime.settled(request)
     deadline = runtime.deadline
@@ -170,10 +171,10 @@ def racing(
     rounds: list[list[tuple[RaceLane, Lap]]] = []
     longest, length = 0.0, None  # the longest round so far; the new tokens later rounds are cut to (None: all)
     while len(rounds) < ROUNDS:
-        if rounds and length is None and deadline is not None and deadline.left() < ROUND_MARGIN * longest:
-            first = [lap for _, lap in rounds[0]]
-            length = later_length(first, longest, deadline.left(), ROUNDS - len(rounds))  # a busy machine's
-        if length == 0:
+        if len(rounds) == 1 and deadline is not None:  # decided once: every later round whole, or every one cut
+            length = later_rounds([lap for _, lap in rounds[0]], longest, deadline.left(), ROUNDS - 1)
+        whole_fits = deadline is None or deadline.left() >= ROUND_MARGIN * longest
+        if length == 0 or rounds and length is None and not whole_fits:
             break
         started = time.perf_counter()
         parts = max(parts, len(methods) * (2 + len(rounds)))

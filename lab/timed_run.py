@@ -3,9 +3,9 @@
 Round 1 records both traces (the method's, then plain decoding's), each warmed up first and each
 given an equal share of the request's time, partial if its share runs out. Further rounds time
 the same two decodings again, with nothing recorded, while the longest round so far fits in the
-time left (RUN_ROUNDS at most); where a whole one no longer does (a busy machine), the rest decode only
-the first new tokens they all fit (timing.later_length), and every figure counts that many. A round the
-deadline stops is not counted. The Run keeps the round 1 traces (what the replay shows) and every round's
+time left (RUN_ROUNDS at most); where after round 1 they would not all fit whole (a busy machine), every one
+decodes only the first new tokens they all fit (timing.later_rounds), and every rate counts that many. A round
+the deadline stops is not counted. The Run keeps the round 1 traces (what the replay shows) and every round's
 figures (records.Timing).
 """
 
@@ -23,7 +23,7 @@ from lookahead_core.trace import RUN_PARTS, recording_run
 
 from .busy import CpuWatch
 from .race import timed_lane
-from .timing import ROUND_MARGIN, Lap, later_length, timing_of
+from .timing import ROUND_MARGIN, Lap, later_rounds, timing_of
 
 RUN_ROUNDS = 3  # rounds a Run times at most, when they fit its time
 
@@ -61,12 +61,11 @@ def timed_run(
         runtime.learn(run.trace.steps + run.greedy.steps)
     rounds = [[trace_lap(run.trace), trace_lap(run.greedy)]]
     longest = sum(lap.seconds[-1] for lap in rounds[0])
-    length = None  # the new tokens later rounds are cut to, where a whole one no longer fits (None: all)
+    # decided once: every later round whole (each while it fits), or every one cut to what they all fit
+    length = later_rounds(rounds[0], longest, deadline.left(), RUN_ROUNDS - 1)
     timed = runtime.settled(request)
-    while len(rounds) < RUN_ROUNDS:
+    while len(rounds) < RUN_ROUNDS and length != 0:
         if length is None and deadline.left() < ROUND_MARGIN * longest:
-            length = later_length(rounds[0], longest, deadline.left(), RUN_ROUNDS - len(rounds))  # a busy machine's
-        if length == 0:
             break
         part = RUN_PARTS + len(methods) * (len(rounds) - 1)
         laps = []

@@ -97,6 +97,15 @@ def ratio_of_medians(rates: Sequence[float], base: Sequence[float], seed: int = 
     return Spread(median=median, low=min(low, median), high=max(high, median))
 
 
+def later_rounds(first: Sequence[Lap], took: float, left: float, rounds: int) -> int | None:
+    """How the `rounds` rounds after the first run, decided once after it (which took `took` seconds, with `left`
+    seconds left): None where they all fit whole (each still starts only while it fits), else the new tokens every
+    one of them decodes (later_length; 0: none runs)."""
+    if left >= rounds * ROUND_MARGIN * took:
+        return None
+    return later_length(first, took, left, rounds)
+
+
 def method_timings(rounds: Sequence[Sequence[Lap]]) -> list[MethodTiming]:
     """Every method's figures over complete rounds (greedy's lap in each): rates and speedups over greedy, every
     rate over the tokens every lap of every round reached (later rounds cut short to fit compare their length)."""

@@ -18,6 +18,7 @@ from lookahead_core.records import (
     BenchReport,
     Busy,
     Method,
+    MethodSettings,
     PlannerKind,
     SchemaError,
     Spread,
@@ -60,32 +61,43 @@ def assert_holds(full, part, where: str = "report") -> None:
         assert full == part, f"{where}: {part!r} read as {full!r}"
 
 
-# Before schema 14 a report's settings gave each method's a field of its own, and lookahead's auto choice one too
+# Before schema 14 a report's settings gave each method's a field of its own (the bench wrote lookahead's and prompt
+# lookup's whichever methods ran), and lookahead's auto choice one too: each old field, its key since, and the
+# entrants that run with it
 FLAT = {
-    "prompt_lookup": "prompt_lookup",
-    "draft": "speculative",
-    "medusa": "medusa",
-    "eagle": "eagle",
-    "suffix": "suffix",
+    "lookahead": ("lookahead", {"lookahead"}),
+    "prompt_lookup": ("prompt_lookup", {"prompt-lookup"}),
+    "draft": ("speculative", {"speculative", "hf-assisted"}),
+    "medusa": ("medusa", {"medusa"}),
+    "eagle": ("eagle", {"eagle"}),
+    "suffix": ("suffix", {"suffix"}),
 }
 
 
 def keyed(data: dict) -> dict:
-    """A report's data with its methods' settings where schema 14 keeps them (`by_method`, keyed by method): with auto
-    settings lookahead ran the auto choice, whose W, N, G its own field held too."""
+    """A report's data with its entrants' settings where schema 14 keeps them (`by_method`, keyed by method): with
+    auto settings lookahead ran the auto choice, whose W, N, G its own field held too."""
     if "by_method" in data["settings"]:
         return data
-    flat = data["settings"]
-    lookahead, auto = flat.get("lookahead"), flat.get("auto")
+    flat = dict(data["settings"])
+    auto = flat.pop("auto", None)
     if auto is not None:
-        assert [lookahead[k] for k in ("window", "ngram", "guesses")] == [
-            auto[k] for k in ("window", "ngram", "guesses")
-        ]
-        lookahead = auto
-    by_method = {new: flat[old] for old, new in FLAT.items() if flat.get(old) is not None}
-    by_method |= {"lookahead": lookahead} if lookahead is not None else {}
-    rest = {key: value for key, value in flat.items() if key not in {*FLAT, "lookahead", "auto"}}
+        triple = ("window", "ngram", "guesses")
+        assert [flat["lookahead"][k] for k in triple] == [auto[k] for k in triple]
+        flat["lookahead"] = auto
+    ran = set(flat["methods"])
+    by_method = {new: flat[old] for old, (new, runs) in FLAT.items() if flat.get(old) is not None and runs & ran}
+    rest = {key: value for key, value in flat.items() if key not in FLAT}
     return data | {"settings": rest | {"by_method": by_method}}
+
+
+def test_a_report_keeps_only_its_entrants_settings():
+    """The bench wrote lookahead's and prompt lookup's settings whichever methods ran: a report of suffix decoding
+    alone reads with suffix decoding's settings only (and one that ran lookahead keeps lookahead's: the control)."""
+    alone = shipped("cpu-gsm8k-float32-suffix-exactness-2026-11-27.json").settings
+    assert [m.value for m in alone.methods] == ["hf-greedy", "suffix"]
+    assert alone.by_method == MethodSettings(suffix=alone.by_method.suffix) and alone.by_method.suffix is not None
+    assert shipped("cpu-humaneval-float32.json").settings.by_method.lookahead is not None
 
 
 def test_the_reports_are_shipped():

@@ -22,6 +22,7 @@ from lookahead_core.costs import StepCosts
 from lookahead_core.records import METHODS, Method, Progress, RaceRecord, StopReason
 from lookahead_core.request import DecodeRequest
 from lookahead_core.runtime import Runtime
+from lookahead_core.trace import RUN_PARTS
 from visuals.race import NOISE, cost_figure, exact_words, playback_html, race_figure, race_html
 from visuals.summary import summary_html
 from visuals.timing import FEWEST_COMPARED
@@ -86,25 +87,35 @@ def test_on_a_busy_machine_a_runs_later_rounds_decode_what_fits_and_it_still_giv
     """Beside CPU burners a Run's recorded round took most of its time, so no second whole round fitted and the
     page gave no verdict. Now the later rounds decode the first new tokens they all fit, and every figure counts
     that many. Every step is timed on the slow clock (it moves only with the model's passes), so what each round
-    needs is the same on any machine. Controls: with room every round is whole; with too little, one round."""
+    needs is the same on any machine. Where one whole round more would fit but not two, both are cut (the page
+    says "rounds 2-3"). Controls: with room every round is whole; with too little, one round."""
     monkeypatch.setattr(time, "perf_counter", slow_clock)
+    decoded = {}  # (round, method) -> the most new tokens its Progress showed
 
     def timed(seconds):
         start = slow_clock.now
-        run = finished_run(tiny_lm, PROMPT, REQUEST, Deadline(seconds, clock=slow_clock))
+        decoded.clear()
+        runtime = Runtime(deadline=Deadline(seconds, clock=slow_clock))
+        progress, run = drained(timed_run(tiny_lm, PROMPT, REQUEST, runtime))
+        for p in progress:  # parts after RUN_PARTS: the later rounds, two decodings each
+            if p.part > RUN_PARTS:
+                key = ((p.part - RUN_PARTS - 1) // 2 + 2, p.method)
+                decoded[key] = max(decoded.get(key, 0), p.tokens)
         return run, slow_clock.now - start
 
     roomy, took = timed(3600.0)
     assert roomy.timing.rounds == RUN_ROUNDS and roomy.timing.later_tokens == 0
+    assert decoded[2, Method.GREEDY] == decoded[3, Method.GREEDY] == REQUEST.max_new_tokens
     lean = sum(t.seconds[1] for t in roomy.timing.methods)  # a round after the first: both decodings, whole
     first = took - (RUN_ROUNDS - 1) * lean  # the warm-ups and the recorded round
-    busy, _ = timed(first + lean)  # a whole round more needs ROUND_MARGIN x lean
+    busy, _ = timed(first + 1.5 * lean)  # one whole round more would fit (ROUND_MARGIN x lean), two would not
     timing = busy.timing
     assert timing.rounds == RUN_ROUNDS and SHORTEST_ROUND <= timing.later_tokens < REQUEST.max_new_tokens
+    assert decoded[2, Method.GREEDY] == decoded[3, Method.GREEDY] == timing.later_tokens  # round 2 was cut too
     assert timing.compared_tokens == timing.later_tokens == timing.of(Method.GREEDY).tokens[0]
     assert busy.trace.summary.tokens == busy.greedy.summary.tokens == REQUEST.max_new_tokens  # the replay's round
     html = summary_html(busy)
-    assert f"decoded only the first {timing.later_tokens} new tokens" in html and "no verdict" not in html
+    assert f"rounds 2–3 decoded only the first {timing.later_tokens} new tokens" in html and "no verdict" not in html
     starved, _ = timed(first + 0.5 * lean)
     assert starved.timing.rounds == 1 and "Only one round fitted" in summary_html(starved)
 

@@ -177,10 +177,11 @@ def test_on_zero_gpu_no_step_is_captured_and_elsewhere_cuda_keeps_its_cuda_graph
 @pytest.mark.heavy  # seconds: a Run of the default model
 def test_a_run_too_long_for_its_rounds_at_the_latest_pace_decodes_what_fits_and_says_so(served, monkeypatch):
     """Beside two burners the default Run ran out of time in its first round and gave no verdict. Priced as such a
-    machine (a 1-token step at 0.25 s), a Run of 96 tokens decodes the shortest round's 16, its 3 rounds whole,
-    and the page says why (a request that fits decodes as asked: tests/test_budget.py)."""
+    machine (a 1-token step at 0.25 s), a Run of 96 tokens asks its decodings for the shortest round's 16, and the
+    page says why (a request that fits decodes as asked: tests/test_budget.py; that the rounds then fit beside
+    burners is measured, not tested: scripts/race_noise.py)."""
     monkeypatch.setattr(Prices, "step", lambda self, width: 0.25)
     *_, (busy, _) = server.record(asked(96))
     assert busy.trace.meta.max_new_tokens == SHORTEST_ROUND and busy.timing.asked_tokens == 96
-    assert busy.timing.rounds == 3 and not busy.timing.partial
-    assert "at its latest pace 3 rounds of the 96 new tokens asked for would not have fitted" in summary_html(busy)
+    words = "the rounds of the 96 new tokens asked for would not have fitted in the time, so this Run decoded at most"
+    assert f"{words} 16 of them" in summary_html(busy)

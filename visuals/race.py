@@ -240,7 +240,8 @@ def how_timed(result: RaceRecord) -> list[str]:
     """How the race's figures were taken: its rounds, cuts and the machine's load; an older race was timed once."""
     if result.timing is None:
         return ["Each method was timed once (a race recorded before repeated rounds): no spread is known."]
-    return timing_notes(result.timing, "this race", "the playback and the table's time, tokens and passes")
+    shown = "the playback and the table's time, tokens and passes"
+    return timing_notes(result.timing, "this race", shown, decoded=result.max_new_tokens)
 
 
 def race_html(result: RaceRecord, used: float | None = None, gpu: bool = False) -> str:

@@ -139,7 +139,7 @@ def how_timed(run: Run) -> str:
     """How the Run's figures were taken, or that an older run was timed once."""
     if run.timing is None:
         return "Each method was timed once (a run recorded before repeated rounds): no spread is known."
-    return " ".join(timing_notes(run.timing, "this Run", "the replay", plain_name(run)))
+    return " ".join(timing_notes(run.timing, "this Run", "the replay", plain_name(run), run.trace.meta.max_new_tokens))
 
 
 def stat(value: str, label: str, tooltip: str) -> str:

@@ -110,9 +110,10 @@ def rounds_words(timing: Timing, what: str, shown: str) -> str:
         return ran
     later = "round 2" if timing.rounds == 2 else f"rounds 2–{timing.rounds}"
     return (
-        f"{ran} A whole round no longer fitted the time left after round 1, so {later} decoded only the first "
-        f"{plural(timing.later_tokens, 'new token')}, and every figure counts the first "
-        f"{plural(timing.compared_tokens, 'token')} of each round."
+        f"{ran} The later rounds, whole, no longer fitted the time left after round 1, so {later} decoded only the "
+        f"first {plural(timing.later_tokens, 'new token')}, and every rate and speedup counts the first "
+        f"{plural(timing.compared_tokens, 'token')} of each round, the prefill included (over so few tokens it "
+        f"weighs more, and draws the speedups toward 1×); {shown} shows round 1, whole."
     )
 
 
@@ -208,21 +209,21 @@ def lengths_words(timing: Timing, plain: str) -> str:
     )
 
 
-def fitted_words(timing: Timing, what: str) -> str:
-    """Why `what` decoded fewer new tokens than were asked for ("" where it decoded as many)."""
+def fitted_words(timing: Timing, what: str, decoded: int) -> str:
+    """Why `what` decoded at most `decoded` new tokens where more were asked for ("" where it decoded as many)."""
     if not timing.asked_tokens:
         return ""
     return (
-        f"This machine is busy: at its latest pace {FEWEST_ROUNDS} rounds of the {timing.asked_tokens} new tokens "
-        f"asked for would not have fitted in the time, so {what} decoded fewer, enough for its rounds to give a "
-        "verdict."
+        f"At this machine's latest pace the rounds of the {timing.asked_tokens} new tokens asked for would not have "
+        f"fitted in the time, so {what} decoded at most {decoded} of them, so that its rounds would fit."
     )
 
 
-def timing_notes(timing: Timing, what: str, shown: str, plain: str = "greedy") -> list[str]:
-    """Every sentence about how the figures were taken, in reading order (empty ones left out)."""
+def timing_notes(timing: Timing, what: str, shown: str, plain: str = "greedy", decoded: int = 0) -> list[str]:
+    """Every sentence about how the figures were taken, in reading order (empty ones left out); `decoded` the new
+    tokens each decoding was asked for (fewer than the visitor's where the machine's pace made them so)."""
     notes = [
-        fitted_words(timing, what),
+        fitted_words(timing, what, decoded),
         rounds_words(timing, what.capitalize(), shown),
         partial_words(timing),
         lengths_words(timing, plain),

@@ -9,7 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .names import SCHEMA_VERSION, BenchMethod
+from .methods import entrant_settings
+from .names import SCHEMA_VERSION, BenchMethod, Method
 
 # The last version that gave each method's settings a field of its own (MethodSettings since).
 FLAT_SETTINGS = 13
@@ -62,13 +63,18 @@ def gathered_race(race: dict) -> dict:
 
 def gathered_bench(settings: dict) -> dict:
     """A bench's settings: with auto settings, lookahead ran the auto choice (kept in `auto`, its W, N, G also in
-    `lookahead`), which lookahead's settings are now."""
+    `lookahead`), which lookahead's settings are now. Only the entrants' are kept: the bench wrote lookahead's and
+    prompt lookup's whichever methods ran."""
     auto = settings.get("auto")
     settings = {key: value for key, value in settings.items() if key != "auto"}
     if auto is not None:
         settings["lookahead"] = auto
-    fields = {"lookahead": "lookahead", "prompt_lookup": "prompt_lookup", "draft": "speculative"}
-    return gathered(settings, fields | {"medusa": "medusa", "eagle": "eagle", "suffix": "suffix"}, "by_method")
+    ran = {entrant_settings(BenchMethod(m)) for m in settings.get("methods", []) if m in set(BenchMethod)}
+    fields = {"lookahead": Method.LOOKAHEAD, "prompt_lookup": Method.PROMPT_LOOKUP, "draft": Method.SPECULATIVE}
+    fields |= {"medusa": Method.MEDUSA, "eagle": Method.EAGLE, "suffix": Method.SUFFIX}
+    kept = {old: method.name.lower() for old, method in fields.items() if method in ran}
+    entrants_only = {key: value for key, value in settings.items() if key not in fields or key in kept}
+    return gathered(entrants_only, kept, "by_method")
 
 
 # Where each document kept its methods' settings, and how they are gathered.

@@ -73,7 +73,8 @@ class Timing:
     # machine): each rate then counts that many; 0: every round decoded the whole request (schema 14; before, 0)
     later_tokens: int = 0
     # The new tokens the visitor asked for, where at the machine's latest pace its rounds would not have fitted the
-    # time and every decoding stopped sooner (the request's max_new_tokens); 0: as asked (schema 14; before, 0)
+    # time and every decoding was asked for fewer (the max_new_tokens the record itself holds); 0: as asked (schema
+    # 14; before, 0)
     asked_tokens: int = 0
 
     def of(self, method: Method) -> MethodTiming:
