@@ -83,14 +83,17 @@ def chromium_page(url: str) -> Iterator[tuple[object, list]]:
 
 
 def open_page(browser, url: str, viewport: dict = VIEWPORT) -> tuple[object, list]:
-    """A new page of `browser` (a touch screen at PHONE's size) on `url` once the panels are drawn, and the
-    list its JavaScript errors are appended to. Its waits fail after PAGE_WAIT_MS unless they say otherwise."""
+    """A new page of `browser` (a touch screen at PHONE's size) on `url` once the panels are drawn and its opening
+    event has filled the session's run (ui.scripts.OPENED), and the list its JavaScript errors are appended to. Its
+    waits fail after PAGE_WAIT_MS unless they say otherwise."""
     page = browser.new_page(viewport=viewport, has_touch=viewport is PHONE)
     page.set_default_timeout(PAGE_WAIT_MS)
     errors: list = []
     page.on("pageerror", lambda error: errors.append(error))  # playwright cannot wrap a bound builtin
     page.goto(url)
     page.wait_for_selector("#ll-window")
+    # the opening event has run: before it the panels show the build's default and the session holds no run yet
+    page.wait_for_selector("body[data-ll-opened]", state="attached")
     return page, errors
 
 

@@ -173,7 +173,7 @@ def wire_replay(demo: gr.Blocks, page: Page) -> None:
     opening = [lesson.walkthrough, c.preset, *filled, page.model_box.info, lesson.lit, lesson.bar, page.contrast]
     demo.load(bound(opened, page), None, opening, **PRIVATE, **REPLAYING).then(
         None, lesson.lit, None, js=scripts.HIGHLIGHT
-    )
+    ).then(None, None, None, js=scripts.OPENED)
     lessoned = [lesson.walkthrough, c.preset, *filled, lesson.lit, lesson.own, lesson.back]
     shown_now = [c.preset, c.prompt, c.chat, page.exports.run_id, lesson.own]  # what the lesson may keep
     for target, button in lesson.moves:

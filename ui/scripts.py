@@ -160,6 +160,12 @@ COPY_LINK = """
 }
 """
 
+# The page's opening event has filled this session's run (what the exports read): until then the panels show the
+# default preset's step 0 drawn at build time, and an export would find no run. Marked on the body for what waits on it.
+OPENED = """
+() => { document.body.dataset.llOpened = "yes"; }
+"""
+
 # The lesson's panel: outlined and scrolled to the middle of the screen (on a phone, to the top, above the lesson's
 # sheet: assets/style.css); a lost focus goes to the step's Next
 HIGHLIGHT = """
