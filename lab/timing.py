@@ -48,6 +48,11 @@ def compared_length(laps: Sequence[Lap]) -> int:
     return min(lap.tokens[-1] for lap in laps)
 
 
+def rounds_length(rounds: Sequence[Sequence[Lap]]) -> int:
+    """The tokens every lap of every round reached: what each rate counts, so every round counts the same text."""
+    return min(compared_length(laps) for laps in rounds)
+
+
 def round_rates(laps: Sequence[Lap], length: int | None = None) -> dict[Method, tuple[int, float]]:
     """Each lap's (tokens, seconds) up to `length` tokens (default: the round's compared length), so every rate
     counts the same text."""
@@ -109,7 +114,7 @@ def later_rounds(first: Sequence[Lap], took: float, left: float, rounds: int) ->
 def method_timings(rounds: Sequence[Sequence[Lap]]) -> list[MethodTiming]:
     """Every method's figures over complete rounds (greedy's lap in each): rates and speedups over greedy, every
     rate over the tokens every lap of every round reached (later rounds cut short to fit compare their length)."""
-    length = min(compared_length(laps) for laps in rounds)
+    length = rounds_length(rounds)
     per_round = [round_rates(laps, length) for laps in rounds]
     methods = [lap.method for lap in rounds[0]]
     rates = {
@@ -143,7 +148,7 @@ def leaders(timings: Sequence[MethodTiming]) -> list[Method]:
 
 def shown_round(rounds: Sequence[Sequence[Lap]], method: Method) -> int:
     """The round whose `method` lap is its median-rate lap: the round a playback shows as typical."""
-    length = min(compared_length(laps) for laps in rounds)
+    length = rounds_length(rounds)
     rates = [rate(*round_rates(r, length)[method]) for r in rounds]
     ranked = sorted(range(len(rates)), key=rates.__getitem__)
     return ranked[(len(ranked) - 1) // 2]
@@ -163,7 +168,7 @@ def timing_of(
         methods=timings,
         leaders=leaders(timings),
         shown_round=shown,
-        compared_tokens=min(compared_length(laps) for laps in rounds),
+        compared_tokens=rounds_length(rounds),
         lengths_differ=len(lengths) > 1,
         busy=busy,
         budget_seconds=budget_seconds,

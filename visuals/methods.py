@@ -10,6 +10,7 @@ from __future__ import annotations
 from lookahead_core.records import (
     METHODS,
     CandidateRecord,
+    DraftSettings,
     GuessReason,
     GuessSource,
     Method,
@@ -30,14 +31,20 @@ STOP_WORDS = {  # why decoding stopped after a step, as the caption and the veri
 SETTINGS_WORDS = {  # each method's settings as records hold them (MethodSettings), in a few characters
     Method.LOOKAHEAD: triple,
     Method.PROMPT_LOOKUP: lambda lookup: f"match ≤{lookup.ngram} tokens, propose {lookup.tokens}",
-    Method.SPECULATIVE: lambda draft: f"draft {draft.model} ({draft.dtype}), k={draft.tokens}",
+    Method.SPECULATIVE: lambda draft: drafted_words(draft),
     Method.MEDUSA: lambda medusa: f"{medusa.count} heads, a tree of {medusa.tree_size} nodes",
-    Method.EAGLE: lambda layer: f"draft {layer.model} ({layer.dtype}), k={layer.tokens}",
+    Method.EAGLE: lambda layer: drafted_words(layer),
     Method.SUFFIX: lambda suffix: (
         f"a tree ≤{suffix.tree_size} nodes (alpha {suffix.alpha:g}, p ≥ {suffix.min_probability:g}), "
         f"a store of {plural_words(len(suffix.store), 'earlier output')}"
     ),
 }
+
+
+def drafted_words(draft: DraftSettings) -> str:
+    """A draft's settings (a draft model's, or an EAGLE layer's) in a few characters, e.g. "draft bf16-self
+    (bfloat16), k=4"."""
+    return f"draft {draft.model} ({draft.dtype}), k={draft.tokens}"
 
 
 def suffix_words(suffix: SuffixSettings) -> str:

@@ -191,8 +191,8 @@ def fit_words(fit: Fit) -> str:
         f" At the pace this machine showed on its latest steps ({fit.step_seconds * 1000:.0f} ms for a 1-token step), "
         f"{plural(fit.rounds, 'round')} of a Run fit in its {fit.run_seconds:.0f} s with up to about "
         f"{plural(fit.run_tokens, 'new token')}, and {plural(fit.rounds, 'round')} of the race in its "
-        f"{fit.race_seconds:.0f} s with up to about {fit.race_tokens}; a longer request times its later rounds on "
-        "its first new tokens only (or runs fewer rounds), and one that reaches its time stops, partial."
+        f"{fit.race_seconds:.0f} s with up to about {fit.race_tokens}; a longer request decodes about that many, so "
+        "that its rounds fit, and one that still reaches its time stops, partial."
     )
 
 
