@@ -26,6 +26,7 @@ import torch
 from safetensors.torch import save_file
 from torch import nn
 from transformers import DynamicCache, LlamaConfig, LlamaModel
+from transformers.cache_utils import Cache
 
 from .draft import Draft, draft_chain, draft_token, drafted_record
 from .forward import output_device
@@ -95,12 +96,20 @@ class EagleLayer(nn.Module):
         return self.fc.weight.dtype
 
     def features(
-        self, hidden: torch.Tensor, embedded: torch.Tensor, cache: DynamicCache | None = None, mask=None
+        self, hidden: torch.Tensor, embedded: torch.Tensor, cache: Cache | None = None, mask=None, positions=None
     ) -> torch.Tensor:
         """(B, T, d) features and (B, T, d) embeddings of the tokens after them -> (B, T, d) predicted next
-        features, each position seeing the cache and the positions before it (`mask`: (B, T) padding)."""
+        features, each position seeing the cache and the positions before it (`mask`: (B, T) padding, or a 4D
+        additive mask over the cache's columns; `positions`: (B, T) position ids, by default the cache's length
+        on)."""
         x = self.fc(torch.cat([hidden, embedded], dim=-1))
-        out = self.body(inputs_embeds=x, attention_mask=mask, past_key_values=cache, use_cache=cache is not None)
+        out = self.body(
+            inputs_embeds=x,
+            attention_mask=mask,
+            position_ids=positions,
+            past_key_values=cache,
+            use_cache=cache is not None,
+        )
         return out.last_hidden_state
 
     def header(self) -> dict:

@@ -16,9 +16,9 @@ that cannot run, say) prints its error and a FAILED row, and the check goes on w
 
 `--quick` is the check one 15-minute lease fits (issue 45: about 8 minutes on an H200, estimated from the fifth
 lease's timings): float32 captured on HumanEval, GSM8K and MT-Bench, 4 prompts each, with greedy, lookahead,
-prompt lookup, Medusa, suffix decoding and hf-static; bfloat16 captured on HumanEval alone (`--half-sets`: the sets
-a half precision runs, default all of --sets); the app's Run and race at 64 tokens; the GEMM table. Options given
-beside it are overridden.
+prompt lookup, Medusa, EAGLE, suffix decoding and hf-static; bfloat16 captured on HumanEval alone (`--half-sets`:
+the sets a half precision runs, default all of --sets); the app's Run and race at 64 tokens; the GEMM table.
+Options given beside it are overridden.
 
 Then, per dtype, a Run and a race of the first prompt of the first set, recorded by the app's own server functions
 (lab.server.record and timed_race: the model held, the budget, the deadlines, the default step mode) and written
@@ -80,7 +80,7 @@ QUICK = {
     "max_new_tokens": 128,
     "repeats": REPEATS,
     "modes": ["cuda-graph"],
-    "methods": "greedy,lookahead,prompt-lookup,medusa,suffix,hf-static",
+    "methods": "greedy,lookahead,prompt-lookup,medusa,eagle,suffix,hf-static",
     "app_tokens": 64,
     "gemms": True,
 }
@@ -284,11 +284,12 @@ def print_split(lm, ids: list[int], request: DecodeRequest, runtime, profile: bo
     """One decoding of `request`'s method as a timed lane runs it (the lean path: steps tallied, not recorded), its
     steps split into the pass and the rest (medians, ms); with `profile`, lookahead's decoding under torch.profiler,
     its ops' table printed. A method whose timed steps keep their state on the device (working_state: greedy, and
-    RESIDENT's lookahead, prompt lookup, Medusa) is split twice in a fixed-shape mode: its state on the device (the
-    timed lanes' step: the "pass" is the whole device step, its state's work included) and on the host (the step
-    before issue 45's item 2: the pass alone, then the host's work). Greedy and lookahead are split once more there
-    with every pass reading the whole cache (`Runtime.spans` False: the step before item 3's spans). Returns the
-    host's rest of the step as timed lanes run it (the first split: its state on the device where it has one), ms."""
+    RESIDENT's lookahead, prompt lookup, Medusa, EAGLE) is split twice in a fixed-shape mode: its state on the
+    device (the timed lanes' step: the "pass" is the whole device step, its state's work included) and on the host
+    (the step before issue 45's item 2: the pass alone, then the host's work). Greedy and lookahead are split once
+    more there with every pass reading the whole cache (`Runtime.spans` False: the step before item 3's spans).
+    Returns the host's rest of the step as timed lanes run it (the first split: its state on the device where it
+    has one), ms."""
     variants = [("", runtime)]
     if (request.method in RESIDENT or request.method == Method.GREEDY) and runtime.mode != StepMode.EAGER:
         variants = [(" (state on the device)", runtime), (" (state on the host)", replace(runtime, device_state=False))]

@@ -49,14 +49,22 @@ def test_quick_is_the_check_one_lease_fits_whatever_else_is_asked():
         ["humaneval"],
     )
     assert args.sets == ["humaneval", "gsm8k", "mtbench"] and args.gemms and args.app_tokens == 64
-    assert [m.value for m in methods] == ["greedy", "lookahead", "prompt-lookup", "medusa", "suffix", "hf-static"]
+    assert [m.value for m in methods] == [
+        "greedy",
+        "lookahead",
+        "prompt-lookup",
+        "medusa",
+        "eagle",
+        "suffix",
+        "hf-static",
+    ]
     plain, _ = gpu_check.arguments(["--limit", "10"])
     assert plain.limit == 10 and plain.half_sets is None and not plain.gemms  # without it, the options as given
 
 
 def test_the_split_times_each_resident_methods_step_with_its_state_on_the_device_and_on_the_host(capsys):
     """What a lease prints in a captured mode (here the fixed step, uncaptured, on a tiny model): lookahead's,
-    prompt lookup's, Medusa's and greedy's steps split twice; greedy's and lookahead's once more over the whole
+    prompt lookup's, Medusa's, EAGLE's and greedy's steps split twice; greedy's and lookahead's once more over the whole
     cache (before spans)."""
     import dataclasses
 
@@ -66,7 +74,7 @@ def test_the_split_times_each_resident_methods_step_with_its_state_on_the_device
 
     lm = tiny_model("llama")
     runtime = dataclasses.replace(tiny_runtime(lm, "llama"), mode=StepMode.FIXED)
-    for method in (Method.GREEDY, Method.LOOKAHEAD, Method.PROMPT_LOOKUP, Method.MEDUSA):
+    for method in (Method.GREEDY, Method.LOOKAHEAD, Method.PROMPT_LOOKUP, Method.MEDUSA, Method.EAGLE):
         request = DecodeRequest(method=method, lookahead=LookaheadConfig(4, 4, 3), max_new_tokens=12)
         gpu_check.print_split(lm, [3, 1, 4, 1, 5, 9, 2, 6], request, runtime, profile=False)
     lines = [line for line in capsys.readouterr().out.splitlines() if "split" in line]
@@ -81,6 +89,8 @@ def test_the_split_times_each_resident_methods_step_with_its_state_on_the_device
         "split prompt-lookup (state on the host)",
         "split medusa (state on the device)",
         "split medusa (state on the host)",
+        "split eagle (state on the device)",
+        "split eagle (state on the host)",
     ]
 
 

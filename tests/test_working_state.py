@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import random
+import weakref
 from functools import partial
 from types import SimpleNamespace
 
@@ -24,9 +25,11 @@ import pytest
 import torch
 
 from lab.datasets import encode_item, load_prompts
-from lab.heads import SHIPPED_HEADS, SHIPPED_LABEL
-from lookahead_core import capture, working_state
+from lab.heads import SHIPPED_HEADS, SHIPPED_LABEL, eagle_draft
+from lookahead_core import capture, fixed, working_state
 from lookahead_core.config import LookaheadConfig, LookupConfig
+from lookahead_core.draft import Draft
+from lookahead_core.eagle import EAGLE, eagle_for
 from lookahead_core.fixed import Shape
 from lookahead_core.lookup import find_matches
 from lookahead_core.medusa import load_heads, make_medusa
@@ -37,6 +40,7 @@ from lookahead_core.runtime import Runtime
 from lookahead_core.trace import decode_steps, lean_steps
 from lookahead_core.working_state import (
     NONE,
+    EagleOnDevice,
     LookaheadOnDevice,
     MedusaOnDevice,
     OnDeviceDecoder,
@@ -196,6 +200,15 @@ def lookup(settings: LookupConfig, max_new_tokens: int = 30) -> DecodeRequest:
     return DecodeRequest(method=Method.PROMPT_LOOKUP, lookup=settings, max_new_tokens=max_new_tokens)
 
 
+def eagle(max_new_tokens: int = 30) -> DecodeRequest:
+    return DecodeRequest(method=Method.EAGLE, max_new_tokens=max_new_tokens)
+
+
+def tiny_layer(lm, tokens: int = 4, confidence: float = 0.0) -> Draft:
+    """An untrained EAGLE layer for a tiny model, drafting `tokens` a step."""
+    return Draft(eagle_for(lm.model, lm.name), EAGLE, tokens, confidence)
+
+
 def plain(max_new_tokens: int = 30) -> DecodeRequest:
     return DecodeRequest(method=Method.GREEDY, max_new_tokens=max_new_tokens)
 
@@ -272,16 +285,20 @@ def test_a_device_step_that_pools_or_updates_wrong_is_caught(wrong, monkeypatch)
     [Replayed, pytest.param(partial(capture.compiled, backend="aot_eager", graph=False), marks=pytest.mark.heavy)],
     ids=["replayed", "compiled whole"],
 )
-@pytest.mark.parametrize("method", [Method.GREEDY, Method.LOOKAHEAD, Method.PROMPT_LOOKUP, Method.MEDUSA])
+@pytest.mark.parametrize("method", [Method.GREEDY, Method.LOOKAHEAD, Method.PROMPT_LOOKUP, Method.MEDUSA, Method.EAGLE])
 def test_the_device_step_captures_whole(wrapper, method, monkeypatch, device_steps):
     """As a replay that overwrites its outputs, and through torch.compile with fullgraph (a host read inside, a
     .item() or a mask index, would break the graph and fail here; the passes read the whole cache, as the compiled
     mode's do), the device step decides the same steps."""
     one_span(monkeypatch)
     lm = tiny_model("llama")
-    runtime = dataclasses.replace(FIXED, heads=tiny_medusa(lm))
-    request = {Method.LOOKAHEAD: lookahead(LookaheadConfig(4, 4, 3)), Method.PROMPT_LOOKUP: lookup(LOOKUPS[0])}
-    request = request.get(method, plain() if method == Method.GREEDY else medusa())
+    runtime = dataclasses.replace(FIXED, heads=tiny_medusa(lm), layer=tiny_layer(lm))
+    request = {
+        Method.LOOKAHEAD: lookahead(LookaheadConfig(4, 4, 3)),
+        Method.PROMPT_LOOKUP: lookup(LOOKUPS[0]),
+        Method.MEDUSA: medusa(),
+        Method.EAGLE: eagle(),
+    }.get(method, plain())
     wanted = [decided(s) for s in decode_steps(lm, PROMPTS[0], request, runtime)]
     torch._dynamo.reset()
     monkeypatch.setitem(capture.CAPTURES, StepMode.FIXED, wrapper)
@@ -362,6 +379,56 @@ def test_a_medusa_step_that_reads_the_wrong_hidden_state_is_caught(monkeypatch):
     monkeypatch.setattr(MedusaOnDevice, "settle", from_row_zero(MedusaOnDevice.settle))
     caught = [compared(lm, prompt, medusa(), runtime)[:2] for prompt in PROMPTS]
     assert any(recorded != on_device for recorded, on_device in caught)
+
+
+# ----------------------------------------------------------------------------------------------
+# EAGLE's step on the device
+
+
+@pytest.mark.parametrize("family", ["llama", "qwen2"])
+def test_eagles_device_step_decides_what_the_recorded_step_records(family, device_steps):
+    """An untrained layer on tiny models: its drafts are mostly rejected (the real model's test below has them
+    accepted), so this checks the steps' shape: the chain of k fed, the layer's cache carried from the host's first
+    step, EOS-free runs to the budget."""
+    lm = tiny_model(family)
+    runtime = dataclasses.replace(FIXED, layer=tiny_layer(lm))
+    for prompt in PROMPTS:
+        recorded, on_device, on_host = compared(lm, prompt, eagle(), runtime)
+        assert on_device == recorded == on_host, prompt
+    assert device_steps
+
+
+def shipped_layer(lm, confidence: float = 0.0) -> Runtime:
+    return dataclasses.replace(FIXED, layer=dataclasses.replace(eagle_draft(lm, 4), confidence=confidence))
+
+
+def fed_from_row_zero(settle):
+    """A wrong EAGLE step: the layer is fed c's row's hidden state for every row kept."""
+
+    def wrong(self):
+        report = settle(self)
+        self.fresh.copy_(self.step.states[:1].expand_as(self.fresh))
+        self.length -= self.fresh_count  # fed again, wrongly
+        self.propose()
+        return report
+
+    return wrong
+
+
+def test_eagles_device_step_on_the_real_model_and_one_fed_wrong_is_caught(default_model, device_steps, monkeypatch):
+    """SmolLM2 with the shipped layer and a confidence floor (chains cut at 1 to 4): the same steps as the recorded
+    step, with drafts accepted; a device step that feeds the layer c's row's features in place of the kept rows'
+    decides other steps."""
+    prompt = encode_item(default_model.tokenizer, load_prompts("humaneval", 1)[0])
+    runtime = shipped_layer(default_model, confidence=0.4)
+    recorded = [decided(s) for s in decode_steps(default_model, prompt, eagle(24), runtime)]
+    on_device = [decided(s) for s in lean_steps(default_model, prompt, eagle(24), runtime)]
+    assert on_device == recorded and sum(step[-1] for step in on_device) >= 6
+    assert len({step[5] for step in on_device[1:]}) > 1, "the floor cut the chains at more than one length"
+    assert device_steps
+    monkeypatch.setattr(EagleOnDevice, "settle", fed_from_row_zero(EagleOnDevice.settle))
+    monkeypatch.setattr(fixed, "STEPS", weakref.WeakKeyDictionary())  # fresh states, their `settle` the wrong one
+    assert [decided(s) for s in lean_steps(default_model, prompt, eagle(24), runtime)] != recorded
 
 
 # ----------------------------------------------------------------------------------------------
