@@ -25,7 +25,7 @@ from lookahead_core.records import (
     to_data,
     unversioned_bench_report,
 )
-from visuals.bench import bench_report_html, overview_figure
+from visuals.bench import bench_report_html, overview_figure, settings_words
 from visuals.looks import LOOKS, look
 
 from .conftest import assert_same_types
@@ -98,6 +98,17 @@ def test_a_report_keeps_only_its_entrants_settings():
     assert [m.value for m in alone.methods] == ["hf-greedy", "suffix"]
     assert alone.by_method == MethodSettings(suffix=alone.by_method.suffix) and alone.by_method.suffix is not None
     assert shipped("cpu-humaneval-float32.json").settings.by_method.lookahead is not None
+
+
+def test_a_borrowed_draft_is_named_by_the_entrants_that_ran_with_it():
+    """hf-assisted runs with speculative decoding's draft: a bench of hf-assisted without speculative decoding named
+    its draft "Speculative decoding: draft ..."; it now names the entrants that ran with it."""
+    both = shipped("cpu-gsm8k-float32-2026-11-25.json").settings
+    assert {BenchMethod.SPECULATIVE, BenchMethod.HF_ASSISTED} <= set(both.methods)
+    assert "Speculative decoding and hf-assisted: draft " in settings_words(both)
+    alone = dataclasses.replace(both, methods=[m for m in both.methods if m != BenchMethod.SPECULATIVE])
+    words = settings_words(alone)
+    assert "hf-assisted: draft " in words and "Speculative decoding" not in words
 
 
 def test_the_reports_are_shipped():

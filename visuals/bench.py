@@ -12,7 +12,16 @@ from dataclasses import replace
 import plotly.graph_objects as go
 import plotly.io as pio
 
-from lookahead_core.records import BenchMethod, BenchReport, BenchResult, BenchSettings, BenchTotals
+from lookahead_core.records import (
+    METHODS,
+    BenchMethod,
+    BenchReport,
+    BenchResult,
+    BenchSettings,
+    BenchTotals,
+    Method,
+    entrant_settings,
+)
 
 from .caption import plural
 from .looks import look
@@ -111,9 +120,16 @@ def lookahead_words(settings: BenchSettings) -> str:
 
 
 def settings_words(settings: BenchSettings) -> str:
-    """Each entrant's settings, a sentence each, lookahead's first."""
+    """Each entrant's settings, a sentence each, lookahead's first, each named by the entrants that ran with them
+    (a peer borrows a method's: hf-assisted runs with speculative decoding's draft)."""
     lookahead = f"Lookahead: {lookahead_words(settings)}." if settings.by_method.lookahead is not None else ""
-    return f"{lookahead} {sentence_words(replace(settings.by_method, lookahead=None))}".strip()
+    borrowers: dict[Method, list[str]] = {}
+    for entrant in settings.methods:
+        method = entrant_settings(entrant)
+        if method is not None:
+            borrowers.setdefault(method, []).append(METHODS[method].name if entrant.method == method else entrant.value)
+    names = {method: " and ".join(named) for method, named in borrowers.items()}
+    return f"{lookahead} {sentence_words(replace(settings.by_method, lookahead=None), names)}".strip()
 
 
 def bench_report_html(report: BenchReport) -> str:

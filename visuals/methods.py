@@ -74,11 +74,12 @@ SENTENCE_WORDS = {  # each method's settings in a sentence's words, after its na
 }
 
 
-def sentence_words(settings: MethodSettings) -> str:
+def sentence_words(settings: MethodSettings, names: dict[Method, str] | None = None) -> str:
     """Every method's settings that `settings` holds, one sentence each, e.g. "Prompt lookup: match up to 3 tokens,
-    copy 10." """
+    copy 10.", each named as `names` names it (default: the method's name)."""
+    names = names or {}
     return " ".join(
-        f"{METHODS[method].name}: {words(settings.of(method))}."
+        f"{names.get(method, METHODS[method].name)}: {words(settings.of(method))}."
         for method, words in SENTENCE_WORDS.items()
         if settings.of(method)
     )
