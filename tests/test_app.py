@@ -416,6 +416,19 @@ def test_a_link_to_a_recorded_run_opens_it_until_the_shelf_forgets_it(client):
     assert gone[c.preset] == PRESETS[0]["id"] and "no longer kept" in gone[c.preset_note]
 
 
+def test_the_exports_are_pressable_only_once_the_opening_event_has_filled_the_sessions_run():
+    """An export pressed in the first moment of a page's load found no run yet, and its notice spoke of an expired
+    session: the buttons are built shut, and every way the page opens (a preset, a run's link, a lesson) opens them."""
+    import app
+
+    e = app.PAGE.exports
+    buttons = (e.json, e.html, e.png)
+    assert all(button.interactive is False for button in buttons)
+    for asked in (None, Asked(lesson="2"), Asked(run="nonesuch1234"), Asked(preset="python", step="3")):
+        shown = opened(app.PAGE, asked)
+        assert all(shown[button].interactive is True for button in buttons), asked
+
+
 def test_a_lesson_link_opens_its_step_and_every_lesson_step_loads_its_preset_at_its_step():
     import app
     from visuals.lesson import LESSON, step_index

@@ -44,9 +44,12 @@ class Exports:
 
 def build_exports() -> Exports:
     with gr.Row(equal_height=False, elem_id="ll-share"):
-        json_button = gr.Button("⬇ JSON", size="sm", scale=0, min_width=90, elem_id="ll-json")
-        html_button = gr.Button("⬇ HTML replay (offline)", size="sm", scale=0, min_width=180, elem_id="ll-html")
-        png_button = gr.Button("📷 PNG of this step", size="sm", scale=0, min_width=150, elem_id="ll-png")
+        # not pressable until the page's opening event has filled the session's run (links.opened, exportable):
+        # before it an export would find no run, and its notice would speak of an expired session
+        shut = {"size": "sm", "scale": 0, "interactive": False}
+        json_button = gr.Button("⬇ JSON", min_width=90, elem_id="ll-json", **shut)
+        html_button = gr.Button("⬇ HTML replay (offline)", min_width=180, elem_id="ll-html", **shut)
+        png_button = gr.Button("📷 PNG of this step", min_width=150, elem_id="ll-png", **shut)
         upload = gr.UploadButton(
             "⬆ Open a run (JSON)",
             file_types=[".json", ".gz"],
@@ -86,6 +89,12 @@ def export_file(run: Run, suffix: str, text: str) -> str:
         partial.write_text(text, encoding="utf-8")
         partial.replace(path)
     return str(path)
+
+
+def exportable(page) -> dict:
+    """The export buttons made pressable: the opening event's, once the session holds its run."""
+    e = page.exports
+    return {button: gr.Button(interactive=True) for button in (e.json, e.html, e.png)}
 
 
 def expired_notice(what: str) -> str:

@@ -14,6 +14,7 @@ from lab.server import SESSION_SECONDS, SHELF
 from visuals import library
 from visuals.summary import preset_note
 
+from .exports import exportable
 from .lesson import lesson_at, lesson_number
 from .model_box import model_in_use
 from .presets import DEFAULT, PRESET_IDS, PRESETS, preset_values, run_values
@@ -30,6 +31,7 @@ def opened(page, request: gr.Request) -> dict:
     lesson's panel to outline, if a lesson step was named."""
     query = request.query_params if request is not None else {}
     shown = {page.model_box.info: model_in_use(), page.lesson.lit: "", page.contrast: query.get("contrast") == "high"}
+    shown |= exportable(page)
     step = query.get("step", "0")
     if "lesson" in query:
         return shown | lesson_at(page, lesson_number(query["lesson"]) - 1) | {page.lesson.bar: gr.Sidebar(open=True)}

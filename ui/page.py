@@ -171,6 +171,7 @@ def wire_replay(demo: gr.Blocks, page: Page) -> None:
     r, c, lesson = page.replay, page.controls, page.lesson
     shown, filled = page.shown_run(), page.preset_outputs()
     opening = [lesson.walkthrough, c.preset, *filled, page.model_box.info, lesson.lit, lesson.bar, page.contrast]
+    opening += [page.exports.json, page.exports.html, page.exports.png]
     demo.load(bound(opened, page), None, opening, **PRIVATE, **REPLAYING).then(
         None, lesson.lit, None, js=scripts.HIGHLIGHT
     ).then(None, None, None, js=scripts.OPENED)
