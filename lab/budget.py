@@ -6,14 +6,14 @@ shares the time left among the decodings still to come, and a decoding that reac
 stops at its next step, partial and labelled so. So how wide a method's steps are, or how many
 tokens it asks for, is the deadline's business: a request that cannot finish its tokens in time
 runs what fits (a Run or a race whose rounds would not fit at the latest prices first asks for fewer
-tokens, fitted_tokens, so that its rounds give a verdict). It is refused only when not even a first
-new token fits (after every decoding's warm-up: a prefill and a step each), and the refusal names the
-cause: the prompt, where it would not fit on this machine when quiet either, else the machine's load.
-The prices are the measured step-cost curve, scaled by what the latest steps really took
-(Prices.learn); evidence older than FRESH_SECONDS, or taken on another count of threads, is
-renewed by a probe of a few plain steps before a request is judged by it, so prices follow the
-machine both ways: up when it gets busy, down again when it is quiet. On a ZeroGPU Space the
-platform's quota rules (space.py) decide instead.
+tokens, fitted_tokens, each decoding priced at its method's latest pace, so that its rounds give a
+verdict). It is refused only when not even a first new token fits (after every decoding's warm-up: a
+prefill and a step each), and the refusal names the cause: the prompt, where it would not fit on this
+machine when quiet either, else the machine's load. The prices are the measured step-cost curve, scaled
+by what the latest steps really took, and each method's pace (Prices.learn); evidence older than
+FRESH_SECONDS, or taken on another count of threads, is renewed by a probe of a few plain steps before a
+request is judged by it, so prices follow the machine both ways: up when it gets busy, down again when
+it is quiet. On a ZeroGPU Space the platform's quota rules (space.py) decide instead.
 """
 
 from __future__ import annotations
@@ -23,13 +23,13 @@ import statistics
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from lookahead_core.costs import StepCosts, step_costs
 from lookahead_core.draft import Draft
 from lookahead_core.models import LoadedModel, encode_prompt
-from lookahead_core.records import METHODS, Fit, Method, StepKind, StepRecord
+from lookahead_core.records import METHODS, Fit, Method, StepKind, StepMode, StepRecord
 from lookahead_core.request import DecodeRequest
 from lookahead_core.runtime import Runtime
 from lookahead_core.trace import WARM_UP_TOKENS, decode_steps, warm_up
@@ -43,6 +43,9 @@ RACE_SECONDS = 60.0  # a race: every method, each warmed up
 # last lanes started with their shares spent held the model 1.13x its time without it.
 RESERVE = 0.1
 LEARNED_STEPS = 128  # the prices follow the median of the last this many steps' measured/priced ratios
+# A method's pace follows the median of its last this many timed decodings. Beside two CPU burners (2026-11-27) a
+# race priced every lane at plain decoding's pace fitted one round in 1 race of 3: its drafting lanes ran slower.
+PACED_DECODINGS = 8
 # Evidence older than this may describe another machine: a busy moment that passed, or a quiet one that did not
 # last. Beside two CPU burners a price left by their worst moment once refused every request after they stopped,
 # since a refused request runs no step to learn from.
@@ -63,6 +66,7 @@ class Prices:
     def __init__(self, costs: StepCosts, clock: Callable[[], float] = time.monotonic) -> None:
         self.costs = costs
         self._ratios: deque[float] = deque(maxlen=LEARNED_STEPS)
+        self._paces: dict[Method, deque[float]] = {}
         self._learned = -math.inf  # when the latest evidence came in
         self._clock = clock
         self._lock = threading.Lock()
@@ -81,18 +85,32 @@ class Prices:
         with self._lock:
             return self._clock() - self._learned
 
-    def learn(self, records: list[StepRecord], renew: bool = False) -> None:
+    def pace(self, method: Method) -> float:
+        """The plain steps' time a new token of `method` took in its latest decodings here (the median), at least 1:
+        a method slower than plain decoding on this machine is priced as slow as it ran, one that pays as plain
+        decoding (its gain left as room); 1 before any decoding of it was seen."""
+        with self._lock:
+            paces = self._paces.get(method)
+            return max(1.0, statistics.median(paces)) if paces else 1.0
+
+    def learn(self, records: list[StepRecord], method: Method | None = None, renew: bool = False) -> None:
         """Take in what these decoding steps took (a draft's passes apart): the prices follow this machine's load.
-        With `renew` they replace the evidence kept so far (a probe's: the machine as it is now)."""
+        With `method` (the decoding's, whole: all its steps), its pace too: its seconds per new token over a 1-token
+        step's price. With `renew` they replace the evidence kept so far (a probe's: the machine as it is now)."""
         with self._lock:
             if renew:
                 self._ratios.clear()
             self._learned = self._clock()
-            for record in records:
-                if record.kind != StepKind.DECODE:
-                    continue  # a prefill's width is the prompt's: the curve is priced after it
+            # a prefill's width is the prompt's: the curve is priced after it
+            decode = [record for record in records if record.kind == StepKind.DECODE]
+            for record in decode:
                 drafting = record.draft_seconds
                 self._ratios.append((record.step_seconds - drafting) / self.costs.seconds_for(record.tokens_fed))
+            tokens = sum(len(record.committed) for record in decode)
+            if method is not None and tokens and self._ratios:
+                one = self.costs.seconds_for(1) * statistics.median(self._ratios)
+                paces = self._paces.setdefault(method, deque(maxlen=PACED_DECODINGS))
+                paces.append(sum(record.step_seconds for record in decode) / tokens / one)
 
 
 class Deadline:
@@ -138,8 +156,9 @@ class Deadline:
 WARM_UP_PROMPT = "def fibonacci(n):\n"
 
 
-def warmed_prices(lm: LoadedModel, draft: Draft) -> Prices:
-    """Warm a freshly loaded model up once (a few tokens of every method, the draft's too) and price its work.
+def warmed_prices(lm: LoadedModel, draft: Draft, mode: StepMode | None = None) -> Prices:
+    """Warm a freshly loaded model up once (a few tokens of every method, the draft's too, in step mode `mode`: the
+    held model's) and price its work.
 
     The step-cost curve is measured once per model, device and dtype, then read from the cache. It may have
     been measured on a busier machine than this one is now (or a busier moment): the prices learn at once from
@@ -148,25 +167,25 @@ def warmed_prices(lm: LoadedModel, draft: Draft) -> Prices:
     step could teach the prices otherwise.
     """
     prompt_ids = encode_prompt(lm.tokenizer, WARM_UP_PROMPT, chat=False)
-    runtime = Runtime(draft=draft)
+    runtime = Runtime(draft=draft, mode=mode)
     methods = [method for method, entry in METHODS.items() if runtime.has(entry.needs)]
     request = DecodeRequest(max_new_tokens=WARM_UP_TOKENS)
     warm_up(lm, prompt_ids, request, runtime, methods)
     plain = replace(request, method=Method.GREEDY)
-    prices = Prices(step_costs(lm))
+    prices = Prices(step_costs(lm, mode=mode))
     prices.learn(list(decode_steps(lm, prompt_ids, plain, runtime)))
     if prices.scale * BUSY_SCALE < 1:
-        prices = Prices(step_costs(lm, refresh=True))
+        prices = Prices(step_costs(lm, refresh=True, mode=mode))
         prices.learn(list(decode_steps(lm, prompt_ids, plain, runtime)))
     return prices
 
 
-def probe(lm: LoadedModel, prices: Prices) -> None:
-    """Renew the prices from PROBE_TOKENS plain steps of the warm-up prompt, timed now: a fraction of a second
-    that keeps a request from being judged by a moment that has passed."""
+def probe(lm: LoadedModel, prices: Prices, mode: StepMode | None = None) -> None:
+    """Renew the prices from PROBE_TOKENS plain steps of the warm-up prompt in step mode `mode`, timed now: a
+    fraction of a second that keeps a request from being judged by a moment that has passed."""
     prompt_ids = encode_prompt(lm.tokenizer, WARM_UP_PROMPT, chat=False)
     plain = DecodeRequest(max_new_tokens=PROBE_TOKENS, method=Method.GREEDY)
-    prices.learn(list(decode_steps(lm, prompt_ids, plain)), renew=True)
+    prices.learn(list(decode_steps(lm, prompt_ids, plain, Runtime(mode=mode))), renew=True)
 
 
 def prefill_seconds(prices: Prices, prompt_tokens: int) -> float:
@@ -207,31 +226,36 @@ def check_budget(prices: Prices, prompt_tokens: int, decodings: int, seconds: fl
 BUSY_SCALE = 1.5  # the latest steps this many times their price at load: the machine is busier than it was
 
 
-def fitting_tokens(prices: Prices, decodings: int, seconds: float, rounds: int) -> int:
-    """The new tokens for which `rounds` rounds of `decodings` decodings (each warmed up first) fit in `seconds`, at
-    plain decoding's latest pace here (a guessing method that pays leaves room for more): in the time the deadline
-    gives them (less its RESERVE), each round with the margin a later round starts with (ROUND_MARGIN)."""
+def round_seconds(prices: Prices, methods: Sequence[Method], tokens: int) -> float:
+    """A round of decodings of `methods` (one each) of `tokens` new tokens, each at its method's latest pace here."""
+    return tokens * prices.step(1) * sum(prices.pace(method) for method in methods)
+
+
+def fitting_tokens(prices: Prices, methods: Sequence[Method], seconds: float, rounds: int) -> int:
+    """The new tokens for which `rounds` rounds of decodings of `methods` (each warmed up first) fit in `seconds`,
+    each at its method's latest pace here (Prices.pace): in the time the deadline gives them (less its RESERVE), each
+    round with the margin a later round starts with (ROUND_MARGIN)."""
     usable = seconds * (1 - RESERVE) / ROUND_MARGIN
-    return max(int(usable / (rounds * decodings * prices.step(1))) - WARM_UP_TOKENS, 0)
+    return max(int(usable / (rounds * round_seconds(prices, methods, 1))) - WARM_UP_TOKENS, 0)
 
 
-def fitted_tokens(prices: Prices | None, asked: int, decodings: int, seconds: float, rounds: int) -> int:
-    """The new tokens a timed request decodes: `asked`, or where its `rounds` rounds would not fit its time at the
-    latest prices (a busy machine), the most that do, SHORTEST_ROUND at least: its rounds then give a verdict on a
-    shorter text, where the asked length would have run out of time in the first round and given none."""
+def fitted_tokens(prices: Prices | None, asked: int, methods: Sequence[Method], seconds: float, rounds: int) -> int:
+    """The new tokens a timed request of `methods` decodes: `asked`, or where its `rounds` rounds would not fit its
+    time at the latest prices (a busy machine), the most that do, SHORTEST_ROUND at least: its rounds then give a
+    verdict on a shorter text, where the asked length would have run out of time in the first round and given none."""
     if prices is None:
         return asked
-    return min(asked, max(fitting_tokens(prices, decodings, seconds, rounds), SHORTEST_ROUND))
+    return min(asked, max(fitting_tokens(prices, methods, seconds, rounds), SHORTEST_ROUND))
 
 
-def fit(prices: Prices, rounds: int, race_lanes: int) -> Fit:
-    """The new tokens for which `rounds` rounds of a Run and of a race of `race_lanes` methods fit their time, at
-    plain decoding's latest pace here (what the page suggests)."""
+def fit(prices: Prices, rounds: int, race_methods: Sequence[Method]) -> Fit:
+    """The new tokens for which `rounds` rounds of a Run (plain decoding's pace for its method, which is not known
+    yet) and of a race of `race_methods` fit their time, at the latest paces here (what the page suggests)."""
     return Fit(
         step_seconds=prices.step(1),
         rounds=rounds,
         run_seconds=RUN_SECONDS,
-        run_tokens=fitting_tokens(prices, 2, RUN_SECONDS, rounds),
+        run_tokens=fitting_tokens(prices, (Method.GREEDY, Method.GREEDY), RUN_SECONDS, rounds),
         race_seconds=RACE_SECONDS,
-        race_tokens=fitting_tokens(prices, race_lanes, RACE_SECONDS, rounds),
+        race_tokens=fitting_tokens(prices, race_methods, RACE_SECONDS, rounds),
     )

@@ -13,7 +13,7 @@ import torch
 
 from lookahead_core.draft import DEFAULT_DRAFT_TOKENS
 from lookahead_core.models import DEFAULT_MODEL, DTYPES, LoadedModel, encode_prompt, load_model
-from lookahead_core.records import Fit, Machine, Method, StepKind, raced_on
+from lookahead_core.records import Fit, Machine, Method, StepKind, StepMode, raced_on
 from lookahead_core.request import DecodeRequest
 from lookahead_core.runtime import Runtime
 from lookahead_core.trace import decode_steps, machine_facts
@@ -37,15 +37,17 @@ from .threads import ThreadChoice, torch_threads
 class Held:
     """One loaded model and what is made from it: its prices on this hardware (None: not priced) and, each on
     first use, its bfloat16 copy (the speculative draft) and its Medusa heads and EAGLE layer, where they ship
-    (`aids`)."""
+    (`aids`). Its work asks for step mode `mode` (None: the device's default, fixed.default_mode): the server's
+    (lab.space.step_mode), settled here once and carried to every runtime, curve and probe."""
 
     lm: LoadedModel
     prices: Prices | None = None
     threads: ThreadChoice | None = None  # the torch threads its work runs on (None: a GPU's, or not chosen yet)
+    mode: StepMode | None = None
     aids: Aids = field(init=False)
 
     def __post_init__(self) -> None:
-        self.aids = Aids(self.lm)
+        self.aids = Aids(self.lm, mode=self.mode)
 
     def admit(self, prompt_tokens: int, decodings: int, seconds: float) -> int:
         """The one gate of every card's model work (a Run, a race, a sweep), asked before its time starts: the torch
@@ -68,20 +70,22 @@ class Held:
         """BudgetError for work that does not fit (budget.check_budget), judged on fresh prices: renewed by a probe
         first where asked or where their evidence is stale, and again before a refusal on evidence not just taken."""
         if renew or self.prices.age() > FRESH_SECONDS:
-            probe(self.lm, self.prices)
+            probe(self.lm, self.prices, self.mode)
         try:
             check_budget(self.prices, prompt_tokens, decodings, seconds, self.load_words())
         except BudgetError:
             if self.prices.age() < FRESH_SECONDS / 2:
                 raise
-            probe(self.lm, self.prices)  # judged on the machine as it is this moment, never on a moment passed
+            # judged on the machine as it is this moment, never on a moment passed
+            probe(self.lm, self.prices, self.mode)
             check_budget(self.prices, prompt_tokens, decodings, seconds, self.load_words())
 
     def runtime(self, methods, **given) -> Runtime:
         """What `methods` run with for one request (heads.runtime_for): this model's aids, its prices learning
-        from the run, and without heads or a layer where none ship (`Runtime.has` says); `given` the rest."""
+        from the run, its step mode, and without heads or a layer where none ship (`Runtime.has` says); `given` the
+        rest."""
         learn = self.prices.learn if self.prices is not None else None
-        return runtime_for(self.lm, methods, self.aids, learn=learn, lenient=True, **given)
+        return runtime_for(self.lm, methods, self.aids, learn=learn, lenient=True, mode=self.mode, **given)
 
     def load_words(self) -> str:
         """What other programs used of this CPU at the latest reading, as a clause for a refusal (or nothing)."""
@@ -97,12 +101,12 @@ class ModelHolder:
     A request for another model (or dtype) loads it and lets the previous one go once no request uses
     it; a model that fails to load leaves the held one in place. With `warm`, a model is warmed up
     once after loading and its work priced on this hardware (budget.warmed_prices); on ZeroGPU each
-    request warms up in its own GPU slot instead.
+    request warms up in its own GPU slot instead. Every model's work asks for step mode `mode` (Held.mode).
     """
 
-    def __init__(self, warm: bool = True) -> None:
+    def __init__(self, warm: bool = True, mode: StepMode | None = None) -> None:
         self._held: Held | None = None
-        self._warm = warm
+        self._warm, self._mode = warm, mode
         self._lock = threading.Lock()
 
     def get(self, choice: str = DEFAULT_MODEL, dtype: str = "auto") -> Held:
@@ -113,15 +117,16 @@ class ModelHolder:
         with self._lock:
             if self._held is None or not holds(self._held.lm, choice, dtype):
                 lm = load_model(None if choice == DEFAULT_MODEL else choice, dtype=dtype)
-                self._held = Held(lm)
+                self._held = Held(lm, mode=self._mode)
             if self._warm and self._held.prices is None:
-                self._held.threads = chosen_threads(self._held.lm)
-                self._held.prices = warmed_prices(self._held.lm, self._held.aids.draft(DEFAULT_DRAFT_TOKENS))
+                held = self._held
+                held.threads = chosen_threads(held.lm)
+                held.prices = warmed_prices(held.lm, held.aids.draft(DEFAULT_DRAFT_TOKENS), held.mode)
             return self._held
 
     def put(self, lm: LoadedModel) -> None:
         with self._lock:
-            self._held = Held(lm)
+            self._held = Held(lm, mode=self._mode)
 
     def held_model(self) -> LoadedModel | None:
         """The model held now (None: none yet)."""
@@ -138,7 +143,7 @@ class ModelHolder:
         held = self._held
         if held is None or held.prices is None:
             return None
-        return fit(held.prices, rounds, len(raced_on(held.lm.device.type)))
+        return fit(held.prices, rounds, raced_on(held.lm.device.type))
 
     def loading(self, choice: str, dtype: str) -> bool:
         """Whether a request for `choice` would load it first (it is not the held model)."""

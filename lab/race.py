@@ -101,7 +101,7 @@ def timed_lane(
             max_new_tokens=max_new_tokens,
         )
     if runtime.learn is not None:
-        runtime.learn(records)
+        runtime.learn(records, method)
     lane = race_lane(lm, method, records, tokens, seconds)
     return lane, Lap(method=method, tokens=tokens, seconds=seconds, partial=partial)
 

@@ -25,14 +25,14 @@ from dataclasses import replace
 from lookahead_core import fixed
 from lookahead_core.costs import shape_costs, step_costs
 from lookahead_core.models import encode_prompt, load_model
-from lookahead_core.records import METHODS, Needs, Progress, RaceRecord, Run, Timing, raced_on
+from lookahead_core.records import METHODS, Method, Needs, Progress, RaceRecord, Run, Timing, raced_on
 from lookahead_core.request import DecodeRequest
 from lookahead_core.suffix import SuffixStore
 from lookahead_core.tuning import auto_settings
 
 from . import space
 from .access import access_from_environment
-from .budget import RACE_SECONDS, RESERVE, RUN_SECONDS, Deadline, Prices, fitted_tokens
+from .budget import RACE_SECONDS, RESERVE, RUN_SECONDS, Deadline, Prices, fitted_tokens, round_seconds
 from .holding import ModelHolder
 from .race import ROUNDS, raced, racing
 from .requests import MAX_NEW_TOKENS, InputError, ModelRequest
@@ -41,10 +41,9 @@ from .threads import running_on
 from .timed_run import RUN_ROUNDS, timed_run
 
 ZERO_GPU = space.on_zero_gpu(spaces)
-fixed.DEFAULT_MODES = space.step_modes(ZERO_GPU)  # before any model work: the curves and runs take it alike
 SERVER_NAME = os.environ.get("GRADIO_SERVER_NAME", "0.0.0.0")
 ACCESS = access_from_environment(SERVER_NAME, ZERO_GPU)
-MODEL = ModelHolder(warm=not ZERO_GPU)
+MODEL = ModelHolder(warm=not ZERO_GPU, mode=space.step_mode(ZERO_GPU))
 CAP = space.MAX_NEW_TOKENS if ZERO_GPU else MAX_NEW_TOKENS  # new tokens a request may ask for here
 if ZERO_GPU:  # the platform's contract: load at module scope and move to CUDA; workers get the weights streamed
     MODEL.put(load_model(device="cpu", dtype="float32"))
@@ -85,13 +84,13 @@ def race_slot(request: ModelRequest, store: SuffixStore | None = None) -> int:
     return space.slot_seconds(request.decode.max_new_tokens, runs=SPACE_LANES + 1, measures_costs=request.decode.auto)
 
 
-def expected_rounds(prices: Prices | None, decode: DecodeRequest, seconds: float, lanes: int) -> int:
-    """How many race rounds the progress bar announces first: rounds of `lanes` greedy-priced decodings that
-    fit in `seconds` (the race itself decides from the rounds it measures)."""
+def expected_rounds(prices: Prices | None, decode: DecodeRequest, seconds: float, lanes: tuple[Method, ...]) -> int:
+    """How many race rounds the progress bar announces first: rounds of decodings of `lanes`, each at its method's
+    latest pace, that fit in `seconds` (the race itself decides from the rounds it measures)."""
     if prices is None:
         return 1
-    round_seconds = lanes * decode.max_new_tokens * prices.step(1)
-    return max(1, min(ROUNDS, int(seconds // max(round_seconds, 1e-9))))
+    one_round = round_seconds(prices, lanes, decode.max_new_tokens)
+    return max(1, min(ROUNDS, int(seconds // max(one_round, 1e-9))))
 
 
 @on_gpu(slot)
@@ -105,8 +104,8 @@ def record(request: ModelRequest, store: SuffixStore | None = None) -> Iterator[
     held = MODEL.get(request.model, request.dtype)
     d = request.decode
     lm = held.lm
-    auto = auto_settings(lm) if d.auto and METHODS[d.method].window else None
-    costs = shape_costs(lm)
+    auto = auto_settings(lm, mode=held.mode) if d.auto and METHODS[d.method].window else None
+    costs = shape_costs(lm, held.mode)
     prompt_ids = encode_prompt(lm.tokenizer, request.prompt, request.chat)
     threads = held.admit(len(prompt_ids), decodings=2, seconds=RUN_SECONDS)
     started = time.perf_counter()  # a model's first load, cost curve and probe are not the request's: it starts here
@@ -115,7 +114,8 @@ def record(request: ModelRequest, store: SuffixStore | None = None) -> Iterator[
     needs = METHODS[d.method].needs
     if not runtime.has(needs):
         raise InputError(NOT_SHIPPED[needs])
-    fitted = replace(d, max_new_tokens=fitted_tokens(held.prices, d.max_new_tokens, 2, RUN_SECONDS, RUN_ROUNDS))
+    paced = (d.method, Method.GREEDY)
+    fitted = replace(d, max_new_tokens=fitted_tokens(held.prices, d.max_new_tokens, paced, RUN_SECONDS, RUN_ROUNDS))
     run = yield from running_on(threads, timed_run(lm, prompt_ids, fitted, runtime, request.prompt))
     run.timing = as_asked(run.timing, d, fitted)
     yield run, time.perf_counter() - started  # the result yielded last: spaces passes on only what is yielded
@@ -132,15 +132,15 @@ def timed_race(
     held = MODEL.get(request.model, request.dtype)
     d = request.decode
     lm = held.lm
-    mode = fixed.chosen_mode(lm.model, None)[0]
+    mode = fixed.chosen_mode(lm.model, held.mode)[0]
     costs = step_costs(lm, mode=mode)
     prompt_ids = encode_prompt(lm.tokenizer, request.prompt, request.chat)
     auto = auto_settings(lm, mode=mode) if d.auto else None  # as a Run's: the adopted settings, where adopted
     runtime = held.runtime(
-        raced_on(lm.device.type), tokens=d.draft_tokens, auto=auto, costs=shape_costs(lm), store=store
+        raced_on(lm.device.type), tokens=d.draft_tokens, auto=auto, costs=shape_costs(lm, held.mode), store=store
     )
-    lanes = len(raced(runtime, lm.device.type))
-    threads = held.admit(len(prompt_ids), decodings=lanes, seconds=RACE_SECONDS)
+    lanes = raced(runtime, lm.device.type)
+    threads = held.admit(len(prompt_ids), decodings=len(lanes), seconds=RACE_SECONDS)
     started = time.perf_counter()  # a model's first load, cost curve and probe are not the request's: it starts here
     runtime = replace(runtime, deadline=Deadline(RACE_SECONDS, reserve=RESERVE))
     fitted = replace(d, max_new_tokens=fitted_tokens(held.prices, d.max_new_tokens, lanes, RACE_SECONDS, ROUNDS))

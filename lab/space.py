@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 
-from lookahead_core.fixed import DEFAULT_MODES
+from lookahead_core.records import StepMode
 
 MAX_NEW_TOKENS = 128  # per request on ZeroGPU: a Run or race then fits well inside a visitor's quota
 SLOT_START = 10.0  # seconds: attaching the GPU, moving the weights in, the first kernels
@@ -27,11 +27,12 @@ def on_zero_gpu(spaces) -> bool:
     return spaces is not None and bool(spaces.config.Config.zero_gpu)
 
 
-def step_modes(zero_gpu: bool) -> dict:
-    """The engine's default step mode per device here (fixed.DEFAULT_MODES): on ZeroGPU the eager step everywhere.
-    The GPU is lent per call and its weights placed anew each time, and a CUDA graph replays the addresses it
-    recorded; until a Space has measured that a capture is safe across calls, none is made there."""
-    return {} if zero_gpu else dict(DEFAULT_MODES)
+def step_mode(zero_gpu: bool) -> StepMode | None:
+    """The step mode the server's work asks for (lab.holding.Held.mode; None: the device's default,
+    fixed.default_mode): on ZeroGPU the eager step. The GPU is lent per call and its weights placed anew each time,
+    and a CUDA graph replays the addresses it recorded; until a Space has measured that a capture is safe across
+    calls, none is made there."""
+    return StepMode.EAGER if zero_gpu else None
 
 
 def slot_seconds(max_new_tokens: int, runs: int, measures_costs: bool = False) -> int:

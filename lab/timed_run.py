@@ -58,7 +58,8 @@ def timed_run(
         warm_until=deadline.share(len(methods) + 1),  # the warm-ups together: one share, as a decoding gets
     )
     if runtime.learn is not None:
-        runtime.learn(run.trace.steps + run.greedy.steps)
+        runtime.learn(run.trace.steps, request.method)
+        runtime.learn(run.greedy.steps, Method.GREEDY)
     rounds = [[trace_lap(run.trace), trace_lap(run.greedy)]]
     longest = sum(lap.seconds[-1] for lap in rounds[0])
     # decided once: every later round whole (each while it fits), or every one cut to what they all fit

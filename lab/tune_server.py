@@ -116,7 +116,7 @@ def mapping(request: TuneRequest) -> Iterator[TuneProgress | tuple[TuneReport, f
     and last the report with the seconds it took. Medusa is swept only where heads ship for the model."""
     held = server.MODEL.get(request.model, request.dtype)
     lm = held.lm
-    auto, costs = regime_settings(lm), shape_costs(lm)
+    auto, costs = regime_settings(lm, mode=held.mode), shape_costs(lm, held.mode)
     prompts = [(name, encode_prompt(lm.tokenizer, text, chat)) for name, text, chat in request.prompts]
     threads = held.admit(max(len(ids) for _, ids in prompts), decodings=1, seconds=TUNE_SECONDS)
     started, deadline = time.perf_counter(), Deadline(TUNE_SECONDS)

@@ -51,7 +51,8 @@ class Runtime:
     heads: Medusa | None = None  # Medusa's heads with their tree
     store: SuffixStore | None = None  # suffix decoding's earlier outputs (None: a cold store, this run's text only)
     deadline: Deadline | None = None  # the request's time (the lab's; the engine asks only the callables it gets)
-    learn: Callable[[list[StepRecord | StepTally]], None] | None = None  # takes every timed decoding's steps
+    # takes every timed decoding's steps, with its method (whose pace the budget's prices keep)
+    learn: Callable[[list[StepRecord | StepTally], Method], None] | None = None
     mode: StepMode | None = None  # the step mode asked (None: the device's, fixed.default_mode); settled: the one run
     mode_note: str | None = None  # why the mode run is not the one asked ("" when it is); None: not settled yet
     costs: StepCosts | None = None  # that mode's step costs: a fixed shape runs their cheapest size that holds it

@@ -25,6 +25,7 @@ from .conftest import cost_table, drained
 
 PRICES = Prices(cost_table(0.05))
 RUN = 2  # a Run's decodings: the method and plain decoding
+PACED = (Method.LOOKAHEAD, Method.GREEDY)  # a Run's, priced: plain decoding's pace for both before any was seen
 
 
 def test_a_request_runs_when_one_token_of_each_decoding_fits_and_is_refused_only_when_none_does():
@@ -40,12 +41,33 @@ def test_a_request_too_long_for_its_rounds_at_the_latest_pace_decodes_what_fits_
     """Beside two burners the default Run and race ran out of time in their first round, so they gave no verdict:
     a timed request now decodes the most new tokens whose rounds fit (SHORTEST_ROUND at least), as many as asked
     where they fit, and as asked where nothing is priced (a ZeroGPU Space's quota decides there)."""
-    fits = fitting_tokens(PRICES, RUN, 30.0, 3)
+    fits = fitting_tokens(PRICES, PACED, 30.0, 3)
     assert SHORTEST_ROUND < fits < 1000
-    assert fitted_tokens(PRICES, 1000, RUN, 30.0, 3) == fits and fitted_tokens(PRICES, fits, RUN, 30.0, 3) == fits
-    assert fitted_tokens(PRICES, fits - 1, RUN, 30.0, 3) == fits - 1  # asked for fewer: as asked
-    assert fitting_tokens(PRICES, RUN, 60.0, 3) > fits  # more time: more tokens
-    assert fitted_tokens(PRICES, 1000, RUN, 0.1, 3) == SHORTEST_ROUND and fitted_tokens(None, 1000, RUN, 0.1, 3) == 1000
+    assert fitted_tokens(PRICES, 1000, PACED, 30.0, 3) == fits and fitted_tokens(PRICES, fits, PACED, 30.0, 3) == fits
+    assert fitted_tokens(PRICES, fits - 1, PACED, 30.0, 3) == fits - 1  # asked for fewer: as asked
+    assert fitting_tokens(PRICES, PACED, 60.0, 3) > fits  # more time: more tokens
+    assert fitted_tokens(PRICES, 1000, PACED, 0.1, 3) == SHORTEST_ROUND
+    assert fitted_tokens(None, 1000, PACED, 0.1, 3) == 1000
+
+
+def test_each_lane_is_priced_at_its_methods_latest_pace_and_never_below_plain_decodings():
+    """Beside two burners a race priced every lane at plain decoding's pace fitted one round in 1 race of 3: its
+    drafting lanes ran slower. A method's pace is its latest decodings' seconds per new token over a 1-token step's
+    price (median), at least 1; a method that pays is priced as plain decoding, its gain left as room."""
+    prices = Prices(cost_table(0.05))
+    one = prices.costs.seconds_for(1)
+    race = (Method.GREEDY, Method.SPECULATIVE, Method.LOOKAHEAD)
+    before = fitting_tokens(prices, race, 60.0, 3)
+    assert prices.pace(Method.SPECULATIVE) == 1.0 and before == fitting_tokens(prices, (Method.GREEDY,) * 3, 60.0, 3)
+    prices.learn([decode_step(1, one)] * 20, Method.GREEDY)
+    prices.learn([decode_step(5, 3 * one, draft=(4, one))] * 10, Method.SPECULATIVE)  # 3 steps' time a token
+    prices.learn([decode_step(20, one)] * 10, Method.LOOKAHEAD)  # faster than plain decoding here
+    assert prices.pace(Method.GREEDY) == pytest.approx(1.0) and prices.pace(Method.SPECULATIVE) == pytest.approx(3.0)
+    assert prices.pace(Method.LOOKAHEAD) == 1.0  # its gain is room, not a promise
+    after = fitting_tokens(prices, race, 60.0, 3)
+    assert after + 8 == pytest.approx((before + 8) * 3 / 5, abs=1)  # 5 plain steps' time a token, not 3
+    prices.learn([decode_step(5, 3 * one, draft=(4, one))] * 10)  # a decoding without its method: no pace
+    assert prices.pace(Method.SPECULATIVE) == pytest.approx(3.0)
 
 
 def test_a_prompt_is_told_to_shorten_only_when_it_would_not_fit_on_the_quiet_machine_either():
@@ -175,7 +197,7 @@ def test_a_curve_cached_on_a_busier_machine_is_measured_again_when_the_model_loa
     busy.seconds = [100 * s for s in honest.seconds]  # cached beside other work: 100x what a step takes now
     asked = []
 
-    def cached(lm, refresh=False):
+    def cached(lm, refresh=False, mode=None):
         asked.append(refresh)
         return honest if refresh else busy
 
@@ -186,6 +208,6 @@ def test_a_curve_cached_on_a_busier_machine_is_measured_again_when_the_model_loa
     asked.clear()
     quick = cost_table(0.05)
     quick.seconds = [s / 100 for s in honest.seconds]  # measured quieter than now: the prices learn the rest
-    monkeypatch.setattr(budget, "step_costs", lambda lm, refresh=False: asked.append(refresh) or quick)
+    monkeypatch.setattr(budget, "step_costs", lambda lm, refresh=False, mode=None: asked.append(refresh) or quick)
     prices = budget.warmed_prices(tiny_lm, None)
     assert prices.costs is quick and asked == [False] and prices.scale > 1

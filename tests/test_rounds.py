@@ -144,7 +144,9 @@ def test_on_a_busy_machine_a_races_later_rounds_decode_what_fits(tiny_lm, slow_c
 
 def test_a_quick_run_gets_its_rounds_and_stays_exact(tiny_lm):
     learned = []
-    run = finished_run(tiny_lm, PROMPT, REQUEST, Deadline(3600.0), learn=learned.extend)  # room on a loaded machine
+    run = finished_run(
+        tiny_lm, PROMPT, REQUEST, Deadline(3600.0), learn=lambda steps, method: learned.extend(steps)
+    )  # room on a loaded machine
     timing = run.timing
     assert timing.rounds == RUN_ROUNDS and not timing.partial and timing.order == [Method.LOOKAHEAD, Method.GREEDY]
     assert run.trace.summary.new_token_ids == run.greedy.summary.new_token_ids

@@ -14,19 +14,20 @@ from pathlib import Path
 
 import pytest
 import spaces
-import torch
 
 import app
 from lab import server, space
 from lab.budget import Prices
+from lab.holding import Held
 from lab.requests import ModelRequest
 from lab.timing import SHORTEST_ROUND
 from lookahead_core import fixed
 from lookahead_core.config import LookaheadConfig
 from lookahead_core.models import DEFAULT_MODEL
-from lookahead_core.records import Progress, RaceRecord, Run, StepMode
+from lookahead_core.records import Method, Progress, RaceRecord, Run, StepMode
 from lookahead_core.request import DecodeRequest
 from lookahead_core.sampling import GREEDY, SamplingConfig
+from lookahead_core.trace import record_trace
 from ui import player
 from ui.presets import PRESETS, choose_preset
 from ui.race import RACE_SLIDERS, race_model
@@ -160,18 +161,23 @@ def test_the_readme_front_matter_names_real_versions():
     assert f"gradio=={gradio.__version__}" in requirements
 
 
-def test_on_zero_gpu_no_step_is_captured_and_elsewhere_cuda_keeps_its_cuda_graph():
-    """ZeroGPU places the weights anew for each call, and a CUDA graph replays the addresses it recorded."""
-    assert space.step_modes(True) == {}
-    assert space.step_modes(False) == {"cuda": StepMode.CUDA_GRAPH} == fixed.DEFAULT_MODES  # not on a Space here
-    on_cuda = type("OnCuda", (), {"device": torch.device("cuda", 0)})()
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(fixed, "DEFAULT_MODES", space.step_modes(True))
-        assert fixed.default_mode(on_cuda) == StepMode.EAGER
-    # and the server sets them so at import, before the module-scope load and any model work (ast: no ZeroGPU here)
-    lines = [ast.unparse(node) for node in ast.parse(Path(server.__file__).read_text()).body]
-    holder = next(i for i, line in enumerate(lines) if line.startswith("MODEL = "))
-    assert "fixed.DEFAULT_MODES = space.step_modes(ZERO_GPU)" in lines[:holder]
+def test_on_zero_gpu_the_servers_work_runs_eagerly_and_elsewhere_takes_the_devices_default(tiny_lm, monkeypatch):
+    """ZeroGPU places the weights anew for each call, and a CUDA graph replays the addresses it recorded: the server's
+    model is held in the eager step there (Held.mode, carried to its runtimes, aids and probes), and the engine's own
+    default per device is left as it is (it was patched at import). On a device whose default is a fixed-shape step
+    (the CPU stands in for CUDA here), a Run held so decodes eagerly, one held with the default in the fixed step."""
+    assert space.step_mode(True) == StepMode.EAGER and space.step_mode(False) is None
+    assert server.MODEL._mode is space.step_mode(server.ZERO_GPU) and fixed.DEFAULT_MODES == {
+        "cuda": StepMode.CUDA_GRAPH
+    }
+    monkeypatch.setitem(fixed.DEFAULT_MODES, "cpu", StepMode.FIXED)
+    for mode, ran in ((StepMode.EAGER, StepMode.EAGER), (None, StepMode.FIXED)):
+        held = Held(tiny_lm, mode=mode)
+        assert held.aids.mode == mode
+        runtime = held.runtime([Method.LOOKAHEAD]).in_mode(tiny_lm.model)
+        assert runtime.mode == ran
+        request = DecodeRequest(method=Method.LOOKAHEAD, lookahead=LookaheadConfig(3, 3, 3), max_new_tokens=4)
+        assert record_trace(tiny_lm, [1, 2, 3], request, held.runtime([Method.LOOKAHEAD])).meta.mode == ran
 
 
 @pytest.mark.heavy  # seconds: a Run of the default model

@@ -58,7 +58,9 @@ def test_model_html_says_what_fits_at_the_latest_prices():
     machine = example("python").trace.meta.machine
     prices = Prices(cost_table(0.05))
     prices.learn([decode_step(1, 0.037)] * 3)  # plain decoding's pace here: 37 ms a token
-    fit = budget.fit(prices, rounds=3, race_lanes=4)
+    fit = budget.fit(
+        prices, rounds=3, race_methods=(Method.GREEDY, Method.LOOKAHEAD, Method.SPECULATIVE, Method.SUFFIX)
+    )
     usable = 0.9 / 1.1  # the deadline's share less its reserve, each round with a later round's margin
     assert fit.run_tokens == int(30 * usable / (3 * 2 * 0.037)) - 8
     assert fit.race_tokens == int(60 * usable / (3 * 4 * 0.037)) - 8

@@ -30,8 +30,8 @@ class Progress:
 @dataclass(kw_only=True)
 class Fit:
     """What fits in a request's time on this machine at its latest prices: the most new tokens for which
-    `rounds` rounds of a Run (two decodings) and of a race (four) fit, every decoding priced at one
-    `step_seconds` step per token (plain decoding's pace, learned from the latest steps)."""
+    `rounds` rounds of a Run (two decodings) and of a race (its lanes) fit, every decoding priced at its method's
+    latest pace, at least one `step_seconds` step per token (plain decoding's pace, learned from the latest steps)."""
 
     step_seconds: float
     rounds: int
