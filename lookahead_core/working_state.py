@@ -459,17 +459,17 @@ class EagleOnDevice(OnDevice):
         """Feed the fresh rows, then draft k tokens from the last one's prediction; c and the chain are the next
         pass's ids, and the chain's first m tokens its candidate (m: up to the first below the confidence floor)."""
         feature, tokens, chances = self.fed(), [], []
-        for j in range(self.reach.shape[0]):
+        k, vocabulary = self.reach.shape[0], self.head.vocabulary
+        for j in range(k):
             logits = self.head.scores(self.model, feature.to(self.model.dtype)).float()
-            q = torch.softmax(logits[0], dim=-1)
+            q = torch.softmax(logits[0], dim=-1)  # as draft.draft_token's greedy draw: its argmax and its chance
             index = q.argmax().view(1)
             chances.append(q.index_select(0, index))
-            vocabulary = self.head.vocabulary
             tokens.append(index if vocabulary is None else vocabulary.index_select(0, index))
-            if j + 1 < self.reach.shape[0]:
+            if j + 1 < k:
                 feature = self.drafted(feature, tokens[-1], j)
         below = torch.cat(chances) < self.confidence
-        self.offered.copy_(torch.where(below.any(), below.long().argmax() + 1, self.reach.shape[0]))
+        self.offered.copy_(torch.where(below.any(), below.long().argmax() + 1, k))
         self.real.copy_(self.reach < self.offered)
         current = self.after.index_select(0, self.fresh_count.view(1) - 1)
         self.step.ids[0, : self.tree.size] = torch.cat([current, *tokens])

@@ -242,7 +242,7 @@ def test_replay_does_not_wait_behind_model_work(url):
     assert not job.done(), "the step answered only after the run: the replay waited behind the model's work"
     assert step_value(shown[0]) == 1
     print(f"\nreplay step answered in {waited * 1000:.0f} ms while a Run was decoding")
-    assert "new tokens" in job.result()[1]
+    job.cancel()  # its rounds would hold the model about 20 s more (a cancel stops a Run: test_many_visitors.py)
 
 
 @pytest.fixture

@@ -421,14 +421,14 @@ def test_eagles_device_step_on_the_real_model_and_one_fed_wrong_is_caught(defaul
     decides other steps."""
     prompt = encode_item(default_model.tokenizer, load_prompts("humaneval", 1)[0])
     runtime = shipped_layer(default_model, confidence=0.4)
-    recorded = [decided(s) for s in decode_steps(default_model, prompt, eagle(24), runtime)]
-    on_device = [decided(s) for s in lean_steps(default_model, prompt, eagle(24), runtime)]
+    recorded = [decided(s) for s in decode_steps(default_model, prompt, eagle(20), runtime)]
+    on_device = [decided(s) for s in lean_steps(default_model, prompt, eagle(20), runtime)]
     assert on_device == recorded and sum(step[-1] for step in on_device) >= 6
     assert len({step[5] for step in on_device[1:]}) > 1, "the floor cut the chains at more than one length"
     assert device_steps
     monkeypatch.setattr(EagleOnDevice, "settle", fed_from_row_zero(EagleOnDevice.settle))
     monkeypatch.setattr(fixed, "STEPS", weakref.WeakKeyDictionary())  # fresh states, their `settle` the wrong one
-    assert [decided(s) for s in lean_steps(default_model, prompt, eagle(24), runtime)] != recorded
+    assert [decided(s) for s in lean_steps(default_model, prompt, eagle(20), runtime)] != recorded
 
 
 # ----------------------------------------------------------------------------------------------
