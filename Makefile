@@ -52,7 +52,7 @@ test-quick: $(VENV)/.dev
 	$(BIN)/python -m pytest -q -n auto -m "$(QUICK)" --durations=5
 
 # Slow (minutes): requirements.txt alone, in a fresh virtual environment, installs an app that replays a preset;
-# the shipped Medusa heads are re-measured on three held-out prompts against their training record.
+# the shipped Medusa heads and EAGLE layer are re-measured on three held-out prompts against their training records.
 test-fresh: $(VENV)/.dev
 	$(BIN)/python -m pytest -q -m slow
 

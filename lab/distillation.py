@@ -26,6 +26,8 @@ from .training import RunClock
 
 ANSWERS, RECORD = "answers.jsonl", "training.json"
 ANSWER_BATCH = 16  # prompts answered in one batched generate
+# held-out prompts a later re-measurement of a trained draft answers again (tests/test_*_shipped.py)
+SPOT_PROMPTS = 3
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -25,7 +25,16 @@ from lookahead_core.eagle import EagleLayer, draft_head, eagle_for, save_eagle
 from lookahead_core.medusa import output_logits
 from lookahead_core.models import LoadedModel
 
-from .distillation import DataSource, command_inputs, distilled, run_facts, train_command, write_record
+from .distillation import (
+    SPOT_PROMPTS,
+    DataSource,
+    command_inputs,
+    distilled,
+    greedy_answers,
+    run_facts,
+    train_command,
+    write_record,
+)
 from .training import RunClock, TrainingLoop
 
 LAYER = "eagle.safetensors"
@@ -63,6 +72,7 @@ class TrainingRecord:
     accuracy: dict  # top-1 and top-5 of the first guess from true features, on held-out text, and the share
     # of the model's choices there inside the draft vocabulary (`coverage`)
     seconds: float
+    spot_check: dict | None = None  # on the first SPOT_PROMPTS held-out prompts: what a re-measurement must find
 
 
 @dataclass
@@ -151,6 +161,13 @@ def first_guess_accuracy(layer: EagleLayer, model, data: list[Sequence]) -> dict
     return {"top1": rates[0], "top5": rates[-1], "positions": count, "coverage": inside / max(count, 1)}
 
 
+def spot_check(lm: LoadedModel, layer: EagleLayer, prompts: list[list[int]], tokens: int) -> dict:
+    """The layer's first-guess accuracy (first_guess_accuracy) on the model's answers to `prompts`, answered here in
+    one batch: what a re-measurement on the same prompts must find again."""
+    answered = sequences(lm.model, prompts, greedy_answers(lm, prompts, tokens))
+    return {"prompts": len(prompts), **first_guess_accuracy(layer, lm.model, answered)}
+
+
 def train_layer(
     layer: EagleLayer, model, data: list[Sequence], settings: TrainSettings, folder: Path, clock: RunClock
 ) -> list[float]:
@@ -181,11 +198,13 @@ def train(
     layer.vocabulary = draft_vocabulary(training, settings.vocabulary)
     layer.accuracy = first_guess_accuracy(layer, lm.model, held_out)
     save_eagle(layer, folder / LAYER)
+    spot = split.held_out[0][:SPOT_PROMPTS]
     record = TrainingRecord(
         **run_facts(lm, source, split, settings, losses, clock),
         train_tokens=positions(training),
         held_out_tokens=positions(held_out) if kept else 0,
         accuracy=layer.accuracy,
+        spot_check=spot_check(lm, layer, spot, settings.answer_tokens) if kept else None,
     )
     write_record(folder, record, clock)
     return record

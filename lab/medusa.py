@@ -22,6 +22,7 @@ from lookahead_core.medusa import DEFAULT_HEADS, MedusaHeads, heads_for, save_he
 from lookahead_core.models import LoadedModel
 
 from .distillation import (
+    SPOT_PROMPTS,
     DataSource,
     command_inputs,
     distilled,
@@ -148,9 +149,6 @@ def rank_accuracy(heads: MedusaHeads, model, data: Examples, batch: int = 256) -
         hits += ((top == targets[..., None]) & valid[..., None]).sum(dim=0)
         counts += valid.sum(dim=0)
     return (hits / counts.clamp(min=1)[:, None]).tolist()
-
-
-SPOT_PROMPTS = 3  # held-out prompts a later re-measurement answers again (tests/test_medusa_shipped.py)
 
 
 def spot_check(lm: LoadedModel, heads: MedusaHeads, prompts: list[list[int]], tokens: int) -> dict:
