@@ -104,11 +104,13 @@ class Prices:
             # a prefill's width is the prompt's: the curve is priced after it
             decode = [record for record in records if record.kind == StepKind.DECODE]
             for record in decode:
+                if record.drafted_inside:
+                    continue  # its draft's passes are in its seconds: not what a pass of its width costs
                 drafting = record.draft_seconds
                 self._ratios.append((record.step_seconds - drafting) / self.costs.seconds_for(record.tokens_fed))
             tokens = sum(len(record.committed) for record in decode)
-            if method is not None and tokens and self._ratios:
-                one = self.costs.seconds_for(1) * statistics.median(self._ratios)
+            one = self.costs.seconds_for(1) * (statistics.median(self._ratios) if self._ratios else 1.0)
+            if method is not None and tokens and one > 0:
                 paces = self._paces.setdefault(method, deque(maxlen=PACED_DECODINGS))
                 paces.append(sum(record.step_seconds for record in decode) / tokens / one)
 
@@ -236,7 +238,7 @@ def fitting_tokens(prices: Prices, methods: Sequence[Method], seconds: float, ro
     each at its method's latest pace here (Prices.pace): in the time the deadline gives them (less its RESERVE), each
     round with the margin a later round starts with (ROUND_MARGIN)."""
     usable = seconds * (1 - RESERVE) / ROUND_MARGIN
-    return max(int(usable / (rounds * round_seconds(prices, methods, 1))) - WARM_UP_TOKENS, 0)
+    return max(int(usable / max(rounds * round_seconds(prices, methods, 1), 1e-9)) - WARM_UP_TOKENS, 0)
 
 
 def fitted_tokens(prices: Prices | None, asked: int, methods: Sequence[Method], seconds: float, rounds: int) -> int:

@@ -124,6 +124,7 @@ def race_lane(lm: LoadedModel, method: Method, records: list[StepTally], tokens:
         mean_tokens_fed=sum(fed[1:]) / steps if steps else 0.0,
         decode_tokens_per_step=(tokens[-1] - tokens[1]) / steps if steps else 0.0,
         draft_seconds=sum(r.draft_seconds for r in records),
+        drafted_inside=any(r.drafted_inside for r in records),
         speedup=0.0,
         exact=None,
         acceptance=acceptance(method, records),

@@ -241,6 +241,8 @@ class OnDevice:
     state, which is loaded again after it. Made once per FixedStep and settings (`kept_with`), loaded by each
     decoding."""
 
+    drafts_inside = False  # whether `settle` drafts (a draft's passes inside the device step: StepTally)
+
     def __init__(self, step: FixedStep, tree: FixedTree | None) -> None:
         self.step, self.tree, self.run = step, tree, None
 
@@ -411,10 +413,13 @@ class EagleOnDevice(OnDevice):
     there), the rows still to feed it (the last pass's kept rows' hidden states, with the tokens after them: the
     block) and the chain drafted from them. Its tree is a chain of k after c. Each step the pass verifies the chain
     (only its first m tokens, m cut by the confidence floor as the host cuts it), the kept rows' hidden states and
-    the block are fed to the layer at [E, E + 1 + k) (the rows past 1 + accepted written, masked, and overwritten
-    by the drafts), E advances by 1 + accepted, and the layer drafts k tokens one row at a time from the last kept
-    row's prediction, the j-th drafted row at E + j seeing the positions up to its own. All k are drafted every step
-    (no host read decides when to stop): those past m are fed and cannot win."""
+    the block are fed to the layer at [E, E + 1 + k) (the rows past 1 + accepted written there too: past E, so
+    masked from every later row until the drafts or the next step's feed write over them), E advances by
+    1 + accepted, and the layer drafts k tokens one row at a time from the last kept row's prediction, the j-th
+    drafted row at E + j seeing the positions up to its own. All k are drafted every step (no host read decides
+    when to stop): those past m are fed and cannot win."""
+
+    drafts_inside = True
 
     def __init__(self, step: FixedStep, draft: Draft, model) -> None:
         device, k = step.ids.device, draft.tokens
@@ -422,7 +427,9 @@ class EagleOnDevice(OnDevice):
         self.layer, self.model, self.confidence = draft.model, model, draft.confidence
         self.head, self.embed = self.layer.head_for(model), model.get_input_embeddings()
         config, width = self.layer.body.config, self.layer.target.hidden_size
-        positions = step.shape.capacity + 2 * (1 + k)  # E + 1 + k rows fed, then at most k - 1 drafted over them
+        # past the C committed positions: a last step's block, which the device keeps whole past the budget the host
+        # commits, and the k - 1 rows drafted after it
+        positions = step.shape.capacity + 2 * (1 + k)
         keys = torch.zeros(1, config.num_key_value_heads, positions, config.head_dim, dtype=self.layer.dtype)
         keys, values = keys.to(device), keys.clone().to(device)
         self.length = torch.zeros((), dtype=torch.long, device=device)  # E: the layer's positions with true features
@@ -468,7 +475,7 @@ class EagleOnDevice(OnDevice):
             tokens.append(index if vocabulary is None else vocabulary.index_select(0, index))
             if j + 1 < k:
                 feature = self.drafted(feature, tokens[-1], j)
-        below = torch.cat(chances) < self.confidence
+        below = torch.cat(chances).double() < self.confidence  # as the host compares: a float32 chance, a float
         self.offered.copy_(torch.where(below.any(), below.long().argmax() + 1, k))
         self.real.copy_(self.reach < self.offered)
         current = self.after.index_select(0, self.fresh_count.view(1) - 1)
@@ -825,6 +832,7 @@ class OnDeviceDecoder(GuessingDecoder):
             step_seconds=time.perf_counter() - start,
             verified_tokens=verified_tokens,
             accepted_tokens=accepted,
+            drafted_inside=state.drafts_inside,
         )
 
 

@@ -17,7 +17,7 @@ from lab.budget import (
 )
 from lab.timing import SHORTEST_ROUND
 from lookahead_core.config import LookaheadConfig
-from lookahead_core.records import DraftRecord, Method, StepKind, StepRecord
+from lookahead_core.records import DraftRecord, Method, StepKind, StepRecord, StepTally
 from lookahead_core.request import DecodeRequest
 from lookahead_core.trace import Progress, recording_run
 
@@ -128,6 +128,20 @@ def test_prices_learn_from_the_steps_the_server_runs():
     assert prices.scale == pytest.approx(1.0)
     prices.learn([decode_step(5, prices.costs.seconds_for(5) + 0.04, draft=(4, 0.04))] * 200)
     assert prices.scale == pytest.approx(1.0)  # a draft's passes are not the target's step
+
+
+def test_a_step_that_drafted_inside_itself_is_no_price_of_its_width_but_counts_in_its_methods_pace():
+    """EAGLE's device step drafts inside itself: its seconds hold the draft's passes, so they would price a pass of
+    its width too high; its decoding's pace counts them all."""
+    prices = Prices(cost_table(0.05))
+    one = prices.costs.seconds_for(1)
+    prices.learn([decode_step(1, one)] * 10, Method.GREEDY)
+    inside = StepTally(
+        step=1, kind=StepKind.DECODE, tokens_fed=5, committed=[1], stop=None, forward_seconds=3 * one,
+        step_seconds=3 * one, drafted_inside=True,
+    )  # fmt: skip
+    prices.learn([inside] * 50, Method.EAGLE)
+    assert prices.scale == pytest.approx(1.0) and prices.pace(Method.EAGLE) == pytest.approx(3.0)
 
 
 def test_a_probe_renews_the_evidence_and_the_age_says_how_old_it_is():

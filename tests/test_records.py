@@ -200,6 +200,22 @@ def test_a_shipped_race_reads_its_settings_keyed_by_method_and_reads_back_equal(
     assert RaceRecord.from_json(race.to_json()) == race
 
 
+def test_a_lane_that_drafted_inside_its_steps_says_so_instead_of_a_draft_share():
+    """EAGLE's device steps draft inside themselves: their draft's time is in each step's, not timed apart, so the
+    lane's card says so (its draft share would count only the first, host-drafted step); an older race (no such
+    field) reads as drafted apart, and says its share as before."""
+    from visuals.race import lane_reason
+
+    race = RaceRecord.from_json(next(p for p in RACES if "eagle" in p.read_text()).read_text())
+    lane = next(lane for lane in race.lanes if lane.method == Method.EAGLE)
+    assert not lane.drafted_inside and "of its time in the draft model" in lane_reason(race, lane)
+    inside = dataclasses.replace(lane, drafted_inside=True)
+    words = lane_reason(race, inside)
+    assert "drafts made inside its steps on the device" in words and "of its time in the draft model" not in words
+    moved = dataclasses.replace(race, lanes=[inside if x is lane else x for x in race.lanes])
+    assert RaceRecord.from_json(moved.to_json()) == moved
+
+
 def test_a_version_5_run_reads_as_a_run_with_no_heads(run):
     """Schema 6 added Medusa's records (a step's heads; a trace's, race's and bench's Medusa settings): a
     version 5 run, without them, reads with none."""

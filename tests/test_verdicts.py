@@ -169,9 +169,9 @@ def test_counts_of_one_read_in_the_singular():
     assert speedup_words(cut, Method.LOOKAHEAD) == "not compared (1 token)"
     assert speedup_words(dataclasses.replace(cut, compared_tokens=2), Method.LOOKAHEAD) == "not compared (2 tokens)"
     fit = Fit(step_seconds=0.5, rounds=1, run_seconds=30, run_tokens=1, race_seconds=60, race_tokens=3)
-    assert "1 round of a Run fit in its 30 s with up to about 1 new token, and 1 round of the race" in (
-        summary.fit_words(fit)
-    )
+    words = summary.fit_words(fit)
+    assert "1 round of a Run fit in its 30 s with up to about 1 new token (at" in words
+    assert "and 1 round of the race" in words
     shipped = example("python")
     prefill = dataclasses.replace(shipped, trace=dataclasses.replace(shipped.trace, steps=shipped.trace.steps[:1]))
     assert "over the 1 pass of this run" in progress.chart_words(prefill)

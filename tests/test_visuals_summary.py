@@ -66,7 +66,8 @@ def test_model_html_says_what_fits_at_the_latest_prices():
     assert fit.race_tokens == int(60 * usable / (3 * 4 * 0.037)) - 8
     html = summary.model_html(machine, "some-default", fit)
     assert "(37 ms for a 1-token step), 3 rounds of a Run fit in its 30 s with up to about 102 new tokens" in html
-    assert "3 rounds of the race in its 60 s with up to about 102" in html
+    assert "pace: a method that ran slower here fits fewer)" in html
+    assert "3 rounds of the race in its 60 s with up to about 102 (each method at its latest pace)" in html
 
 
 def test_notice_says_why_a_run_was_refused():

@@ -205,8 +205,14 @@ def eagle(max_new_tokens: int = 30) -> DecodeRequest:
 
 
 def tiny_layer(lm, tokens: int = 4, confidence: float = 0.0) -> Draft:
-    """An untrained EAGLE layer for a tiny model, drafting `tokens` a step."""
-    return Draft(eagle_for(lm.model, lm.name), EAGLE, tokens, confidence)
+    """An untrained EAGLE layer for a tiny model, drafting `tokens` a step, its matrices drawn at unit variance
+    (scaled by their fan-in): with the default init's small weights its drafts barely read its cache, and a wrong
+    cache, position or mask drafted the same tokens."""
+    layer, generator = eagle_for(lm.model, lm.name), torch.Generator().manual_seed(5)
+    with torch.no_grad():
+        for weight in (p for p in layer.parameters() if p.dim() == 2):
+            weight.copy_(torch.randn(weight.shape, generator=generator) / weight.shape[1] ** 0.5)
+    return Draft(layer, EAGLE, tokens, confidence)
 
 
 def plain(max_new_tokens: int = 30) -> DecodeRequest:
@@ -385,17 +391,73 @@ def test_a_medusa_step_that_reads_the_wrong_hidden_state_is_caught(monkeypatch):
 # EAGLE's step on the device
 
 
-@pytest.mark.parametrize("family", ["llama", "qwen2"])
-def test_eagles_device_step_decides_what_the_recorded_step_records(family, device_steps):
-    """An untrained layer on tiny models: its drafts are mostly rejected (the real model's test below has them
-    accepted), so this checks the steps' shape: the chain of k fed, the layer's cache carried from the host's first
-    step, EOS-free runs to the budget."""
+@pytest.fixture
+def eagle_chains(device_steps, monkeypatch) -> list:
+    """The chain each of EAGLE's device steps verified (its first m tokens, as the pass was fed them), in order."""
+    chains = []
+    step = OnDeviceDecoder.device_step
+
+    def read(self, state):
+        if isinstance(state, EagleOnDevice):
+            chains.append(state.step.ids[0, 1 : 1 + int(state.offered)].tolist())
+        return step(self, state)
+
+    monkeypatch.setattr(OnDeviceDecoder, "device_step", read)
+    return chains
+
+
+def eagle_compared(lm, prompt, request, runtime, chains: list) -> tuple[list, list, list, list]:
+    """The recorded step's records and the device step's tallies, as decided; the chains the recorded steps after
+    the first drafted (the first step drafts on the host either way) and those the device steps verified."""
+    chains.clear()
+    recorded = list(decode_steps(lm, prompt, request, runtime))
+    on_device = [decided(s) for s in lean_steps(lm, prompt, request, runtime)]
+    return [decided(s) for s in recorded], on_device, [s.draft.tokens for s in recorded[2:]], list(chains)
+
+
+@pytest.mark.parametrize(("family", "confidence"), [("llama", 0.0), ("qwen2", 0.0), ("llama", 0.1)])
+def test_eagles_device_step_drafts_the_chains_the_recorded_step_drafts(family, confidence, eagle_chains):
+    """An untrained layer on tiny models: its drafts are rarely accepted (the real model's test below has them
+    accepted), so its chains are compared token for token with the host's, drafted from the same state (the layer's
+    cache carried from the host's first step, each drafted row at its position, seeing what it may), and cut by the
+    confidence floor where the host's drafting stopped (at 1, 3 and 4 tokens here)."""
     lm = tiny_model(family)
-    runtime = dataclasses.replace(FIXED, layer=tiny_layer(lm))
+    runtime = dataclasses.replace(FIXED, layer=tiny_layer(lm, confidence=confidence))
+    lengths = set()
     for prompt in PROMPTS:
-        recorded, on_device, on_host = compared(lm, prompt, eagle(), runtime)
-        assert on_device == recorded == on_host, prompt
-    assert device_steps
+        recorded, on_device, drafts, chains = eagle_compared(lm, prompt, eagle(), runtime, eagle_chains)
+        assert on_device == recorded and chains == drafts and chains, prompt
+        lengths |= set(map(len, chains))
+    assert len(lengths) > 1 if confidence else lengths == {4}
+
+
+def cache_not_carried(fill):
+    def wrong(self, cache, cached, fresh, after, length):
+        fill(self, cache, cached, fresh, after, length)
+        self.fed_cache.layers[0].keys.zero_()
+
+    return wrong
+
+
+def drafted_one_late(drafted):
+    return lambda self, feature, token, j: drafted(self, feature, token, j + 1)
+
+
+def seeing_one_more(mask):
+    return lambda self, positions: mask(self, positions + 1)
+
+
+@pytest.mark.parametrize(
+    ("name", "mistake"),
+    [("fill", cache_not_carried), ("drafted", drafted_one_late), ("mask", seeing_one_more)],
+    ids=["the host's cache not carried", "a drafted row one position late", "a row seeing the column after it"],
+)
+def test_an_eagle_device_step_that_drafts_from_the_wrong_state_is_caught(name, mistake, eagle_chains, monkeypatch):
+    monkeypatch.setattr(EagleOnDevice, name, mistake(getattr(EagleOnDevice, name)))
+    lm = tiny_model("llama")
+    runtime = dataclasses.replace(FIXED, layer=tiny_layer(lm))
+    caught = [eagle_compared(lm, prompt, eagle(), runtime, eagle_chains)[2:] for prompt in PROMPTS]
+    assert any(drafts != chains for drafts, chains in caught)
 
 
 def shipped_layer(lm, confidence: float = 0.0) -> Runtime:
@@ -415,20 +477,18 @@ def fed_from_row_zero(settle):
     return wrong
 
 
-def test_eagles_device_step_on_the_real_model_and_one_fed_wrong_is_caught(default_model, device_steps, monkeypatch):
-    """SmolLM2 with the shipped layer and a confidence floor (chains cut at 1 to 4): the same steps as the recorded
-    step, with drafts accepted; a device step that feeds the layer c's row's features in place of the kept rows'
-    decides other steps."""
+def test_eagles_device_step_on_the_real_model_and_one_fed_wrong_is_caught(default_model, eagle_chains, monkeypatch):
+    """SmolLM2 with the shipped layer and a confidence floor (chains cut at 1 to 4): the same chains and steps as the
+    recorded step, with drafts accepted; a device step that feeds the layer c's row's features in place of the kept
+    rows' drafts other chains."""
     prompt = encode_item(default_model.tokenizer, load_prompts("humaneval", 1)[0])
     runtime = shipped_layer(default_model, confidence=0.4)
-    recorded = [decided(s) for s in decode_steps(default_model, prompt, eagle(20), runtime)]
-    on_device = [decided(s) for s in lean_steps(default_model, prompt, eagle(20), runtime)]
-    assert on_device == recorded and sum(step[-1] for step in on_device) >= 6
-    assert len({step[5] for step in on_device[1:]}) > 1, "the floor cut the chains at more than one length"
-    assert device_steps
+    recorded, on_device, drafts, chains = eagle_compared(default_model, prompt, eagle(20), runtime, eagle_chains)
+    assert on_device == recorded and chains == drafts and sum(step[-1] for step in on_device) >= 6
+    assert len(set(map(len, chains))) > 1, "the floor cut the chains at more than one length"
     monkeypatch.setattr(EagleOnDevice, "settle", fed_from_row_zero(EagleOnDevice.settle))
     monkeypatch.setattr(fixed, "STEPS", weakref.WeakKeyDictionary())  # fresh states, their `settle` the wrong one
-    assert [decided(s) for s in lean_steps(default_model, prompt, eagle(20), runtime)] != recorded
+    assert eagle_compared(default_model, prompt, eagle(20), runtime, eagle_chains)[3] != drafts
 
 
 # ----------------------------------------------------------------------------------------------

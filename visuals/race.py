@@ -156,7 +156,9 @@ def lane_reason(result: RaceRecord, lane: RaceLane) -> str:
         words += f" ({NOISE}: this difference is timing noise)"
     if lane.acceptance is not None:
         words += f", {share_words(lane.acceptance)} of the candidate tokens accepted"
-    if lane.draft_seconds:
+    if lane.drafted_inside:
+        words += ", its drafts made inside its steps on the device (their time is in each step's)"
+    elif lane.draft_seconds:
         words += f", {lane.draft_seconds / lane.seconds[-1]:.0%} of its time in the draft model"
     return words
 

@@ -190,9 +190,10 @@ def fit_words(fit: Fit) -> str:
     return (
         f" At the pace this machine showed on its latest steps ({fit.step_seconds * 1000:.0f} ms for a 1-token step), "
         f"{plural(fit.rounds, 'round')} of a Run fit in its {fit.run_seconds:.0f} s with up to about "
-        f"{plural(fit.run_tokens, 'new token')}, and {plural(fit.rounds, 'round')} of the race in its "
-        f"{fit.race_seconds:.0f} s with up to about {fit.race_tokens}; a longer request decodes about that many, so "
-        "that its rounds fit, and one that still reaches its time stops, partial."
+        f"{plural(fit.run_tokens, 'new token')} (at plain decoding's pace: a method that ran slower here fits fewer), "
+        f"and {plural(fit.rounds, 'round')} of the race in its {fit.race_seconds:.0f} s with up to about "
+        f"{fit.race_tokens} (each method at its latest pace); a longer request decodes about that many, so that its "
+        "rounds fit, and one that still reaches its time stops, partial."
     )
 
 

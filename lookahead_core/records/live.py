@@ -30,8 +30,9 @@ class Progress:
 @dataclass(kw_only=True)
 class Fit:
     """What fits in a request's time on this machine at its latest prices: the most new tokens for which
-    `rounds` rounds of a Run (two decodings) and of a race (its lanes) fit, every decoding priced at its method's
-    latest pace, at least one `step_seconds` step per token (plain decoding's pace, learned from the latest steps)."""
+    `rounds` rounds of a Run (two decodings, both at plain decoding's pace: one `step_seconds` step per token, learned
+    from the latest steps) and of a race (its lanes, each at its method's latest pace, at least plain decoding's)
+    fit."""
 
     step_seconds: float
     rounds: int
@@ -46,7 +47,8 @@ class StepTally:
     """One forward pass as a timed lane counts it: the lean path's step, which keeps no rows, plan, window, pool or
     verification. Its fields read as a StepRecord's of the same names (so the totals take either):
     `draft_seconds` is what a draft model's own passes took before it, `verified_tokens` the candidate tokens it
-    verified and `accepted_tokens` those accepted."""
+    verified and `accepted_tokens` those accepted; `drafted_inside` says the step drafted inside itself on the device
+    (EAGLE's device step), its draft's passes in its `step_seconds`, not timed apart."""
 
     step: int
     kind: StepKind
@@ -58,3 +60,4 @@ class StepTally:
     draft_seconds: float = 0.0
     verified_tokens: int = 0
     accepted_tokens: int = 0
+    drafted_inside: bool = False

@@ -36,6 +36,9 @@ class RaceLane:
     speedup: float
     exact: bool | None  # output equal to the greedy lane's (None when sampled: runs draw differently)
     acceptance: float | None
+    # its steps drafted inside themselves on the device (EAGLE's device step): `draft_seconds` holds only the
+    # steps drafted on the host (before, none did)
+    drafted_inside: bool = False
 
 
 @dataclass(kw_only=True)

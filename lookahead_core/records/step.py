@@ -286,6 +286,11 @@ class StepRecord:
         return self.draft.seconds if self.draft is not None else 0.0
 
     @property
+    def drafted_inside(self) -> bool:
+        """False: a recorded step's draft runs on the host, timed apart (StepTally's field of the same name)."""
+        return False
+
+    @property
     def verified_tokens(self) -> int:
         """The candidate tokens this step verified."""
         return sum(len(c.tokens) for c in self.verification.candidates) if self.verification is not None else 0
