@@ -17,7 +17,7 @@ from lookahead_core.draft import DEFAULT_DRAFT, DEFAULT_DRAFT_TOKENS, Draft, mak
 from lookahead_core.eagle import EAGLE, load_eagle
 from lookahead_core.medusa import Medusa, fitted_medusa, load_heads
 from lookahead_core.models import DEFAULT_MODEL, LoadedModel
-from lookahead_core.records import METHODS, Needs, StepMode, StepRecord
+from lookahead_core.records import METHODS, Method, Needs, StepMode, StepRecord
 from lookahead_core.runtime import Deadline, Runtime
 from lookahead_core.suffix import SuffixStore
 from lookahead_core.tuning import AutoSettings
@@ -122,7 +122,7 @@ def runtime_for(
     tokens: int = DEFAULT_DRAFT_TOKENS,
     auto: AutoSettings | None = None,
     deadline: Deadline | None = None,
-    learn: Callable[[list[StepRecord]], None] | None = None,
+    learn: Callable[[list[StepRecord], Method], None] | None = None,
     mode: str | None = None,
     costs: StepCosts | None = None,
     store: SuffixStore | None = None,

@@ -13,7 +13,7 @@ import torch
 
 from lookahead_core.draft import DEFAULT_DRAFT_TOKENS
 from lookahead_core.models import DEFAULT_MODEL, DTYPES, LoadedModel, encode_prompt, load_model
-from lookahead_core.records import Fit, Machine, Method, StepKind, StepMode, raced_on
+from lookahead_core.records import METHODS, Fit, Machine, Method, Needs, StepKind, StepMode, raced_on
 from lookahead_core.request import DecodeRequest
 from lookahead_core.runtime import Runtime
 from lookahead_core.trace import decode_steps, machine_facts
@@ -29,8 +29,10 @@ from .budget import (
     probe,
     warmed_prices,
 )
-from .heads import Aids, runtime_for
+from .heads import Aids, runtime_for, ships
 from .threads import ThreadChoice, torch_threads
+
+AIDED = {Needs.NOTHING, Needs.DRAFT}  # what every held model's methods have (the draft: its own bfloat16 copy)
 
 
 @dataclass
@@ -139,11 +141,14 @@ class ModelHolder:
 
     def fit(self, rounds: int) -> Fit | None:
         """What fits in a request's time at the held model's latest prices (None: none held, or unpriced), a race
-        counted with every method the table races on its device (at most what a race runs)."""
+        counted with the methods it runs there: those the table races on the device, Medusa and EAGLE where their
+        heads or layer ship for the model (heads.ships)."""
         held = self._held
         if held is None or held.prices is None:
             return None
-        return fit(held.prices, rounds, raced_on(held.lm.device.type))
+        needs = {method: METHODS[method].needs for method in raced_on(held.lm.device.type)}
+        lanes = [method for method, need in needs.items() if need in AIDED or ships(held.lm, need)]
+        return fit(held.prices, rounds, lanes)
 
     def loading(self, choice: str, dtype: str) -> bool:
         """Whether a request for `choice` would load it first (it is not the held model)."""

@@ -144,6 +144,23 @@ def test_a_step_that_drafted_inside_itself_is_no_price_of_its_width_but_counts_i
     assert prices.scale == pytest.approx(1.0) and prices.pace(Method.EAGLE) == pytest.approx(3.0)
 
 
+def test_the_model_lines_fit_counts_the_lanes_a_race_runs_for_the_held_model(tiny_lm):
+    """A race leaves out Medusa and EAGLE where no heads or layer ship for the model (a tiny one here): the model
+    line's suggestion counted them too, and suggested fewer tokens than a race decodes."""
+    from lab.budget import fit
+    from lab.holding import ModelHolder
+    from lookahead_core.records import raced_on
+
+    holder = ModelHolder(warm=False)
+    holder.put(tiny_lm)
+    holder._held.prices = prices = Prices(cost_table(0.05))
+    prices.learn([decode_step(1, prices.costs.seconds_for(1))] * 4)
+    everything = raced_on("cpu")
+    ran = [m for m in everything if m not in (Method.MEDUSA, Method.EAGLE)]
+    assert len(ran) < len(everything) and holder.fit(3) == fit(prices, 3, ran)
+    assert fit(prices, 3, ran).race_tokens > fit(prices, 3, everything).race_tokens
+
+
 def test_a_probe_renews_the_evidence_and_the_age_says_how_old_it_is():
     """A busy moment's evidence would otherwise outlive the moment: a refused request runs no step to learn from."""
     now = [100.0]
