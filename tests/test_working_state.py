@@ -4,20 +4,21 @@ The pool's inserts made at once equal the host pool's made one at a time, entry 
 each entry's preceding token, over random batches that collide, evict and insert again (and a tempting batch rule
 ends apart from the host pool on them); prompt lookup's matches on the device are lookup.find_matches' on random
 sequences that repeat (and a step that offers one continuation twice is caught). A timed lane's greedy lookahead,
-prompt lookup and Medusa in the fixed-shape step run their steps on the device (lookahead after its warm-up), and
-their tallies equal the recorded step's records (rows fed, tokens committed, verified, accepted, stop) and the
-host-state lean step's, on tiny models and on the real one, through EOS and the budget; the output equals
-`generate`. The device step traces whole under torch.compile (fullgraph: no host read inside) and survives a replay
-that overwrites its outputs. Negative controls: a lookahead step that misses the output's first fresh n-gram or
-takes its Jacobi update from the level below, and a Medusa step whose heads read c's row's hidden state, are caught
-by the same comparison.
+prompt lookup, Medusa and EAGLE in the fixed-shape step run their steps on the device (lookahead after its warm-up,
+EAGLE after its first step), and their tallies equal the recorded step's records (rows fed, tokens committed,
+verified, accepted, stop) and the host-state lean step's, on tiny models and on the real one, through EOS and the
+budget; the output equals `generate`; EAGLE's every drafted chain equals the host's. The device step traces whole
+under torch.compile (fullgraph: no host read inside) and survives a replay that overwrites its outputs. Negative
+controls: a lookahead step that misses the output's first fresh n-gram or takes its Jacobi update from the level
+below, a Medusa step whose heads read c's row's hidden state, and EAGLE steps drafting from the wrong state (the
+host's cache not carried, a drafted row one position late, a row seeing the column after it, c's row's features
+fed) are caught by the same comparisons.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import random
-import weakref
 from functools import partial
 from types import SimpleNamespace
 
@@ -26,7 +27,7 @@ import torch
 
 from lab.datasets import encode_item, load_prompts
 from lab.heads import SHIPPED_HEADS, SHIPPED_LABEL, eagle_draft
-from lookahead_core import capture, fixed, working_state
+from lookahead_core import capture, working_state
 from lookahead_core.config import LookaheadConfig, LookupConfig
 from lookahead_core.draft import Draft
 from lookahead_core.eagle import EAGLE, eagle_for
@@ -447,23 +448,6 @@ def seeing_one_more(mask):
     return lambda self, positions: mask(self, positions + 1)
 
 
-@pytest.mark.parametrize(
-    ("name", "mistake"),
-    [("fill", cache_not_carried), ("drafted", drafted_one_late), ("mask", seeing_one_more)],
-    ids=["the host's cache not carried", "a drafted row one position late", "a row seeing the column after it"],
-)
-def test_an_eagle_device_step_that_drafts_from_the_wrong_state_is_caught(name, mistake, eagle_chains, monkeypatch):
-    monkeypatch.setattr(EagleOnDevice, name, mistake(getattr(EagleOnDevice, name)))
-    lm = tiny_model("llama")
-    runtime = dataclasses.replace(FIXED, layer=tiny_layer(lm))
-    caught = [eagle_compared(lm, prompt, eagle(), runtime, eagle_chains)[2:] for prompt in PROMPTS]
-    assert any(drafts != chains for drafts, chains in caught)
-
-
-def shipped_layer(lm, confidence: float = 0.0) -> Runtime:
-    return dataclasses.replace(FIXED, layer=dataclasses.replace(eagle_draft(lm, 4), confidence=confidence))
-
-
 def fed_from_row_zero(settle):
     """A wrong EAGLE step: the layer is fed c's row's hidden state for every row kept."""
 
@@ -477,18 +461,43 @@ def fed_from_row_zero(settle):
     return wrong
 
 
-def test_eagles_device_step_on_the_real_model_and_one_fed_wrong_is_caught(default_model, eagle_chains, monkeypatch):
-    """SmolLM2 with the shipped layer and a confidence floor (chains cut at 1 to 4): the same chains and steps as the
-    recorded step, with drafts accepted; a device step that feeds the layer c's row's features in place of the kept
-    rows' drafts other chains."""
+@pytest.mark.parametrize(
+    ("name", "mistake"),
+    [
+        ("fill", cache_not_carried),
+        ("drafted", drafted_one_late),
+        ("mask", seeing_one_more),
+        ("settle", fed_from_row_zero),
+    ],
+    ids=[
+        "the host's cache not carried",
+        "a drafted row one position late",
+        "a row seeing the column after it",
+        "the layer fed c's row's features",
+    ],
+)
+def test_an_eagle_device_step_that_drafts_from_the_wrong_state_is_caught(name, mistake, eagle_chains, monkeypatch):
+    monkeypatch.setattr(EagleOnDevice, name, mistake(getattr(EagleOnDevice, name)))
+    lm = tiny_model("llama")
+    runtime = dataclasses.replace(FIXED, layer=tiny_layer(lm))
+    caught = [eagle_compared(lm, prompt, eagle(), runtime, eagle_chains)[2:] for prompt in PROMPTS]
+    assert any(drafts != chains for drafts, chains in caught)
+
+
+def shipped_layer(lm, confidence: float = 0.0) -> Runtime:
+    return dataclasses.replace(FIXED, layer=dataclasses.replace(eagle_draft(lm, 4), confidence=confidence))
+
+
+def test_eagles_device_step_drafts_and_decides_what_the_recorded_step_records_on_the_real_model(
+    default_model, eagle_chains
+):
+    """SmolLM2 with the shipped layer (its draft vocabulary) and a confidence floor: the same chains, cut at
+    several lengths, and the same steps as the recorded step, with drafts accepted."""
     prompt = encode_item(default_model.tokenizer, load_prompts("humaneval", 1)[0])
     runtime = shipped_layer(default_model, confidence=0.4)
     recorded, on_device, drafts, chains = eagle_compared(default_model, prompt, eagle(20), runtime, eagle_chains)
     assert on_device == recorded and chains == drafts and sum(step[-1] for step in on_device) >= 6
     assert len(set(map(len, chains))) > 1, "the floor cut the chains at more than one length"
-    monkeypatch.setattr(EagleOnDevice, "settle", fed_from_row_zero(EagleOnDevice.settle))
-    monkeypatch.setattr(fixed, "STEPS", weakref.WeakKeyDictionary())  # fresh states, their `settle` the wrong one
-    assert eagle_compared(default_model, prompt, eagle(20), runtime, eagle_chains)[3] != drafts
 
 
 # ----------------------------------------------------------------------------------------------
