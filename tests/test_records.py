@@ -216,6 +216,22 @@ def test_a_lane_that_drafted_inside_its_steps_says_so_instead_of_a_draft_share()
     assert RaceRecord.from_json(moved.to_json()) == moved
 
 
+def test_a_race_says_which_methods_it_leaves_out_on_its_device_and_why():
+    """A walk found no EAGLE lane in a CPU race, and no word on why, while a Run offers the layer: a CPU race names
+    EAGLE as left out (the bf16 draft races in its place), a GPU race speculative decoding."""
+    from visuals.race import race_html
+
+    gpu = RaceRecord.from_json(RACES[0].read_text())
+    assert gpu.machine.device.startswith("cuda")
+    html = race_html(gpu)
+    assert (
+        "Speculative decoding is not in this race: on a GPU a draft" in html and "EAGLE draft layer is not" not in html
+    )
+    cpu = dataclasses.replace(gpu, machine=dataclasses.replace(gpu.machine, device="cpu"))
+    html = race_html(cpu)
+    assert "EAGLE draft layer is not in this race: on a CPU" in html and "Speculative decoding is not" not in html
+
+
 def test_a_version_5_run_reads_as_a_run_with_no_heads(run):
     """Schema 6 added Medusa's records (a step's heads; a trace's, race's and bench's Medusa settings): a
     version 5 run, without them, reads with none."""

@@ -164,7 +164,7 @@ def test_a_race_runs_interleaved_rounds_and_shows_one(tiny_lm):
     assert all(lane.exact for lane in result.lanes) and not timing.partial
     assert [lane.speedup for lane in result.lanes] == [t.speedup.median for t in timing.methods]
     html = race_html(result)
-    assert f"ran {ROUNDS} interleaved rounds" in html and f"shows round {timing.shown_round + 1}" in html
+    assert f"ran {ROUNDS} interleaved rounds" in html and f"tokens and passes: round {timing.shown_round + 1}." in html
 
 
 def test_a_race_out_of_time_measures_every_method_in_its_share(tiny_lm, slow_clock):

@@ -46,6 +46,22 @@ def test_the_summary_and_the_verification_panel_show_the_breakdown(run):
     assert sources.step_sources_html(run.trace.steps[0]) == ""  # the prefill verifies nothing
 
 
+def test_the_breakdowns_guaranteed_tokens_are_those_of_passes_no_guess_matched_and_it_says_how_the_chart_counts():
+    """A walk found "7 guaranteed tokens" in the summary and "26 guaranteed" in the tokens-per-step chart of one run:
+    every pass's first token is guaranteed, and the breakdown credits it to the guess that matched it. The summary
+    now names its own as those of passes no guess matched, and says so; a sampled run (no guaranteed token) does
+    not."""
+    from visuals.progress import chart_words
+
+    run = example(FIRST_VIEW)
+    passes = sum(1 for step in run.trace.steps if step.committed)
+    unmatched = sum(1 for step in run.trace.steps if step.committed and not sources.step_origins(step).guessed)
+    words = sources.run_sources_words(run.trace)
+    assert f"{unmatched} guaranteed tokens of passes no guess matched" in words
+    assert f"{passes} guaranteed" in chart_words(run) and sources.FIRST_TOKEN_WORDS in words
+    assert sources.FIRST_TOKEN_WORDS not in sources.run_sources_words(example("story-sampled").trace)
+
+
 def test_a_run_whose_gain_is_all_the_prompts_n_grams_says_so():
     run = example("spelling")
     origins = sources.run_origins(run.trace)

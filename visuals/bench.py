@@ -114,7 +114,7 @@ def lookahead_words(settings: BenchSettings) -> str:
     if ran.regime is not None:
         return (
             f"{chosen} ({ran.regime} regime: the line fitted through the measured curve puts a "
-            f"{ran.probe_tokens}-token step at {ran.probe_ratio:.2f}x a 1-token step)"
+            f"{ran.probe_tokens}-token step at {ran.probe_ratio:.2f}× a 1-token step)"
         )
     return f"{chosen} ({settings.auto_why})"
 

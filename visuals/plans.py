@@ -34,7 +34,7 @@ def settings_words(settings: LookaheadSettings) -> str:
     curve = settings.step_costs
     return (
         f"{words}. Auto: on {curve.hardware} ({curve.dtype}, measured {curve.measured_at}) the line fitted through the "
-        f"step costs puts a {settings.probe_tokens}-token step at {settings.probe_ratio:.2f}x a 1-token step: "
+        f"step costs puts a {settings.probe_tokens}-token step at {settings.probe_ratio:.2f}× a 1-token step: "
         f"{REGIME_WORDS[settings.regime]}"
     )
 

@@ -207,8 +207,15 @@ def best_stat(result: RaceRecord) -> str:
     leader = max((timing.of(m) for m in timing.leaders), key=lambda t: t.speedup.median)
     if len(timing.leaders) == 1:
         return stat(times(leader.speedup), f"best: {METHODS[leader.method].short}", tooltip)
-    names = ", ".join(METHODS[m].short for m in timing.leaders)
-    return stat(times(leader.speedup), f"within noise: {names}", tooltip)
+    others = ", ".join(METHODS[m].short for m in timing.leaders if m != leader.method)
+    return stat(times(leader.speedup), f"fastest: {METHODS[leader.method].short}, within noise of {others}", tooltip)
+
+
+def tokens_stat(result: RaceRecord) -> str:
+    """The new tokens each lane decoded at most: as asked, or fewer where the machine's pace cut the request."""
+    asked = result.timing.asked_tokens if result.timing is not None else 0
+    label = f"new tokens at most, of {asked} asked" if asked else "max new tokens"
+    return stat(f"{result.max_new_tokens}", label, "every method decoded the same prompt")
 
 
 def exact_words(result: RaceRecord, lane: RaceLane) -> str:
@@ -238,6 +245,16 @@ def lane_row(result: RaceRecord, lane: RaceLane) -> str:
     )
 
 
+def left_out_words(result: RaceRecord) -> list[str]:
+    """The methods the race leaves out on this device by design, and why (the method table's words)."""
+    device = result.machine.device.split(":")[0]
+    return [
+        f"{entry.name} is not in this race: {entry.unraced}."
+        for entry in METHODS.values()
+        if entry.unraced and not entry.races_on(device)
+    ]
+
+
 def how_timed(result: RaceRecord) -> list[str]:
     """How the race's figures were taken: its rounds, cuts and the machine's load; an older race was timed once."""
     if result.timing is None:
@@ -255,7 +272,7 @@ def race_html(result: RaceRecord, used: float | None = None, gpu: bool = False) 
     rounds = result.timing.rounds if result.timing is not None else 1
     stats = [
         best_stat(result),
-        stat(f"{result.max_new_tokens}", "max new tokens", "every method decoded the same prompt"),
+        tokens_stat(result),
         stat(str(rounds), "interleaved rounds" if rounds > 1 else "round", "every method once per round"),
     ]
     rows = "".join(lane_row(result, lane) for lane in result.lanes)
@@ -272,7 +289,9 @@ def race_html(result: RaceRecord, used: float | None = None, gpu: bool = False) 
     return (
         f'<div class="ll-summary"><div class="ll-stats">{"".join(stats)}</div>'
         f"<p>{escape(race_story(result))}</p>{table}"
-        + "".join(f"<p class='ll-dim ll-timing'>{escape(note)}</p>" for note in how_timed(result))
+        + "".join(
+            f"<p class='ll-dim ll-timing'>{escape(note)}</p>" for note in how_timed(result) + left_out_words(result)
+        )
         + f"<p class='ll-dim'>{escape(settings)}</p>"
         f"<p class='ll-dim'>{escape(charts_words(result))}</p>"
         f"<div class='ll-dim'><i>{escape(facts)}</i></div>"

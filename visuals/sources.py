@@ -103,9 +103,25 @@ def matched_words(origins: Origins) -> str:
     return ", ".join(f"{ORIGINS[key][0]} {origins.matched[key]}" for key in ORIGINS if origins.matched[key])
 
 
+# A run's own guaranteed tokens are those of passes where no guess matched: every pass's first token is guaranteed,
+# but where a guess matched it, the breakdown credits it to the guess (the tokens-per-step chart, by position, counts
+# every pass's first token as guaranteed; a student comparing the two read 7 guaranteed here and 26 there)
+RUN_OWN_WORDS = OWN_WORDS | {
+    TokenSource.GUARANTEED: (
+        "guaranteed token of a pass no guess matched",
+        "guaranteed tokens of passes no guess matched",
+    )
+}
+
+FIRST_TOKEN_WORDS = (
+    " A pass's first token is guaranteed whatever was guessed: where a guess matched it, it is counted here as matched"
+    " (the tokens-per-step chart counts it as guaranteed)."
+)
+
+
 def own_words(origins: Origins) -> str:
-    """e.g. "13 bonus tokens, 2 guaranteed tokens"."""
-    return ", ".join(count(number, OWN_WORDS[source]) for source, number in origins.own.most_common())
+    """e.g. "13 bonus tokens, 2 guaranteed tokens of passes no guess matched"."""
+    return ", ".join(count(number, RUN_OWN_WORDS[source]) for source, number in origins.own.most_common())
 
 
 def run_sources_words(trace: Trace) -> str:
@@ -119,7 +135,8 @@ def run_sources_words(trace: Trace) -> str:
         f"{origins.guessed} matched a guess ({matched_words(origins)}), and the model made the other {own} itself, "
         f"at most one per forward pass ({own_words(origins)})."
     )
-    return words + harvest_words(origins)
+    greedy = any(TokenSource.GUARANTEED in step.sources for step in trace.steps)
+    return words + harvest_words(origins) + (FIRST_TOKEN_WORDS if greedy else "")
 
 
 def harvest_words(origins: Origins) -> str:

@@ -104,7 +104,7 @@ def rounds_words(timing: Timing, what: str, shown: str) -> str:
         return f"{what} ran its methods once ({order}): only one round fitted its time, so there is no spread."
     ran = (
         f"{what} ran {timing.rounds} interleaved rounds ({order}, then again); each figure is the median over "
-        f"the rounds, with its range; {shown} shows round {timing.shown_round + 1}."
+        f"the rounds, with its range; shown in {shown}: round {timing.shown_round + 1}."
     )
     if not timing.later_tokens:
         return ran
@@ -113,7 +113,7 @@ def rounds_words(timing: Timing, what: str, shown: str) -> str:
         f"{ran} The later rounds, whole, no longer fitted the time left after round 1, so {later} decoded only the "
         f"first {plural(timing.later_tokens, 'new token')}, and every rate and speedup counts the first "
         f"{plural(timing.compared_tokens, 'token')} of each round, the prefill included (over so few tokens it "
-        f"weighs more, and draws the speedups toward 1×); {shown} shows round 1, whole."
+        f"weighs more, and draws the speedups toward 1×); shown in {shown}: round 1, whole."
     )
 
 

@@ -33,9 +33,9 @@ class MethodEntry:
     `raced` whether the race runs it on a CPU (given what it needs) and `gpu_raced` on a GPU (None: as on a CPU):
     a draft model of the target's own size costs a full step per drafted token on a GPU, where a step of one
     token costs about what a step of many does (../shared/GPU.md measured 0.45x), so there EAGLE's one-layer
-    draft races in its place; `missing` the refusal when what it needs is not
-    there; `proposes` and `no_pool` what the window and pool panels say in their place; `prefill` what the
-    prefill's caption adds.
+    draft races in its place (`unraced`: why, where the race leaves a method out); `missing` the refusal when what
+    it needs is not there; `proposes` and `no_pool` what the window and pool panels say in their place; `prefill`
+    what the prefill's caption adds.
     """
 
     method: Method
@@ -46,6 +46,7 @@ class MethodEntry:
     window: bool = False
     raced: bool = True
     gpu_raced: bool | None = None
+    unraced: str = ""
     missing: str = ""
     proposes: str = ""
     no_pool: str = ""
@@ -95,6 +96,10 @@ METHODS: dict[Method, MethodEntry] = {
             needs=Needs.DRAFT,
             branch=Branch.DRAFT,
             gpu_raced=False,
+            unraced=(
+                "on a GPU a draft of the model's own size costs a full step per drafted token, so EAGLE's one-layer "
+                "draft races in its place"
+            ),
             missing="speculative decoding needs a draft model: give one (for instance bf16-self)",
             proposes=(
                 "Speculative decoding has no Jacobi window: a draft model writes k tokens, one small forward pass "
@@ -124,6 +129,10 @@ METHODS: dict[Method, MethodEntry] = {
             branch=Branch.DRAFT,
             raced=False,
             gpu_raced=True,
+            unraced=(
+                "on a CPU the model's bfloat16 copy drafts faster than the layer (docs/eagle.md), so speculative "
+                "decoding races in its place; a Run can still show it"
+            ),
             missing="EAGLE needs a layer trained for this model: give one (python -m lab.eagle train)",
             proposes=(
                 "EAGLE has no Jacobi window: one small decoder layer reads the model's own features and drafts k "
