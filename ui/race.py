@@ -69,7 +69,7 @@ def build_race(session_seconds: int) -> RaceCard:
             stop = gr.Button("■ Stop", interactive=False, elem_id="ll-race-stop", scale=0, size="md", min_width=80)
         with gr.Row(equal_height=False):
             restart = gr.Button("↺ Restart playback", size="sm", scale=0, min_width=150, elem_id="ll-restart")
-            slow = gr.Checkbox(False, label="Slow down ×0.25", scale=0, min_width=150, elem_id="ll-slow")
+            slow = gr.Checkbox(False, label="Slow down ×0.25", scale=0, min_width=190, elem_id="ll-slow")
         playback = gr.HTML(visible=False, elem_id="ll-race-playback")
         summary = gr.HTML(RACE_INTRO, elem_id="ll-race-summary")
         with gr.Row(equal_height=False):
