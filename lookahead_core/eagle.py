@@ -11,8 +11,9 @@ greedy (argmax) or sampled (with its q, by speculative sampling's rule), so the 
 A trained layer drafts from a vocabulary of its own: the tokens the model chose most often on its training
 text (FR-Spec's frequency-ranked draft vocabulary). Its guesses go through those rows of the output layer
 only: on the 2-core CPU the full 49,152-row product cost 6.4 ms per drafted token, 8,192 rows 0.3 ms. A token
-outside it cannot be drafted, and verification still commits it. The layer is saved as safetensors with a
-header naming the model it was trained for, and refuses to load for another.
+outside it cannot be drafted, and verification still commits it. The layer is saved as safetensors, its
+matrices in 4 and 8 bits (lookahead_core.stored), with a header naming the model it was trained for, and refuses
+to load for another.
 """
 
 from __future__ import annotations
@@ -33,9 +34,10 @@ from .forward import output_device
 from .medusa import HeadsTarget, MedusaError, logit_transform, read_checked, target_of
 from .proposers import Outcome, Proposal, ProposerReport, StepContext
 from .sampling import SamplingConfig
+from .stored import packed, restored
 
 HEADER_KEY = "lookahead-lab.eagle"
-FORMAT = 1
+FORMAT = 2  # 1: every weight in float16; 2: its matrices in fewer bits (lookahead_core.stored)
 EAGLE = "eagle"  # the draft name that asks for an EAGLE layer (the shipped one, or --eagle PATH)
 
 
@@ -167,13 +169,19 @@ def eagle_for(model, name: str) -> EagleLayer:
     return layer.to(device=weight.device, dtype=weight.dtype)
 
 
-def save_eagle(layer: EagleLayer, path: str | Path, dtype: torch.dtype = torch.float16) -> None:
-    """Write the layer's weights (in `dtype`: half the bytes, far below what a guess can tell apart) and its
-    vocabulary as safetensors, its header (model, sizes, shape, accuracy) as their metadata."""
+def stored_bits(name: str) -> int:
+    """The bits a matrix of the layer is kept in on disk (lookahead_core.stored): its MLP's 4, the rest 8."""
+    return 4 if ".mlp." in name else 8
+
+
+def save_eagle(layer: EagleLayer, path: str | Path) -> None:
+    """Write the layer's matrices in fewer bits (stored_bits; its other weights in float16, far below what a guess
+    can tell apart) and its vocabulary as safetensors, its header (model, sizes, shape, accuracy) as their
+    metadata."""
     tensors = {
-        k: (v if k == "vocabulary" else v.to(dtype)).detach().contiguous().cpu() for k, v in layer.state_dict().items()
+        k: (v if k == "vocabulary" else v.half()).detach().contiguous().cpu() for k, v in layer.state_dict().items()
     }
-    save_file(tensors, str(path), metadata={HEADER_KEY: json.dumps(layer.header())})
+    save_file(packed(tensors, stored_bits), str(path), metadata={HEADER_KEY: json.dumps(layer.header())})
 
 
 def load_eagle(path: str | Path, model, name: str, label: str | None = None) -> EagleLayer:
@@ -185,6 +193,7 @@ def load_eagle(path: str | Path, model, name: str, label: str | None = None) -> 
     try:
         shape = EagleShape(**{k: header[k] for k in ("heads", "kv_heads", "intermediate")})
         layer = EagleLayer(target=target_of(model, name), shape=shape, accuracy=header["accuracy"])
+        tensors = restored(tensors)
         vocabulary = tensors.pop("vocabulary", None)
         layer.load_state_dict(tensors)
     except (KeyError, RuntimeError) as error:

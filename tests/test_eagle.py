@@ -12,6 +12,7 @@ from collections import Counter
 
 import pytest
 import torch
+from safetensors import safe_open
 
 from lab.distillation import DataSource
 from lab.eagle import Sequence, TrainSettings, draft_vocabulary, sequences, train, train_layer
@@ -19,12 +20,13 @@ from lab.training import RunClock
 from lookahead_core import verify as verify_module
 from lookahead_core.decoding import DecodingError
 from lookahead_core.draft import Draft
-from lookahead_core.eagle import EAGLE, EagleProposer, eagle_for, load_eagle, save_eagle
+from lookahead_core.eagle import EAGLE, EagleProposer, eagle_for, load_eagle, save_eagle, stored_bits
 from lookahead_core.medusa import MedusaError, output_logits
 from lookahead_core.records import BenchMethod, Method
 from lookahead_core.request import DecodeRequest
 from lookahead_core.runtime import Runtime
 from lookahead_core.sampling import GREEDY, SamplingConfig
+from lookahead_core.stored import GROUP, kept, whole
 from lookahead_core.trace import decode_steps, summarize
 
 from .conftest import TINY_VOCAB, tiny_model
@@ -187,7 +189,7 @@ def test_the_draft_vocabulary_is_the_models_likeliest_choices():
     assert draft_vocabulary(data, 10).tolist() == [5, 7, 9] and draft_vocabulary(data, 0) is None
 
 
-def test_layers_come_back_as_saved_in_half_precision_and_refuse_another_model(tmp_path):
+def test_layers_come_back_as_saved_in_fewer_bits_and_refuse_another_model(tmp_path):
     lm, other = tiny_model("llama"), tiny_model("gpt2")
     layer = trained_draft(lm, tmp_path, steps=5).model
     layer.accuracy = {"top1": 0.5, "top5": 0.8, "positions": 10, "coverage": 1.0}
@@ -195,8 +197,13 @@ def test_layers_come_back_as_saved_in_half_precision_and_refuse_another_model(tm
     save_eagle(layer, tmp_path / "eagle.safetensors")
     back = load_eagle(tmp_path / "eagle.safetensors", lm.model, lm.name)
     assert back.vocabulary.tolist() == [7, 3, 11]
+    with safe_open(str(tmp_path / "eagle.safetensors"), framework="pt") as written:
+        assert {k.rsplit(".", 1)[-1] for k in written.keys()} >= {"q4", "q8", "scale"}  # noqa: SIM118 (not a dict)
     for (name, ours), theirs in zip(layer.state_dict().items(), back.state_dict().values(), strict=True):
-        assert torch.equal(ours if name == "vocabulary" else ours.half().float(), theirs), name
+        if name == "vocabulary" or ours.dim() < 2 or ours.shape[1] % GROUP:
+            assert torch.equal(ours if name == "vocabulary" else ours.half().float(), theirs), name
+        else:
+            assert torch.equal(whole(*kept(ours.half(), stored_bits(name)).values()), theirs), name
     assert back.accuracy == layer.accuracy and back.dtype == torch.float32 and back.label == "eagle.safetensors"
     with pytest.raises(MedusaError, match="trained for 'tiny-random-llama'.*not for 'tiny-random-gpt2'") as refused:
         load_eagle(tmp_path / "eagle.safetensors", other.model, other.name)
