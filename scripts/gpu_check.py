@@ -257,13 +257,45 @@ GEMM_ROWS = (1, 2, 4, 8, 16, 24, 32, 64, 128)
 def print_gemms(lm) -> None:
     """What the model's body's linear products cost alone at M rows (random rows, every layer's weights in order,
     captured as one CUDA graph on CUDA), as x @ W.T (nn.Linear's) and as (W @ x.T).T: where a wide pass's cost
-    is the GEMMs' own (on the H200 in float32, 8-16 rows took 2.4x what 32 did as x @ W.T)."""
+    is the GEMMs' own (on the H200 in float32, 8-16 rows took 2.4x what 32 did as x @ W.T). Two experiments beside
+    them, for the float32 wide pass: the products that read one input fused (fused_weights), and on CUDA nn.Linear's
+    product with cuBLASLt as torch's preferred BLAS."""
     weights = [m.weight for m in lm.model.model.layers.modules() if isinstance(m, torch.nn.Linear)]
+    fused = fused_weights(lm)
     for rows in GEMM_ROWS:
         xs = {w.shape[1]: torch.randn(rows, w.shape[1], device=lm.device, dtype=w.dtype) for w in weights}
         plain = replayed_ms(lambda xs=xs: [torch.nn.functional.linear(xs[w.shape[1]], w) for w in weights], lm.device)
         turned = replayed_ms(lambda xs=xs: [(w @ xs[w.shape[1]].T).T for w in weights], lm.device)
-        print(f"# body GEMMs ({len(weights)}), {rows} rows: x @ W.T {plain:.3f} ms, (W @ x.T).T {turned:.3f} ms")
+        line = f"# body GEMMs ({len(weights)}), {rows} rows: x @ W.T {plain:.3f} ms, (W @ x.T).T {turned:.3f} ms"
+        if fused:
+            ms = replayed_ms(lambda xs=xs: [torch.nn.functional.linear(xs[w.shape[1]], w) for w in fused], lm.device)
+            line += f", fused ({len(fused)}) {ms:.3f} ms"
+        if lm.device.type == "cuda":
+            before = torch.backends.cuda.preferred_blas_library()
+            torch.backends.cuda.preferred_blas_library("cublaslt")
+            try:
+                ms = replayed_ms(
+                    lambda xs=xs: [torch.nn.functional.linear(xs[w.shape[1]], w) for w in weights], lm.device
+                )
+                line += f", cuBLASLt {ms:.3f} ms"
+            finally:
+                torch.backends.cuda.preferred_blas_library(before)
+        print(line, flush=True)
+
+
+def fused_weights(lm) -> list[torch.Tensor]:
+    """The body's weights with each layer's products that read one input taken as one matrix (query, key and value;
+    gate and up): 4 GEMMs a layer where a Llama layer runs 7, wider and fewer. Empty for layers named otherwise."""
+    fused = []
+    for layer in lm.model.model.layers:
+        attention, mlp = getattr(layer, "self_attn", None), getattr(layer, "mlp", None)
+        names = ("q_proj", "k_proj", "v_proj", "o_proj"), ("gate_proj", "up_proj", "down_proj")
+        if not all(hasattr(attention, n) for n in names[0]) or not all(hasattr(mlp, n) for n in names[1]):
+            return []
+        qkv = torch.cat([getattr(attention, n).weight for n in names[0][:3]])
+        gate_up = torch.cat([mlp.gate_proj.weight, mlp.up_proj.weight])
+        fused += [qkv, attention.o_proj.weight, gate_up, mlp.down_proj.weight]
+    return fused
 
 
 def replayed_ms(work, device: torch.device) -> float:

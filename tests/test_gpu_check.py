@@ -12,6 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import torch
+
 from lookahead_core.config import LookaheadConfig
 from lookahead_core.records import Method, RaceRecord, StepMode
 from lookahead_core.request import DecodeRequest
@@ -128,3 +130,22 @@ def test_the_targets_table_says_which_of_issue_45s_targets_a_run_met(capsys):
         "float32 runs captured with no fallback note": "met",
         "bfloat16 runs captured with no fallback note": "NOT met",
     }
+
+
+def test_the_gemm_table_prints_each_width_with_the_fused_products_beside(capsys):
+    """--gemms on a tiny llama (on this CPU, no cuBLASLt): a line per row count, and the fused products are the
+    same numbers as the separate ones (a fused matrix of the wrong products, or in another order, is caught)."""
+    from scripts import gpu_check
+
+    from .conftest import tiny_model
+
+    lm = tiny_model("llama")
+    gpu_check.print_gemms(lm)
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("# body GEMMs")]
+    assert len(lines) == len(gpu_check.GEMM_ROWS) and all("fused (8)" in line for line in lines)
+    layer, x = lm.model.model.layers[0], torch.randn(3, lm.model.config.hidden_size)
+    qkv, o, gate_up, down = gpu_check.fused_weights(lm)[:4]
+    separate = [layer.self_attn.q_proj, layer.self_attn.k_proj, layer.self_attn.v_proj]
+    assert torch.allclose(x @ qkv.T, torch.cat([p(x) for p in separate], dim=1), atol=1e-6)
+    assert torch.allclose(x @ gate_up.T, torch.cat([layer.mlp.gate_proj(x), layer.mlp.up_proj(x)], dim=1), atol=1e-6)
+    assert o is layer.self_attn.o_proj.weight and down is layer.mlp.down_proj.weight
