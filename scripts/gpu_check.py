@@ -106,6 +106,7 @@ def main() -> None:
         )
         if args.gemms:
             print_gemms(lm)
+            print_attention(lm)
         autos = {asked: measured_auto(lm, asked, refresh=args.device == "cuda") for asked in args.modes}
         for asked, auto in autos.items():
             found.curves[dtype, chosen_mode(lm.model, asked)[0]] = {n: auto.costs.relative(n) for n in COST_POINTS}
@@ -296,6 +297,40 @@ def fused_weights(lm) -> list[torch.Tensor]:
         gate_up = torch.cat([mlp.gate_proj.weight, mlp.up_proj.weight])
         fused += [qkv, attention.o_proj.weight, gate_up, mlp.down_proj.weight]
     return fused
+
+
+ATTENTION_ROWS = (1, 16, 64, 128)
+
+
+def print_attention(lm, keys: int = 512) -> None:
+    """What the body's attention costs alone at M query rows over `keys` cached positions, once a layer (random
+    queries, keys and values, an additive mask of zeros, captured as one CUDA graph on CUDA), by each SDPA kernel:
+    the memory-efficient one (what a float32 wide pass runs on the H200: ~40 us a layer call in the profile, a
+    quarter of the device's time), the flash one (half precision only on CUDA; a CPU's own) and the math one (a
+    product, a softmax and a product). Where a kernel does not run here, "-"."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    config = lm.model.config.get_text_config(decoder=True)
+    heads, layers = config.num_attention_heads, config.num_hidden_layers
+    dim = getattr(config, "head_dim", None) or config.hidden_size // heads
+    dtype = lm.model.dtype
+    for rows in ATTENTION_ROWS:
+        q = torch.randn(1, heads, rows, dim, device=lm.device, dtype=dtype)
+        k, v = (torch.randn(1, heads, keys, dim, device=lm.device, dtype=dtype) for _ in range(2))
+        mask = torch.zeros(1, 1, rows, keys, device=lm.device, dtype=dtype)
+        line = f"# attention ({layers} layers), {rows} rows over {keys} keys:"
+        kernels = ("efficient", SDPBackend.EFFICIENT_ATTENTION), ("flash", SDPBackend.FLASH_ATTENTION)
+        for name, backend in (*kernels, ("math", SDPBackend.MATH)):
+
+            def work(backend=backend, q=q, k=k, v=v, mask=mask):
+                with sdpa_kernel(backend):
+                    return [torch.nn.functional.scaled_dot_product_attention(q, k, v, mask) for _ in range(layers)]
+
+            try:
+                line += f" {name} {replayed_ms(work, lm.device):.3f} ms,"
+            except RuntimeError:  # no such kernel here (the efficient one on a CPU)
+                line += f" {name} -,"
+        print(line.rstrip(","), flush=True)
 
 
 def replayed_ms(work, device: torch.device) -> float:

@@ -132,7 +132,7 @@ def test_the_targets_table_says_which_of_issue_45s_targets_a_run_met(capsys):
     }
 
 
-def test_the_gemm_table_prints_each_width_with_the_fused_products_beside(capsys):
+def test_the_gemm_and_attention_tables_print_each_width_with_the_fused_products_beside(capsys):
     """--gemms on a tiny llama (on this CPU, no cuBLASLt): a line per row count, and the fused products are the
     same numbers as the separate ones (a fused matrix of the wrong products, or in another order, is caught)."""
     from scripts import gpu_check
@@ -149,3 +149,7 @@ def test_the_gemm_table_prints_each_width_with_the_fused_products_beside(capsys)
     assert torch.allclose(x @ qkv.T, torch.cat([p(x) for p in separate], dim=1), atol=1e-6)
     assert torch.allclose(x @ gate_up.T, torch.cat([layer.mlp.gate_proj(x), layer.mlp.up_proj(x)], dim=1), atol=1e-6)
     assert o is layer.self_attn.o_proj.weight and down is layer.mlp.down_proj.weight
+    gpu_check.print_attention(lm, keys=64)
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("# attention")]
+    assert len(lines) == len(gpu_check.ATTENTION_ROWS) and all("efficient -," in line for line in lines)  # CUDA's
+    assert all(" ms" in line.split("math")[1] for line in lines)
