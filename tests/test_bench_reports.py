@@ -187,6 +187,11 @@ def test_every_entrant_has_one_look_and_a_shared_hue_is_told_apart_by_its_hatchi
     assert all(look(method) == LOOKS[BenchMethod(method.value)] for method in Method)
     tuned = [LOOKS[BenchMethod(m.value)].marker for m in (Method.LOOKAHEAD, Method.PROMPT_LOOKUP, Method.SUFFIX)]
     assert len(set(tuned)) == len(tuned)
+    markers = [look(method).marker for method in Method]
+    assert len(set(markers)) == len(markers), "two methods' points of one shape: told apart by colour alone"
+    for left_out in (Method.EAGLE, Method.SPECULATIVE):  # a race runs one of the two (lab.race.raced)
+        dashes = [look(method).dash for method in Method if method != left_out]
+        assert len(set(dashes)) == len(dashes), "two race lines of one dash: told apart by colour alone"
 
 
 def test_a_versioned_report_is_not_upgraded_and_one_of_another_version_is_refused():

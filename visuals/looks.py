@@ -3,7 +3,8 @@ include every Method), read by the race's lanes, the bench's bars and the tune m
 method is given its look in one place.
 
 Hues are the Okabe-Ito palette's (palette.py); two entrants of one family share a hue and the second is told apart
-by its hatching and its name, never by colour alone.
+by its hatching and its name, never by colour alone. Every engine method also has a marker and a line dash of its
+own, so that the race's lines and points are told apart by shape as well as hue.
 """
 
 from __future__ import annotations
@@ -17,21 +18,24 @@ from .palette import BLACK, BLUE, GREEN, GREY, ORANGE, PURPLE, SKY, VERMILLION
 
 @dataclass(frozen=True)
 class Look:
-    """An entrant's hue; its hatching where another entrant has its hue ("": none); its marker on the tune map."""
+    """An entrant's hue; its hatching where another entrant has its hue ("": none); its marker (the tune map's, the
+    race's points and line ends) and its line's dash (Plotly's names)."""
 
     hue: str
     pattern: str = ""
     marker: str = "circle"
+    dash: str = "solid"
 
 
 LOOKS: dict[BenchMethod, Look] = {
-    BenchMethod.GREEDY: Look(BLUE),
-    BenchMethod.LOOKAHEAD: Look(SKY, marker="circle"),
-    BenchMethod.PROMPT_LOOKUP: Look(GREEN, marker="square"),
-    BenchMethod.SPECULATIVE: Look(PURPLE, marker="diamond"),
-    BenchMethod.MEDUSA: Look(BLACK, marker="triangle-up"),
-    BenchMethod.EAGLE: Look(PURPLE, pattern="/"),  # speculative decoding too, its draft an EAGLE layer
-    BenchMethod.SUFFIX: Look(VERMILLION, marker="star"),
+    BenchMethod.GREEDY: Look(BLUE, marker="x"),
+    BenchMethod.LOOKAHEAD: Look(SKY, marker="circle", dash="dash"),
+    BenchMethod.PROMPT_LOOKUP: Look(GREEN, marker="square", dash="dot"),
+    BenchMethod.SPECULATIVE: Look(PURPLE, marker="diamond", dash="dashdot"),
+    BenchMethod.MEDUSA: Look(BLACK, marker="triangle-up", dash="longdash"),
+    # speculative decoding too, its draft an EAGLE layer (a race runs one of the two)
+    BenchMethod.EAGLE: Look(PURPLE, pattern="/", marker="triangle-down", dash="dashdot"),
+    BenchMethod.SUFFIX: Look(VERMILLION, marker="star", dash="longdashdot"),
     BenchMethod.HF_GREEDY: Look(GREY),
     BenchMethod.HF_STATIC: Look(GREY, pattern="x"),  # plain generate too, with a static cache
     BenchMethod.HF_PROMPT_LOOKUP: Look(ORANGE),

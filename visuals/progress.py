@@ -74,7 +74,7 @@ def progress_html(run: Run, index: int) -> str:
     else:  # a run recorded before divergences were kept
         same = "output differs from greedy (half precision can flip near-ties)"
     return (
-        f'<div class="ll-progress"><h3>Forward passes for the same {p["tokens"]} tokens</h3>'
+        f'<div class="ll-progress"><h3>Forward passes for the same {plural(p["tokens"], "token")}</h3>'
         + bar(ours, p["passes"], passes, str(p["passes"]), "lookahead")
         + bar(plain, p["greedy_passes"], passes, str(p["greedy_passes"]), "guaranteed")
         + f'<h3>Measured time <span class="ll-dim">on {escape(device)}</span></h3>'
@@ -103,15 +103,15 @@ def tokens_per_step_figure(run: Run) -> go.Figure:
         y=1,
         line_dash="dot",
         line_color="#555",
-        annotation_text="greedy: 1 per pass",
-        annotation_position="top left",
+        annotation_text="greedy:<br>1 a pass",
+        annotation_position="right",  # in the right margin, beside the line's end: drawn inside, it lay on the bars
         annotation_font_size=10,
     )
     figure.update_layout(
         template="none",
         barmode="stack",
         height=250,
-        margin={"l": 40, "r": 10, "t": 56, "b": 36},  # the title, then the legend: each a line of its own
+        margin={"l": 40, "r": 58, "t": 56, "b": 36},  # the title, then the legend: each a line of its own
         title={"text": "Tokens committed per forward pass", "font": {"size": 13}, "x": 0.01, "y": 0.98},
         # above the plot, never on a bar
         legend={"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 0, "font": {"size": 11}},

@@ -9,6 +9,8 @@ it ran on (the figure that explains a slow method) sit below it.
 
 from __future__ import annotations
 
+import textwrap
+
 import plotly.graph_objects as go
 
 from lookahead_core.records import METHODS, Method, RaceLane, RaceRecord
@@ -42,14 +44,17 @@ SLOW = 4  # the slowed playback: four seconds on screen per measured second
 
 
 def race_figure(result: RaceRecord) -> go.Figure:
-    """Tokens committed against seconds since the start, one line per method."""
+    """Tokens committed against seconds since the start, one line per method, each in its own dash and ended by
+    its own marker (visuals.looks): the lines are told apart by shape, not by colour alone."""
     figure = go.Figure()
     for lane in result.lanes:
+        drawn = look(lane.method)
         figure.add_scatter(
             x=lane.seconds,
             y=lane.tokens,
-            mode="lines",
-            line={"color": look(lane.method).hue, "width": 2, "shape": "hv"},
+            mode="lines+markers",
+            line={"color": drawn.hue, "width": 2, "shape": "hv", "dash": drawn.dash},
+            marker={"symbol": drawn.marker, "color": drawn.hue, "size": [0] * (len(lane.seconds) - 1) + [10]},
             name=f"{METHODS[lane.method].short}: {plural(lane.tokens[-1], 'token')} in {lane.seconds[-1]:.2f} s",
             cliponaxis=False,
         )
@@ -57,6 +62,7 @@ def race_figure(result: RaceRecord) -> go.Figure:
         **LAYOUT,
         height=320,
         title={"text": "Tokens against wall-clock time", "font": {"size": 13}, "x": 0.01, "y": 0.98},
+        legend_itemsizing="constant",  # each entry shows its line's end marker (drawn at the last point only)
         xaxis={"title": {"text": "seconds"}, "rangemode": "tozero"},
         yaxis={"title": {"text": "tokens"}, "rangemode": "tozero"},
     )
@@ -90,7 +96,8 @@ def cost_figure(result: RaceRecord) -> go.Figure:
         y=[r for r, ok in zip(ratios, steady, strict=True) if ok],
         mode="lines+markers",
         line={"color": GREY},
-        name=f"one pass (measured on {costs.hardware}, {costs.measured_at})",
+        # in lines of 30 characters at most: a chart 280 pixels wide (a 1024-pixel projector) cut it off
+        name="<br>".join(textwrap.wrap(f"one pass, measured on {costs.hardware}, {costs.measured_at}", 30)),
     )
     noisy = [(size, r) for size, r, ok in zip(costs.sizes, ratios, steady, strict=True) if not ok]
     if noisy:
@@ -108,7 +115,7 @@ def cost_figure(result: RaceRecord) -> go.Figure:
             x=[lane.mean_tokens_fed],
             y=[ratio],
             mode="markers",
-            marker={"color": look(lane.method).hue, "size": 12, "symbol": "diamond-open" if noise else "diamond"},
+            marker={"color": look(lane.method).hue, "size": 12, "symbol": look(lane.method).marker + ("-open" * noise)},
             name=f"{METHODS[lane.method].short}: {lane.decode_tokens_per_step:.2f} tokens/step"
             + (" (its step time: noise)" if noise else ""),
             cliponaxis=False,
@@ -230,17 +237,18 @@ def exact_words(result: RaceRecord, lane: RaceLane) -> str:
 
 
 def lane_speed(result: RaceRecord, lane: RaceLane) -> str:
-    """A lane's speedup (with its interval over the rounds) and its rate, or the one timing of an older race."""
+    """A lane's speedup (with its interval over the rounds) over its rate, as HTML (two lines: the table's `why`
+    column keeps its width on a projector's 1024 pixels), or the one timing of an older race."""
     if result.timing is None:
         return f"{lane.speedup:.2f}×"
-    return f"{speedup_words(result.timing, lane.method)} · {rate_words(result.timing.of(lane.method))}"
+    return f"{escape(speedup_words(result.timing, lane.method))}<br>{escape(rate_words(result.timing.of(lane.method)))}"
 
 
 def lane_row(result: RaceRecord, lane: RaceLane) -> str:
     reason = lane_reason(result, lane) if lane.method != Method.GREEDY else "one token per forward pass"
     return (
         f'<tr><th style="--k:{look(lane.method).hue}">{escape(METHODS[lane.method].name)}</th>'
-        f"<td>{escape(lane_speed(result, lane))}</td><td>{lane.seconds[-1]:.2f} s</td><td>{lane.tokens[-1]}</td>"
+        f"<td>{lane_speed(result, lane)}</td><td>{lane.seconds[-1]:.2f} s</td><td>{lane.tokens[-1]}</td>"
         f"<td>{lane.steps}</td><td class='ll-dim'>{escape(reason)} · {escape(exact_words(result, lane))}</td></tr>"
     )
 
