@@ -49,7 +49,7 @@ def build_lesson() -> LessonBar:
             for number, item in enumerate(LESSON):
                 with gr.Step(item.title, id=number):
                     gr.Markdown(lesson_text(library.example_run(item.preset), item), elem_classes="ll-lesson-text")
-                    with gr.Row():
+                    with gr.Row(elem_classes="ll-lesson-moves"):
                         if number > 0:
                             moves.append((number - 1, gr.Button("◀ Back", size="sm", elem_id=f"ll-back-{number}")))
                         if number + 1 < len(LESSON):

@@ -72,12 +72,61 @@ ACCESSIBLE = f"""
   label();
 }}
 """
+# Tab out of a dropdown whose list is open: Gradio's list follows the box in the page's order and takes the Tab, then
+# is removed, so the focus fell to the page's body and the list stayed drawn over the next field. Here the list is
+# closed (an Escape, as a reader would press it) and the focus moves on by one, past the list, or back with Shift.
+DROPDOWN_TAB = """
+() => {
+  document.addEventListener("keydown", (event) => {
+    const box = event.target;
+    if (event.key !== "Tab" || !box.matches || !box.matches("input[role=combobox][aria-expanded=true]")) return;
+    event.preventDefault();
+    box.dispatchEvent(new KeyboardEvent("keydown", { key: "Escape", bubbles: true }));
+    const list = document.getElementById(box.getAttribute("aria-controls"));
+    const tabbable = [...document.querySelectorAll("a[href], button, input, select, textarea, [tabindex]")].filter(
+      (element) => element === box || (element.tabIndex >= 0 && !element.disabled && element.offsetParent !== null
+        && !(list && list.contains(element)))
+    );
+    const next = tabbable[tabbable.indexOf(box) + (event.shiftKey ? -1 : 1)];
+    if (next) setTimeout(() => next.focus(), 50);  // once Gradio has closed the list (its handler waits a tick)
+  }, true);
+}
+"""
+# A focus that falls to the page's body because Gradio disabled or redrew the focused control (Run while it runs, a
+# preset chosen with Enter) goes back to it once it can take it (the same id or name), or meanwhile to another button
+# of its row (Run's Stop, and back): a keyboard user is not sent to the top of the page. A click elsewhere is left be.
+FOCUS_KEPT = """
+() => {
+  let pointed = { at: 0, on: null };
+  document.addEventListener("pointerdown", (event) => { pointed = { at: Date.now(), on: event.target }; }, true);
+  document.addEventListener("focusout", (event) => {
+    const lost = event.target;
+    if (event.relatedTarget || !(lost instanceof HTMLElement)) return;
+    if (Date.now() - pointed.at < 100 && !lost.contains(pointed.on)) return;  // a click elsewhere took it
+    const name = lost.getAttribute("aria-label");
+    const row = lost.closest(".row");
+    const usable = (element) => element && !element.disabled && element.offsetParent !== null;
+    let tries = 150;  // 30 s: a Run waiting in the queue enables its Stop when its work starts
+    const restore = () => {
+      const now = document.activeElement;  // the disabled control itself until the browser's focus fix-up runs
+      if (now && now !== document.body && !(now === lost && !usable(lost))) return;  // it went somewhere
+      const again = lost.isConnected ? lost : (lost.id && document.getElementById(lost.id))
+        || (name && document.querySelector(`[aria-label="${CSS.escape(name)}"]`));
+      const other = row && [...row.querySelectorAll("button")].find((button) => button !== lost && usable(button));
+      const target = usable(again) ? again : other;
+      if (target) target.focus();
+      else if (tries-- > 0) setTimeout(restore, 200);
+    };
+    setTimeout(restore, 0);
+  }, true);
+}
+"""
 # A number typed into a slider's box outside its range: Gradio moves it to the nearest end without a word (when the
 # box loses the focus), so the page says so under the slider. Each slider gets an empty status region at once (a
 # screen reader announces a change to a region already there, not one that appears with its words), named by the
 # box's aria-describedby (those on the page at load; a slider drawn later gets one as its box takes the focus, before
-# anything is typed); the box's typed value is read before Gradio's handler (the capture phase), and written as
-# text. Moving the slider or its reset button clears the note.
+# anything is typed); the box's typed value is read before Gradio's handler (the capture phase), written as text, and
+# the box set to the nearest end at once. Moving the slider or its reset button clears the note.
 SLIDER_LIMITS = """
 () => {
   let notes = 0;
@@ -109,8 +158,10 @@ SLIDER_LIMITS = """
     const name = label ? label.innerText.trim() : "This setting";
     if (typed === "" || Number.isNaN(number)) {
       note.textContent = `${name} takes a number from ${low} to ${high}: it was set to ${low}.`;
+      box.value = String(low);
     } else if (number < low || number > high) {
       note.textContent = `${name} goes from ${low} to ${high}: ${typed} was set to ${number < low ? low : high}.`;
+      box.value = String(number < low ? low : high);  // the box shows it at once (Gradio's, when it lost the focus)
     } else {
       note.textContent = "";
     }
@@ -131,7 +182,10 @@ SLIDER_LIMITS = """
 }
 """
 # What the page runs once loaded: the keys, the slider notes, then the names and the live caption
-ON_LOAD = f"() => {{ ({KEYBOARD.strip()})(); ({SLIDER_LIMITS.strip()})(); ({ACCESSIBLE.strip()})(); }}"
+ON_LOAD = (
+    f"() => {{ ({KEYBOARD.strip()})(); ({DROPDOWN_TAB.strip()})(); ({FOCUS_KEPT.strip()})(); "
+    f"({SLIDER_LIMITS.strip()})(); ({ACCESSIBLE.strip()})(); }}"
+)
 
 # The high-contrast view on or off (the toggle, or ?contrast=high through the page's opening), kept in its address
 CONTRAST = """
@@ -166,8 +220,8 @@ OPENED = """
 () => { document.body.dataset.llOpened = "yes"; }
 """
 
-# The lesson's panel: outlined and scrolled to the middle of the screen (on a phone, to the top, above the lesson's
-# sheet: assets/style.css); a lost focus goes to the step's Next
+# The lesson's panel: outlined and scrolled to the middle of the screen (on a phone, or a card taller than the screen,
+# to the top: on a phone above the lesson's sheet, assets/style.css); a lost focus goes to the step's Next
 HIGHLIGHT = """
 (name) => {
   document.querySelectorAll(".ll-lit").forEach((element) => element.classList.remove("ll-lit"));
@@ -176,8 +230,10 @@ HIGHLIGHT = """
   const card = target.closest(".ll-card") || target;
   card.classList.add("ll-lit");
   const phone = window.matchMedia("(max-width: 760px)").matches;
+  // a card taller than the screen is placed from its top too: centred, its heading was above the screen
+  const fromTop = () => phone || card.getBoundingClientRect().height > window.innerHeight - 16;
   const place = (behavior) =>
-    phone
+    fromTop()
       ? window.scrollTo({ top: window.scrollY + card.getBoundingClientRect().top - 8, behavior })
       : card.scrollIntoView({ behavior, block: "center" });
   place("smooth");
@@ -196,8 +252,7 @@ HIGHLIGHT = """
       return;
     }
     const box = card.getBoundingClientRect();
-    const covers = box.top <= 0 && box.bottom >= window.innerHeight; // a card taller than the screen
-    const drifted = phone ? Math.abs(box.top - 8) > 4 : !covers && (box.top < 0 || box.bottom > window.innerHeight);
+    const drifted = fromTop() ? Math.abs(box.top - 8) > 4 : box.top < 0 || box.bottom > window.innerHeight;
     if (drifted) place("auto");
     setTimeout(hold, 100);
   };

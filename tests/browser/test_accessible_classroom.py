@@ -206,3 +206,38 @@ def test_tab_never_reaches_the_closed_lesson_and_each_reset_button_is_named_by_i
         assert not errors
     finally:
         page.close()
+
+
+def test_tab_leaves_an_open_preset_list_for_the_next_field_and_a_focused_selected_option_shows_its_ring(
+    classroom, browser
+):
+    """Gradio's preset list opens with the focus and took the Tab: the focus fell to the page's body and the list
+    stayed over the prompt (ui/scripts.DROPDOWN_TAB closes it and moves on, or back with Shift). A preset chosen with
+    Enter keeps the focus (FOCUS_KEPT). A focused selected radio option is ringed in black round its blue pill
+    (assets/style.css: the blue ring on the blue pill was 1:1)."""
+    page, errors = open_page(browser, classroom, DESKTOP)
+    try:
+        preset = page.locator("#ll-controls input[aria-label=Preset]")
+        expanded = "() => document.querySelector('#ll-controls input[aria-label=Preset]').ariaExpanded"
+        for key, lands_on in (("Tab", "TEXTAREA"), ("Shift+Tab", "BUTTON")):
+            preset.focus()
+            page.wait_for_function(f"() => ({expanded})() === 'true'")
+            page.keyboard.press(key)
+            page.wait_for_function(f"() => document.activeElement.tagName === '{lands_on}'", timeout=5_000)
+            page.wait_for_function(f"() => ({expanded})() === 'false'", timeout=5_000)
+        preset.focus()
+        page.keyboard.press("ArrowDown")
+        page.keyboard.press("Enter")
+        page.wait_for_timeout(1_000)  # the page redraws the preset's panels
+        assert page.evaluate("() => document.activeElement.getAttribute('aria-label')") == "Preset"
+        page.focus("#ll-run")
+        page.keyboard.press("Tab")  # the method's radios: the selected one takes the focus
+        page.wait_for_timeout(500)  # Gradio's pills ease their colours in
+        ring = page.evaluate(
+            "() => { const label = document.activeElement.closest('label'), s = getComputedStyle(label); "
+            "return [document.activeElement.checked, s.outlineStyle, s.outlineColor, s.backgroundColor]; }"
+        )
+        assert ring == [True, "solid", "rgb(17, 24, 39)", "rgb(29, 78, 216)"], ring
+        assert not errors
+    finally:
+        page.close()

@@ -193,8 +193,9 @@ def test_a_run_file_goes_out_and_comes_back_and_a_bad_one_gets_a_message(classro
 def test_a_number_typed_past_a_sliders_range_is_said_under_it(classroom, browser):
     """Gradio moves a number typed into a slider's box past its range to the nearest end, silently; the page says
     so under the slider (ui/scripts.SLIDER_LIMITS), in a status region there from the start and named by the box,
-    until the slider moves or a number in range is typed. The control: the same typing, the change event stopped
-    at the window before the page's listener hears it, leaves the note empty."""
+    until the slider moves or a number in range is typed; with Enter the box shows the end at once. The control: the
+    same typing, the change event stopped at the window before the page's listener hears it, leaves the note empty
+    and the box as typed."""
     page, errors = open_page(browser, classroom)
     try:
         box, limit = (
@@ -216,6 +217,9 @@ def test_a_number_typed_past_a_sliders_range_is_said_under_it(classroom, browser
                 box.fill("12")
                 box.press("Tab")
             assert note.inner_text() == ""
+        box.fill("99999")
+        box.press("Enter")  # the focus stays in the box: it shows the end at once, not once it loses the focus
+        assert box.input_value() == limit and page.evaluate("() => document.activeElement.type") == "number"
         assert not errors
     finally:
         page.close()
@@ -224,6 +228,9 @@ def test_a_number_typed_past_a_sliders_range_is_said_under_it(classroom, browser
         control.evaluate("() => window.addEventListener('change', (e) => e.stopPropagation(), true)")  # first of all
         box = control.locator("#ll-max input[type=number]")
         box.fill("99999")
+        box.press("Enter")
+        time.sleep(0.5)
+        assert box.input_value() == "99999"  # Gradio's own move waits for the focus to leave
         box.press("Tab")
         time.sleep(0.5)
         assert control.locator("#ll-max .ll-slider-note").inner_text() == ""

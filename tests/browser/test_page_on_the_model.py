@@ -122,13 +122,17 @@ def test_the_race_plays_every_lane_back_to_its_measured_output(browser_page):
 
 
 def show_progress_then_stop(page, screenshot: Path) -> str:
-    """Press Run, wait for its progress bar, photograph it, press Stop; the progress text shown."""
-    page.click("#ll-run")
+    """Press Run (by keyboard: Enter on it), wait for its progress bar, photograph it, press Stop; the progress text
+    shown. Run, disabled while it runs, hands its focus to Stop (ui/scripts.FOCUS_KEPT: Gradio's disabling dropped
+    it on the page's body)."""
+    page.focus("#ll-run")
+    page.keyboard.press("Enter")
     shown = page.wait_for_function(  # read in the same poll: Gradio's own status text replaces it between steps
         "() => { const t = document.querySelector('#ll-run-notice').innerText; "
         "return t.includes(' of ') && t.includes('new tokens') ? t : null; }"
     ).json_value()
     assert page.is_disabled("#ll-run") and page.is_disabled("#ll-race-run") and page.is_enabled("#ll-run-stop")
+    page.wait_for_function("() => document.activeElement.id === 'll-run-stop'", timeout=5_000)
     page.locator("#ll-controls").screenshot(path=str(screenshot))
     try:
         page.click("#ll-run-stop", timeout=10_000)
