@@ -50,9 +50,10 @@ ACCESSIBLE = f"""
       header.removeAttribute("role");
       header.removeAttribute("tabindex");
     }});
-    // Gradio's footer repeats a button's text in its icon's alt text: the icon is decoration there
-    document.querySelectorAll("footer button img[alt]").forEach((image) => {{
-      if (image.alt && image.closest("button").innerText.includes(image.alt)) image.alt = "";
+    // Gradio's footer gives the icon of a button or a link that has words an alt text of its own, read before the
+    // words ("Runs Runs", "logo Use via API"): the icon is decoration there
+    document.querySelectorAll("footer button img[alt], footer a img[alt]").forEach((image) => {{
+      if (image.alt && image.closest("button, a").innerText.trim()) image.alt = "";
     }});
     // Gradio names every slider's reset button alike ("Reset to default value"): each is named by its slider
     document.querySelectorAll("button[aria-label='Reset to default value']").forEach((button) => {{
