@@ -69,8 +69,13 @@ def build_tune() -> TuneCard:
         )
         with gr.Row(equal_height=False):
             source = gr.Radio([*tune_server.SETS, tune_server.OWN], value="humaneval", label="Prompts", scale=2)
-            count = gr.Slider(1, tune_server.MOST_PROMPTS, value=3, step=1, label="How many prompts", scale=1)
-            tokens = gr.Slider(1, tune_server.MOST_TOKENS, value=32, step=1, label="New tokens each", scale=1)
+            # 180 px at least: at Gradio's 160 a slider's "10" and "64" were cut to "1" and "6" at its right edge
+            count = gr.Slider(
+                1, tune_server.MOST_PROMPTS, value=3, step=1, label="How many prompts", scale=1, min_width=180
+            )
+            tokens = gr.Slider(
+                1, tune_server.MOST_TOKENS, value=32, step=1, label="New tokens each", scale=1, min_width=180
+            )
         with gr.Accordion(
             "Your own prompts, the methods and lookahead's W and N", open=False, elem_id="ll-tune-settings"
         ):
