@@ -1,11 +1,12 @@
 """A trained draft's matrices kept in fewer bits on disk, and made whole again on loading.
 
 Each row of a matrix is cut into groups of GROUP numbers. A group is kept as signed integers of `bits` bits (8, or
-4 packed two to a byte) and one float16 scale: its largest magnitude over the largest integer, so the group's
-largest number comes back exactly and every other within half a scale step. A matrix `name` is kept as two
-tensors, `name.q8` or `name.q4` (the integers) and `name.scale`; a matrix whose width is not a whole number of
-groups, and every other tensor, is kept as it is. Loading restores each matrix in float32 (`restored`), then the
-layer is cast to the model's dtype.
+4 packed two to a byte) and one float16 scale, its largest magnitude over the largest integer: every number comes
+back within half a scale step, and the largest within the scale's float16 rounding (2^-11 of it). A matrix `name`
+is kept as two tensors, `name.q8` or `name.q4` (the integers) and `name.scale`. Kept as they are: a matrix whose
+width is not a whole number of groups, one with a group so small that its scale would fall below float16's normal
+range (where those bounds fail), and every other tensor. Loading restores each matrix in float32 (`restored`),
+then the layer is cast to the model's dtype.
 
 The shipped EAGLE layer (SmolLM2-135M-Instruct) keeps its MLP in 4 bits and its other matrices in 8: its file went
 from 8,458,632 bytes (float16) to 3,192,092, and its first guess's accuracy on the spot check's 1,080 positions from
@@ -13,6 +14,8 @@ top-1 35.7% to 35.8%, top-5 61.4% to 60.7% (2-core CPU, 2026-11-28).
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import torch
 
@@ -45,13 +48,23 @@ def whole(integers: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
     return (groups * scale.float()[:, :, None]).reshape(integers.shape)
 
 
-def packed(tensors: dict[str, torch.Tensor], bits_of) -> dict[str, torch.Tensor]:
-    """`tensors` to write: each floating matrix whose width is a multiple of GROUP kept in `bits_of(name)` bits
-    (None: as it is), every other tensor as it is."""
+def keepable(weight: torch.Tensor, bits: int) -> bool:
+    """Whether `kept` holds `weight` to its bounds: a whole number of groups a row, and every nonzero group's scale
+    a normal float16 (a subnormal one rounds coarsely, and the group comes back steps off, or as zeros)."""
+    if weight.shape[1] % GROUP:
+        return False
+    largest = weight.detach().float().reshape(weight.shape[0], -1, GROUP).abs().amax(dim=2)
+    scales = largest[largest > 0] / (2 ** (bits - 1) - 1)
+    return bool((scales >= torch.finfo(torch.float16).tiny).all())
+
+
+def packed(tensors: dict[str, torch.Tensor], bits_of: Callable[[str], int | None]) -> dict[str, torch.Tensor]:
+    """`tensors` to write: each floating matrix that `keepable` allows kept in `bits_of(name)` bits (None: as it
+    is), every other tensor as it is."""
     out = {}
     for name, tensor in tensors.items():
         bits = bits_of(name) if tensor.is_floating_point() and tensor.dim() == 2 else None
-        if bits is None or tensor.shape[1] % GROUP:
+        if bits is None or not keepable(tensor, bits):
             out[name] = tensor
         else:
             out |= {name + suffix: part for suffix, part in kept(tensor, bits).items()}

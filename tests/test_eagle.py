@@ -13,6 +13,7 @@ from collections import Counter
 import pytest
 import torch
 from safetensors import safe_open
+from safetensors.torch import save_file
 
 from lab.distillation import DataSource
 from lab.eagle import Sequence, TrainSettings, draft_vocabulary, sequences, train, train_layer
@@ -20,7 +21,7 @@ from lab.training import RunClock
 from lookahead_core import verify as verify_module
 from lookahead_core.decoding import DecodingError
 from lookahead_core.draft import Draft
-from lookahead_core.eagle import EAGLE, EagleProposer, eagle_for, load_eagle, save_eagle, stored_bits
+from lookahead_core.eagle import EAGLE, HEADER_KEY, EagleProposer, eagle_for, load_eagle, save_eagle, stored_bits
 from lookahead_core.medusa import MedusaError, output_logits
 from lookahead_core.records import BenchMethod, Method
 from lookahead_core.request import DecodeRequest
@@ -212,6 +213,21 @@ def test_layers_come_back_as_saved_in_fewer_bits_and_refuse_another_model(tmp_pa
     with pytest.raises(MedusaError, match="holds no EAGLE layer") as junk:
         load_eagle(tmp_path / "junk.safetensors", lm.model, lm.name)
     assert "\n" not in str(junk.value)
+
+
+def test_a_layer_saved_before_fewer_bits_every_weight_in_float16_still_loads_as_it_was(tmp_path):
+    """A format-1 file (every weight in float16, as the layer shipped until 2026-11-28) loads unchanged: the loader
+    packs nothing it did not write."""
+    lm = tiny_model("llama")
+    layer = eagle_for(lm.model, lm.name)
+    layer.vocabulary = torch.tensor([7, 3, 11])
+    weights = {k: v if k == "vocabulary" else v.half().contiguous() for k, v in layer.state_dict().items()}
+    save_file(
+        weights, str(tmp_path / "old.safetensors"), metadata={HEADER_KEY: json.dumps(layer.header() | {"format": 1})}
+    )
+    back = load_eagle(tmp_path / "old.safetensors", lm.model, lm.name)
+    for (name, ours), theirs in zip(weights.items(), back.state_dict().values(), strict=True):
+        assert torch.equal(ours if name == "vocabulary" else ours.float(), theirs), name
 
 
 def test_eagle_is_a_method_of_its_own_that_drafts_with_the_layer_and_not_the_draft_model():

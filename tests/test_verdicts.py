@@ -21,7 +21,8 @@ from lookahead_core.costs import StepCosts
 from lookahead_core.records import METHODS, Busy, Method
 from lookahead_core.request import DecodeRequest
 from lookahead_core.runtime import Runtime
-from visuals.race import race_html
+from visuals.looks import look
+from visuals.race import cost_figure, race_figure, race_html
 from visuals.summary import summary_html
 from visuals.timing import FEWEST_ROUNDS
 
@@ -182,3 +183,17 @@ def test_counts_of_one_read_in_the_singular():
     prefill = dataclasses.replace(shipped, trace=dataclasses.replace(shipped.trace, steps=shipped.trace.steps[:1]))
     assert "over the 1 pass of this run" in progress.chart_words(prefill)
     assert f"over the {len(shipped.trace.steps)} passes of this run" in progress.chart_words(shipped)
+
+
+def test_the_races_lines_and_points_are_told_apart_by_shape_not_by_colour_alone(raced):
+    """Each lane's line in its method's dash, ended by its method's marker (shown in the legend at a constant size),
+    and each guessing lane's point on the step-cost chart in its marker: no two lanes share a dash or a marker."""
+    lines = [trace for trace in race_figure(raced).data]
+    assert [(t.line.dash, t.marker.symbol) for t in lines] == [
+        (look(lane.method).dash, look(lane.method).marker) for lane in raced.lanes
+    ]
+    assert all(list(t.marker.size[:-1]) == [0] * (len(t.x) - 1) and t.marker.size[-1] > 0 for t in lines)
+    assert len({t.line.dash for t in lines}) == len({t.marker.symbol for t in lines}) == len(lines)
+    assert race_figure(raced).layout.legend.itemsizing == "constant"
+    points = [t for t in cost_figure(raced).data if t.mode == "markers"]
+    assert [t.marker.symbol for t in points] == [look(lane.method).marker for lane in raced.lanes[1:]]
