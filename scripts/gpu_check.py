@@ -306,7 +306,7 @@ def print_attention(lm, keys: int = 512) -> None:
     """What the body's attention costs alone at M query rows over `keys` cached positions, once a layer (random
     queries, keys and values, an additive mask of zeros, captured as one CUDA graph on CUDA), by each SDPA kernel:
     the memory-efficient one (what a float32 wide pass runs on the H200: ~40 us a layer call in the profile, a
-    quarter of the device's time), the flash one (half precision only on CUDA; a CPU's own) and the math one (a
+    fifth of the device's time), the flash one (a CPU's; on CUDA it takes no mask, so "-") and the math one (a
     product, a softmax and a product). Where a kernel does not run here, "-"."""
     from torch.nn.attention import SDPBackend, sdpa_kernel
 

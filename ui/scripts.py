@@ -99,7 +99,10 @@ DROPDOWN_TAB = """
 FOCUS_KEPT = """
 () => {
   let pointed = { at: 0, on: null };
+  let moved = 0;  // the latest click, key or wheel: what the visitor did after a loss ends its wait
   document.addEventListener("pointerdown", (event) => { pointed = { at: Date.now(), on: event.target }; }, true);
+  ["pointerdown", "keydown", "wheel"].forEach((kind) =>
+    document.addEventListener(kind, () => { moved = Date.now(); }, { capture: true, passive: true }));
   document.addEventListener("focusout", (event) => {
     const lost = event.target;
     if (event.relatedTarget || !(lost instanceof HTMLElement)) return;
@@ -108,14 +111,16 @@ FOCUS_KEPT = """
     const row = lost.closest(".row");
     const usable = (element) => element && !element.disabled && element.offsetParent !== null;
     let tries = 150;  // 30 s: a Run waiting in the queue enables its Stop when its work starts
+    const since = Date.now();
     const restore = () => {
+      if (moved > since) return;  // the visitor went on (scrolled, clicked, typed): the page is theirs
       const now = document.activeElement;  // the disabled control itself until the browser's focus fix-up runs
       if (now && now !== document.body && !(now === lost && !usable(lost))) return;  // it went somewhere
       const again = lost.isConnected ? lost : (lost.id && document.getElementById(lost.id))
         || (name && document.querySelector(`[aria-label="${CSS.escape(name)}"]`));
       const other = row && [...row.querySelectorAll("button")].find((button) => button !== lost && usable(button));
       const target = usable(again) ? again : other;
-      if (target) target.focus();
+      if (target) target.focus({ preventScroll: true });
       else if (tries-- > 0) setTimeout(restore, 200);
     };
     setTimeout(restore, 0);
@@ -243,7 +248,7 @@ HIGHLIGHT = """
   // unless the reader scrolls or presses a key first
   let checks = 40;
   let reader = false;
-  const kinds = ["wheel", "touchmove", "keydown"];
+  const kinds = ["wheel", "touchmove", "keydown", "pointerdown"];  // a scrollbar dragged, too
   const stop = () => { reader = true; };
   kinds.forEach((kind) => window.addEventListener(kind, stop, { passive: true }));
   const hold = () => {

@@ -213,8 +213,8 @@ def test_tab_leaves_an_open_preset_list_for_the_next_field_and_a_focused_selecte
 ):
     """Gradio's preset list opens with the focus and took the Tab: the focus fell to the page's body and the list
     stayed over the prompt (ui/scripts.DROPDOWN_TAB closes it and moves on, or back with Shift). A preset chosen with
-    Enter keeps the focus (FOCUS_KEPT). A focused selected radio option is ringed in black round its blue pill
-    (assets/style.css: the blue ring on the blue pill was 1:1)."""
+    Enter keeps the focus (FOCUS_KEPT). A focused selected radio option is ringed in the text's colour round its blue
+    pill (assets/style.css: the blue ring on the blue pill was 1:1)."""
     page, errors = open_page(browser, classroom, DESKTOP)
     try:
         preset = page.locator("#ll-controls input[aria-label=Preset]")
@@ -235,9 +235,12 @@ def test_tab_leaves_an_open_preset_list_for_the_next_field_and_a_focused_selecte
         page.wait_for_timeout(500)  # Gradio's pills ease their colours in
         ring = page.evaluate(
             "() => { const label = document.activeElement.closest('label'), s = getComputedStyle(label); "
-            "return [document.activeElement.checked, s.outlineStyle, s.outlineColor, s.backgroundColor]; }"
+            "return [document.activeElement.checked, s.outlineStyle, s.outlineColor, s.backgroundColor, "
+            "getComputedStyle(document.body).color]; }"
         )
-        assert ring == [True, "solid", "rgb(17, 24, 39)", "rgb(29, 78, 216)"], ring
+        checked, style, colour, pill, text = ring
+        assert checked and style == "solid" and colour == text and pill == "rgb(29, 78, 216)", ring
+        assert colour != pill
         assert not errors
     finally:
         page.close()
