@@ -183,10 +183,14 @@ FOCUSED = """() => { const e = document.activeElement; const box = e.getBounding
   return [e.getAttribute('aria-label') || e.innerText || e.tagName, box.right > 0 && box.bottom > 0]; }"""
 
 
-def test_tab_never_reaches_the_closed_lesson_and_each_reset_button_is_named_by_its_slider(classroom, browser):
+def test_tab_never_reaches_the_closed_lesson_leaves_an_open_list_and_rings_the_focused_option(classroom, browser):
     """The closed lesson's steps and buttons, drawn off screen, are not in the Tab order (Tab from the top goes
     from the sidebar's toggle to the page, every stop on screen); opened, they are. Gradio names every slider's
-    reset button "Reset to default value": each is named by its slider."""
+    reset button "Reset to default value": each is named by its slider. Gradio's preset list opens with the focus
+    and took the Tab: the focus fell to the page's body and the list stayed over the prompt (ui/scripts.DROPDOWN_TAB
+    closes it and moves on, or back with Shift). A preset chosen with Enter keeps the focus (FOCUS_KEPT). A focused
+    selected radio option is ringed in the text's colour round its blue pill (assets/style.css: the blue ring on the
+    blue pill was 1:1)."""
     page, errors = open_page(browser, classroom, DESKTOP)
     try:
         stops = []
@@ -200,23 +204,6 @@ def test_tab_never_reaches_the_closed_lesson_and_each_reset_button_is_named_by_i
             ".filter(name => name.startsWith('Reset'))"
         )
         assert "Reset to default value" not in names and "Reset W · window size (columns) to its default" in names
-        page.get_by_role("button", name="Toggle Sidebar").click()
-        page.wait_for_function("() => document.querySelector('#ll-lesson-bar.open')")
-        page.get_by_role("button", name="Next ▶").first.wait_for(state="visible")  # the sidebar slides in: no race
-        assert not errors
-    finally:
-        page.close()
-
-
-def test_tab_leaves_an_open_preset_list_for_the_next_field_and_a_focused_selected_option_shows_its_ring(
-    classroom, browser
-):
-    """Gradio's preset list opens with the focus and took the Tab: the focus fell to the page's body and the list
-    stayed over the prompt (ui/scripts.DROPDOWN_TAB closes it and moves on, or back with Shift). A preset chosen with
-    Enter keeps the focus (FOCUS_KEPT). A focused selected radio option is ringed in the text's colour round its blue
-    pill (assets/style.css: the blue ring on the blue pill was 1:1)."""
-    page, errors = open_page(browser, classroom, DESKTOP)
-    try:
         preset = page.locator("#ll-controls input[aria-label=Preset]")
         expanded = "() => document.querySelector('#ll-controls input[aria-label=Preset]').ariaExpanded"
         for key, lands_on in (("Tab", "TEXTAREA"), ("Shift+Tab", "BUTTON")):
@@ -241,6 +228,9 @@ def test_tab_leaves_an_open_preset_list_for_the_next_field_and_a_focused_selecte
         checked, style, colour, pill, text = ring
         assert checked and style == "solid" and colour == text and pill == "rgb(29, 78, 216)", ring
         assert colour != pill
+        page.get_by_role("button", name="Toggle Sidebar").click()
+        page.wait_for_function("() => document.querySelector('#ll-lesson-bar.open')")
+        page.get_by_role("button", name="Next ▶").first.wait_for(state="visible")  # the sidebar slides in: no race
         assert not errors
     finally:
         page.close()
