@@ -265,23 +265,26 @@ def print_gemms(lm) -> None:
     fused = fused_weights(lm)
     for rows in GEMM_ROWS:
         xs = {w.shape[1]: torch.randn(rows, w.shape[1], device=lm.device, dtype=w.dtype) for w in weights}
-        plain = replayed_ms(lambda xs=xs: [torch.nn.functional.linear(xs[w.shape[1]], w) for w in weights], lm.device)
+        plain = replayed_ms(lambda xs=xs: products(xs, weights), lm.device)
         turned = replayed_ms(lambda xs=xs: [(w @ xs[w.shape[1]].T).T for w in weights], lm.device)
         line = f"# body GEMMs ({len(weights)}), {rows} rows: x @ W.T {plain:.3f} ms, (W @ x.T).T {turned:.3f} ms"
         if fused:
-            ms = replayed_ms(lambda xs=xs: [torch.nn.functional.linear(xs[w.shape[1]], w) for w in fused], lm.device)
+            ms = replayed_ms(lambda xs=xs: products(xs, fused), lm.device)
             line += f", fused ({len(fused)}) {ms:.3f} ms"
         if lm.device.type == "cuda":
             before = torch.backends.cuda.preferred_blas_library()
             torch.backends.cuda.preferred_blas_library("cublaslt")
             try:
-                ms = replayed_ms(
-                    lambda xs=xs: [torch.nn.functional.linear(xs[w.shape[1]], w) for w in weights], lm.device
-                )
+                ms = replayed_ms(lambda xs=xs: products(xs, weights), lm.device)
                 line += f", cuBLASLt {ms:.3f} ms"
             finally:
                 torch.backends.cuda.preferred_blas_library(before)
         print(line, flush=True)
+
+
+def products(xs: dict[int, torch.Tensor], weights: list[torch.Tensor]) -> list[torch.Tensor]:
+    """Each weight's nn.Linear product with the rows `xs` holds for its input width."""
+    return [torch.nn.functional.linear(xs[w.shape[1]], w) for w in weights]
 
 
 def fused_weights(lm) -> list[torch.Tensor]:
