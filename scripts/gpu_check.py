@@ -104,9 +104,6 @@ def main() -> None:
         print(
             f"# {facts.model} on {facts.device_name}, {dtype}, torch {facts.torch}, transformers {facts.transformers}"
         )
-        if args.gemms:
-            print_gemms(lm)
-            print_attention(lm)
         autos = {asked: measured_auto(lm, asked, refresh=args.device == "cuda") for asked in args.modes}
         for asked, auto in autos.items():
             found.curves[dtype, chosen_mode(lm.model, asked)[0]] = {n: auto.costs.relative(n) for n in COST_POINTS}
@@ -141,6 +138,9 @@ def main() -> None:
                 traceback.print_exc()
                 print(f"  FAILED: {name} {dtype} {asked or 'default mode'}", flush=True)
                 rows.append((name, dtype, asked or "default mode", "FAILED", *([None] * 7)))
+        if args.gemms:  # after the benches: on 2026-11-28 the bfloat16 benches after these tables failed to capture
+            print_gemms(lm)
+            print_attention(lm)
         del lm
         if args.device == "cuda":
             torch.cuda.empty_cache()
@@ -324,6 +324,9 @@ def print_attention(lm, keys: int = 512) -> None:
         line = f"# attention ({layers} layers), {rows} rows over {keys} keys:"
         kernels = ("efficient", SDPBackend.EFFICIENT_ATTENTION), ("flash", SDPBackend.FLASH_ATTENTION)
         for name, backend in (*kernels, ("math", SDPBackend.MATH)):
+            if name == "flash" and lm.device.type == "cuda":  # it refuses a mask here; not tried inside a capture
+                line += " flash -,"
+                continue
 
             def work(backend=backend, q=q, k=k, v=v, mask=mask):
                 with sdpa_kernel(backend):
