@@ -34,6 +34,7 @@ from .attention import FULL, SLIDING, AttentionPlan, UnsupportedModel, attention
 from .capture import as_it_is, capture_for
 from .forward import EagerPasses, Pass, plain_head, prefill, synchronize
 from .layout import StepLayout, chain_layout
+from .products import attention_kernels, engine_model
 from .records import StepMode
 
 SMALLEST_BUCKET = 256  # committed positions of the smallest static cache; each bucket after it doubles
@@ -147,7 +148,7 @@ class FixedStep:
 
     def __init__(self, model, shape: Shape, capture: Callable) -> None:
         device, dtype, rows = model.device, model.dtype, shape.rows
-        self.model, self.shape, self.capture = None, shape, capture
+        self.model, self.viewed, self.shape, self.capture = None, None, shape, capture
         self.head, self.attention = plain_head(model), attention_plan(model.config)
         self.ids = torch.zeros(1, rows, dtype=torch.long, device=device)
         self.depths = torch.zeros(rows, dtype=torch.long, device=device)
@@ -184,9 +185,13 @@ class FixedStep:
 
     def run(self, span: int):
         """The pass reading `span` key columns, recorded on its first call (capture)."""
+        viewed = engine_model(self.model)  # resolved here, not in the pass: a compile traces a plain module
+        if viewed is not self.viewed:  # built anew (a layer swapped, a weight its fused copy no longer holds)
+            self.runs, self.viewed = {}, viewed  # recordings of the old view's products are stale
         if span not in self.runs:
             self.runs[span] = self.capture(partial(self.forward, span))
-        return self.runs[span]()
+        with attention_kernels(self.model):  # what a capture records, and an uncaptured pass runs
+            return self.runs[span]()
 
     def record(self, spans: list[int]) -> None:
         """Record the passes of `spans` not yet recorded, before a decoding's first pass, so that none is recorded
@@ -224,7 +229,7 @@ class FixedStep:
         for layer in self.cache.layers:
             layer.span = span
         logits, states = scored_rows(
-            self.model,
+            self.viewed,
             self.head,
             self.shape.hidden,
             input_ids=self.ids,

@@ -27,7 +27,7 @@ from transformers import DynamicCache
 
 from .attention import AttentionPlan, step_masks
 from .layout import StepLayout
-from .products import engine_model
+from .products import attention_kernels, engine_model
 
 
 def synchronize(device: torch.device) -> None:
@@ -103,7 +103,8 @@ def timed(model, last_only: bool = False, hidden: bool = False, **inputs) -> Pas
     device = model.device
     synchronize(device)
     start = time.perf_counter()
-    argmax, logits, states = run_rows(engine_model(model), last_only, hidden, **inputs)
+    with attention_kernels(model):
+        argmax, logits, states = run_rows(engine_model(model), last_only, hidden, **inputs)
     return Pass(argmax, logits, time.perf_counter() - start, states)
 
 

@@ -16,7 +16,9 @@ from torch import nn
 from lookahead_core import products
 from lookahead_core.config import LookaheadConfig
 from lookahead_core.products import FEW_ROWS, EngineLinear, EngineView, engine_linear, engine_model
+from lookahead_core.records import StepMode
 from lookahead_core.request import DecodeRequest
+from lookahead_core.runtime import Runtime
 from lookahead_core.trace import decode_steps, summarize
 
 from .conftest import tiny_model
@@ -186,3 +188,83 @@ def test_greedy_lookahead_with_the_engines_products_equals_generate(family):
     lm = tiny_model(family)
     for prompt in ([3, 4, 5, 3, 4, 5, 3], list(range(40, 80))):  # a few rows, and a prefill past FEW_ROWS
         assert engine_decode(lm, prompt, tokens=16)[0] == greedy_reference(lm.model, prompt, 16, None)
+
+
+def fused(monkeypatch) -> list[str]:
+    """The engine's view fuses sibling layers here, as on CUDA; note each sibling's call and each product taken."""
+    taken = []
+    product, linear = products.Siblings.product, products.linear
+
+    def called(self, index, x):
+        taken.append("sibling")
+        return product(self, index, x)
+
+    def counted(*args):
+        taken.append("product")
+        return linear(*args)
+
+    monkeypatch.setattr(products, "fuses", lambda model: True)
+    monkeypatch.setattr(products.Siblings, "product", called)
+    monkeypatch.setattr(products, "linear", counted)
+    return taken
+
+
+@pytest.mark.parametrize("family", ["llama", "qwen2"])
+def test_fused_siblings_leave_the_model_as_loaded_and_give_generates_tokens_eager_and_fixed(family, monkeypatch):
+    """CUDA's view: query|key|value and gate|up as one product each (qwen2's with biases), copied into the view;
+    the eager step and the fixed-shape step give `generate`'s tokens through it."""
+    lm = tiny_model(family)
+    loaded = model_facts(lm.model)
+    taken = fused(monkeypatch)
+    prompt = [3, 4, 5, 3, 4, 5, 3]
+    reference = greedy_reference(lm.model, prompt, 12, None)
+    assert engine_decode(lm, prompt)[0] == reference
+    assert taken and taken.count("sibling") == 5 * taken.count("product") / 2  # 2 products a layer for 5 layers
+    assert same_facts(loaded, model_facts(lm.model))
+    runtime = Runtime(mode=StepMode.FIXED)
+    request = DecodeRequest(lookahead=LookaheadConfig(window=3, ngram=3, guesses=3), max_new_tokens=12)
+    assert summarize(list(decode_steps(lm, prompt, request, runtime))).new_token_ids == reference
+
+
+def test_a_sibling_on_another_input_takes_its_own_product_and_a_changed_weight_a_new_copy(monkeypatch):
+    lm = tiny_model("llama")
+    fused(monkeypatch)
+    attention = engine_model(lm.model).model.layers[0].self_attn
+    x, y = torch.randn(1, 3, lm.model.config.hidden_size), torch.randn(1, 3, lm.model.config.hidden_size)
+    own = lm.model.model.layers[0].self_attn
+    attention.q_proj(x)
+    assert torch.equal(attention.k_proj(y), nn.functional.linear(y, own.k_proj.weight))  # not x's columns
+    assert torch.equal(attention.v_proj(x), nn.functional.linear(x, own.v_proj.weight))
+    view = products.VIEWS[lm.model]
+    assert engine_model(lm.model) is view.model
+    with torch.no_grad():
+        own.v_proj.weight.mul_(-2.0)  # changed in place: the copy no longer holds it
+    changed = engine_model(lm.model)
+    assert changed is not view.model
+    assert torch.equal(changed.model.layers[0].self_attn.v_proj(x), nn.functional.linear(x, own.v_proj.weight))
+    own.k_proj.weight = nn.Parameter(own.k_proj.weight.detach() + 1.0)  # assigned anew
+    assert engine_model(lm.model) is not changed
+    prompt = [3, 4, 5, 3, 4, 5, 3]
+    assert engine_decode(lm, prompt)[0] == greedy_reference(lm.model, prompt, 12, None)
+
+
+def test_a_fixed_step_records_its_passes_again_when_the_view_is_built_anew(monkeypatch):
+    """A capture holds the products of the view it recorded (on CUDA, the fused copies): a weight changed after it
+    must be recorded again, or the replays would use the old copy."""
+    from lookahead_core import capture
+
+    lm = tiny_model("llama")
+    fused(monkeypatch)
+    recorded = []
+    monkeypatch.setitem(capture.CAPTURES, StepMode.FIXED, lambda function: recorded.append(function) or function)
+    prompt = [3, 4, 5, 3, 4, 5, 3]
+    runtime = Runtime(mode=StepMode.FIXED)
+    request = DecodeRequest(lookahead=LookaheadConfig(window=3, ngram=3, guesses=3), max_new_tokens=12)
+    summarize(list(decode_steps(lm, prompt, request, runtime)))
+    first = len(recorded)
+    summarize(list(decode_steps(lm, prompt, request, runtime)))
+    assert len(recorded) == first  # the same view: nothing recorded again
+    with torch.no_grad():
+        lm.model.model.layers[0].mlp.up_proj.weight.mul_(-2.0)
+    output = summarize(list(decode_steps(lm, prompt, request, runtime))).new_token_ids
+    assert len(recorded) > first and output == greedy_reference(lm.model, prompt, 12, None)
