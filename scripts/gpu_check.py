@@ -361,6 +361,8 @@ def print_split(lm, ids: list[int], request: DecodeRequest, runtime, profile: bo
     device (the timed lanes' step: the "pass" is the whole device step, its state's work included) and on the host
     (the step before issue 45's item 2: the pass alone, then the host's work). Greedy and lookahead are split once
     more there with every pass reading the whole cache (`Runtime.spans` False: the step before item 3's spans).
+    Each split also says what its decoding took whole, its prefill step, and what lay outside its steps (settling
+    the plan, the buffers, the working state, the end): a bench's ms/step holds them, the pass's median does not.
     Returns the host's rest of the step as timed lanes run it (the first split: its state on the device where it
     has one), ms."""
     variants = [("", runtime)]
@@ -370,19 +372,24 @@ def print_split(lm, ids: list[int], request: DecodeRequest, runtime, profile: bo
         variants.append((" (every pass over the whole cache)", replace(runtime, spans=False)))
     rests = []
     for index, (label, chosen) in enumerate(variants):
+        start = time.perf_counter()
         if profile and request.method == Method.LOOKAHEAD and index == 0:
             records = profiled_steps(lm, ids, request, chosen)
         else:
             records = list(lean_steps(lm, ids, request, chosen))
+        synchronize(lm.device)
+        wall = 1e3 * (time.perf_counter() - start)
         steps = records[1:]  # after the prefill
         if not steps:
             continue
         forward = 1e3 * statistics.median(r.forward_seconds for r in steps)
         whole = 1e3 * statistics.median(r.step_seconds for r in steps)
         rests.append(whole - forward)
+        outside = wall - 1e3 * sum(r.step_seconds for r in records)
         print(
             f"  split {request.method}{label}: pass {forward:.2f} ms, the rest of the step {whole - forward:.2f} ms "
-            f"(medians of {len(steps)} steps)",
+            f"(medians of {len(steps)} steps); the decoding {wall:.1f} ms, its prefill step "
+            f"{1e3 * records[0].step_seconds:.1f} ms, outside its steps {outside:.1f} ms",
             flush=True,
         )
     return rests[0] if rests else 0.0
