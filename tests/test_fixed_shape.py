@@ -28,7 +28,7 @@ from lookahead_core.config import LookaheadConfig
 from lookahead_core.costs import StepCosts
 from lookahead_core.draft import make_draft
 from lookahead_core.forward import Pass, prefill
-from lookahead_core.layout import chain_layout
+from lookahead_core.layout import chain_layout, tree_layout
 from lookahead_core.medusa import load_heads, make_medusa
 from lookahead_core.methods import guessing_decoder
 from lookahead_core.records import BenchMethod, Method, RaceRecord, StepMode, to_data
@@ -870,3 +870,61 @@ def test_a_mode_whose_wider_shape_fails_in_the_curve_sends_runs_eager_and_the_cu
     assert mode == StepMode.EAGER and "OutOfMemoryError: CUDA out of memory" in note and "ran eagerly" in note
     trace = record_trace(lm, PROMPTS[0], request(Method.GREEDY), Runtime(mode=StepMode.FIXED))
     assert (trace.meta.mode, trace.meta.mode_note) == (StepMode.EAGER, note)
+
+
+# ----------------------------------------------------------------------------------------------
+# The captured step's prefill: the prompt through its own passes
+
+
+def captured_prefill_runs(lm, monkeypatch) -> list[int]:
+    """The fixed step wrapped by a stand-in capture (so its prefill may go through its passes); the prompt lengths
+    that did (`chunked`)."""
+    monkeypatch.setitem(capture.CAPTURES, StepMode.FIXED, lambda function: partial(function))
+    chunked, through = [], fixed.FixedPasses.chunked
+
+    def noted(self, prompt_ids, hidden):
+        chunked.append(len(prompt_ids))
+        return through(self, prompt_ids, hidden)
+
+    monkeypatch.setattr(fixed.FixedPasses, "chunked", noted)
+    return chunked
+
+
+def test_a_captured_step_takes_the_prompt_through_its_passes_with_generates_tokens_and_cache(monkeypatch):
+    """Every method, each prompt twice (the first decoding of a shape makes its buffers with the eager prefill):
+    where a prompt fits CHUNKED_PREFILL passes it goes through them, and the outputs and the committed cache are a
+    plain run's."""
+    lm = tiny_model("llama")
+    chunked = captured_prefill_runs(lm, monkeypatch)
+    runtime = dataclasses.replace(tiny_runtime(lm, "llama"), mode=StepMode.FIXED)
+    for prompt in PROMPTS:
+        reference = greedy_reference(lm.model, prompt, MAX_NEW_TOKENS, None)
+        for method in Method:
+            for _ in range(2):
+                assert output(lm, prompt, request(method), runtime) == reference, f"{method} on {prompt}"
+    rows = SETTINGS.tokens_per_step
+    assert {n for n in chunked} == set(map(len, PROMPTS)) and max(len(p) for p in PROMPTS) > rows  # 2 passes
+    assert_committed_cache_is_a_plain_runs(lm, PROMPTS[2])
+
+
+def assert_committed_cache_is_a_plain_runs(lm, prompt: list[int]) -> None:
+    runtime = Runtime(mode=StepMode.FIXED)
+    tokens = output(lm, prompt, request(Method.LOOKAHEAD), runtime)
+    step = next(s for (shape, _), held in fixed.STEPS[lm.model].items() if shape.rows > 1 for s in held)
+    length = int(step.length)
+    plain, _ = prefill(lm.model, (prompt + tokens)[:length])
+    for layer, reference in zip(step.cache.layers, plain.layers, strict=True):
+        torch.testing.assert_close(layer.keys[:, :, :length], reference.keys, rtol=1e-5, atol=1e-5)
+        torch.testing.assert_close(layer.values[:, :, :length], reference.values, rtol=1e-5, atol=1e-5)
+
+
+def test_a_prefill_chunk_that_is_not_a_causal_chain_is_caught(monkeypatch):
+    """Negative control: each chunk's rows seeing only themselves, not the rows before them."""
+    lm = tiny_model("llama")
+    chunked = captured_prefill_runs(lm, monkeypatch)
+    runtime = Runtime(mode=StepMode.FIXED)
+    output(lm, PROMPTS[2], request(Method.LOOKAHEAD), runtime)  # the buffers made, by the eager prefill
+    monkeypatch.setattr(fixed, "chain_layout", lambda size: tree_layout((-1,) * size))
+    with pytest.raises(AssertionError):
+        assert_committed_cache_is_a_plain_runs(lm, PROMPTS[2])
+    assert chunked
