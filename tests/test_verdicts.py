@@ -196,4 +196,5 @@ def test_the_races_lines_and_points_are_told_apart_by_shape_not_by_colour_alone(
     assert len({t.line.dash for t in lines}) == len({t.marker.symbol for t in lines}) == len(lines)
     assert race_figure(raced).layout.legend.itemsizing == "constant"
     points = [t for t in cost_figure(raced).data if t.mode == "markers"]
-    assert [t.marker.symbol for t in points] == [look(lane.method).marker for lane in raced.lanes[1:]]
+    shapes = [t.marker.symbol.removesuffix("-open") for t in points]  # open where its step time was noise
+    assert shapes == [look(lane.method).marker for lane in raced.lanes[1:]]

@@ -105,19 +105,19 @@ def tokens_per_step_figure(run: Run) -> go.Figure:
         line_color="#555",
         annotation_text="greedy:<br>1 a pass",
         annotation_position="right",  # in the right margin, beside the line's end: drawn inside, it lay on the bars
-        annotation_font_size=10,
+        annotation_font_size=12,
     )
     figure.update_layout(
         template="none",
         barmode="stack",
-        height=250,
-        margin={"l": 40, "r": 58, "t": 56, "b": 36},  # the title, then the legend: each a line of its own
-        title={"text": "Tokens committed per forward pass", "font": {"size": 13}, "x": 0.01, "y": 0.98},
-        # above the plot, never on a bar
-        legend={"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 0, "font": {"size": 11}},
-        xaxis={"title": {"text": "step", "font": {"size": 11}}, "tickfont": {"size": 10}},
-        yaxis={"tickfont": {"size": 10}, "dtick": 1, "rangemode": "tozero"},
+        height=260,
+        margin={"l": 40, "r": 66, "t": 60, "b": 40},  # the title, then the legend: each a line of its own
+        title={"text": "Tokens committed per forward pass", "font": {"size": 15}, "x": 0.01, "y": 0.98},
+        # above the plot, never on a bar; 12 px at least anywhere: a projector washes out small text
+        legend={"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 0, "font": {"size": 12}},
+        xaxis={"title": {"text": "step", "font": {"size": 13}}, "tickfont": {"size": 12}},
+        yaxis={"tickfont": {"size": 12}, "dtick": 1, "rangemode": "tozero"},
         bargap=0.15,
-        font={"size": 11},
+        font={"size": 13},
     )
     return figure
