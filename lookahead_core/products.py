@@ -221,12 +221,15 @@ def engine_model(model: nn.Module) -> nn.Module:
 
 
 FUSED_SHARE = 0.25  # the most of a device's free memory the fused copies may take
+# The CUDA levers, each on; scripts/gpu_check.py turns one off at a time to measure what it gives (a view and the
+# steps recorded on it made again around it).
+LEVERS = {"siblings": True, "math attention": True}
 
 
 def fuses(model: nn.Module) -> bool:
     """Whether the engine's view of `model` takes sibling layers as one product: on CUDA, where it pays, when the
     copies of their weights take at most FUSED_SHARE of the device's free memory."""
-    if model.device.type != "cuda":
+    if model.device.type != "cuda" or not LEVERS["siblings"]:
         return False
     names = {name for group in SIBLINGS for name in group}
     layers = [child for module in model.modules() for name, child in module.named_children() if name in names]
@@ -237,6 +240,6 @@ def fuses(model: nn.Module) -> bool:
 def attention_kernels(model: nn.Module) -> contextlib.AbstractContextManager:
     """The SDPA kernels a pass of `model` runs with: in float32 on CUDA the math kernel alone (the module's
     docstring: the memory-efficient kernel SDPA picks cost 1.7-3x it there), otherwise SDPA's own choice."""
-    if model.device.type == "cuda" and model.dtype == torch.float32:
+    if model.device.type == "cuda" and model.dtype == torch.float32 and LEVERS["math attention"]:
         return sdpa_kernel([SDPBackend.MATH])
     return contextlib.nullcontext()

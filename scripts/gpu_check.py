@@ -47,6 +47,7 @@ import statistics
 import sys
 import time
 import traceback
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -58,6 +59,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from lab.bench import ENTRANTS, REPEATS, check_methods, run_bench
 from lab.datasets import load_prompts
 from lab.heads import runtime_for
+from lookahead_core import fixed
+from lookahead_core import products as engine_products
 from lookahead_core.capture import graphed
 from lookahead_core.costs import shape_costs
 from lookahead_core.fixed import chosen_mode
@@ -360,23 +363,30 @@ def print_split(lm, ids: list[int], request: DecodeRequest, runtime, profile: bo
     RESIDENT's lookahead, prompt lookup, Medusa, EAGLE) is split twice in a fixed-shape mode: its state on the
     device (the timed lanes' step: the "pass" is the whole device step, its state's work included) and on the host
     (the step before issue 45's item 2: the pass alone, then the host's work). Greedy and lookahead are split once
-    more there with every pass reading the whole cache (`Runtime.spans` False: the step before item 3's spans).
-    Each split also says what its decoding took whole, its prefill step, and what lay outside its steps (settling
-    the plan, the buffers, the working state, the end): a bench's ms/step holds them, the pass's median does not.
+    more there with every pass reading the whole cache (`Runtime.spans` False: the step before item 3's spans), and
+    on CUDA once with each of the engine's CUDA levers off (lookahead_core.products.LEVERS: what each gives). Each
+    split also says what its decoding took whole, its prefill step, and what lay outside its steps (settling the
+    plan, the buffers, the working state, the end): a bench's ms/step holds them, the pass's median does not.
     Returns the host's rest of the step as timed lanes run it (the first split: its state on the device where it
     has one), ms."""
-    variants = [("", runtime)]
+    variants = [("", runtime, None)]
     if (request.method in RESIDENT or request.method == Method.GREEDY) and runtime.mode != StepMode.EAGER:
-        variants = [(" (state on the device)", runtime), (" (state on the host)", replace(runtime, device_state=False))]
+        variants = [
+            (" (state on the device)", runtime, None),
+            (" (state on the host)", replace(runtime, device_state=False), None),
+        ]
     if request.method in (Method.GREEDY, Method.LOOKAHEAD) and runtime.mode != StepMode.EAGER:
-        variants.append((" (every pass over the whole cache)", replace(runtime, spans=False)))
+        variants.append((" (every pass over the whole cache)", replace(runtime, spans=False), None))
+        if lm.device.type == "cuda":
+            variants += [(f" ({lever} off)", runtime, lever) for lever in engine_products.LEVERS]
     rests = []
-    for index, (label, chosen) in enumerate(variants):
+    for index, (label, chosen, lever) in enumerate(variants):
         start = time.perf_counter()
         if profile and request.method == Method.LOOKAHEAD and index == 0:
             records = profiled_steps(lm, ids, request, chosen)
         else:
-            records = list(lean_steps(lm, ids, request, chosen))
+            with lever_off(lm, lever):
+                records = list(lean_steps(lm, ids, request, chosen))
         synchronize(lm.device)
         wall = 1e3 * (time.perf_counter() - start)
         steps = records[1:]  # after the prefill
@@ -393,6 +403,30 @@ def print_split(lm, ids: list[int], request: DecodeRequest, runtime, profile: bo
             flush=True,
         )
     return rests[0] if rests else 0.0
+
+
+@contextmanager
+def lever_off(lm, lever: str | None):
+    """The engine with CUDA lever `lever` (lookahead_core.products.LEVERS) off, its view and fixed steps made anew
+    for it and again after it (so that nothing recorded with it off is kept); None: as it is."""
+    if lever is None:
+        yield
+        return
+    engine_products.LEVERS[lever] = False
+    try:
+        fresh_steps(lm)
+        yield
+    finally:
+        engine_products.LEVERS[lever] = True
+        fresh_steps(lm)
+
+
+def fresh_steps(lm) -> None:
+    """Drop the engine's view of the model and its fixed steps (their buffers and recordings)."""
+    engine_products.VIEWS.pop(lm.model, None)
+    fixed.STEPS.pop(lm.model, None)
+    if lm.device.type == "cuda":
+        torch.cuda.empty_cache()
 
 
 def profiled_steps(lm, ids: list[int], request: DecodeRequest, runtime) -> list:

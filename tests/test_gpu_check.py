@@ -94,6 +94,13 @@ def test_the_split_times_each_resident_methods_step_with_its_state_on_the_device
         "split eagle (state on the device)",
         "split eagle (state on the host)",
     ]
+    assert all("its prefill step" in line and "outside its steps" in line for line in lines)
+    from lookahead_core import fixed, products
+
+    assert lm.model in fixed.STEPS and lm.model in products.VIEWS
+    with gpu_check.lever_off(lm, "siblings"):  # on CUDA a split of its own: the engine made anew without it
+        assert not products.LEVERS["siblings"] and lm.model not in fixed.STEPS and lm.model not in products.VIEWS
+    assert products.LEVERS["siblings"] and lm.model not in fixed.STEPS  # nothing made without it is kept
 
 
 def test_the_targets_table_says_which_of_issue_45s_targets_a_run_met(capsys):
