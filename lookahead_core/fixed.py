@@ -186,13 +186,19 @@ class FixedStep:
 
     def run(self, span: int):
         """The pass reading `span` key columns, recorded on its first call (capture)."""
-        viewed = engine_model(self.model)  # resolved here, not in the pass: a compile traces a plain module
-        if viewed is not self.viewed:  # built anew (a layer swapped, a weight its fused copy no longer holds)
-            self.runs, self.viewed = {}, viewed  # recordings of the old view's products are stale
         if span not in self.runs:
             self.runs[span] = self.capture(partial(self.forward, span))
         with attention_kernels(self.model):  # what a capture records, and an uncaptured pass runs
             return self.runs[span]()
+
+    def viewing(self) -> None:
+        """Take the engine's view of the model (products.engine_model) for a decoding, once at its start, not in every
+        pass (on CUDA its checks cost the host a tenth of a millisecond or so) nor inside one (a compile traces a
+        plain module). A view built anew (a layer swapped, a weight its fused copy no longer holds) drops the
+        recordings made on the old one: they would replay its products."""
+        viewed = engine_model(self.model)
+        if viewed is not self.viewed:
+            self.runs, self.viewed = {}, viewed
 
     def record(self, spans: list[int]) -> None:
         """Record the passes of `spans` not yet recorded, before a decoding's first pass, so that none is recorded
@@ -294,6 +300,7 @@ class FixedPasses:
         buffers are already made takes the prompt through its own pass, T rows at a time (`chunked`), where that is
         at most CHUNKED_PREFILL passes; otherwise the eager prefill, its cache copied in."""
         self.step = acquired(self.model, self.shape, self.capture) if self.registered else self.own_step()
+        self.step.viewing()
         if self.step.cache is not None and self.capture is not as_it_is:
             if -(-len(prompt_ids) // self.shape.rows) <= CHUNKED_PREFILL:
                 return self.chunked(prompt_ids, hidden)
