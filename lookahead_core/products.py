@@ -82,15 +82,17 @@ class Siblings:
         if index == 0:
             self.held = (x, linear(x, self.weight, self.bias))
         held, columns = self.held, self.columns[index]
+        if held is None or held[0] is not x:
+            self.held = None  # a sibling fed another input: nothing held for the rest
+            return linear(x, self.weight[columns], None if self.bias is None else self.bias[columns])
         if index == len(self.columns) - 1:
             self.held = None
-        if held is None or held[0] is not x:
-            return linear(x, self.weight[columns], None if self.bias is None else self.bias[columns])
         return held[1][..., columns]
 
     def intact(self, layers: list[nn.Linear]) -> bool:
         """Whether the layers still hold what was copied: the same tensors, not written since (a weight assigned
-        anew, or changed in place, is not)."""
+        anew, or changed in place, is not). A write through `.data` counts no version and is not seen: after one,
+        `VIEWS.pop(model)` makes the view anew."""
         return [copied_from(layer) for layer in layers] == self.copied
 
 
@@ -186,11 +188,12 @@ class EngineView:
                 }
         return views
 
-    def current(self) -> nn.Module | None:
+    def current(self, checked: bool = False) -> nn.Module | None:
         """The view, each copy's attributes its original's again (a train/eval switch, a new hook dict); None
-        when a module was swapped for another, or a sibling's weight assigned anew, since it was built (or its
-        model is gone)."""
-        for siblings, layers in self.siblings:
+        when a module was swapped for another since it was built (or its model is gone), and, when `checked`, when
+        a sibling's weight was assigned anew or written since (a check of every fused copy: 0.65 ms for SmolLM2's
+        60 on the 2-core AMD CPU, so it is made once a decoding, not once a pass)."""
+        for siblings, layers in self.siblings if checked else ():
             alive = [layer() for layer in layers]
             if any(layer is None for layer in alive) or not siblings.intact(alive):
                 return None
@@ -206,14 +209,14 @@ class EngineView:
 VIEWS: weakref.WeakKeyDictionary[nn.Module, EngineView] = weakref.WeakKeyDictionary()
 
 
-def engine_model(model: nn.Module) -> nn.Module:
-    """What the engine runs a pass of `model` on: on a CPU its view with EngineLinear layers, on CUDA its view
-    with sibling layers fused (built once per model, again after a module of it was swapped); elsewhere the model
-    itself."""
+def engine_model(model: nn.Module, checked: bool = False) -> nn.Module:
+    """What the engine runs a pass of `model` on: its view, on a CPU with EngineLinear layers, on CUDA with sibling
+    layers fused where `fuses` (built once per model, again after a module of it was swapped, or, `checked`, a
+    sibling's weight changed: a decoding asks so at its start); elsewhere the model itself."""
     if model.device.type not in ("cpu", "cuda"):
         return model
     view = VIEWS.get(model)
-    current = view.current() if view is not None else None
+    current = view.current(checked) if view is not None else None
     if current is None:
         view = VIEWS[model] = EngineView(model, fuse=fuses(model))
         current = view.model
@@ -238,8 +241,11 @@ def fuses(model: nn.Module) -> bool:
 
 
 def attention_kernels(model: nn.Module) -> contextlib.AbstractContextManager:
-    """The SDPA kernels a pass of `model` runs with: in float32 on CUDA the math kernel alone (the module's
-    docstring: the memory-efficient kernel SDPA picks cost 1.7-3x it there), otherwise SDPA's own choice."""
+    """The SDPA kernels a fixed-shape pass of `model` runs with (fixed.FixedStep.run: at most T rows over the span
+    of its cache): in float32 on CUDA the math kernel alone (the module's docstring: the memory-efficient kernel
+    SDPA picks cost 1.7-3x it there), otherwise SDPA's own choice. Not the eager passes: the math kernel holds
+    every score of a pass at once, rows x keys x heads, which a long prompt's prefill makes gigabytes. The flags it
+    sets are the process's: model work runs one at a time (ui/page.MODEL_WORK)."""
     if model.device.type == "cuda" and model.dtype == torch.float32 and LEVERS["math attention"]:
         return sdpa_kernel([SDPBackend.MATH])
     return contextlib.nullcontext()

@@ -928,3 +928,22 @@ def test_a_prefill_chunk_that_is_not_a_causal_chain_is_caught(monkeypatch):
     with pytest.raises(AssertionError):
         assert_committed_cache_is_a_plain_runs(lm, PROMPTS[2])
     assert chunked
+
+
+@pytest.mark.parametrize("length", [1, 4, 5, 10, 12])
+def test_a_chunked_prefill_gives_the_eager_prefills_pass_hidden_states_included(length, monkeypatch):
+    """The prefill's contract (forward.Passes): the last row's argmax and logits, every prompt row's hidden states
+    (EAGLE's and Medusa's drafts read them; their tokens stay exact even with wrong ones, so checked here)."""
+    lm = tiny_model("llama")
+    chunked = captured_prefill_runs(lm, monkeypatch)
+    shape = fixed.shape_for(4, 3, 64, hidden=True)
+    prompt = ([5, 6, 7, 8, 9, 3, 1] * 2)[:length]
+    passes = fixed.FixedPasses(lm.model, shape, capture.CAPTURES[StepMode.FIXED])
+    passes.prefill(PROMPTS[1], hidden=True)  # the shape's buffers made (eagerly)
+    passes.release()
+    got = passes.prefill(prompt, hidden=True)
+    passes.release()
+    _, wanted = prefill(lm.model, prompt, hidden=True)
+    assert chunked == [length] and got.argmax == wanted.argmax
+    torch.testing.assert_close(got.logits, wanted.logits, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(got.hidden, wanted.hidden, rtol=1e-5, atol=1e-5)

@@ -239,11 +239,12 @@ def test_a_sibling_on_another_input_takes_its_own_product_and_a_changed_weight_a
     assert engine_model(lm.model) is view.model
     with torch.no_grad():
         own.v_proj.weight.mul_(-2.0)  # changed in place: the copy no longer holds it
-    changed = engine_model(lm.model)
+    assert engine_model(lm.model) is view.model  # a pass's view is not checked: a decoding's start checks it
+    changed = engine_model(lm.model, checked=True)
     assert changed is not view.model
     assert torch.equal(changed.model.layers[0].self_attn.v_proj(x), nn.functional.linear(x, own.v_proj.weight))
     own.k_proj.weight = nn.Parameter(own.k_proj.weight.detach() + 1.0)  # assigned anew
-    assert engine_model(lm.model) is not changed
+    assert engine_model(lm.model, checked=True) is not changed
     prompt = [3, 4, 5, 3, 4, 5, 3]
     assert engine_decode(lm, prompt)[0] == greedy_reference(lm.model, prompt, 12, None)
 
