@@ -98,9 +98,14 @@ def test_the_split_times_each_resident_methods_step_with_its_state_on_the_device
     from lookahead_core import fixed, products
 
     assert lm.model in fixed.STEPS and lm.model in products.VIEWS
-    with gpu_check.lever_off(lm, "siblings"):  # on CUDA a split of its own: the engine made anew without it
-        assert not products.LEVERS["siblings"] and lm.model not in fixed.STEPS and lm.model not in products.VIEWS
-    assert products.LEVERS["siblings"] and lm.model not in fixed.STEPS  # nothing made without it is kept
+    warmed = []
+
+    def warm():
+        warmed.append((products.LEVERS["siblings"], lm.model in fixed.STEPS))
+
+    with gpu_check.lever_off(lm, "siblings", warm):  # on CUDA a split of its own: the engine made anew without it
+        assert not products.LEVERS["siblings"] and warmed == [(False, False)]
+    assert products.LEVERS["siblings"] and warmed == [(False, False), (True, False)]  # nothing without it kept
 
 
 def test_the_targets_table_says_which_of_issue_45s_targets_a_run_met(capsys):
