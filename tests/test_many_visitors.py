@@ -102,7 +102,10 @@ RACE_STARTS = (7.0, 20.0)
 SWEEP_STARTS = (14.0,)
 REPLAYERS = VISITORS - len(RUN_STARTS) - len(RACE_STARTS) - len(SWEEP_STARTS)
 GRACE_SECONDS = 15.0  # after the load, model work still running may finish; what is still queued is cancelled
-REPLAY_P95 = 1.0  # seconds: a replay step answered within this, 95 times in 100
+# Seconds: a replay step answered within this, 95 times in 100. A replay waiting behind model work would wait for a
+# whole Run (16 tokens: several seconds on these CPUs). Without any such wait, the 2-core Intel CPU gave under 1 s; the
+# 2-core AMD EPYC 0.42 s alone and 1.56 s beside the rest of `make test` on the other core (2026-11-28).
+REPLAY_P95 = 2.5
 MEMORY_GROWTH_MB = 200
 
 
@@ -208,7 +211,7 @@ def model_work(url: str, load: Load, name: str, start: float, api: str, request:
 
 
 def test_a_class_at_once_replays_fast_queues_model_work_with_its_place_and_keeps_its_memory(url):
-    """30 visitors for 45 seconds on the one model: replay steps answered within a second at the 95th percentile
+    """30 visitors for 45 seconds on the one model: replay steps answered within REPLAY_P95 at the 95th percentile
     (replays never wait behind model work), every Run, race and sweep answered or queued with its place, no
     error, memory bounded; the Runs each write what one client alone gets (its start, where the deadline stopped
     one on a machine busy with other work)."""

@@ -219,7 +219,10 @@ def test_tab_never_reaches_the_closed_lesson_leaves_an_open_list_and_rings_the_f
         assert page.evaluate("() => document.activeElement.getAttribute('aria-label')") == "Preset"
         page.focus("#ll-run")
         page.keyboard.press("Tab")  # the method's radios: the selected one takes the focus
-        page.wait_for_timeout(500)  # Gradio's pills ease their colours in
+        page.wait_for_function(  # Gradio's pills ease their colours in: read them once drawn (a busy machine is slow)
+            "() => document.activeElement.closest('label').getAnimations({subtree: true}).length === 0",
+            timeout=5_000,
+        )
         ring = page.evaluate(
             "() => { const label = document.activeElement.closest('label'), s = getComputedStyle(label); "
             "return [document.activeElement.checked, s.outlineStyle, s.outlineColor, s.backgroundColor, "
