@@ -14,7 +14,8 @@ model's own. The model is left as loaded, so transformers' own `generate` (the r
 checked against, and the bench's peers) runs `nn.Linear`'s kernel, as a user would run it. The two kernels
 round differently in the last bits; exactness is checked as for any pass, token for token against `generate`.
 
-On CUDA the view takes a GPU's measured levers instead (scripts/gpu_check.py's GEMM and attention tables, an H200,
+On CUDA the engine takes a GPU's measured levers instead, the first in the view, the second around the fixed step's
+passes (scripts/gpu_check.py's GEMM and attention tables, an H200,
 2026-11-28, float32 without TF32, SmolLM2-135M's 30 layers):
 - sibling layers that read one input (query, key and value; gate and up: SIBLINGS) as one product, 4 GEMMs a layer
   where a Llama layer runs 7: the body's GEMMs took 0.53 ms at 1 row instead of 0.77, 1.55 at 64 rows instead of
