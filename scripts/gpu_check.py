@@ -291,18 +291,19 @@ def products(xs: dict[int, torch.Tensor], weights: list[torch.Tensor]) -> list[t
 
 
 def fused_weights(lm) -> list[torch.Tensor]:
-    """The body's weights with each layer's products that read one input taken as one matrix (query, key and value;
-    gate and up): 4 GEMMs a layer where a Llama layer runs 7, wider and fewer. Empty for layers named otherwise."""
-    fused = []
-    for layer in lm.model.model.layers:
-        attention, mlp = getattr(layer, "self_attn", None), getattr(layer, "mlp", None)
-        names = ("q_proj", "k_proj", "v_proj", "o_proj"), ("gate_proj", "up_proj", "down_proj")
-        if not all(hasattr(attention, n) for n in names[0]) or not all(hasattr(mlp, n) for n in names[1]):
-            return []
-        qkv = torch.cat([getattr(attention, n).weight for n in names[0][:3]])
-        gate_up = torch.cat([mlp.gate_proj.weight, mlp.up_proj.weight])
-        fused += [qkv, attention.o_proj.weight, gate_up, mlp.down_proj.weight]
-    return fused
+    """The body's weights in order, with the products that read one input (the engine's `products.SIBLINGS`: query,
+    key and value; gate and up) taken as one matrix each, as the engine's view runs them on CUDA: 4 GEMMs a Llama
+    layer where it runs 7. Empty where no layer has such siblings."""
+    fused, grouped = [], set()
+    for module in lm.model.model.layers.modules():
+        for names in engine_products.SIBLINGS:
+            layers = [module._modules.get(name) for name in names]
+            if all(isinstance(layer, torch.nn.Linear) for layer in layers):
+                fused.append(torch.cat([layer.weight for layer in layers]))
+                grouped |= {id(layer) for layer in layers}
+        if isinstance(module, torch.nn.Linear) and id(module) not in grouped:
+            fused.append(module.weight)
+    return fused if grouped else []
 
 
 ATTENTION_ROWS = (1, 16, 64, 128)
