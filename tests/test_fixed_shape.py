@@ -724,24 +724,25 @@ def test_no_prompt_length_recompiles_and_a_second_bucket_is_caught(monkeypatch):
 def test_more_shapes_than_dynamos_recompile_limit_all_compile(monkeypatch):
     """Four lookahead windows, four shapes of one code, under a recompile limit of 2 (dynamo's own is 8; ten shapes
     took a minute of make test): the compiled mode's wrapper compiles them all, where a plain
-    torch.compile(fullgraph=True) fails at the third (negative control)."""
+    torch.compile(fullgraph=True) fails at the third (negative control). The limit is set by dynamo's own patch:
+    monkeypatch's undo hid the setting from the worker's later tests."""
     lm = tiny_model("llama")
     runtime = Runtime(mode=StepMode.FIXED)
     requests = [DecodeRequest(lookahead=LookaheadConfig(w, 3, 2), max_new_tokens=6) for w in range(1, 5)]
-    monkeypatch.setattr(torch._dynamo.config, "recompile_limit", 2)
-    torch._dynamo.reset()
-    torch._dynamo.utils.counters.clear()
     one_span(monkeypatch)
-    monkeypatch.setitem(capture.CAPTURES, StepMode.FIXED, compiled_with("eager"))
-    for req in requests:
-        output(lm, PROMPTS[0], req, runtime)
-    assert torch._dynamo.utils.counters["stats"]["unique_graphs"] >= len(requests) + 1
-    torch._dynamo.reset()
-    plain = partial(torch.compile, backend="eager", fullgraph=True, dynamic=False)
-    monkeypatch.setitem(capture.CAPTURES, StepMode.FIXED, plain)
-    with pytest.raises(torch._dynamo.exc.FailOnRecompileLimitHit):
+    with torch._dynamo.config.patch(recompile_limit=2):
+        torch._dynamo.reset()
+        torch._dynamo.utils.counters.clear()
+        monkeypatch.setitem(capture.CAPTURES, StepMode.FIXED, compiled_with("eager"))
         for req in requests:
-            output(tiny_model("llama"), PROMPTS[0], req, runtime)
+            output(lm, PROMPTS[0], req, runtime)
+        assert torch._dynamo.utils.counters["stats"]["unique_graphs"] >= len(requests) + 1
+        torch._dynamo.reset()
+        plain = partial(torch.compile, backend="eager", fullgraph=True, dynamic=False)
+        monkeypatch.setitem(capture.CAPTURES, StepMode.FIXED, plain)
+        with pytest.raises(torch._dynamo.exc.FailOnRecompileLimitHit):
+            for req in requests:
+                output(tiny_model("llama"), PROMPTS[0], req, runtime)
 
 
 # ----------------------------------------------------------------------------------------------
