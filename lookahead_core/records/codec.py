@@ -104,26 +104,30 @@ def decoder(kind: Any) -> Callable[[Any, str], Any]:
 
 
 def optional(inner: Any) -> Callable[[Any, str], Any]:
+    decode_inner = decoder(inner)
+
     def decode_optional(value: Any, where: str) -> Any:
-        return None if value is None else decoder(inner)(value, where)
+        return None if value is None else decode_inner(value, where)
 
     return decode_optional
 
 
 def listed(item: Any) -> Callable[[Any, str], Any]:
+    decode_item, plain = decoder(item), item in (int, str, float)
+
     def decode_list(value: Any, where: str) -> list:
         expect(value, list, where)
-        if item in (int, str, float) and all(type(v) is item for v in value):
+        if plain and all(type(v) is item for v in value):
             return list(value)
-        decode_item = decoder(item)
         return [decode_item(v, f"{where}[{i}]") for i, v in enumerate(value)]
 
     return decode_list
 
 
 def mapped(key: Any, item: Any) -> Callable[[Any, str], Any]:
+    decode_key, decode_item = decoder(key), decoder(item)
+
     def decode_dict(value: Any, where: str) -> dict:
-        decode_key, decode_item = decoder(key), decoder(item)
         return {decode_key(k, where): decode_item(v, f"{where}.{k}") for k, v in expect(value, dict, where).items()}
 
     return decode_dict
@@ -158,11 +162,12 @@ def record(kind: type) -> Callable[[Any, str], Any]:
     first use, so a record that holds its own kind is no endless recursion."""
 
     @functools.cache
-    def plan() -> tuple[frozenset[str], list[tuple[str, Any, bool]]]:
+    def plan() -> tuple[frozenset[str], list[tuple[str, Callable[[Any, str], Any], bool]]]:
         hints = typing.get_type_hints(kind)
         fields = dataclasses.fields(kind)
         missing = dataclasses.MISSING
-        plans = [(f.name, hints[f.name], f.default is missing and f.default_factory is missing) for f in fields]
+        required = [f.default is missing and f.default_factory is missing for f in fields]
+        plans = [(f.name, decoder(hints[f.name]), r) for f, r in zip(fields, required, strict=True)]
         return frozenset(f.name for f in fields), plans
 
     def decode_record(value: Any, where: str) -> Any:
@@ -172,12 +177,12 @@ def record(kind: type) -> Callable[[Any, str], Any]:
         if unknown:
             raise SchemaError(f"{where}: unknown field {unknown[0]!r}")
         decoded = {}
-        for name, hint, required in fields:
+        for name, decode_field, required in fields:
             if name not in value:
                 if required:
                     raise SchemaError(f"{where}: missing field {name!r}")
                 continue
-            decoded[name] = decoder(hint)(value[name], f"{where}.{name}")
+            decoded[name] = decode_field(value[name], f"{where}.{name}")
         return kind(**decoded)
 
     return decode_record
