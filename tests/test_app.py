@@ -250,7 +250,7 @@ def steep_costs(monkeypatch):
     """A CPU-like cost table, so Run and the race need not measure the curve (the decoding is timed for real)."""
     from lookahead_core.tuning import choose_settings
 
-    from .conftest import cost_table
+    from .tiny import cost_table
 
     monkeypatch.setattr(server, "step_costs", lambda lm, mode=None: cost_table(0.05))
     monkeypatch.setattr(server, "auto_settings", lambda lm, mode=None: choose_settings(cost_table(0.05)))

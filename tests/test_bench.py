@@ -38,7 +38,8 @@ from lookahead_core.request import DecodeRequest
 from lookahead_core.runtime import Runtime
 from lookahead_core.tuning import choose_settings
 
-from .conftest import TINY_VOCAB, assert_same_types, cost_table, tiny_model
+from .conftest import assert_same_types
+from .tiny import TINY_VOCAB, cost_table, tiny_model
 
 SUMMARY_KEYS = {
     "prompts",
@@ -106,6 +107,7 @@ def bench(folder, tmp_path, *extra) -> BenchReport:
     return BenchReport.from_json(out.read_text())
 
 
+@pytest.mark.heavy  # seconds: kept out of make test-quick's minute
 def test_bench_runs_every_method_end_to_end(tiny_folder, tmp_path, capsys):
     html = tmp_path / "report.html"
     heads, eagle = str(tiny_folder / "heads.safetensors"), str(tiny_folder / "eagle.safetensors")
@@ -145,6 +147,7 @@ def test_bench_runs_every_method_end_to_end(tiny_folder, tmp_path, capsys):
     assert all(row.over_static is not None for row in report.summary.values())
 
 
+@pytest.mark.heavy  # seconds: kept out of make test-quick's minute
 def test_without_heads_for_the_model_the_bench_leaves_medusa_out_unless_it_is_asked_for(tiny_folder, tmp_path, capsys):
     report = bench(tiny_folder, tmp_path)  # every method by default
     assert BenchMethod.MEDUSA not in report.summary and report.settings.by_method.medusa is None
@@ -413,6 +416,7 @@ def test_generate_with_prompt_lookup_or_a_draft_equals_greedy(tiny_folder, capsy
     assert (drafted[0]["draft_model"], drafted[0]["draft_tokens"], drafted[0]["window"]) == ("bf16-self", 3, None)
 
 
+@pytest.mark.heavy  # seconds: kept out of make test-quick's minute
 def test_generate_takes_the_step_mode_and_decodes_the_same_in_each(tiny_folder, capsys, monkeypatch):
     """--mode reaches the engine (a spy on the fixed-shape step's buffers); the output is the eager step's."""
     taken = []

@@ -21,7 +21,8 @@ from lookahead_core.records import DraftRecord, Method, StepKind, StepRecord, St
 from lookahead_core.request import DecodeRequest
 from lookahead_core.trace import Progress, recording_run
 
-from .conftest import cost_table, drained
+from .conftest import drained
+from .tiny import cost_table
 
 PRICES = Prices(cost_table(0.05))
 RUN = 2  # a Run's decodings: the method and plain decoding

@@ -30,10 +30,10 @@ from lookahead_core.sampling import GREEDY, SamplingConfig
 from lookahead_core.stored import GROUP, kept, whole
 from lookahead_core.trace import decode_steps, summarize
 
-from .conftest import TINY_VOCAB, tiny_model
 from .test_bench import char_tokenizer
 from .test_engine_tiny_models import greedy_case, greedy_reference
 from .test_sampling import PROMPT, TOKENS, exact_sequences, fits, keep_p, marginal, runs_for, small_vocab_model
+from .tiny import TINY_VOCAB, tiny_model
 
 CASES = 8
 PROMPTS = [[5, 6, 7, 8], [9, 10, 11], [12, 13, 5, 6], [20, 21, 22, 23, 24], [30, 31], [40, 41, 42]]
@@ -123,6 +123,7 @@ def test_sampled_eagle_has_the_distribution_of_ordinary_sampling(small_lm, monke
 # The layer
 
 
+@pytest.mark.heavy  # seconds: kept out of make test-quick's minute
 def test_each_first_draft_reads_the_true_features_of_every_committed_position(tmp_path, monkeypatch):
     """Step by step, the feature the layer predicts at c (from which it drafts its first token) equals what it
     predicts from scratch over the model's true features of the whole committed sequence: its cache holds true
@@ -158,6 +159,7 @@ def test_each_first_draft_reads_the_true_features_of_every_committed_position(tm
     assert all(step.draft.tokens[0] == first_guesses[step.position - 1] for step in steps[1:])
 
 
+@pytest.mark.heavy  # seconds: kept out of make test-quick's minute
 def test_an_output_layer_with_a_bias_drafts_through_its_bias(tmp_path):
     lm = tiny_model("llama")
     with torch.no_grad():
@@ -172,6 +174,7 @@ def test_an_output_layer_with_a_bias_drafts_through_its_bias(tmp_path):
     assert eagle_output(lm, draft, prompt, 20)[0] == greedy_reference(lm.model, prompt, 20, None)
 
 
+@pytest.mark.heavy  # seconds: kept out of make test-quick's minute
 def test_a_layer_drafts_only_from_its_vocabulary_and_stays_exact(tmp_path):
     lm = tiny_model("llama")
     draft = trained_draft(lm, tmp_path)
@@ -190,6 +193,7 @@ def test_the_draft_vocabulary_is_the_models_likeliest_choices():
     assert draft_vocabulary(data, 10).tolist() == [5, 7, 9] and draft_vocabulary(data, 0) is None
 
 
+@pytest.mark.heavy  # seconds: kept out of make test-quick's minute
 def test_layers_come_back_as_saved_in_fewer_bits_and_refuse_another_model(tmp_path):
     lm, other = tiny_model("llama"), tiny_model("gpt2")
     layer = trained_draft(lm, tmp_path, steps=5).model

@@ -21,7 +21,7 @@ from lookahead_core.runtime import Runtime
 from lookahead_core.trace import decode_steps, record_trace, summarize
 from lookahead_core.tuning import choose_settings, replay_planner
 
-from .conftest import TINY_VOCAB, cost_table, tiny_model
+from .tiny import TINY_VOCAB, cost_table, tiny_model
 
 CASES_PER_MODEL = 40
 

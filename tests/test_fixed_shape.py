@@ -47,8 +47,10 @@ from lookahead_core.trace import (
 )
 from visuals.summary import summary_html
 
-from .conftest import CharTokenizer, cost_table, example, tiny_draft, tiny_model, tiny_runtime
+from .conftest import heavy_but
 from .test_engine_tiny_models import greedy_reference
+from .tiny import CharTokenizer, cost_table, tiny_draft, tiny_model, tiny_runtime
+from .visual_checks import example
 
 FAMILIES = ["llama", "qwen2", "gpt2"]
 PROMPTS = [([5, 6, 7, 8, 9] * 8)[:23], [3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5], ([40, 41] * 20)[:37]]
@@ -92,9 +94,8 @@ def assert_same_records(got, expected, where: str = "steps") -> None:
         assert got == expected, where
 
 
-@pytest.mark.parametrize(
-    "family", ["llama", *(pytest.param(f, marks=pytest.mark.heavy) for f in FAMILIES if f != "llama")]
-)
+@pytest.mark.heavy  # seconds: kept out of make test-quick's minute
+@pytest.mark.parametrize("family", FAMILIES)
 def test_every_method_in_the_fixed_shape_step_equals_generate(family, monkeypatch):
     lm = tiny_model(family)
     runtime = dataclasses.replace(tiny_runtime(lm, family), mode=StepMode.FIXED)
@@ -154,6 +155,7 @@ def test_a_shape_on_the_curves_dip_widens_to_the_cheapest_size_that_holds_it():
     assert within_noise.cheapest_rows(8) == 8 and curve({1: 1.0, 8: 2.0, 16: 1.7}).cheapest_rows(8) == 16
 
 
+@pytest.mark.heavy  # seconds: kept out of make test-quick's minute
 def test_every_method_is_exact_in_widened_shapes(monkeypatch):
     lm = tiny_model("llama")
     runtime = dataclasses.replace(tiny_runtime(lm, "llama"), mode=StepMode.FIXED, costs=WIDEST)
@@ -161,7 +163,7 @@ def test_every_method_is_exact_in_widened_shapes(monkeypatch):
     assert rows == {1, 64}, "greedy's one row, every other method widened to 64"
 
 
-@pytest.mark.parametrize("method", list(Method))
+@pytest.mark.parametrize("method", heavy_but(list(Method), Method.LOOKAHEAD, Method.GREEDY))
 def test_the_fixed_step_records_what_the_eager_step_records(method):
     """Greedy and sampled: the step records (rows, masks seen, verification, draws, window, pool) are the eager
     step's, timings aside, in the method's own shape and in one widened to 64 rows; only the trace's meta says
@@ -370,6 +372,7 @@ def test_a_decoding_records_the_spans_it_can_reach_before_its_first_pass(monkeyp
     assert sorted(step.runs) == spans and max(spans) < shape.capacity + shape.rows
 
 
+@pytest.mark.heavy  # seconds: kept out of make test-quick's minute
 def test_a_span_short_of_the_rows_written_is_caught(monkeypatch):
     """Negative control: a pass reading one SPAN less than the rows it wrote leaves generate (plain decoding's one
     row then sees the committed positions without itself; a guess's row that misses its ancestors is mostly
@@ -773,6 +776,7 @@ def test_the_static_cache_says_how_many_positions_are_committed():
     assert passes.step is None
 
 
+@pytest.mark.heavy  # seconds: kept out of make test-quick's minute
 def test_a_race_and_a_bench_report_say_which_mode_ran(tiny_lm):
     """Every record the lab writes of this engine's decoding keeps the mode: a race, a bench report's settings (and
     a Run's traces, above); each reads back as it was written."""
@@ -800,6 +804,7 @@ def test_the_replay_stand_in_overwrites_what_a_careless_caller_keeps():
     passes.release()
 
 
+@pytest.mark.heavy  # seconds: kept out of make test-quick's minute
 @pytest.mark.parametrize("released", [True, False])
 def test_a_model_is_let_go_after_its_fixed_shape_decodings(released, monkeypatch):
     """The shapes' buffers are kept beside the model, not in it: once its decodings are over nothing of the engine
@@ -893,6 +898,7 @@ def captured_prefill_runs(lm, monkeypatch) -> list[int]:
     return chunked
 
 
+@pytest.mark.heavy  # seconds: kept out of make test-quick's minute
 def test_a_captured_step_takes_the_prompt_through_its_passes_with_generates_tokens_and_cache(monkeypatch):
     """Every method, each prompt twice (the first decoding of a shape makes its buffers with the eager prefill):
     where a prompt fits CHUNKED_PREFILL passes it goes through them, and the outputs and the committed cache are a

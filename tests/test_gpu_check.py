@@ -76,7 +76,7 @@ def test_the_split_times_each_resident_methods_step_with_its_state_on_the_device
 
     from scripts import gpu_check
 
-    from .conftest import tiny_model, tiny_runtime
+    from .tiny import tiny_model, tiny_runtime
 
     lm = tiny_model("llama")
     runtime = dataclasses.replace(tiny_runtime(lm, "llama"), mode=StepMode.FIXED)
@@ -153,7 +153,7 @@ def test_the_gemm_and_attention_tables_print_each_width_with_the_fused_products_
     same numbers as the separate ones (a fused matrix of the wrong products, or in another order, is caught)."""
     from scripts import gpu_check
 
-    from .conftest import tiny_model
+    from .tiny import tiny_model
 
     lm = tiny_model("llama")
     gpu_check.print_gemms(lm)

@@ -27,7 +27,8 @@ from lookahead_core.sampling import GREEDY, SamplingConfig
 from lookahead_core.trace import decode_steps, lean_steps
 from lookahead_core.window import JacobiWindow
 
-from .conftest import cost_table, tiny_model, tiny_runtime
+from .conftest import heavy_but
+from .tiny import cost_table, tiny_model, tiny_runtime
 
 PROMPTS = [([5, 6, 7, 8, 9] * 8)[:23], [3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5]]
 SAMPLED = SamplingConfig(temperature=0.8, top_k=20, seed=7)
@@ -72,14 +73,17 @@ def decided(step) -> tuple:
 
 
 def cases():
+    """Every method greedy and sampled, lookahead once more with its planner; the draft model's and EAGLE's cases
+    take seconds each (kept out of make test-quick's minute)."""
     for method in Method:
         for sampling in (GREEDY, SAMPLED):
-            yield method, sampling, "table"
+            heavy = method in (Method.SPECULATIVE, Method.EAGLE)
+            yield pytest.param(method, sampling, "table", marks=[pytest.mark.heavy] * heavy)
     yield Method.LOOKAHEAD, GREEDY, "cost-aware"
     yield Method.LOOKAHEAD, SAMPLED, "cost-aware"
 
 
-@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("mode", heavy_but(MODES, StepMode.EAGER))
 @pytest.mark.parametrize(("method", "sampling", "runtime"), list(cases()))
 def test_the_lean_and_the_recorded_path_decide_the_same_steps(lm, mode, method, sampling, runtime):
     chosen = runtimes(lm, mode)[runtime]
@@ -123,7 +127,7 @@ def built(monkeypatch) -> Counter:
     return counts
 
 
-@pytest.mark.parametrize("sampling", [GREEDY, SAMPLED], ids=["greedy", "sampled"])
+@pytest.mark.parametrize("sampling", heavy_but([GREEDY, SAMPLED], GREEDY), ids=["greedy", "sampled"])
 def test_the_lean_path_builds_no_record_and_the_recorded_path_does(lm, built, sampling):
     chosen = runtimes(lm, StepMode.EAGER)["table"]
     for method in Method:

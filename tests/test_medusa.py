@@ -35,7 +35,6 @@ from lookahead_core.runtime import Runtime
 from lookahead_core.sampling import GREEDY, SamplingConfig
 from lookahead_core.trace import decode_steps, summarize
 
-from .conftest import TINY_VOCAB, tiny_medusa, tiny_model
 from .test_bench import char_tokenizer
 from .test_engine_tiny_models import greedy_case
 from .test_sampling import (
@@ -48,6 +47,7 @@ from .test_sampling import (
     runs_for,
     small_vocab_model,
 )
+from .tiny import TINY_VOCAB, tiny_medusa, tiny_model
 
 CASES = 8
 

@@ -21,8 +21,8 @@ from lookahead_core.request import DecodeRequest
 from lookahead_core.runtime import Runtime
 from lookahead_core.trace import decode_steps, summarize
 
-from .conftest import tiny_model
 from .test_engine_tiny_models import greedy_reference
+from .tiny import tiny_model
 
 GLOBAL_HOOKS = ("_global_forward_hooks", "_global_forward_pre_hooks", "_global_backward_hooks")
 

@@ -24,8 +24,8 @@ from lookahead_core.runtime import Runtime
 from lookahead_core.sampling import GREEDY
 from lookahead_core.trace import decode_steps, summarize
 
-from .conftest import TINY_VOCAB, tiny_draft, tiny_model
 from .test_engine_tiny_models import greedy_case
+from .tiny import TINY_VOCAB, tiny_draft, tiny_model
 
 CASES = 24
 

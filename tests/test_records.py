@@ -35,8 +35,9 @@ from lookahead_core.trace import record_run, record_trace
 from lookahead_core.tuning import choose_settings
 from visuals import library
 
-from .conftest import CharTokenizer, assert_same_types, cost_table, tiny_model
+from .conftest import assert_same_types
 from .older import older_run
+from .tiny import CharTokenizer, cost_table, tiny_model
 
 PROMPT = ([5, 6, 7, 8] * 8)[:30]  # repetitive: guesses win, the pool fills and evicts
 

@@ -27,7 +27,8 @@ from visuals.race import NOISE, cost_figure, exact_words, playback_html, race_fi
 from visuals.summary import summary_html
 from visuals.timing import FEWEST_COMPARED
 
-from .conftest import cost_table, drained, tiny_draft, tiny_runtime
+from .conftest import drained
+from .tiny import cost_table, tiny_draft, tiny_runtime
 
 PROMPT = [5, 6, 7, 8, 5, 6, 7, 8, 5, 6]
 SMALL_TREE = SuffixConfig(tree_size=16)  # 200 new tokens and a 48-node reach would not fit the tiny model's 256
@@ -167,6 +168,7 @@ def test_a_race_runs_interleaved_rounds_and_shows_one(tiny_lm):
     assert f"ran {ROUNDS} interleaved rounds" in html and f"tokens and passes: round {timing.shown_round + 1}." in html
 
 
+@pytest.mark.heavy  # seconds: kept out of make test-quick's minute
 def test_a_race_out_of_time_measures_every_method_in_its_share(tiny_lm, slow_clock):
     draft = tiny_draft("llama")
     request = DecodeRequest(lookahead=LookaheadConfig(4, 3, 4), suffix=SMALL_TREE, max_new_tokens=200)
@@ -227,6 +229,7 @@ def test_a_race_of_one_round_says_it_is_no_verdict(tiny_lm, slow_clock):
     assert "Only one round fitted in the time" in race_html(result) and " won on " not in race_html(result)
 
 
+@pytest.mark.heavy  # seconds: kept out of make test-quick's minute
 def test_a_round_cut_to_a_few_tokens_gives_no_speedup(tiny_lm, slow_clock):
     """Beside CPU burners a partial round once compared its methods over a few tokens and showed speedups of
     0.04x to 3.65x: the prefill's noise. Under FEWEST_COMPARED tokens none is shown, in the race or a Run;
@@ -274,6 +277,7 @@ def test_on_a_gpu_the_race_drafts_with_the_eagle_layer_in_place_of_a_same_size_d
     assert Method.EAGLE not in raced(no_layer, "cuda") and Method.SPECULATIVE not in raced(no_layer, "cuda")
 
 
+@pytest.mark.heavy  # seconds: kept out of make test-quick's minute
 def test_a_race_without_the_draft_model_records_no_draft(tiny_lm):
     """On a GPU the draft model does not race (EAGLE does in its place) and the runtime holds none: an H200's
     race once failed reading its settings. Its record says None, reads back, and its summary names no draft (a
@@ -287,6 +291,7 @@ def test_a_race_without_the_draft_model_records_no_draft(tiny_lm):
     assert drafted.settings.speculative is not None and "Speculative decoding: draft" in race_html(drafted)
 
 
+@pytest.mark.heavy  # seconds: kept out of make test-quick's minute
 def test_a_race_with_a_gpus_lanes_records_the_eagle_layer_in_the_drafts_place(tiny_lm, monkeypatch):
     """On a GPU the race runs EAGLE's layer where a CPU runs the draft model: the record keeps the layer's settings
     and no draft's, and the summary names the layer (the CPU's lanes, here with the same runtime, are the control)."""

@@ -26,7 +26,8 @@ from lookahead_core.sampling import SamplingConfig, probabilities
 from lookahead_core.trace import decode_steps, summarize
 from lookahead_core.verify import verify_sampled
 
-from .conftest import tiny_model, tiny_runtime
+from .conftest import heavy_but
+from .tiny import tiny_model, tiny_runtime
 
 # ----------------------------------------------------------------------------------------------
 # The statistic
@@ -126,6 +127,7 @@ def sampled_blocks(runs: int) -> Counter:
     return counts
 
 
+@pytest.mark.heavy  # seconds: kept out of make test-quick's minute
 @pytest.mark.parametrize("rule", ["engine", "accept the argmax"])
 def test_the_verifier_keeps_p_at_every_position_and_a_wrong_rule_fails(monkeypatch, rule):
     if rule != "engine":
@@ -134,6 +136,7 @@ def test_the_verifier_keeps_p_at_every_position_and_a_wrong_rule_fails(monkeypat
     assert fits(sampled_blocks(runs), exact_blocks(), runs) == (rule == "engine")
 
 
+@pytest.mark.heavy  # seconds: kept out of make test-quick's minute
 @pytest.mark.parametrize("rule", ["engine", "accept the argmax"])
 def test_a_later_candidate_is_accepted_with_its_renormalised_probability(monkeypatch, rule):
     """P = [.5, .3, .2] with tokens 0 then 1 offered: the committed token must still follow P exactly."""
@@ -147,6 +150,7 @@ def test_a_later_candidate_is_accepted_with_its_renormalised_probability(monkeyp
     assert fits(counts, {0: 0.5, 1: 0.3, 2: 0.2}, runs) == (rule == "engine"), counts
 
 
+@pytest.mark.heavy  # seconds: kept out of make test-quick's minute
 @pytest.mark.parametrize("rule", ["engine", "keep P after a rejection"])
 def test_a_draft_token_is_accepted_with_min_1_p_over_q_and_a_rejection_takes_q_out(monkeypatch, rule):
     """P = [.5, .3, .2], the draft samples from q = [.1, .2, .7]: the committed token must follow P.
@@ -309,7 +313,7 @@ def test_every_sampled_method_has_the_distribution_of_ordinary_sampling(
 # Seeds, greedy limits, settings
 
 
-@pytest.mark.parametrize("method", list(Method))
+@pytest.mark.parametrize("method", heavy_but(list(Method), Method.LOOKAHEAD, Method.GREEDY, Method.PROMPT_LOOKUP))
 def test_the_same_seed_gives_the_same_output(method):
     lm = tiny_model("llama")
     runtime = tiny_runtime(lm, "llama")

@@ -28,7 +28,7 @@ from lookahead_core.suffix import (
     trust_key,
 )
 from lookahead_core.trace import decode_steps, lean_steps, record_trace, summarize
-from tests.conftest import tiny_model
+from tests.tiny import tiny_model
 
 # ----------------------------------------------------------------------------------------------
 # The index against brute force

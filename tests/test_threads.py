@@ -13,8 +13,8 @@ from lab.budget import BudgetError, Prices, first_token_seconds
 from lab.holding import Held
 from lookahead_core.records import Busy
 
-from .conftest import cost_table
 from .test_budget import decode_step
+from .tiny import cost_table
 
 
 class FakeWatch:

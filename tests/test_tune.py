@@ -23,7 +23,8 @@ from lookahead_core.request import DecodeRequest
 from lookahead_core.tuning import adopt, adopted, choose_settings
 from visuals.tune import two_machines_html
 
-from .conftest import assert_same_types, cost_table, drained, tiny_model, tiny_runtime
+from .conftest import assert_same_types, drained
+from .tiny import cost_table, tiny_model, tiny_runtime
 
 # ---------------------------------------------------------------- the prediction
 

@@ -26,7 +26,7 @@ from visuals.race import cost_figure, race_figure, race_html
 from visuals.summary import summary_html
 from visuals.timing import FEWEST_ROUNDS
 
-from .conftest import CharTokenizer, cost_table, tiny_draft, tiny_model
+from .tiny import CharTokenizer, cost_table, tiny_draft, tiny_model
 from .visual_checks import example
 
 QUIET = Busy(other_cores=0.1, cores=2, seconds=10.0, heavy=False)

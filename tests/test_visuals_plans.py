@@ -20,7 +20,7 @@ def auto_run() -> Run:
     from lookahead_core.trace import record_run
     from lookahead_core.tuning import choose_settings
 
-    from .conftest import cost_table
+    from .tiny import cost_table
 
     prompt = (TINY_MOTIFS[3] * 4)[:13]
     return record_run(

@@ -8,8 +8,8 @@ from html import escape
 from lab import budget
 from lab.budget import Prices
 from lookahead_core.records import Method, StepMode
-from tests.conftest import cost_table
 from tests.test_budget import decode_step
+from tests.tiny import cost_table
 from tests.visual_checks import example
 from visuals import summary
 

@@ -51,10 +51,11 @@ from lookahead_core.working_state import (
     PromptLookupOnDevice,
 )
 
-from .conftest import tiny_medusa, tiny_model
+from .conftest import heavy_but
 from .test_engine_tiny_models import greedy_reference
 from .test_fixed_shape import Replayed, one_span
 from .test_lean_path import decided
+from .tiny import tiny_medusa, tiny_model
 
 PROMPTS = [([5, 6, 7, 8, 9] * 8)[:23], [3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5], ([40, 41] * 20)[:37]]
 SETTINGS = [LookaheadConfig(4, 4, 3), LookaheadConfig(3, 3, 2), LookaheadConfig(7, 5, 7), LookaheadConfig(1, 3, 1)]
@@ -122,6 +123,7 @@ def differing(seeds) -> list[int]:
     return found
 
 
+@pytest.mark.heavy  # seconds: kept out of make test-quick's minute
 def test_the_pools_inserts_at_once_equal_the_host_pools_one_at_a_time():
     assert differing(range(600)) == []
 
@@ -151,6 +153,7 @@ def batch_rule_buckets(guesses: int, batches) -> dict[int, list]:
     return {key: [(c, p) for c, (_, p) in sorted(b.items(), key=lambda i: i[1][0])] for key, b in buckets.items()}
 
 
+@pytest.mark.heavy  # seconds: kept out of make test-quick's minute
 def test_the_random_batches_reach_what_a_batch_rule_gets_wrong():
     """Negative control: the random batches above include cases where the host pool and the tempting batch rule
     end apart, so the comparison would catch an insert that followed it."""
@@ -228,7 +231,7 @@ def compared(lm, prompt, request, runtime=FIXED) -> tuple[list, list, list]:
     return recorded, on_device, on_host
 
 
-@pytest.mark.parametrize("settings", SETTINGS, ids=str)
+@pytest.mark.parametrize("settings", heavy_but(SETTINGS, SETTINGS[0]), ids=str)
 def test_the_device_step_decides_what_the_recorded_step_records(settings, device_steps):
     lm = tiny_model("llama")
     accepted = 0
@@ -239,6 +242,7 @@ def test_the_device_step_decides_what_the_recorded_step_records(settings, device
     assert device_steps and accepted > 0
 
 
+@pytest.mark.heavy  # seconds: kept out of make test-quick's minute
 def test_the_device_steps_output_equals_generate_through_eos_and_the_budget(device_steps):
     lm = tiny_model("qwen2")
     for prompt in PROMPTS:
@@ -356,6 +360,7 @@ def test_a_plain_step_that_does_not_advance_is_caught(monkeypatch):
 # Medusa's step on the device
 
 
+@pytest.mark.heavy  # seconds: kept out of make test-quick's minute
 @pytest.mark.parametrize("size", [16, 5])
 def test_medusas_device_step_decides_what_the_recorded_step_records(size, device_steps):
     lm = tiny_model("llama")
@@ -380,6 +385,7 @@ def from_row_zero(settle):
     return wrong
 
 
+@pytest.mark.heavy  # seconds: kept out of make test-quick's minute
 def test_a_medusa_step_that_reads_the_wrong_hidden_state_is_caught(monkeypatch):
     lm = tiny_model("llama")
     runtime = dataclasses.replace(FIXED, heads=tiny_medusa(lm))
@@ -416,6 +422,7 @@ def eagle_compared(lm, prompt, request, runtime, chains: list) -> tuple[list, li
     return [decided(s) for s in recorded], on_device, [s.draft.tokens for s in recorded[2:]], list(chains)
 
 
+@pytest.mark.heavy  # seconds: kept out of make test-quick's minute
 @pytest.mark.parametrize(("family", "confidence"), [("llama", 0.0), ("qwen2", 0.0), ("llama", 0.1)])
 def test_eagles_device_step_drafts_the_chains_the_recorded_step_drafts(family, confidence, eagle_chains):
     """An untrained layer on tiny models: its drafts are rarely accepted (the real model's test below has them
@@ -461,6 +468,7 @@ def fed_from_row_zero(settle):
     return wrong
 
 
+@pytest.mark.heavy  # seconds: kept out of make test-quick's minute
 @pytest.mark.parametrize(
     ("name", "mistake"),
     [
@@ -504,6 +512,7 @@ def test_eagles_device_step_drafts_and_decides_what_the_recorded_step_records_on
 # Prompt lookup's step on the device
 
 
+@pytest.mark.heavy  # seconds: kept out of make test-quick's minute
 @pytest.mark.parametrize("settings", LOOKUPS, ids=str)
 def test_prompt_lookups_device_step_decides_what_the_recorded_step_records(settings, device_steps):
     """The rows fed count every chosen continuation's tokens, so they check the matches, their lengths and that
@@ -576,6 +585,7 @@ def refusing(tried: list):
     return capture_of
 
 
+@pytest.mark.heavy  # seconds: kept out of make test-quick's minute
 def test_a_device_step_that_fails_to_capture_sends_the_steps_back_to_the_host_and_says_why(monkeypatch):
     lm, tried = tiny_model("llama"), []
     monkeypatch.setitem(capture.CAPTURES, StepMode.FIXED, refusing(tried))

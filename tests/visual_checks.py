@@ -315,6 +315,6 @@ TINY_MOTIFS = {0: [64, 17, 36, 17], 3: [12, 93, 9, 87]}
 
 
 def tiny_lm():
-    from .conftest import tiny_model
+    from .tiny import tiny_model
 
     return dataclasses.replace(tiny_model("llama"), tokenizer=NumberTokenizer())

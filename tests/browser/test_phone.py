@@ -15,8 +15,8 @@ import pytest
 from lookahead_core.models import DEFAULT_MODEL
 from scripts.serving import PHONE, VIEWPORT, open_page, race_to_end, running_app, wait_for_step
 from tests.browser.chromium import walk_lesson
-from tests.conftest import tiny_model
 from tests.test_bench import char_tokenizer
+from tests.tiny import tiny_model
 from visuals import library
 from visuals.lesson import LESSON
 

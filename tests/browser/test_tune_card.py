@@ -10,8 +10,8 @@ import pytest
 
 from lookahead_core.models import DEFAULT_MODEL
 from scripts.serving import ERROR_TOAST, open_page, running_app
-from tests.conftest import tiny_model
 from tests.test_bench import char_tokenizer
+from tests.tiny import tiny_model
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore:.*(copy keyword|no_silent_downcasting)")
 SUMMARY = "#ll-tune-summary"
