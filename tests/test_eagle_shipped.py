@@ -1,5 +1,5 @@
 """The shipped EAGLE layer against its training record: a re-measurement on three held-out prompts (slow: the real
-model answers them; `make test-fresh` runs the slow tests)."""
+model answers them; `make test-slow` runs the slow tests)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The shipped Medusa heads against their training record: a re-measurement on three held-out prompts
-(slow: the real model answers them; `make test-fresh` runs the slow tests)."""
+(slow: the real model answers them; `make test-slow` runs the slow tests)."""
 
 from __future__ import annotations
 
