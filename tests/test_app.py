@@ -195,6 +195,7 @@ def test_a_real_run_on_the_default_model(client):
     print(f"\n16-token lookahead + greedy run through the app: {seconds:.1f} s")
 
 
+@pytest.mark.usefixtures("one_round")
 def test_an_eagle_run_drafts_with_the_shipped_layer_and_writes_what_greedy_writes(client):
     eagle = run_form("def add(a, b):\n", max_new_tokens=12, method="eagle", draft_tokens=3)
     result = client.predict(**eagle, api_name="/run")
@@ -256,6 +257,7 @@ def steep_costs(monkeypatch):
     monkeypatch.setattr(server, "auto_settings", lambda lm, mode=None: choose_settings(cost_table(0.05)))
 
 
+@pytest.mark.usefixtures("one_round")
 def test_an_auto_run_records_and_replays_each_steps_plan(client, steep_costs):
     result = client.predict(**run_form("def add(a, b):\n", auto=True), api_name="/run")
     summary = result[1]
@@ -277,7 +279,8 @@ def test_a_race_times_every_method_plays_them_back_and_says_why(client, steep_co
     verdicts = (" won on ", "Within noise on ", "decoding was fastest on", "so no verdict is given")  # last: < 3 rounds
     assert any(words in summary for words in verdicts)
     assert any(label in summary for label in ("best: ", "within noise of ", "no verdict"))
-    assert "interleaved rounds" in summary and "during this race" in summary
+    # "3 interleaved rounds", or where a busy machine fits only one, "1 round" (the verdicts above allow that too)
+    assert re.search(r"<b>\d</b><span>(interleaved rounds|round)</span>", summary) and "during this race" in summary
     assert "At the measured speed" in playback["value"] and "animation-delay" in playback["value"]
     lanes = re.findall(r'<div class="ll-lane-text"[^>]*>(.*?)</div>', playback["value"], re.DOTALL)
     texts = [unescape(re.sub(r"<[^>]+>", "", lane)) for lane in lanes]
@@ -298,6 +301,7 @@ def test_a_bad_race_request_gets_a_message(client, steep_costs):
     assert "Not raced" in summary and "over the budget of 512" in summary
 
 
+@pytest.mark.usefixtures("one_round")
 def test_a_sampled_run_shows_each_draw(client):
     sampled = run_form("Tell me a story.", chat=True, max_new_tokens=12, sample=True, temperature=0.9, seed=3)
     result = client.predict(**sampled, api_name="/run")
@@ -400,6 +404,7 @@ def test_an_opened_file_that_is_no_run_gets_a_message_and_the_page_stays(client,
     assert client.predict(3, api_name="/scrub")[PANELS] == before[PANELS]
 
 
+@pytest.mark.usefixtures("one_round")
 def test_a_link_to_a_recorded_run_opens_it_until_the_shelf_forgets_it(client):
     import app
 
@@ -480,6 +485,7 @@ def run_on(client, choice: str, dtype: str = "auto", method: str = "lookahead"):
     return client.predict(**sent, api_name="/run")
 
 
+@pytest.mark.usefixtures("one_round")
 def test_switching_models_runs_each_and_a_bad_choice_leaves_the_held_model(
     client, default_model, model_folders, monkeypatch
 ):

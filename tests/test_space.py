@@ -88,6 +88,7 @@ def crossing(work, crossed: list):
     return gpu_worker
 
 
+@pytest.mark.usefixtures("one_round")
 def test_the_gpu_functions_are_the_only_model_work_and_what_crosses_pickles(served, monkeypatch):
     """Every forward pass happens inside record or timed_race; replay events make none. What crosses from the GPU
     worker on ZeroGPU (the request in, each Progress and the result out) pickles and reads back equal: a greedy

@@ -22,7 +22,10 @@ from visuals import export, replay
 
 from .test_app import PANELS, run_form
 
-pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore:.*(copy keyword|no_silent_downcasting)")
+pytestmark = [
+    pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore:.*(copy keyword|no_silent_downcasting)"),
+    pytest.mark.usefixtures("one_round"),  # what the runs keep and show, not their timing
+]
 
 PROMPT = "Repeat <i>zebra</i> quartz twice, exactly: the marmalade telescope sings at noon."
 TOKENS = 16  # 32 took 48 s of make test for the same checks (2026-11-27)
