@@ -7,8 +7,10 @@ input must come back as a message (never a traceback), and the server must stay 
 from __future__ import annotations
 
 import dataclasses
+import multiprocessing
 import re
 import time
+from contextlib import contextmanager
 from html import escape, unescape
 from pathlib import Path
 
@@ -18,6 +20,7 @@ from gradio_client.utils import Status
 
 from lab import server
 from lab.access import ModelAccess
+from lab.budget import RACE_SECONDS, RUN_SECONDS
 from lab.holding import ModelHolder
 from lookahead_core.models import DEFAULT_MODEL, GEMMA, gemma_gguf
 from lookahead_core.records import Run
@@ -25,6 +28,7 @@ from scripts.serving import running_app
 from ui.lesson import lesson_at
 from ui.links import opened
 from ui.model_box import model_choices
+from ui.race import RACE_AUTO
 from visuals import export, library, replay
 from visuals.summary import preset_note
 
@@ -582,3 +586,84 @@ def test_the_picker_offers_the_installed_models():
     values = [value for _, value in model_choices()]
     assert values[0] == DEFAULT_MODEL
     assert (GEMMA in values) == gemma_gguf().exists()
+
+
+BURNERS = 2
+BURN_SECONDS = 3 * RUN_SECONDS  # bounded: each burner stops by itself, and is ended when the test ends
+
+
+def burn(seconds: float) -> None:
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        pass
+
+
+def default_form() -> dict:
+    """The page's first preset as it loads: its prompt and settings, as the API names them."""
+    preset = library.load_presets()[0]
+    return {name: preset[name] for name in SENT_FIRST} | {"auto": bool(preset.get("auto", False))}
+
+
+def default_run(client: Client):
+    """A Run with the page's first preset as it loads, and the default method."""
+    return client.predict(**run_form(**default_form()), api_name="/run")
+
+
+def default_race(client: Client):
+    """The race as the page starts it: the first preset's prompt and new tokens, the auto settings."""
+    preset = default_form()
+    changes = {"chat": preset["chat"], "max_new_tokens": preset["max_new_tokens"]}
+    return client.predict(**race_form(preset["prompt"], RACE_AUTO, **changes), api_name="/race")
+
+
+@contextmanager
+def burning(count: int):
+    """`count` processes that each spin on a core (bounded: each stops by itself, and is ended on leaving)."""
+    burners = [multiprocessing.Process(target=burn, args=(BURN_SECONDS,), daemon=True) for _ in range(count)]
+    for burner in burners:
+        burner.start()
+    try:
+        time.sleep(1.0)  # the burners at full speed before the work starts
+        yield
+    finally:
+        for burner in burners:
+            burner.terminate()
+            burner.join()
+
+
+def model_seconds(notice: str) -> float:
+    """The model time a request's notice reports; the test fails, quoting the notice, where there is none."""
+    took = re.search(r"This request took ([0-9.]+) s of model time", notice)
+    assert took is not None, f"refused or failed: {notice}"
+    return float(took.group(1))
+
+
+def test_the_default_run_and_race_beside_two_cpu_burners_complete_and_the_prices_recover_after(client):
+    """On 2 cores two burners take most of the CPU. The Run and the race still complete within their time (partial
+    and labelled if it runs out), on the threads the machine left free; once the burners stop, the next Run is
+    priced on evidence taken after they stopped. Before the gate chose threads and renewed stale prices, the
+    default Run was refused ("Shorten the prompt"), and so was every request after the burners stopped."""
+    with burning(BURNERS):
+        result = default_run(client)
+        held = server.MODEL.get()
+        busy = (held.prices.scale, held.threads.threads, held.threads.others)
+        race_summary = default_race(client)[0]
+    stopped = time.monotonic()
+    summary, notice = result[1], result[-1]
+    used = model_seconds(notice)
+    assert used <= 1.1 * RUN_SECONDS, f"the Run held the model {used:.1f} s, over 1.1 × {RUN_SECONDS:.0f} s"
+    assert "these timings are less reliable" in summary and "Other programs used about" in summary
+    assert "Not raced" not in race_summary and "Shorten" not in race_summary, race_summary
+    raced = model_seconds(race_summary)
+    quiet = client.predict(**run_form(PROMPT_AFTER, max_new_tokens=4), api_name="/run")
+    model_seconds(quiet[-1])
+    assert held.prices.age() < time.monotonic() - stopped  # judged on the machine after the burners, not during
+    print(
+        f"\nbeside {BURNERS} burners the default race held the model {raced:.1f} s of its {RACE_SECONDS:.0f} s, "
+        f"the default Run {used:.1f} s of its {RUN_SECONDS:.0f} s: steps at "
+        f"{busy[0]:.1f}x their price on {busy[1]} of {held.threads.cores} threads (others used {busy[2]:.1f} cores); "
+        f"after them {held.prices.scale:.1f}x on {held.threads.threads} (others {held.threads.others:.1f})"
+    )
+
+
+PROMPT_AFTER = "def add(a, b):"

@@ -1,7 +1,4 @@
-"""Many visitors, one model: work stops when its visitor cancels, the queue is bounded, runs stay exact; and the
-default Run and race beside two CPU burners. The machine's two load tests share this module, so `make test`'s
-workers (--dist loadfile) never run them at the same time: a class at once beside the burners on the other core gave
-a replay 95th percentile of 2.51 s (2026-11-28).
+"""Many visitors, one model: work stops when its visitor cancels, the queue is bounded, runs stay exact.
 
 The app is served in this process, so the server's CPU time is this process's, read from /proc.
 Figures the closing note reports (time to stop after a cancel, what 8 and 40 clients got) are
@@ -10,7 +7,6 @@ printed with -s.
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import random
 import re
@@ -19,7 +15,6 @@ import threading
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -27,15 +22,13 @@ import pytest
 from gradio_client import Client
 from gradio_client.utils import QueueError, Status
 
-from lab import server
-from lab.budget import RACE_SECONDS, RUN_SECONDS
 from lookahead_core.models import DEFAULT_MODEL
 from scripts.serving import running_app
 from ui.page import MAX_WAITING
 from ui.race import RACE_AUTO
 from visuals import library, replay
 
-from .test_app import DECODING, SENT_FIRST, race_form, run_form, step_value
+from .test_app import DECODING, race_form, run_form, step_value
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore:.*(copy keyword|no_silent_downcasting)")
 
@@ -280,87 +273,3 @@ def test_past_the_queue_bound_a_client_is_told_the_lab_is_busy(url):
     )
     assert len(accepted) == 1 + MAX_WAITING and len(busy) == 40 - len(accepted)
     assert all("Queue is full" in message and "try again" in message for message in busy)
-
-
-# ----------------------------------------------------------------------------------------------
-# Beside two CPU burners
-
-
-BURNERS = 2
-PROMPT_AFTER = "def add(a, b):"  # the Run after the burners stop
-BURN_SECONDS = 3 * RUN_SECONDS  # bounded: each burner stops by itself, and is ended when the test ends
-
-
-def burn(seconds: float) -> None:
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
-        pass
-
-
-def default_form() -> dict:
-    """The page's first preset as it loads: its prompt and settings, as the API names them."""
-    preset = library.load_presets()[0]
-    return {name: preset[name] for name in SENT_FIRST} | {"auto": bool(preset.get("auto", False))}
-
-
-def default_run(client: Client):
-    """A Run with the page's first preset as it loads, and the default method."""
-    return client.predict(**run_form(**default_form()), api_name="/run")
-
-
-def default_race(client: Client):
-    """The race as the page starts it: the first preset's prompt and new tokens, the auto settings."""
-    preset = default_form()
-    changes = {"chat": preset["chat"], "max_new_tokens": preset["max_new_tokens"]}
-    return client.predict(**race_form(preset["prompt"], RACE_AUTO, **changes), api_name="/race")
-
-
-@contextmanager
-def burning(count: int):
-    """`count` processes that each spin on a core (bounded: each stops by itself, and is ended on leaving)."""
-    burners = [multiprocessing.Process(target=burn, args=(BURN_SECONDS,), daemon=True) for _ in range(count)]
-    for burner in burners:
-        burner.start()
-    try:
-        time.sleep(1.0)  # the burners at full speed before the work starts
-        yield
-    finally:
-        for burner in burners:
-            burner.terminate()
-            burner.join()
-
-
-def model_seconds(notice: str) -> float:
-    """The model time a request's notice reports; the test fails, quoting the notice, where there is none."""
-    took = re.search(r"This request took ([0-9.]+) s of model time", notice)
-    assert took is not None, f"refused or failed: {notice}"
-    return float(took.group(1))
-
-
-def test_the_default_run_and_race_beside_two_cpu_burners_complete_and_the_prices_recover_after(url):
-    """On 2 cores two burners take most of the CPU. The Run and the race still complete within their time (partial
-    and labelled if it runs out), on the threads the machine left free; once the burners stop, the next Run is
-    priced on evidence taken after they stopped. Before the gate chose threads and renewed stale prices, the
-    default Run was refused ("Shorten the prompt"), and so was every request after the burners stopped."""
-    client = Client(url, verbose=False)
-    with burning(BURNERS):
-        result = default_run(client)
-        held = server.MODEL.get()
-        busy = (held.prices.scale, held.threads.threads, held.threads.others)
-        race_summary = default_race(client)[0]
-    stopped = time.monotonic()
-    summary, notice = result[1], result[-1]
-    used = model_seconds(notice)
-    assert used <= 1.1 * RUN_SECONDS, f"the Run held the model {used:.1f} s, over 1.1 × {RUN_SECONDS:.0f} s"
-    assert "these timings are less reliable" in summary and "Other programs used about" in summary
-    assert "Not raced" not in race_summary and "Shorten" not in race_summary, race_summary
-    raced = model_seconds(race_summary)
-    quiet = client.predict(**run_form(PROMPT_AFTER, max_new_tokens=4), api_name="/run")
-    model_seconds(quiet[-1])
-    assert held.prices.age() < time.monotonic() - stopped  # judged on the machine after the burners, not during
-    print(
-        f"\nbeside {BURNERS} burners the default race held the model {raced:.1f} s of its {RACE_SECONDS:.0f} s, "
-        f"the default Run {used:.1f} s of its {RUN_SECONDS:.0f} s: steps at "
-        f"{busy[0]:.1f}x their price on {busy[1]} of {held.threads.cores} threads (others used {busy[2]:.1f} cores); "
-        f"after them {held.prices.scale:.1f}x on {held.threads.threads} (others {held.threads.others:.1f})"
-    )
