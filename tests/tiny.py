@@ -22,27 +22,18 @@ COST_SIZES = [1, 2, 4, 8, 16, 32, 64, 128]
 def tiny_config(family: str, layers: int = 2):
     """A 2-layer random model small enough to decode hundreds of prompts in seconds."""
     common = {"vocab_size": TINY_VOCAB, "initializer_range": 0.4, "tie_word_embeddings": False}
+    shape = {  # Llama's names, which Qwen2 shares
+        "hidden_size": 32,
+        "intermediate_size": 64,
+        "num_hidden_layers": layers,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "max_position_embeddings": 256,
+    }
     if family == "llama":
-        return LlamaConfig(
-            hidden_size=32,
-            intermediate_size=64,
-            num_hidden_layers=layers,
-            num_attention_heads=4,
-            num_key_value_heads=2,
-            max_position_embeddings=256,
-            **common,
-        )
+        return LlamaConfig(**shape, **common)
     if family == "qwen2":
-        return Qwen2Config(
-            hidden_size=32,
-            intermediate_size=64,
-            num_hidden_layers=layers,
-            num_attention_heads=4,
-            num_key_value_heads=2,
-            max_position_embeddings=256,
-            use_sliding_window=False,
-            **common,
-        )
+        return Qwen2Config(**shape, use_sliding_window=False, **common)
     if family == "gpt2":
         return GPT2Config(n_embd=32, n_layer=layers, n_head=4, n_positions=256, **common)
     raise ValueError(family)
