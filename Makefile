@@ -43,10 +43,10 @@ browser:
 test: $(VENV)/.dev browser
 	$(BIN)/python -m pytest -q -m "not slow" -n auto --dist loadfile --no-loadscope-reorder
 
-# Where to start: the tests that need neither the real model nor Chromium nor a second of CPU or more (`heavy`), on every core (in one
-# process they grew past a minute: 944 tests, 67 s on the 2-core CPU). The last line counts them, above it the slowest
-# five; `$(BIN)/python -m pytest --collect-only -q -m "$(QUICK)"` lists them. Spread test by test, not file by file as in
-# `make test`: none of them loads the real model, which is what loadfile keeps to one worker.
+# Where to start: the tests that need neither the real model nor Chromium nor a second of CPU or more (`heavy`), on
+# every core (in one process they grew past a minute: 944 tests, 67 s on the 2-core CPU). The last line counts them,
+# above it the slowest five; `$(BIN)/python -m pytest --collect-only -q -m "$(QUICK)"` lists them. Spread test by test,
+# not file by file as in `make test`: none of them loads the real model, which is what loadfile keeps to one worker.
 QUICK := not model and not browser and not heavy and not slow
 test-quick: $(VENV)/.dev
 	$(BIN)/python -m pytest -q -n auto -m "$(QUICK)" --durations=5

@@ -122,7 +122,6 @@ def test_a_refused_request(desktop):
     assert errors == []
 
 
-@pytest.mark.usefixtures("one_round")
 def test_a_runs_result(desktop):
     page, errors = desktop
     page.fill("#ll-controls textarea", "Count from one to ten:")  # short enough to fit a busy machine's time budget

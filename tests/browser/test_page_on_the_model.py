@@ -57,7 +57,6 @@ def test_the_page_opens_with_the_example_ready(browser_page):
     assert "forward passes vs greedy" in page.inner_text("#ll-summary")
 
 
-@pytest.mark.usefixtures("one_round")
 def test_run_and_step_show_no_error(browser_page):
     page, errors = browser_page
     run_on_model(page, 12)
@@ -100,7 +99,6 @@ def test_screenshot_of_a_step_with_accepted_guesses(browser_page):
 RACE_SCREENSHOT = SCREENSHOT.with_name("race.png")
 
 
-@pytest.mark.usefixtures("one_round")
 def test_the_race_plays_every_lane_back_to_its_measured_output(browser_page):
     page, errors = browser_page
     set_max_tokens(page, 8)  # 16 took 46 s of make test for the same checks
@@ -145,7 +143,6 @@ def show_progress_then_stop(page, screenshot: Path) -> str:
     return shown
 
 
-@pytest.mark.usefixtures("one_round")
 def test_a_run_shows_its_progress_disables_its_buttons_and_stops(browser_page):
     page, errors = browser_page
     set_max_tokens(page, 60)
@@ -155,7 +152,6 @@ def test_a_run_shows_its_progress_disables_its_buttons_and_stops(browser_page):
     assert errors == []
 
 
-@pytest.mark.usefixtures("one_round")
 def test_on_a_phone_the_page_stays_390_px_wide_and_steps_by_tapping(browser, served_on_the_model):
     page, errors = open_page(browser, served_on_the_model, PHONE)
     try:

@@ -62,7 +62,6 @@ def within_the_screen(page, selector: str) -> bool:
     return boxes != [] and all(b is not None and b["x"] >= 0 and b["x"] + b["width"] <= PHONE["width"] for b in boxes)
 
 
-@pytest.mark.usefixtures("one_round")
 def test_on_a_phone_a_race_leaves_the_page_as_wide_as_the_screen(served, browser):
     page, errors = opened(browser, served)
     try:
