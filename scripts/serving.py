@@ -102,8 +102,16 @@ def caption(page) -> str:
 
 
 def wait_for_step(page, step: int) -> None:
-    """Wait until the caption shows step `step`."""
-    page.wait_for_function(f"() => document.querySelector('#ll-caption').innerText.startsWith('Step {step} of')")
+    """Wait until the caption shows step `step`; if it does not within PAGE_WAIT_MS, fail with what the page shows
+    instead (the caption, the note under Run, any toast: Gradio's own when it lost the server)."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    try:
+        page.wait_for_function(f"() => document.querySelector('#ll-caption').innerText.startsWith('Step {step} of')")
+    except PlaywrightTimeout:
+        said = {part: page.inner_text(part) for part in ("#ll-caption", "#ll-run-notice")}
+        toasts = page.locator('[data-testid="toast-body"]').all_inner_texts()
+        raise AssertionError(f"step {step} never showed; the page says {said}, toasts {toasts}") from None
 
 
 def run_on_model(page, tokens: int) -> None:

@@ -8,8 +8,11 @@ tests/tiny.py."""
 from __future__ import annotations
 
 import dataclasses
+import fcntl
 import importlib.util
 import os
+import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -66,16 +69,14 @@ MARKED_BY = {
 # xdist's own order, most tests first, dealt the one-test modules of a minute last, and a worker ran them alone for
 # a minute or two at the end). So the longest modules come first, by their seconds in `make test` on the 2-core CPU
 # (below), and the last modules dealt are short ones (under 10 s); every other module follows them in its own order.
-# The first four are placed, not sorted. test_app.py ends with its burners test (two processes spinning on both cores
-# for up to 110 s): the other worker must then run modules with no timing in them (test_fixed_shape.py, then
-# test_sampling.py), never test_many_visitors.py's class at once (beside the burners its replay 95th percentile was
-# 2.51 s, over its 2.5) nor a browser's page waits; test_many_visitors.py, dealt to test_app.py's worker while the
-# burners run, starts after them.
+# The first four are placed, not sorted, so that the tests marked `alone` (test_app.py's burners, its last test, and
+# test_many_visitors.py's class at once) mostly meet modules with no browser in them on the other worker: the lock
+# (MACHINE) keeps them apart from the browser tests whatever the order, and the order spares the wait.
 LONGEST_FIRST = [  # each module's seconds in a clean clone's make test on the 2-core AMD CPU, 2026-11-28 (summed)
     "test_app.py",  # 270, the burners test last (112)
     "test_fixed_shape.py",  # 199
-    "test_many_visitors.py",  # 138
     "test_sampling.py",  # 198
+    "test_many_visitors.py",  # 138
     "test_accessibility.py",  # 222
     "test_working_state.py",  # 164
     "test_page_on_the_model.py",  # 144
@@ -140,6 +141,30 @@ def unmarked_reach(request, monkeypatch) -> None:
         from playwright import sync_api
 
         monkeypatch.setattr(sync_api, "sync_playwright", refusal("starts Chromium", "browser", "browser"))
+
+
+# The machine, shared between make test's two workers (and any other run of this suite on it) by a lock on this file.
+# A test marked `alone` loads every core: it holds the lock alone. A browser test (its page waits, up to two minutes,
+# on a server in its own worker) shares it with the other browser tests. So the two never overlap. Placing modules by
+# hand (LONGEST_FIRST) alone did not keep them apart on CI's machine, which deals them on its own timings: in one run
+# there the class at once's replay 95th percentile went to 4.65 s and a tapped step never showed on the phone
+# (2026-11-28). A worker holds the lock for one test at a time, so neither waits on the other for longer than one test.
+MACHINE = Path(tempfile.gettempdir()) / "lookahead-lab-tests.machine.lock"
+
+
+@pytest.fixture(autouse=True)
+def machine_share(request):
+    """The machine alone for a test marked `alone`, shared for one marked `browser`; no lock for any other test."""
+    if request.node.get_closest_marker("alone"):
+        kind = fcntl.LOCK_EX
+    elif request.node.get_closest_marker("browser"):
+        kind = fcntl.LOCK_SH
+    else:
+        yield
+        return
+    with MACHINE.open("a") as lock:
+        fcntl.flock(lock, kind)  # released when the file closes
+        yield
 
 
 @pytest.fixture

@@ -638,6 +638,7 @@ def model_seconds(notice: str) -> float:
     return float(took.group(1))
 
 
+@pytest.mark.alone
 def test_the_default_run_and_race_beside_two_cpu_burners_complete_and_the_prices_recover_after(client):
     """On 2 cores two burners take most of the CPU. The Run and the race still complete within their time (partial
     and labelled if it runs out), on the threads the machine left free; once the burners stop, the next Run is

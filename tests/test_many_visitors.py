@@ -14,7 +14,9 @@ import statistics
 import threading
 import time
 import uuid
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -102,10 +104,12 @@ RACE_STARTS = (7.0, 20.0)
 SWEEP_STARTS = (14.0,)
 REPLAYERS = VISITORS - len(RUN_STARTS) - len(RACE_STARTS) - len(SWEEP_STARTS)
 GRACE_SECONDS = 15.0  # after the load, model work still running may finish; what is still queued is cancelled
-# Seconds: a replay step answered within this, 95 times in 100. A replay waiting behind model work would wait for a
-# whole Run (16 tokens: several seconds on these CPUs). Without any such wait, the 2-core Intel CPU gave under 1 s; the
-# 2-core AMD EPYC 0.42 s alone and 1.56 s beside the rest of `make test` on the other core (2026-11-28).
-REPLAY_P95 = 2.5
+# Seconds: the replay steps' 95th percentile a class should get, printed beside the one measured; a figure, not a
+# bound the test holds (a speed target on a shared machine is a benchmark's, not a test's). The 2-core Intel CPU gave
+# under 1 s; the 2-core AMD EPYC 0.42 s alone, 1.56 s beside the rest of `make test`, and 4.65 s on CI's machine beside
+# the rest of `make test` (2026-11-28). That replays never wait behind model work is
+# test_replays_are_answered_while_a_run_holds_the_model's, on no clock.
+REPLAY_P95 = 1.0
 MEMORY_GROWTH_MB = 200
 
 
@@ -155,12 +159,11 @@ class Load:
                 self.replays.append(time.perf_counter() - start)
 
 
-def replaying(url: str, load: Load, seed: int, stop: float) -> None:
-    """A student: opens a preset, steps through it, scrubs, now and then opens another, reading between clicks.
-    Sent as the page sends a replay event (queue=False): posted straight to /gradio_api/run/<name> with the page's
-    session, never through the queue (gradio_client would join the queue with every event)."""
-    rng = random.Random(seed)
-    presets = [item["id"] for item in library.load_presets()]
+@contextmanager
+def replay_session(url: str) -> Iterator[Callable[..., list]]:
+    """A page's session: yields `replay_event(name, *data)`, which sends a replay event as the page does (queue=False),
+    posted straight to /gradio_api/run/<name> with the session's hash, never through the queue (gradio_client would
+    join the queue with every event), and returns what it answered."""
     session = uuid.uuid4().hex
     with httpx.Client(base_url=f"{url}gradio_api/run/", timeout=60) as http:
 
@@ -169,6 +172,39 @@ def replaying(url: str, load: Load, seed: int, stop: float) -> None:
             answer.raise_for_status()
             return answer.json()["data"]
 
+        yield replay_event
+
+
+REPLAY_EVENTS = ("preset", "step_forward", "step_back", "scrub", "play")
+
+
+def test_replays_are_answered_while_a_run_holds_the_model(url):
+    """Replays never wait behind model work: the page posts them outside the queue (its config says so), and while a
+    120-token Run holds the one model slot, a student opens a preset, steps and scrubs, and every answer comes while
+    the Run is still decoding. A replay queued or locked behind the Run would be answered only after it: on no clock,
+    however busy the machine."""
+    events = httpx.get(f"{url}config", timeout=60).json()["dependencies"]
+    queued = {event["api_name"]: event["queue"] for event in events if event["api_name"] in REPLAY_EVENTS}
+    assert queued == dict.fromkeys(REPLAY_EVENTS, False)
+    job = Client(url, verbose=False).submit(**run_request(120), api_name="/run")
+    wait_until_processing(job)
+    try:
+        with replay_session(url) as replay_event:
+            shown = [replay_event("preset", library.load_presets()[0]["id"])]
+            shown += [replay_event("step_forward", None, step) for step in range(3)]
+            shown.append(replay_event("scrub", None, 1))
+        decoding = job.status().code in DECODING
+    finally:
+        job.cancel()
+    assert [step_value(answer[1]) for answer in shown[1:]] == [1, 2, 3, 1]
+    assert decoding, "the replays were answered only once the Run had ended"
+
+
+def replaying(url: str, load: Load, seed: int, stop: float) -> None:
+    """A student: opens a preset, steps through it, scrubs, now and then opens another, reading between clicks."""
+    rng = random.Random(seed)
+    presets = [item["id"] for item in library.load_presets()]
+    with replay_session(url) as replay_event:
         while time.monotonic() < stop:
             load.timed(lambda: replay_event("preset", rng.choice(presets)))
             step = 0
@@ -210,11 +246,12 @@ def model_work(url: str, load: Load, name: str, start: float, api: str, request:
         load.outputs.append(client.predict(result[0]["maximum"], api_name="/scrub")[OUTPUT])
 
 
-def test_a_class_at_once_replays_fast_queues_model_work_with_its_place_and_keeps_its_memory(url):
-    """30 visitors for 45 seconds on the one model: replay steps answered within REPLAY_P95 at the 95th percentile
-    (replays never wait behind model work), every Run, race and sweep answered or queued with its place, no
-    error, memory bounded; the Runs each write what one client alone gets (its start, where the deadline stopped
-    one on a machine busy with other work)."""
+@pytest.mark.alone
+def test_a_class_at_once_is_answered_queues_model_work_with_its_place_and_keeps_its_memory(url):
+    """30 visitors for 45 seconds on the one model: every replay answered, every Run, race and sweep answered or
+    queued with its place, no error, memory bounded; the Runs each write what one client alone gets (its start, where
+    the deadline stopped one on a machine busy with other work). The replay steps' times are printed, against
+    REPLAY_P95."""
     alone = Client(url, verbose=False)
     last_step = alone.predict(**run_request(16), api_name="/run")[0]["maximum"]
     reference = token_ids(alone.predict(last_step, api_name="/scrub")[OUTPUT])  # the same session's run, at its end
@@ -238,12 +275,12 @@ def test_a_class_at_once_replays_fast_queues_model_work_with_its_place_and_keeps
     p95 = replays[int(0.95 * (len(replays) - 1))]
     print(
         f"\n{VISITORS} visitors for {LOAD_SECONDS:.0f} s: {len(replays)} replay calls, median "
-        f"{statistics.median(replays):.3f} s, 95th percentile {p95:.3f} s, slowest {replays[-1]:.2f} s; "
+        f"{statistics.median(replays):.3f} s, 95th percentile {p95:.3f} s (a class should get under {REPLAY_P95} s), "
+        f"slowest {replays[-1]:.2f} s; "
         f"model work: {dict(sorted(load.ends.items()))}; places seen: "
         f"{ {name: max(places) for name, places in load.places.items() if places} }; memory grew {grown:.0f} MB"
     )
     assert not load.errors, load.errors
-    assert p95 < REPLAY_P95, f"replay steps took {p95:.2f} s at the 95th percentile"
     assert set(load.ends) == {name for name, *_ in work}
     assert all(end in ("answered", "queued") for end in load.ends.values()), load.ends
     assert all(load.places[name] for name, end in load.ends.items() if end == "queued")

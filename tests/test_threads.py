@@ -131,7 +131,9 @@ def test_the_gate_renews_a_busy_moments_prices_with_a_probe_and_admits_the_reque
     prices = Prices(costs, clock=lambda: now[0])
     prices.learn([decode_step(1, 50 * prices.costs.seconds_for(1))] * 128)  # the worst moment: 50x
     now[0] = 60.0  # a minute later, the burners gone
-    seconds = 5 * first_token_seconds(Prices(costs), 4, 2)
+    # 20x the quiet price: under the stale 50x, over what a probe measures beside make test-quick's other worker (at 5x
+    # the probe's step was once refused there, 2026-11-28)
+    seconds = 20 * first_token_seconds(Prices(costs), 4, 2)
     with pytest.raises(BudgetError, match="busy now"):
         budget.check_budget(prices, 4, 2, seconds)
     held = Held(tiny_lm, prices=prices, threads=threads.ThreadChoice(cores=2, best=1))
