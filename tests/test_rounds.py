@@ -53,8 +53,12 @@ class SlowClock:
 
 
 @pytest.fixture
-def slow_clock(tiny_lm):
+def slow_clock(tiny_lm, monkeypatch):
+    """The slow clock, which every step is timed on too (time.perf_counter): a step's real seconds, asked by the
+    deadline before the next step, grew under load and stopped a race's lanes a few tokens in, where a quiet machine
+    compared eight or more (CI's make test, 2026-11-28). On it what each decoding needs is the same on any machine."""
     clock = SlowClock(tiny_lm.model.base_model)  # the engine may call the base model and the head apart
+    monkeypatch.setattr(time, "perf_counter", clock)
     yield clock
     clock.hook.remove()
 
@@ -82,15 +86,11 @@ def test_a_run_that_reaches_its_deadline_stops_partial_and_says_so(tiny_lm, slow
 
 
 @pytest.mark.heavy  # seconds: three Runs
-def test_on_a_busy_machine_a_runs_later_rounds_decode_what_fits_and_it_still_gives_a_verdict(
-    tiny_lm, slow_clock, monkeypatch
-):
+def test_on_a_busy_machine_a_runs_later_rounds_decode_what_fits_and_it_still_gives_a_verdict(tiny_lm, slow_clock):
     """Beside CPU burners a Run's recorded round took most of its time, so no second whole round fitted and the
     page gave no verdict. Now the later rounds decode the first new tokens they all fit, and every figure counts
-    that many. Every step is timed on the slow clock (it moves only with the model's passes), so what each round
-    needs is the same on any machine. Where one whole round more would fit but not two, both are cut (the page
+    that many. Where one whole round more would fit but not two, both are cut (the page
     says "rounds 2-3"). Controls: with room every round is whole; with too little, one round."""
-    monkeypatch.setattr(time, "perf_counter", slow_clock)
     decoded = {}  # (round, method) -> the most new tokens its Progress showed
 
     def timed(seconds):
@@ -122,10 +122,9 @@ def test_on_a_busy_machine_a_runs_later_rounds_decode_what_fits_and_it_still_giv
 
 
 @pytest.mark.heavy  # seconds: two races
-def test_on_a_busy_machine_a_races_later_rounds_decode_what_fits(tiny_lm, slow_clock, monkeypatch):
+def test_on_a_busy_machine_a_races_later_rounds_decode_what_fits(tiny_lm, slow_clock):
     """The race's rounds as a Run's (above): cut to fit where a whole one no longer does, the whole first round
     shown (control: with room, every round is whole)."""
-    monkeypatch.setattr(time, "perf_counter", slow_clock)
     costs = StepCosts.of(cost_table(0.1))
 
     def timed(seconds):
