@@ -9,7 +9,8 @@ only when a page is opened: the end-to-end tests need the server alone.
 from __future__ import annotations
 
 import socket
-from collections.abc import Iterator
+import warnings
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -97,8 +98,43 @@ def open_page(browser, url: str, viewport: dict = VIEWPORT) -> tuple[object, lis
     return page, errors
 
 
+STEP_SHOWN = "() => document.querySelector('#ll-caption').innerText.startsWith('Step %d of')"
+
+
 def caption(page) -> str:
     return page.inner_text("#ll-caption")
+
+
+PRESS_AGAIN_MS = 20_000  # a press whose step has not shown by then, while the caption still shows the step before it,
+# is pressed again
+
+
+def shown_step(page) -> int | None:
+    """The step the caption shows ("Step 5 of 38 · ..."), or None where it shows none."""
+    words = caption(page).split()
+    return int(words[1]) if len(words) > 1 and words[0] == "Step" and words[1].isdigit() else None
+
+
+def press_to_step(page, press: Callable[[], None], step: int) -> None:
+    """`press` a step control (a click, a key, a tap), then wait until the caption shows step `step`. A press that
+    moved nothing within PRESS_AGAIN_MS is pressed again, as a student would, and a warning says so: on CI's busy
+    machine a press now and then moved nothing, with no toast and no error, and its step never showed in two minutes
+    (2026-11-28). Gradio drops a press of a control whose previous press is in flight, so a slow answer is never
+    stepped twice."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    before = shown_step(page)
+    for _ in range(PAGE_WAIT_MS // PRESS_AGAIN_MS):
+        press()
+        try:
+            page.wait_for_function(STEP_SHOWN % step, timeout=PRESS_AGAIN_MS)
+            return
+        except PlaywrightTimeout:
+            if shown_step(page) != before:
+                break
+            dropped = f"a press toward step {step} moved nothing in {PRESS_AGAIN_MS // 1000} s: pressed again"
+            warnings.warn(dropped, stacklevel=2)
+    wait_for_step(page, step)
 
 
 def wait_for_step(page, step: int) -> None:
@@ -107,7 +143,7 @@ def wait_for_step(page, step: int) -> None:
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
     try:
-        page.wait_for_function(f"() => document.querySelector('#ll-caption').innerText.startsWith('Step {step} of')")
+        page.wait_for_function(STEP_SHOWN % step)
     except PlaywrightTimeout:
         said = {part: page.inner_text(part) for part in ("#ll-caption", "#ll-run-notice")}
         toasts = page.locator('[data-testid="toast-body"]').all_inner_texts()
@@ -172,8 +208,7 @@ def step_forward_to(page, step: int) -> None:
     while the previous step is still in flight."""
     page.click("h1")
     for shown in range(1, step + 1):
-        page.keyboard.press("ArrowRight")
-        wait_for_step(page, shown)
+        press_to_step(page, lambda: page.keyboard.press("ArrowRight"), shown)
 
 
 def screenshot(page, path: Path) -> None:

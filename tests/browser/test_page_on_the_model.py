@@ -18,6 +18,7 @@ from scripts.serving import (
     caption,
     choose_preset,
     open_page,
+    press_to_step,
     race_to_end,
     run_on_model,
     screenshot_step,
@@ -60,13 +61,10 @@ def test_the_page_opens_with_the_example_ready(browser_page):
 def test_run_and_step_show_no_error(browser_page):
     page, errors = browser_page
     run_on_model(page, 12)
-    page.click("#ll-forward")
-    wait_for_step(page, 1)
+    press_to_step(page, lambda: page.click("#ll-forward"), 1)
     page.click("h1")
-    page.keyboard.press("ArrowRight")
-    wait_for_step(page, 2)
-    page.keyboard.press("ArrowLeft")
-    wait_for_step(page, 1)
+    press_to_step(page, lambda: page.keyboard.press("ArrowRight"), 2)
+    press_to_step(page, lambda: page.keyboard.press("ArrowLeft"), 1)
     assert page.locator(ERROR_TOAST).count() == 0
     assert errors == []
 
@@ -81,8 +79,7 @@ def test_an_empty_prompt_gets_a_warning_and_the_page_keeps_working(browser_page)
     assert "Not run: The prompt is empty" in page.inner_text("#ll-run-notice")
     assert page.locator(ERROR_TOAST).count() == 0
     page.click('[data-testid="toast-close"]')
-    page.click("#ll-forward")
-    wait_for_step(page, step + 1)
+    press_to_step(page, lambda: page.click("#ll-forward"), step + 1)
 
 
 def test_screenshot_of_a_step_with_accepted_guesses(browser_page):
@@ -158,8 +155,7 @@ def test_on_a_phone_the_page_stays_390_px_wide_and_steps_by_tapping(browser, ser
         assert page_width(page) <= PHONE["width"]
         choose_preset(page, "Code: a Python class")
         for shown in range(1, 9):
-            page.tap("#ll-forward")
-            wait_for_step(page, shown)
+            press_to_step(page, lambda: page.tap("#ll-forward"), shown)
             assert page_width(page) <= PHONE["width"], f"the page grew to {page_width(page)} px at step {shown}"
         set_max_tokens(page, 60)
         show_progress_then_stop(page, SCREENSHOT.with_name("progress-phone.png"))
@@ -174,8 +170,7 @@ def test_a_link_opens_its_preset_at_its_step_and_an_edited_prompt_is_no_preset(b
     try:
         wait_for_step(page, 5)
         assert page.input_value("#ll-controls input[role=listbox], #ll-controls .wrap input") == "Math: a word problem"
-        page.click("#ll-forward")
-        wait_for_step(page, 6)
+        press_to_step(page, lambda: page.click("#ll-forward"), 6)
         page.click("#ll-link")
         page.wait_for_function("() => location.search.includes('step=6')")
         assert "preset=pencils" in page.url
