@@ -105,8 +105,7 @@ def caption(page) -> str:
     return page.inner_text("#ll-caption")
 
 
-PRESS_AGAIN_MS = 20_000  # a press whose step has not shown by then, while the caption still shows the step before it,
-# is pressed again
+PRESS_AGAIN_MS = 20_000  # a step press that has moved nothing by then is pressed again (press_to_step)
 
 
 def shown_step(page) -> int | None:
@@ -119,8 +118,8 @@ def press_to_step(page, press: Callable[[], None], step: int) -> None:
     """`press` a step control (a click, a key, a tap), then wait until the caption shows step `step`. A press that
     moved nothing within PRESS_AGAIN_MS is pressed again, as a student would, and a warning says so: on CI's busy
     machine a press now and then moved nothing, with no toast and no error, and its step never showed in two minutes
-    (2026-11-28). Gradio drops a press of a control whose previous press is in flight, so a slow answer is never
-    stepped twice."""
+    (2026-11-28). Gradio drops a press of a control whose previous press is in flight (its frontend skips an event
+    with trigger_mode "once" while it is pending), so a slow answer is never stepped twice."""
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
     before = shown_step(page)

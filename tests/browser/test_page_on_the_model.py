@@ -22,6 +22,7 @@ from scripts.serving import (
     race_to_end,
     run_on_model,
     screenshot_step,
+    shown_step,
     wait_for_step,
 )
 
@@ -71,7 +72,7 @@ def test_run_and_step_show_no_error(browser_page):
 
 def test_an_empty_prompt_gets_a_warning_and_the_page_keeps_working(browser_page):
     page, _ = browser_page
-    step = int(caption(page).split()[1])  # where the replay stands: the refusal must leave it there
+    step = shown_step(page)  # where the replay stands: the refusal must leave it there
     page.fill("#ll-controls textarea", "   ")
     page.click("#ll-run")
     page.wait_for_selector(WARNING_TOAST)
