@@ -12,6 +12,7 @@ wide for it. The compiled mode is priced by the CUDA graph's curve: a compile pe
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import itertools
 import json
 import re
@@ -27,6 +28,7 @@ from .fixed import FixedPasses, chosen_mode, failed, shape_for
 from .forward import forward_tree, keep_rows, prefill
 from .layout import chain_layout
 from .models import LoadedModel, cache_root
+from .product_ways import fingerprint
 from .records import StepCostCurve, StepMode
 
 SIZES = (1, 2, 4, 8, 12, 16, 24, 32, 48, 64, 96, 128)
@@ -152,13 +154,20 @@ def pass_timers(lm: LoadedModel, prefix: list[int], sizes, mode: StepMode, round
     return [partial(fixed, passes, size) for passes, size in zip(decodings, sizes, strict=True)], release
 
 
-CURVE_VERSION = 2  # a cached curve is measured again when the engine's passes change what they cost (2: products.py)
+# A cached curve is measured again when the engine's passes change what they cost (2: products.py; 3: the products
+# chosen by measurement on each machine, product_ways.py)
+CURVE_VERSION = 3
 
 
 def costs_path(lm: LoadedModel, mode: StepMode = StepMode.EAGER):
+    """Where the curve of `lm` in `mode` is cached: by model, device, dtype and mode, and on a CPU by the machine's
+    fingerprint (the products' choice and the curve hold for that machine only)."""
     facts = lm.describe()
     mode_key = "" if mode == StepMode.EAGER else f"-{mode}"
     key = re.sub(r"[^A-Za-z0-9.]+", "-", f"{lm.name}-{facts['device_name']}-{facts['dtype']}{mode_key}").strip("-")
+    if lm.device.type == "cpu":
+        machine = json.dumps(fingerprint(lm.dtype), sort_keys=True).encode()
+        key += f"-{hashlib.sha256(machine).hexdigest()[:12]}"
     return cache_root() / "step-costs" / f"{key}-v{CURVE_VERSION}.json"
 
 

@@ -7,11 +7,11 @@ causal LM whose attention honours a custom 4D mask runs lookahead with no patchi
 keeps every position on every layer; only the transformers Cache API (`crop`, and the layers'
 key/value tensors) is used to keep the accepted rows.
 Where the model's head is a plain linear layer the engine runs the model's own base and applies
-that layer's weights itself, as weight @ hidden: on a CPU that product costs a fraction of the
-batched linear for a few rows, and the body's linear layers take their rows the same way, in the
-engine's own view of the model (products.py). Each pass returns every row's argmax (greedy decoding,
-the Jacobi update) and logits (sampled verification), and, when asked, each row's last hidden state
-(what Medusa's heads read), taken from the same pass.
+that layer itself, on the rows it scores; on a CPU every linear layer, the head too, takes its
+rows the way measured fastest on this machine, in the engine's own view of the model (products.py).
+Each pass returns every row's argmax (greedy decoding, the Jacobi update) and logits (sampled
+verification), and, when asked, each row's last hidden state (what Medusa's heads read), taken
+from the same pass.
 """
 
 from __future__ import annotations
@@ -93,17 +93,17 @@ def run_rows(
         return logits.argmax(dim=-1).tolist(), logits, states
     states = model.base_model(**inputs).last_hidden_state[0]
     scored = (states[-1:] if last_only else states).to(head.weight.device)
-    scores = head.weight @ scored.T  # (vocab, rows): the matrix-vector shape CPU kernels run fastest
-    if head.bias is not None:
-        scores += head.bias[:, None]
-    return scores.argmax(dim=0).tolist(), scores.T, states.to(head.weight.device) if hidden else None
+    logits = head(scored)  # in the engine's view, the product taken the way measured fastest here (products.py)
+    return logits.argmax(dim=-1).tolist(), logits, states.to(head.weight.device) if hidden else None
 
 
 def timed(model, last_only: bool = False, hidden: bool = False, **inputs) -> Pass:
-    device = model.device
+    """One pass of `model`'s engine view, timed; the view is had first (a first pass at a thread count measures
+    the products' choice: that is no pass's time)."""
+    device, viewed = model.device, engine_model(model)
     synchronize(device)
     start = time.perf_counter()
-    argmax, logits, states = run_rows(engine_model(model), last_only, hidden, **inputs)
+    argmax, logits, states = run_rows(viewed, last_only, hidden, **inputs)
     return Pass(argmax, logits, time.perf_counter() - start, states)
 
 

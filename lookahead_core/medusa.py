@@ -27,6 +27,7 @@ from torch.nn import functional
 
 from .config import SettingsError
 from .layout import CURRENT
+from .products import engine_model
 from .proposers import Candidate, Outcome, Proposal, ProposedBranch, ProposerReport, StepContext
 from .records import Branch, GuessReason, GuessSource, HeadGuesses, HeadsRecord, MedusaSettings
 
@@ -72,13 +73,12 @@ def output_logits(model, states: torch.Tensor) -> torch.Tensor:
 
 
 def output_scores(model, states: torch.Tensor) -> torch.Tensor:
-    """The model's logits for a few hidden states (rows x d), as (vocab x rows): weight @ states.T, the
-    matrix-vector shape CPU kernels run fastest (measured on SmolLM2, 4 rows: about half F.linear's time)."""
-    head = model.get_output_embeddings()
+    """The model's logits for a few hidden states (rows x d), as (vocab x rows): its output layer in the engine's
+    view, whose product is taken the way measured fastest here (products.py)."""
+    head = engine_model(model).get_output_embeddings()
     if not isinstance(head, nn.Linear):
         return output_logits(model, states).T
-    scores = head.weight @ states.T
-    return logit_transform(model, scores if head.bias is None else scores + head.bias[:, None])
+    return logit_transform(model, head(states).T)
 
 
 def logit_transform(model, logits: torch.Tensor) -> torch.Tensor:

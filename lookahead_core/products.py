@@ -1,18 +1,14 @@
-"""The linear layers' products in an engine pass, taken the way this CPU runs them fastest.
-
-`nn.Linear` computes x @ W.T. On this project's 2-core CPU (torch 2.13 with MKL 2024.2, AVX-512) that
-runs one core's matrix-vector kernel for one row, and a kernel 1.5-1.8x as slow for 2 to 4 rows. The same
-product taken as W @ x.T is a matrix-matrix product that reads each weight once on both cores: a pass of
-SmolLM2-135M took 27.4 ms for one row (fed twice) instead of 39.6, 33.8 ms for 4 rows instead of 50.1,
-86.9 for 32 instead of 91.8, and the same at 64 (`python scripts/row_cost.py`, docs/engine.md).
+"""The linear layers' products in an engine pass, taken the way this machine runs them fastest.
 
 The engine runs its passes of a CPU model on its own view of it (`engine_model`), never on a changed model:
 each float32 nn.Linear appears there as an EngineLinear that shares the layer's attributes (one __dict__:
-weights, hooks, all of it) and takes up to FEW_ROWS rows as W @ x.T; each module above one is a shallow copy
-holding those views, its attributes made its original's again before every pass; every other module is the
-model's own. The model is left as loaded, so transformers' own `generate` (the reference that exactness is
-checked against, and the bench's peers) runs `nn.Linear`'s kernel, as a user would run it. The two kernels
-round differently in the last bits; exactness is checked as for any pass, token for token against `generate`.
+weights, hooks, all of it) and takes its rows the way timed fastest on this machine for its group of layers and
+its row count (product_ways.py: nn.Linear's kernel, W @ x.T, oneDNN's prepacked weights; measured at the model's
+first pass at a thread count, cached per machine); each module above one is a shallow copy holding those views,
+its attributes made its original's again before every pass; every other module is the model's own. The model
+is left as loaded, so transformers' own `generate` (the reference that exactness is checked against, and the
+bench's peers) runs `nn.Linear`'s kernel, as a user would run it. The ways round differently in the last bits;
+exactness is checked as for any pass, token for token against `generate`, for every way (tests/test_products.py).
 
 On CUDA the engine takes a GPU's measured levers instead, the first in the view, the second around the fixed step's
 passes (scripts/gpu_check.py's GEMM and attention tables, an H200,
@@ -37,27 +33,18 @@ from torch import nn
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.nn.functional import linear
 
-FEW_ROWS = 32  # the widest pass taken as W @ x.T: cheaper here up to 32 rows, level at 64, dearer at 128
-
-
-def engine_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
-    """`linear(x, weight, bias)`, taken as W @ x.T for float32 CPU rows, at most FEW_ROWS of them, one row
-    fed twice (as a single column it would run the one-core matrix-vector kernel again)."""
-    rows = x.numel() // x.shape[-1]
-    if rows > FEW_ROWS or weight.dtype != torch.float32 or x.dtype != torch.float32 or weight.device.type != "cpu":
-        return linear(x, weight, bias)  # measured for float32 on a CPU only (a draft cast to bf16 keeps this)
-    flat = x.reshape(rows, x.shape[-1])
-    y = (weight @ (flat.repeat(2, 1) if rows == 1 else flat).T).T[:rows]
-    if bias is not None:
-        y = y + bias
-    return y.reshape(*x.shape[:-1], weight.shape[0])
+from .product_ways import ProductTable, copied_from, product_choice
+from .records import ProductChoice
 
 
 class EngineLinear(nn.Linear):
-    """A float32 nn.Linear in the engine's view: the layer's own __dict__, its rows taken by engine_linear."""
+    """A float32 CPU nn.Linear in the engine's view: the layer's own __dict__, its rows taken the way `table` (the
+    view's choice at the pass's thread count) keeps for its group and row count."""
+
+    __slots__ = ("view",)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return engine_linear(x, self.weight, self.bias)
+        return self.view.table.product(self, x)
 
 
 # Sibling linear layers that read one input, by their names in a Llama-style layer (Qwen, Mistral, Gemma alike).
@@ -95,11 +82,6 @@ class Siblings:
         anew, or changed in place, is not). A write through `.data` counts no version and is not seen: after one,
         `VIEWS.pop(model)` makes the view anew."""
         return [copied_from(layer) for layer in layers] == self.copied
-
-
-def copied_from(layer: nn.Linear) -> list[tuple[int, int]]:
-    """What a copy of `layer`'s tensors was taken from: each one's storage and its in-place write count."""
-    return [(t.data_ptr(), t._version) for t in (layer.weight, layer.bias) if t is not None]
 
 
 def fusable(layers: list) -> bool:
@@ -152,19 +134,26 @@ class Twin:
 
 class EngineView:
     """The engine's own module tree over a model: views of its linear layers (`fuse`: sibling layers as one
-    product; otherwise float32 layers as EngineLinear), copies above them."""
+    product; otherwise float32 CPU layers as EngineLinear, taking their rows by `table`), copies above them."""
 
     def __init__(self, model: nn.Module, fuse: bool = False):
         self.twins: list[Twin] = []
         self.fuse, self.siblings = fuse, []
+        self.original = weakref.ref(model)
+        self.tables: dict[int, ProductTable] = {}  # the choice in force at each thread count, made on first use
+        self.table: ProductTable | None = None
+        self.chosen = False  # whether any layer takes the choice (a float32 CPU layer): else none is made
         self.model = self.view(model)
 
     def view(self, module: nn.Module) -> nn.Module:
         """`module` in the view: an EngineLinear, a copy holding views, or the module itself."""
         if not self.fuse and type(module) is nn.Linear and module.weight.dtype == torch.float32:
-            view = EngineLinear.__new__(EngineLinear)
-            object.__setattr__(view, "__dict__", module.__dict__)  # one dict: the view sees every change at once
-            return view
+            if module.weight.device.type == "cpu":
+                view = EngineLinear.__new__(EngineLinear)
+                object.__setattr__(view, "__dict__", module.__dict__)  # one dict: the view sees every change at once
+                object.__setattr__(view, "view", self)
+                self.chosen = True
+                return view
         children = {name: child if child is None else self.view(child) for name, child in module._modules.items()}
         if self.fuse:
             children |= self.sibling_views(module)
@@ -174,6 +163,14 @@ class EngineView:
         object.__setattr__(twin, "__dict__", module.__dict__ | {"_modules": children})
         self.twins.append(Twin(weakref.ref(module), twin, children, tuple(module._modules.values())))
         return twin
+
+    def choose(self, model: nn.Module) -> None:
+        """Put in force the products' choice for this thread count: cached, or measured now (product_ways)."""
+        threads = torch.get_num_threads()
+        table = self.tables.get(threads)
+        if table is None:
+            table = self.tables[threads] = ProductTable(product_choice(model))
+        self.table = table
 
     def sibling_views(self, module: nn.Module) -> dict[str, SiblingLinear]:
         """`module`'s sibling layers (SIBLINGS) as views of one product, by name, where they can be one."""
@@ -204,6 +201,11 @@ class EngineView:
                 return None
             # A new dict, swapped in whole: a pass on another thread never sees the original's children here.
             object.__setattr__(twin.module, "__dict__", original.__dict__ | {"_modules": twin.children})
+        model = self.original()
+        if model is None:
+            return None
+        if self.chosen:
+            self.choose(model)
         return self.model
 
 
@@ -211,17 +213,26 @@ VIEWS: weakref.WeakKeyDictionary[nn.Module, EngineView] = weakref.WeakKeyDiction
 
 
 def engine_model(model: nn.Module, checked: bool = False) -> nn.Module:
-    """What the engine runs a pass of `model` on: its view, on a CPU with EngineLinear layers, on CUDA with sibling
-    layers fused where `fuses` (built once per model, again after a module of it was swapped, or, `checked`, a
-    sibling's weight changed: a decoding asks so at its start); elsewhere the model itself."""
+    """What the engine runs a pass of `model` on: its view, on a CPU with EngineLinear layers taking the products'
+    choice for the calling thread's torch threads (measured the first time at a count: seconds), on CUDA with
+    sibling layers fused where `fuses` (built once per model, again after a module of it was swapped, or, `checked`,
+    a sibling's weight changed: a decoding asks so at its start); elsewhere the model itself."""
     if model.device.type not in ("cpu", "cuda"):
         return model
     view = VIEWS.get(model)
     current = view.current(checked) if view is not None else None
     if current is None:
         view = VIEWS[model] = EngineView(model, fuse=fuses(model))
-        current = view.model
+        current = view.current()
     return current
+
+
+def products_in_force(model: nn.Module) -> ProductChoice | None:
+    """The products' choice the engine's passes of `model` take at the calling thread's count, as measured (None:
+    none taken: not a float32 CPU model, or no pass at this count yet)."""
+    view = VIEWS.get(model)
+    table = view.tables.get(torch.get_num_threads()) if view is not None else None
+    return table.choice if table is not None else None
 
 
 FUSED_SHARE = 0.25  # the most of a device's free memory the fused copies may take

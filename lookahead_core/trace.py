@@ -20,6 +20,7 @@ from .divergence import divergence
 from .fixed import Shape, step_passes
 from .methods import guessing_decoder, method_settings, reach, step_rows, step_shape
 from .models import LoadedModel
+from .products import products_in_force
 from .records import (
     ENGINE_VERSION,
     METHODS,
@@ -227,6 +228,8 @@ def candidate_tokens(steps: Sequence[StepRecord | StepTally]) -> tuple[int, int]
 
 
 def machine_facts(lm: LoadedModel) -> Machine:
+    """What ran a decoding: the model, the hardware and software, and how a CPU took its products (the choice in
+    force at the calling thread's count, as measured here)."""
     facts = lm.describe()
     return Machine(
         **facts,
@@ -235,6 +238,7 @@ def machine_facts(lm: LoadedModel) -> Machine:
         python=platform.python_version(),
         platform=platform.platform(terse=True),
         engine=ENGINE_VERSION,
+        products=products_in_force(lm.model),
     )
 
 

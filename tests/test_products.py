@@ -1,7 +1,8 @@
 """The engine's own products (lookahead_core.products): the engine runs a CPU model's passes on its own view
-of it, where the float32 linear layers take their rows as W @ x.T, the same values to float rounding. The
-model object is left as loaded (no forward rebound, no attribute, no hook), so `generate` runs transformers'
-own kernel, and the view follows what is done to the model."""
+of it, where the float32 linear layers take their rows the way measured fastest on this machine
+(lookahead_core.product_ways), the same values to float rounding. The model object is left as loaded (no forward
+rebound, no attribute, no hook), so `generate` runs transformers' own kernel, and the view follows what is done
+to the model. The choice itself is tested on injected timings, with no clock."""
 
 from __future__ import annotations
 
@@ -13,10 +14,11 @@ import pytest
 import torch
 from torch import nn
 
-from lookahead_core import products
+from lookahead_core import product_ways, products
 from lookahead_core.config import LookaheadConfig
-from lookahead_core.products import FEW_ROWS, EngineLinear, EngineView, engine_linear, engine_model
-from lookahead_core.records import StepMode
+from lookahead_core.product_ways import SIZES, WAYS, ProductTable, available_ways, measure_choice
+from lookahead_core.products import EngineLinear, EngineView, engine_model, products_in_force
+from lookahead_core.records import Method, StepMode
 from lookahead_core.request import DecodeRequest
 from lookahead_core.runtime import Runtime
 from lookahead_core.trace import decode_steps, summarize
@@ -25,38 +27,169 @@ from .test_engine_tiny_models import greedy_reference
 from .tiny import tiny_model
 
 GLOBAL_HOOKS = ("_global_forward_hooks", "_global_forward_pre_hooks", "_global_backward_hooks")
+WAY_NAMES = [way.name for way in available_ways()]
 
 
-def w_at_x(layer: nn.Linear, x: torch.Tensor) -> torch.Tensor:
-    """The product as the engine takes it, written out: W @ x.T on the rows, one row fed twice."""
-    flat = x.reshape(-1, x.shape[-1])
-    y = (layer.weight @ (flat.repeat(2, 1) if len(flat) == 1 else flat).T).T[: len(flat)]
-    return (y if layer.bias is None else y + layer.bias).reshape(*x.shape[:-1], -1)
+def timings(winner: str, sizes=SIZES, lead: float = 0.5):
+    """A timer standing in for the clock: `winner` takes `lead` of the others' seconds at every size."""
+
+    def timer(layers, ways, sizes):
+        return {way.name: [(lead if way.name == winner else 1.0) * size for size in sizes] for way in ways}
+
+    return timer
 
 
-@pytest.mark.parametrize("rows", [1, 2, 3, 5, FEW_ROWS, FEW_ROWS + 1])
+def forced(model: nn.Module, way: str, monkeypatch) -> EngineView:
+    """The engine's view of `model` taking `way` for every layer at every row count (as a machine where it timed
+    fastest would), at the calling thread's count."""
+    monkeypatch.setattr(product_ways, "SMALLEST_TIMED", 0)
+    view = EngineView(model)
+    view.tables[torch.get_num_threads()] = ProductTable(measure_choice(model, timings(way)))
+    monkeypatch.setitem(products.VIEWS, model, view)  # undone after the test: the next one measures its own
+    return view
+
+
+@pytest.mark.parametrize("way", WAY_NAMES)
+@pytest.mark.parametrize("rows", [1, 2, 3, 5, 128, 129])
 @pytest.mark.parametrize("bias", [True, False])
-def test_the_engines_view_of_a_layer_takes_w_at_x_bit_for_bit_the_same_product_to_float_rounding(rows, bias):
+def test_the_engines_view_of_a_layer_takes_the_chosen_way_to_float_rounding(way, rows, bias, monkeypatch):
     torch.manual_seed(rows)
     layer = nn.Linear(48, 80, bias=bias)
     x = torch.randn(1, rows, 48)
     stock = nn.functional.linear(x, layer.weight, layer.bias)
-    view = EngineView(layer).model
-    assert type(view) is EngineLinear and vars(view) is vars(layer)  # the layer's own attributes, shared
-    ours = view(x)
-    assert torch.equal(ours, w_at_x(layer, x) if rows <= FEW_ROWS else stock)  # past FEW_ROWS: nn.Linear's
+    view = forced(layer, way, monkeypatch)
+    view.current()
+    assert type(view.model) is EngineLinear and vars(view.model) is vars(layer)  # the layer's own attributes, shared
+    ours = view.model(x)
+    taken = WAYS[way] if rows <= SIZES[-1] else WAYS["nn.Linear"]  # past the largest size: nn.Linear's
+    packed = taken.pack(layer.weight) if taken.pack else None
+    assert torch.equal(ours, taken.take(x[0], layer.weight, layer.bias, packed)[None])
     assert ours.shape == stock.shape and torch.allclose(ours, stock, rtol=1e-5, atol=1e-5)
     assert torch.equal(layer(x), stock)  # the layer itself: nn.Linear's own kernel, bit for bit
+
+
+PANEL_WAYS = [way for way in product_ways.PANELS if way.name in WAY_NAMES]
+
+
+@pytest.mark.parametrize("way", PANEL_WAYS, ids=lambda way: way.name)
+@pytest.mark.parametrize("shape", [(17, 9), (33, 5), (40, 48), (576, 64)])
+def test_the_panel_kernel_gives_nn_linears_product_for_any_rows_columns_and_bias(way, shape):
+    """Row counts past one block of registers (up to 30 rows with one panel, 14 with two on AVX-512) and column
+    counts that leave a panel, or a pair of panels, part full."""
+    generator = torch.Generator().manual_seed(shape[0])
+    weight, bias = torch.randn(*shape, generator=generator), torch.randn(shape[0], generator=generator)
+    packed = way.pack(weight)
+    for rows in (1, 2, 3, 6, 7, 14, 15, 16, 29, 30, 31, 45, 64, 100):
+        x = torch.randn(rows, shape[1], generator=generator)
+        for b in (None, bias):
+            taken = way.take(x, weight, b, packed)
+            assert torch.allclose(taken, nn.functional.linear(x, weight, b), rtol=1e-5, atol=1e-4), (rows, b is None)
+
+
+def test_a_group_keeps_one_packed_copy_the_one_that_serves_it_best():
+    """oneDNN's copy wins the small sizes by a little, the panels' copy the large ones by a lot: the group keeps the
+    panels' copy alone, and where the panels lose, an unpacked way or nn.Linear."""
+    half = len(SIZES) // 2
+    seconds = {
+        "nn.Linear": [1.0] * len(SIZES),
+        "W @ x.T": [1.0] * half + [0.9] * (len(SIZES) - half),
+        "oneDNN prepacked": [0.8] * half + [1.0] * (len(SIZES) - half),
+        "panels of 16": [1.0] * half + [0.5] * (len(SIZES) - half),
+    }
+    assert product_ways.fastest(seconds, SIZES) == ["nn.Linear"] * half + ["panels of 16"] * (len(SIZES) - half)
+    seconds["panels of 16"] = [1.0] * len(SIZES)  # the panels win nothing: oneDNN's copy, W @ x.T where it wins
+    assert product_ways.fastest(seconds, SIZES) == ["oneDNN prepacked"] * half + ["W @ x.T"] * (len(SIZES) - half)
+
+
+def test_without_a_compiler_the_panel_ways_are_not_offered(monkeypatch):
+    from lookahead_core import panel_kernel
+
+    monkeypatch.setattr(panel_kernel, "compiler", lambda: None)
+    panel_kernel.panel_library.cache_clear()
+    product_ways.available_ways.cache_clear()
+    try:
+        assert [way.name for way in available_ways()][:2] == ["nn.Linear", "W @ x.T"]
+        assert not set(available_ways()) & set(product_ways.PANELS)
+    finally:
+        panel_kernel.panel_library.cache_clear()
+        product_ways.available_ways.cache_clear()
 
 
 def test_other_dtypes_keep_nn_linears_kernel_and_other_devices_the_model_itself():
     torch.manual_seed(0)
     cast = nn.Linear(8, 4).to(torch.bfloat16)  # speculative decoding's draft: a copy of the target, cast
     assert EngineView(cast).model is cast  # measured for float32 only
-    x = torch.randn(3, 8, dtype=torch.bfloat16)
-    assert torch.equal(engine_linear(x, cast.weight, cast.bias), nn.functional.linear(x, cast.weight, cast.bias))
     meta = tiny_model("llama").model.to("meta")
     assert engine_model(meta) is meta
+
+
+def chosen_ways(winner: str | None, lead: float = 0.5) -> list[list[str]]:
+    """The ways a tiny model's choice keeps per group when `winner` times fastest by `lead` (None: all alike)."""
+    model = tiny_model("llama").model
+    timer = timings(winner or "nn.Linear", lead=lead if winner else 1.0)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(product_ways, "SMALLEST_TIMED", 0)
+        return [group.ways for group in measure_choice(model, timer).groups]
+
+
+def choice_follows_the_timings(choose) -> None:
+    """The check, on a chooser: a machine where W @ x.T is faster takes it, one where it is slower nn.Linear's,
+    one where a lead is inside the margin nn.Linear's too."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(product_ways, "fastest", choose)
+        assert all(ways == ["W @ x.T"] * len(SIZES) for ways in chosen_ways("W @ x.T"))
+        assert all(ways == ["nn.Linear"] * len(SIZES) for ways in chosen_ways("nn.Linear"))
+        assert all(ways == ["nn.Linear"] * len(SIZES) for ways in chosen_ways("W @ x.T", lead=0.99))
+
+
+def test_the_choice_follows_the_measured_timings_and_a_choice_that_ignores_them_fails():
+    choice_follows_the_timings(product_ways.fastest)
+
+    def ignoring(seconds, sizes):  # the rule measured on one CPU, applied on every one
+        return ["W @ x.T"] * len(sizes)
+
+    with pytest.raises(AssertionError):
+        choice_follows_the_timings(ignoring)
+
+
+def test_the_choice_is_never_slower_than_nn_linear_at_any_size():
+    generator = torch.Generator().manual_seed(1)
+    for _ in range(200):
+        seconds = {name: torch.rand(len(SIZES), generator=generator).tolist() for name in WAYS}
+        for i, name in enumerate(product_ways.fastest(seconds, SIZES)):
+            assert seconds[name][i] <= seconds["nn.Linear"][i]
+            assert name == "nn.Linear" or seconds[name][i] < (1 - product_ways.MARGIN) * seconds["nn.Linear"][i]
+
+
+def test_a_choice_is_cached_by_the_machines_fingerprint_and_measured_again_when_it_changes(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setattr(product_ways, "SMALLEST_TIMED", 0)
+    model, measured = tiny_model("llama").model, []
+
+    def timer(layers, ways, sizes):
+        measured.append(len(layers))
+        return timings("W @ x.T")(layers, ways, sizes)
+
+    first = product_ways.product_choice(model, timer=timer)
+    assert measured and product_ways.product_choice(model, timer=timer) == first  # read back, not measured again
+    times = len(measured)
+    monkeypatch.setattr(product_ways, "cpu_model", lambda: "another CPU")
+    second = product_ways.product_choice(model, timer=timer)
+    assert len(measured) == 2 * times and second.fingerprint["cpu"] == "another CPU"
+    with torch_threads(2 if torch.get_num_threads() == 1 else 1):
+        assert product_ways.product_choice(model, timer=timer).fingerprint["threads"] != first.fingerprint["threads"]
+    assert len(measured) == 3 * times
+
+
+class torch_threads:
+    def __init__(self, count: int) -> None:
+        self.count, self.before = count, torch.get_num_threads()
+
+    def __enter__(self) -> None:
+        torch.set_num_threads(self.count)
+
+    def __exit__(self, *exc) -> None:
+        torch.set_num_threads(self.before)
 
 
 def model_facts(model: nn.Module) -> dict:
@@ -124,12 +257,13 @@ def test_engine_decoding_leaves_the_model_object_as_loaded_and_the_check_catches
 def counting(monkeypatch) -> list[int]:
     """Count the engine's products from here on: one entry per linear layer applied."""
     taken = []
+    product = ProductTable.product
 
     def counted(*args, **kwargs):
         taken.append(1)
-        return engine_linear(*args, **kwargs)
+        return product(*args, **kwargs)
 
-    monkeypatch.setattr(products, "engine_linear", counted)
+    monkeypatch.setattr(ProductTable, "product", counted)
     return taken
 
 
@@ -137,7 +271,7 @@ def test_the_engines_passes_take_its_products_and_generate_never_does(monkeypatc
     lm = tiny_model("llama")
     taken = counting(monkeypatch)
     prompt = [9, 8, 7, 9, 8, 7, 9, 8]
-    linears = sum(type(m) is nn.Linear for m in lm.model.base_model.modules())  # the head is applied as W @ x
+    linears = sum(type(m) is nn.Linear for m in lm.model.modules())  # the head among them
     output, passes = engine_decode(lm, prompt)
     assert linears and len(taken) == linears * passes  # every linear layer of every pass, the prefill's too
     taken.clear()
@@ -183,11 +317,28 @@ def test_the_view_keeps_no_model_alive():
     assert gone() is None
 
 
+@pytest.mark.parametrize("way", WAY_NAMES)
 @pytest.mark.parametrize("family", ["llama", "qwen2", "gpt2"])
-def test_greedy_lookahead_with_the_engines_products_equals_generate(family):
+def test_greedy_lookahead_with_each_way_equals_generate(family, way, monkeypatch):
     lm = tiny_model(family)
-    for prompt in ([3, 4, 5, 3, 4, 5, 3], list(range(40, 80))):  # a few rows, and a prefill past FEW_ROWS
+    forced(lm.model, way, monkeypatch)
+    for prompt in ([3, 4, 5, 3, 4, 5, 3], list(range(40, 80))):  # a few rows, and a prefill of many
         assert engine_decode(lm, prompt, tokens=16)[0] == greedy_reference(lm.model, prompt, 16, None)
+
+
+@pytest.mark.parametrize("way", WAY_NAMES)
+def test_every_way_gives_generates_tokens_on_the_real_model(default_model, way, monkeypatch):
+    """Whichever way a machine keeps, greedy decoding and lookahead (passes of 1 to a few dozen rows, and the
+    prefill's hundreds) write `generate`'s tokens on SmolLM2 in float32."""
+    lm = default_model
+    forced(lm.model, way, monkeypatch)
+    prompts = [lm.tokenizer.encode(text) for text in ("def fibonacci(n):\n", "The capital of France is")]
+    lookahead = DecodeRequest(lookahead=LookaheadConfig(window=4, ngram=4, guesses=4), max_new_tokens=24)
+    for prompt in prompts:
+        reference = greedy_reference(lm.model, prompt, 24, None)
+        for request in (lookahead, DecodeRequest(method=Method.GREEDY, max_new_tokens=24)):
+            assert summarize(list(decode_steps(lm, prompt, request))).new_token_ids == reference, (way, request)
+    assert products_in_force(lm.model).groups[0].ways[0] == way
 
 
 def fused(monkeypatch) -> list[str]:

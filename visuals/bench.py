@@ -28,7 +28,7 @@ from .looks import look
 from .markup import escape
 from .methods import sentence_words
 from .palette import GREEN
-from .timing import bench_rate, bench_rounds_words, bench_speedup, busy_words, mode_words
+from .timing import bench_rate, bench_rounds_words, bench_speedup, busy_words, mode_words, products_words
 
 
 def exact_words(totals: BenchTotals) -> str:
@@ -148,7 +148,9 @@ def bench_report_html(report: BenchReport) -> str:
     )
     facts = (
         f"{machine.model} · {machine.device_name} · {machine.dtype} · "
-        f"{mode_words(settings.mode, settings.mode_note)} · torch {machine.torch} · "
+        f"{mode_words(settings.mode, settings.mode_note)} · "
+        + (f"{products_words(machine.products)} · " if machine.products else "")
+        + f"torch {machine.torch} · "
         f"transformers {machine.transformers} · {settings.ran_at}"
     )
     timing = bench_rounds_words(settings)

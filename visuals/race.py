@@ -25,6 +25,7 @@ from .timing import (
     FEWEST_ROUNDS,
     mode_words,
     no_verdict,
+    products_words,
     rate_words,
     share_words,
     speedup_words,
@@ -294,7 +295,8 @@ def race_html(result: RaceRecord, used: float | None = None, gpu: bool = False) 
     settings = sentence_words(result.settings)
     facts = (
         f"{machine.model} · {machine.device_name} · {machine.dtype} · {mode_words(result.mode, result.mode_note)} · "
-        f"measured {result.ran_at}"
+        + (f"{products_words(machine.products)} · " if machine.products else "")
+        + f"measured {result.ran_at}"
     )
     return (
         f'<div class="ll-summary"><div class="ll-stats">{"".join(stats)}</div>'

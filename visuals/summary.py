@@ -19,6 +19,7 @@ from .timing import (
     against_one,
     mode_words,
     no_verdict,
+    products_words,
     run_verdict,
     shape_words,
     speedup_words,
@@ -184,7 +185,10 @@ def summary_html(run: Run) -> str:
     shape = shape_words(meta.shape_rows, meta.shape_needs)
     facts = (
         f"Recorded {meta.recorded_at} · {machine.model} · {machine.device_name} · {machine.dtype} · "
-        f"{mode_words(meta.mode, meta.mode_note)} · " + (f"{shape} · " if shape else "") + f"{sampling_words(run)}:"
+        f"{mode_words(meta.mode, meta.mode_note)} · "
+        + (f"{shape} · " if shape else "")
+        + (f"{products_words(machine.products)} · " if machine.products else "")
+        + f"{sampling_words(run)}:"
     )
     return (  # when and where it was measured, before what was measured: a shipped example is not this machine's
         f'<div class="ll-summary"><div class="ll-stats">{"".join(stats)}</div>'
@@ -224,8 +228,15 @@ def model_html(machine: Machine | None, default_model: str, fit: Fit | None = No
     return (
         f'<div class="ll-budget">Model in use: <b>{escape(machine.model)}</b> ({escape(machine.architecture)}, '
         f"{millions:.0f} M parameters) on <b>{escape(machine.device_name)}</b>, {escape(machine.dtype)}, "
-        f"{escape(machine.attention)} attention{sliding}.{escape(fit_words(fit)) if fit else ''}</div>"
+        f"{escape(machine.attention)} attention{sliding}.{escape(products_sentence(machine))}"
+        f"{escape(fit_words(fit)) if fit else ''}</div>"
     )
+
+
+def products_sentence(machine: Machine) -> str:
+    """The products' choice as a sentence of its own ("" where none was made)."""
+    words = products_words(machine.products)
+    return f" Its {words}." if words else ""
 
 
 def preset_note(*paragraphs: str) -> str:

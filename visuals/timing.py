@@ -16,6 +16,7 @@ from lookahead_core.records import (
     Busy,
     Method,
     MethodTiming,
+    ProductChoice,
     Spread,
     StepMode,
     Timing,
@@ -34,6 +35,35 @@ STEP_MODES = {
 def mode_words(mode: StepMode, note: str) -> str:
     """How the steps were run, as the facts line says it: the mode, and why it is not the one asked for."""
     return STEP_MODES[mode] + (f" ({note})" if note else "")
+
+
+def products_words(choice: ProductChoice | None) -> str:
+    """How a CPU took its linear products, as the facts lines say it: for each run of row counts, the way kept for
+    most of the model's weights, and where and when that was measured ("" where no choice was made: a GPU's run,
+    a record from before the choice)."""
+    if choice is None or not choice.groups:
+        return ""
+    runs: list[list] = []  # [way, first size, last size]
+    for i, size in enumerate(choice.sizes):
+        weights: dict[str, int] = {}
+        for group in choice.groups:
+            size_of = group.out_features * group.in_features * group.layers
+            weights[group.ways[i]] = weights.get(group.ways[i], 0) + size_of
+        way = max(weights, key=weights.get)
+        if runs and runs[-1][0] == way:
+            runs[-1][2] = size
+        else:
+            runs.append([way, size, size])
+    last_way, first, _ = runs[-1]
+    above = f"{last_way} from {first} rows" if last_way == "nn.Linear" else f"{last_way} at {first}–{runs[-1][2]} rows"
+    kept = [f"{way} at {a}" + (f"–{b}" if b != a else "") + " rows" for way, a, b in runs[:-1]] + [above]
+    where = choice.fingerprint
+    threads = plural(int(where.get("threads", "0")), "thread")
+    return (
+        f"products (most weights): {', '.join(kept)}"
+        + (", nn.Linear above" if last_way != "nn.Linear" else "")
+        + f"; measured on {where.get('cpu', 'this CPU')} at {threads}, {choice.measured_at[:10]}"
+    )
 
 
 def shape_words(rows: int, needs: int) -> str:

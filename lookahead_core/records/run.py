@@ -113,6 +113,34 @@ class MethodSettings:
 
 
 @dataclass(kw_only=True)
+class ProductGroup:
+    """One group of a model's float32 linear layers that share a shape (`out_features` x `in_features`, biased or
+    not; `head`: the output layer is among them), and how its products were taken: at each of the choice's sizes
+    (rows fed), the way kept, and each way's median seconds for one product of every layer in the group."""
+
+    out_features: int
+    in_features: int
+    bias: bool
+    layers: int
+    head: bool
+    ways: list[str]
+    seconds: dict[str, list[float]]
+
+
+@dataclass(kw_only=True)
+class ProductChoice:
+    """How the engine takes a model's linear products on this machine (lookahead_core.product_ways): each way
+    timed here for each group of layers at each size, the fastest kept per size. `fingerprint` is what the
+    measurement holds for (the CPU's model and flags, cores, torch, its threads, dtype); above the largest
+    size a product is nn.Linear's."""
+
+    fingerprint: dict[str, str]
+    measured_at: str
+    sizes: list[int]
+    groups: list[ProductGroup]
+
+
+@dataclass(kw_only=True)
 class Machine:
     model: str
     architecture: str
@@ -129,6 +157,7 @@ class Machine:
     sliding_layers: int = 0
     sliding_window: int | None = None
     engine: int = 0  # the engine's version (names.ENGINE_VERSION) that recorded it; 0: not recorded (before version 9)
+    products: ProductChoice | None = None  # how a CPU's float32 products were taken (None: not chosen, not a CPU)
 
 
 @dataclass(kw_only=True)
