@@ -3,9 +3,10 @@
 generate: with --json, one JSON object per prompt per line, keys: id, method, window, ngram,
 guesses (lookahead's, else null), lookup_ngram, lookup_tokens (prompt lookup's), draft_model,
 draft_tokens (speculative's), prompt_token_ids, new_token_ids, text, steps (forward passes of the
-target, the prefill counted as one), seconds, temperature, top_k, top_p, seed. Without it, the
-prompt and the continuation, each labelled, and a one-line summary. The prompt is the positional
-argument or --prompt (not both), or a --prompts-file.
+target, the prefill counted as one), seconds, plain_seconds and plain_tokens (transformers' `generate` on
+the same prompt, timed once beside it; null with --no-plain), temperature, top_k, top_p, seed. Without it,
+the prompt and the continuation, each labelled, a one-line summary and a line of plain decoding's time.
+The prompt is the positional argument or --prompt (not both), or a --prompts-file.
 bench: a table of every method's totals on stdout (medians over --repeats interleaved rounds, with
 their spread), what other programs used of the CPU meanwhile, a progress bar on stderr, and the
 BenchReport of `bench.run_bench` as JSON with --json and as a self-contained Plotly page with --html.
@@ -28,6 +29,7 @@ from contextlib import contextmanager, nullcontext
 from dataclasses import replace
 from pathlib import Path
 
+import torch
 from tqdm import tqdm
 
 from lookahead_core.config import LookaheadConfig, LookupConfig, SettingsError, SuffixConfig, check_draft_tokens
@@ -49,9 +51,10 @@ from visuals.methods import recorded_words
 from visuals.plans import settings_words
 from visuals.timing import bench_rate, bench_rounds_words, bench_speedup, busy_words, times
 
-from .bench import ENTRANTS, REPEATS, check_methods, check_repeats, first_answer, needs, run_bench
+from .bench import ENTRANTS, REPEATS, Timed, check_methods, check_repeats, first_answer, needs, run_bench, run_generate
 from .datasets import load_prompts, read_prompts_file, with_first_answers
 from .heads import NONE_SHIP, Aids, runtime_for, ships
+from .holding import chosen_threads
 from .tune_cli import add_tune_options, tune
 
 MAX_NEW_TOKENS = 128
@@ -203,6 +206,11 @@ def build_parser() -> argparse.ArgumentParser:
     add_method_options(gen)
     gen.add_argument("--chat", action="store_true", help="wrap each prompt in the model's chat template")
     gen.add_argument("--json", action="store_true", help="one JSON object per prompt per line")
+    gen.add_argument(
+        "--no-plain",
+        action="store_true",
+        help="do not also time plain decoding (transformers' generate) on each prompt, beside the method",
+    )
     bench = command(commands, "bench", help="time greedy, lookahead and their peers on a prompt set")
     bench.add_argument(
         "--dataset",
@@ -329,8 +337,9 @@ def generate(args: argparse.Namespace) -> None:
         steps = counted(decode_steps(lm, prompt_ids, seeded, runtime), args.max_new_tokens, label)
         summary = summarize(list(steps))
         summary.text = lm.tokenizer.decode(summary.new_token_ids, skip_special_tokens=True)
+        plain = None if args.no_plain else run_generate(lm, prompt_ids, args.max_new_tokens, seeded.sampling)
         shown = generated_json if args.json else generated_words
-        print(shown(item, prompt_ids, seeded, runtime, summary, lm), flush=True)
+        print(shown(item, prompt_ids, seeded, runtime, summary, lm, plain), flush=True)
         if runtime.store is not None:  # the prompts after this one match its output too
             runtime.store.add(item["id"], summary.new_token_ids)
 
@@ -357,9 +366,31 @@ def waiting(words: str) -> Iterator[None]:
 
 def loaded(args: argparse.Namespace):
     """The model asked for, loaded while stderr says so (the embedded model's first load dequantizes its GGUF once:
-    seconds to a minute; later loads read the cached copy)."""
+    seconds to a minute; later loads read the cached copy); on a CPU, the process then runs on the torch threads
+    the server would give it (`on_chosen_threads`)."""
     with waiting(f"loading {args.model or 'the embedded SmolLM2-135M-Instruct'}"):
-        return load_model(args.model, device=args.device, dtype=args.dtype, trust_remote_code=args.trust_remote_code)
+        lm = load_model(args.model, device=args.device, dtype=args.dtype, trust_remote_code=args.trust_remote_code)
+    on_chosen_threads(lm)
+    return lm
+
+
+def on_chosen_threads(lm) -> None:
+    """Put this process on the torch threads the server chooses for a request (lab.threads): a plain step timed at
+    each count tried (on the first run on a machine, each count also measures how its products run fastest:
+    seconds, then cached), and of the fastest count, the cores other programs leave free now. Said on stderr. A
+    count set by OMP_NUM_THREADS is the caller's and is kept (the tests set one)."""
+    if lm.device.type != "cpu":
+        return
+    if os.environ.get("OMP_NUM_THREADS"):
+        print(f"threads: {torch.get_num_threads()} (OMP_NUM_THREADS)", file=sys.stderr)
+        return
+    with waiting("threads: a plain step at each count (the first time here: the products' ways timed at each)"):
+        choice = chosen_threads(lm)
+        threads = choice.choose()
+    timed = ", ".join(f"{count}: {seconds * 1000:.0f} ms" for count, seconds in sorted(choice.timed.items()))
+    others = f"; other programs used {choice.others:.1f} of its cores" if choice.others else ""
+    print(f"threads: {threads} of {choice.cores} cores (a plain step on {timed}{others})", file=sys.stderr)
+    torch.set_num_threads(threads)
 
 
 def counted(steps: Iterable, most: int, label: str) -> Iterator:
@@ -371,7 +402,9 @@ def counted(steps: Iterable, most: int, label: str) -> Iterator:
             yield record
 
 
-def generated_json(item: dict, prompt_ids: list[int], request: DecodeRequest, runtime: Runtime, summary, lm) -> str:
+def generated_json(
+    item: dict, prompt_ids: list[int], request: DecodeRequest, runtime: Runtime, summary, lm, plain: Timed | None
+) -> str:
     """One prompt's decoding as the JSON line documented in the module's docstring."""
     entry, config, lookup, sampling = METHODS[request.method], request.lookahead, request.lookup, request.sampling
     settings = method_settings(request, runtime, [request.method])
@@ -392,6 +425,8 @@ def generated_json(item: dict, prompt_ids: list[int], request: DecodeRequest, ru
             "text": summary.text,
             "steps": summary.steps,
             "seconds": round(summary.seconds, 6),
+            "plain_seconds": round(plain.seconds, 6) if plain is not None else None,
+            "plain_tokens": len(plain.new_token_ids) if plain is not None else None,
             "temperature": sampling.temperature,
             "top_k": sampling.top_k,
             "top_p": sampling.top_p,
@@ -406,8 +441,11 @@ def labelled(label: str, text: str) -> str:
     return f"{label}:{gap}{text}"
 
 
-def generated_words(item: dict, prompt_ids: list[int], request: DecodeRequest, runtime: Runtime, summary, lm) -> str:
-    """One prompt's decoding as text: the continuation and a line of what ran, how, where and how fast."""
+def generated_words(
+    item: dict, prompt_ids: list[int], request: DecodeRequest, runtime: Runtime, summary, lm, plain: Timed | None
+) -> str:
+    """One prompt's decoding as text: the continuation and a line of what ran, how, where and how fast, and plain
+    decoding's time on the same prompt beside it (one round each: a bench repeats them)."""
     sampling, machine = request.sampling, lm.describe()
     settings = recorded_words(method_settings(request, runtime, [request.method]))  # greedy: none ('[greedy]')
     if not sampling.is_greedy:
@@ -419,7 +457,19 @@ def generated_words(item: dict, prompt_ids: list[int], request: DecodeRequest, r
         f"--- {item['id']} ---\n{labelled('Prompt', item['prompt'])}\n{labelled('Continuation', summary.text)}\n"
         f"[{ran}] {summary.tokens} tokens in {summary.steps} steps "
         f"({summary.tokens_per_step:.2f} tokens/step), {summary.seconds:.2f} s "
-        f"on {machine['device_name']}, {machine['dtype']}"
+        f"on {machine['device_name']}, {machine['dtype']}" + plain_words(summary, plain)
+    )
+
+
+def plain_words(summary, plain: Timed | None) -> str:
+    """Plain decoding's time beside the method's, as measured once each ("" when not timed)."""
+    if plain is None:
+        return ""
+    tokens = len(plain.new_token_ids)
+    return (
+        f"\n[plain decoding, transformers generate] {tokens} tokens in {plain.seconds:.2f} s "
+        f"({tokens / plain.seconds:.1f} tokens/s; the method {summary.tokens / summary.seconds:.1f}): one round "
+        "each, the method's with its records; `python -m lab bench` repeats both, interleaved, for a speedup"
     )
 
 

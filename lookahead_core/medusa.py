@@ -27,7 +27,6 @@ from torch.nn import functional
 
 from .config import SettingsError
 from .layout import CURRENT
-from .products import engine_model
 from .proposers import Candidate, Outcome, Proposal, ProposedBranch, ProposerReport, StepContext
 from .records import Branch, GuessReason, GuessSource, HeadGuesses, HeadsRecord, MedusaSettings
 
@@ -73,12 +72,9 @@ def output_logits(model, states: torch.Tensor) -> torch.Tensor:
 
 
 def output_scores(model, states: torch.Tensor) -> torch.Tensor:
-    """The model's logits for a few hidden states (rows x d), as (vocab x rows): its output layer in the engine's
-    view, whose product is taken the way measured fastest here (products.py)."""
-    head = engine_model(model).get_output_embeddings()
-    if not isinstance(head, nn.Linear):
-        return output_logits(model, states).T
-    return logit_transform(model, head(states).T)
+    """The model's logits for a few hidden states (rows x d), as (vocab x rows): its own output layer, whose kernel
+    a compiled device step traces whole (the engine's view is looked up on the host, outside any graph)."""
+    return output_logits(model, states).T
 
 
 def logit_transform(model, logits: torch.Tensor) -> torch.Tensor:

@@ -290,25 +290,36 @@ def timed_at_all(model: nn.Module) -> bool:
     return any(weight_bytes(layers) >= SMALLEST_TIMED for layers in layer_groups(model).values())
 
 
-def choice_path(model: nn.Module):
-    """Where the choice for `model`'s groups on this machine (at this thread count, in its dtype) is cached."""
+def choice_key(model: nn.Module) -> str:
+    """What a choice holds for: this machine at this thread count (the fingerprint), `model`'s groups, the ways."""
     groups = sorted((*key, len(layers)) for key, layers in layer_groups(model).items())
     identity = json.dumps([fingerprint(next(model.parameters()).dtype), groups, CHOICE_VERSION, SIZES], sort_keys=True)
-    return cache_root() / "products" / f"{hashlib.sha256(identity.encode()).hexdigest()[:20]}.json"
+    return hashlib.sha256(identity.encode()).hexdigest()[:20]
+
+
+def choice_path(model: nn.Module):
+    """Where the choice for `model`'s groups on this machine (at this thread count, in its dtype) is cached."""
+    return cache_root() / "products" / f"{choice_key(model)}.json"
+
+
+CHOSEN: dict[str, ProductChoice] = {}  # this process's choices by key: read or measured once, whatever the folder
 
 
 def product_choice(model: nn.Module, refresh: bool = False, timer: Timer = time_ways) -> ProductChoice:
-    """The choice for `model` on this machine at this thread count: cached, or measured now (seconds) and cached.
-    A model too small to time gets nn.Linear's choice without a file."""
+    """The choice for `model` on this machine at this thread count: this process's, else the cache's, else measured
+    now (seconds) and cached. A model too small to time gets nn.Linear's choice without a file."""
     if not timed_at_all(model):
         return measure_choice(model, timer)
-    path = choice_path(model)
+    key, path = choice_key(model), choice_path(model)
+    if key in CHOSEN and not refresh:
+        return CHOSEN[key]
     if path.exists() and not refresh:
         try:
-            return decode(ProductChoice, json.loads(path.read_text()), "products")
+            CHOSEN[key] = decode(ProductChoice, json.loads(path.read_text()), "products")
+            return CHOSEN[key]
         except (ValueError, SchemaError):
             pass  # a damaged cache file is measured again
-    choice = measure_choice(model, timer)
+    choice = CHOSEN[key] = measure_choice(model, timer)
     path.parent.mkdir(parents=True, exist_ok=True)
     written = path.with_suffix(f".{os.getpid()}.tmp")
     written.write_text(json.dumps(to_data(choice), indent=1))

@@ -164,6 +164,7 @@ def test_the_choice_is_never_slower_than_nn_linear_at_any_size():
 def test_a_choice_is_cached_by_the_machines_fingerprint_and_measured_again_when_it_changes(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     monkeypatch.setattr(product_ways, "SMALLEST_TIMED", 0)
+    monkeypatch.setattr(product_ways, "CHOSEN", {})
     model, measured = tiny_model("llama").model, []
 
     def timer(layers, ways, sizes):
@@ -171,8 +172,10 @@ def test_a_choice_is_cached_by_the_machines_fingerprint_and_measured_again_when_
         return timings("W @ x.T")(layers, ways, sizes)
 
     first = product_ways.product_choice(model, timer=timer)
-    assert measured and product_ways.product_choice(model, timer=timer) == first  # read back, not measured again
+    assert measured and product_ways.product_choice(model, timer=timer) == first  # held, not measured again
     times = len(measured)
+    product_ways.CHOSEN.clear()
+    assert product_ways.product_choice(model, timer=timer) == first and len(measured) == times  # read back
     monkeypatch.setattr(product_ways, "cpu_model", lambda: "another CPU")
     second = product_ways.product_choice(model, timer=timer)
     assert len(measured) == 2 * times and second.fingerprint["cpu"] == "another CPU"
