@@ -49,7 +49,7 @@ from lookahead_core.tuning import AutoSettings, auto_settings
 from visuals.divergence import divergence_words
 from visuals.methods import recorded_words
 from visuals.plans import settings_words
-from visuals.timing import bench_rate, bench_rounds_words, bench_speedup, busy_words, times
+from visuals.timing import bench_rate, bench_rounds_words, bench_speedup, busy_words, products_words, times
 
 from .bench import ENTRANTS, REPEATS, Timed, check_methods, check_repeats, first_answer, needs, run_bench, run_generate
 from .datasets import load_prompts, read_prompts_file, with_first_answers
@@ -560,6 +560,8 @@ def summary_table(report: BenchReport) -> str:
         compiled = "compiled by transformers (CUDA graphs)" if settings.static_compiled else "uncompiled on this device"
         lines.append(f"hf-static: generate with a static cache, {compiled}.")
     lines.append(bench_rounds_words(settings))
+    if machine.products is not None:
+        lines.append(products_words(machine.products) + ".")
     lines += [
         f"{method}: its device step failed here ({why}); its steps kept their state on the host."
         for method, why in settings.state_on_host.items()

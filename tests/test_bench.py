@@ -391,6 +391,8 @@ def test_generate_prints_one_json_line_per_prompt_and_lookahead_equals_greedy(ti
         "text",
         "steps",
         "seconds",
+        "plain_seconds",
+        "plain_tokens",
         "temperature",
         "top_k",
         "top_p",
@@ -402,6 +404,10 @@ def test_generate_prints_one_json_line_per_prompt_and_lookahead_equals_greedy(ti
     assert [row["steps"] for row in greedy] == [len(row["new_token_ids"]) for row in greedy]
     assert (lookahead[0]["window"], lookahead[0]["ngram"], lookahead[0]["guesses"]) == (3, 4, 3)
     assert greedy[0]["window"] is None and greedy[0]["method"] == "greedy"
+    # plain decoding timed beside each prompt: transformers' generate, the same tokens as greedy's
+    assert all(row["plain_tokens"] == len(row["new_token_ids"]) and row["plain_seconds"] > 0 for row in greedy)
+    unplain = generated(capsys, tiny_folder, *prompts, "--method", "greedy", "--no-plain")
+    assert all(row["plain_seconds"] is None and row["plain_tokens"] is None for row in unplain)
 
 
 @pytest.mark.heavy
@@ -461,9 +467,10 @@ def test_generate_takes_the_prompt_as_its_one_positional_argument_as_a_newcomer_
     assert lines[:2] == ["--- prompt ---", "Prompt: def fib(n):"] and lines[2].startswith("Continuation:")
     # no W, N or G given: lookahead runs the auto settings, as the app's race does, and the line names their plan
     assert re.search(r"\n\[lookahead W=\d+ N=\d+ G=\d+, [\w-]+ plan\] 12 tokens in \d+ steps", out)
+    assert re.search(r"\n\[plain decoding, transformers generate\] 12 tokens in [\d.]+ s", out)
     (positional,) = generated(capsys, tiny_folder, "def fib(n):")
     (flagged,) = generated(capsys, tiny_folder, "--prompt", "def fib(n):")
-    del positional["seconds"], flagged["seconds"]
+    del positional["seconds"], flagged["seconds"], positional["plain_seconds"], flagged["plain_seconds"]
     assert positional == flagged
 
 
