@@ -112,3 +112,21 @@ def panel_rows(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None,
     entry = library.panel_rows_1 if wide == 1 else library.panel_rows_2
     entry(x.data_ptr(), rows, k, packed.data_ptr(), n, None if bias is None else bias.data_ptr(), y.data_ptr())
     return y
+
+
+def bound_panel_rows(weight: torch.Tensor, bias: torch.Tensor | None, packed: torch.Tensor, wide: int):
+    """panel_rows for one layer as a function of the rows alone: the entry, the sizes and the pointers worked out
+    once (a pass calls it some 200 times; each call's Python is what a one-row product can spare)."""
+    library = panel_library()
+    entry = library.panel_rows_1 if wide == 1 else library.panel_rows_2
+    n, k = weight.shape
+    weights, biases = packed.data_ptr(), None if bias is None else bias.data_ptr()
+    keep = (packed, bias)  # alive as long as the function: the pointers are theirs
+
+    def take(x: torch.Tensor, keep=keep) -> torch.Tensor:
+        x = x.contiguous()
+        y = torch.empty(x.shape[0], n, dtype=torch.float32)
+        entry(x.data_ptr(), x.shape[0], k, weights, n, biases, y.data_ptr())
+        return y
+
+    return take

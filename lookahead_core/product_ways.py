@@ -25,14 +25,14 @@ import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, partial
 
 import torch
 from torch import nn
 from torch.nn.functional import linear
 
 from .models import cache_root
-from .panel_kernel import pack_panels, panel_library, panel_rows
+from .panel_kernel import bound_panel_rows, pack_panels, panel_library, panel_rows
 from .records import ProductChoice, ProductGroup, SchemaError, to_data
 from .records.codec import decode
 
@@ -52,11 +52,19 @@ CHOICE_VERSION = 2  # a cached choice is measured again when the ways change (2:
 @dataclass(frozen=True)
 class Way:
     """One way of taking `linear(x, weight, bias)` for a 2D `x`: `take(x, weight, bias, packed)`, where `packed` is
-    what `pack(weight)` made (None for a way that packs nothing)."""
+    what `pack(weight)` made (None for a way that packs nothing); `bind`, where given, makes the same function of
+    `x` alone with what it can work out once (the panel kernel's pointers)."""
 
     name: str
     take: Callable[..., torch.Tensor]
     pack: Callable[[torch.Tensor], torch.Tensor] | None = None
+    bind: Callable[..., Callable[[torch.Tensor], torch.Tensor]] | None = None
+
+    def bound(self, layer: nn.Linear, packed: torch.Tensor | None) -> Callable[[torch.Tensor], torch.Tensor]:
+        """This way's product for `layer` as a function of the rows alone."""
+        if self.bind is not None:
+            return self.bind(layer.weight, layer.bias, packed)
+        return partial(self.take, weight=layer.weight, bias=layer.bias, packed=packed)
 
 
 def nn_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, packed=None) -> torch.Tensor:
@@ -81,16 +89,18 @@ def onednn_pack(weight: torch.Tensor) -> torch.Tensor:
     return torch.ops.mkldnn._reorder_linear_weight(weight, PACK_ROWS)
 
 
-def panels(wide: int) -> Callable[..., torch.Tensor]:
+def panels(wide: int) -> Way:
+    """The panel kernel streaming `wide` panels of 16 columns side by side (both ways read one packed copy)."""
+
     def take(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, packed=None) -> torch.Tensor:
         return panel_rows(x, weight, bias, packed, wide)
 
-    return take
+    return Way(f"panels of {16 * wide}", take, pack_panels, partial(bound_panel_rows, wide=wide))
 
 
 NN_LINEAR = Way("nn.Linear", nn_linear)
 ONEDNN = Way("oneDNN prepacked", onednn_packed, onednn_pack)
-PANELS = (Way("panels of 16", panels(1), pack_panels), Way("panels of 32", panels(2), pack_panels))  # one copy
+PANELS = (panels(1), panels(2))
 WAYS = {way.name: way for way in (NN_LINEAR, Way("W @ x.T", w_at_x), ONEDNN, *PANELS)}
 
 
@@ -331,9 +341,31 @@ def product_choice(model: nn.Module, refresh: bool = False, timer: Timer = time_
 # The choice in force
 
 
+class Bound:
+    """One layer's products as a table binds them: for each size, the way's function of the rows alone (None:
+    nn.Linear's), over the weight as it was when bound (a weight assigned anew or written in place binds again)."""
+
+    def __init__(self, layer: nn.Linear, ways: list[Way]) -> None:
+        self.weight, self.bias, self.versions = layer.weight, layer.bias, versions(layer)
+        copies: dict[Callable, torch.Tensor] = {}  # ways that pack alike share one copy
+        with torch.inference_mode():
+            for way in ways:
+                if way.pack is not None and way.pack not in copies:
+                    copies[way.pack] = way.pack(layer.weight)
+        self.takes = [None if way is NN_LINEAR else way.bound(layer, copies.get(way.pack)) for way in ways]
+
+    def holds(self, layer: nn.Linear) -> bool:
+        return layer.weight is self.weight and layer.bias is self.bias and versions(layer) == self.versions
+
+
+def versions(layer: nn.Linear) -> tuple[int, int]:
+    return layer.weight._version, -1 if layer.bias is None else layer.bias._version
+
+
 class ProductTable:
-    """A choice as the view applies it: the way for a group at a row count, and the packed copies its ways need
-    (made once, for the layers whose group takes a packing way at some size)."""
+    """A choice as the view applies it: for each layer, the way of its group at each row count, bound to the layer
+    on its first product (with the packed copy its ways need); rows past the largest size take nn.Linear's. Each
+    product costs a few microseconds of Python over the kernel: a pass takes some 200 of them."""
 
     def __init__(self, choice: ProductChoice) -> None:
         self.choice = choice
@@ -342,43 +374,31 @@ class ProductTable:
             (group.out_features, group.in_features, group.bias): [WAYS[name] for name in group.ways]
             for group in choice.groups
         }
-        # (the layer, the packing) -> (what the copy was taken from, the copy); ways that pack alike share one
-        self.packed: dict[tuple[int, Callable], tuple[list[tuple[int, int]], torch.Tensor]] = {}
+        self.largest = self.sizes[-1]
+        # the size index each row count takes: the next measured size up
+        self.at = [0] + [
+            next(i for i, size in enumerate(self.sizes) if rows <= size) for rows in range(1, self.largest + 1)
+        ]
+        self.bound: dict[int, Bound] = {}
 
     def way(self, key: GroupKey, rows: int) -> Way:
         """The way for `rows` rows of a layer of group `key`: the next measured size up's, nn.Linear's above the
         largest (or for a group the choice does not hold)."""
         ways = self.ways.get(key)
-        if ways is None or rows > self.sizes[-1]:
+        if ways is None or rows > self.largest:
             return NN_LINEAR
-        for size, way in zip(self.sizes, ways, strict=True):
-            if rows <= size:
-                return way
-        return NN_LINEAR
-
-    def pack_for(self, layer: nn.Linear, way: Way) -> torch.Tensor | None:
-        """`way`'s packed copy of `layer`'s weight, made on first use and kept while the weight is unchanged."""
-        if way.pack is None:
-            return None
-        key = (id(layer), way.pack)
-        made = self.packed.get(key)
-        source = copied_from(layer)
-        if made is None or made[0] != source:
-            with torch.inference_mode():
-                made = self.packed[key] = (source, way.pack(layer.weight))
-        return made[1]
+        return ways[self.at[rows]]
 
     def product(self, layer: nn.Linear, x: torch.Tensor) -> torch.Tensor:
         """`linear(x, layer.weight, layer.bias)` for any leading shape, taken the chosen way."""
         rows = x.numel() // x.shape[-1]
-        way = self.way(group_key(layer), rows)
-        if way is NN_LINEAR:
+        if rows > self.largest:
             return linear(x, layer.weight, layer.bias)
-        flat = x.reshape(rows, x.shape[-1])
-        y = way.take(flat, layer.weight, layer.bias, self.pack_for(layer, way))
-        return y.reshape(*x.shape[:-1], layer.out_features)
-
-
-def copied_from(layer: nn.Linear) -> list[tuple[int, int]]:
-    """What a copy of `layer`'s tensors was taken from: each one's storage and its in-place write count."""
-    return [(t.data_ptr(), t._version) for t in (layer.weight, layer.bias) if t is not None]
+        bound = self.bound.get(id(layer))
+        if bound is None or not bound.holds(layer):
+            ways = self.ways.get(group_key(layer), [NN_LINEAR] * len(self.sizes))
+            bound = self.bound[id(layer)] = Bound(layer, ways)
+        take = bound.takes[self.at[rows]]
+        if take is None:
+            return linear(x, layer.weight, layer.bias)
+        return take(x.reshape(rows, x.shape[-1])).reshape(*x.shape[:-1], layer.out_features)

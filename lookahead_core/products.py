@@ -33,7 +33,7 @@ from torch import nn
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.nn.functional import linear
 
-from .product_ways import ProductTable, copied_from, product_choice
+from .product_ways import ProductTable, product_choice
 from .records import ProductChoice
 
 
@@ -82,6 +82,11 @@ class Siblings:
         anew, or changed in place, is not). A write through `.data` counts no version and is not seen: after one,
         `VIEWS.pop(model)` makes the view anew."""
         return [copied_from(layer) for layer in layers] == self.copied
+
+
+def copied_from(layer: nn.Linear) -> list[tuple[int, int]]:
+    """What a copy of `layer`'s tensors was taken from: each one's storage and its in-place write count."""
+    return [(t.data_ptr(), t._version) for t in (layer.weight, layer.bias) if t is not None]
 
 
 def fusable(layers: list) -> bool:
