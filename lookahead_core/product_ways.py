@@ -392,13 +392,10 @@ class ProductTable:
     def product(self, layer: nn.Linear, x: torch.Tensor) -> torch.Tensor:
         """`linear(x, layer.weight, layer.bias)` for any leading shape, taken the chosen way."""
         rows = x.numel() // x.shape[-1]
-        if rows > self.largest:
-            return linear(x, layer.weight, layer.bias)
+        ways = self.ways.get(group_key(layer))
+        if ways is None or rows > self.largest or ways[self.at[rows]] is NN_LINEAR:
+            return linear(x, layer.weight, layer.bias)  # as a compiled step traces it: no binding on this path
         bound = self.bound.get(id(layer))
         if bound is None or not bound.holds(layer):
-            ways = self.ways.get(group_key(layer), [NN_LINEAR] * len(self.sizes))
             bound = self.bound[id(layer)] = Bound(layer, ways)
-        take = bound.takes[self.at[rows]]
-        if take is None:
-            return linear(x, layer.weight, layer.bias)
-        return take(x.reshape(rows, x.shape[-1])).reshape(*x.shape[:-1], layer.out_features)
+        return bound.takes[self.at[rows]](x.reshape(rows, x.shape[-1])).reshape(*x.shape[:-1], layer.out_features)
