@@ -28,10 +28,9 @@ from .fixed import FixedPasses, chosen_mode, failed, shape_for
 from .forward import forward_tree, keep_rows, prefill
 from .layout import chain_layout
 from .models import LoadedModel, cache_root
-from .product_ways import fingerprint
+from .product_ways import SIZES, fingerprint
 from .records import StepCostCurve, StepMode
 
-SIZES = (1, 2, 4, 8, 12, 16, 24, 32, 48, 64, 96, 128)
 CONTEXT = 256  # a prompt plus a few dozen new tokens: where the bench's steps run
 PAD_GAIN = 0.9  # a fixed shape is widened only to a size at most this share of its cost (nearer, noise decides)
 

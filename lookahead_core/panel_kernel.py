@@ -102,21 +102,10 @@ def pack_panels(weight: torch.Tensor) -> torch.Tensor:
     return packed
 
 
-def panel_rows(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, packed: torch.Tensor, wide: int):
-    """x (rows x K) @ weight.T + bias from `weight`'s panels, `wide` panels (1 or 2) streamed side by side."""
-    library = panel_library()
-    x = x.contiguous()
-    rows, k = x.shape
-    n = weight.shape[0]
-    y = torch.empty(rows, n, dtype=torch.float32)
-    entry = library.panel_rows_1 if wide == 1 else library.panel_rows_2
-    entry(x.data_ptr(), rows, k, packed.data_ptr(), n, None if bias is None else bias.data_ptr(), y.data_ptr())
-    return y
-
-
 def bound_panel_rows(weight: torch.Tensor, bias: torch.Tensor | None, packed: torch.Tensor, wide: int):
-    """panel_rows for one layer as a function of the rows alone: the entry, the sizes and the pointers worked out
-    once (a pass calls it some 200 times; each call's Python is what a one-row product can spare)."""
+    """x (rows x K) @ weight.T + bias from `weight`'s panels (`packed`), `wide` panels (1 or 2) streamed side by side,
+    as a function of x alone: the entry, the sizes and the pointers worked out once (a pass calls it some 200 times;
+    each call's Python is what a one-row product can spare)."""
     library = panel_library()
     entry = library.panel_rows_1 if wide == 1 else library.panel_rows_2
     n, k = weight.shape

@@ -32,11 +32,11 @@ from torch import nn
 from torch.nn.functional import linear
 
 from .models import cache_root
-from .panel_kernel import bound_panel_rows, pack_panels, panel_library, panel_rows
+from .panel_kernel import bound_panel_rows, pack_panels, panel_library
 from .records import ProductChoice, ProductGroup, SchemaError, to_data
 from .records.codec import decode
 
-SIZES = (1, 2, 4, 8, 12, 16, 24, 32, 48, 64, 96, 128)  # the step-cost curve's sizes (costs.SIZES)
+SIZES = (1, 2, 4, 8, 12, 16, 24, 32, 48, 64, 96, 128)  # the row counts timed, here and on the step-cost curve
 ROUNDS = 3  # timed rounds per way and size, after one untimed round that warms kernels and packs
 SMALLEST_TIMED = 1 << 20  # a group of fewer weight bytes than this is not timed: nn.Linear's kernel, microseconds
 PACKED_SHARE = 0.25  # the most of the machine's free memory a group's packed copy may take
@@ -51,27 +51,29 @@ CHOICE_VERSION = 2  # a cached choice is measured again when the ways change (2:
 
 @dataclass(frozen=True)
 class Way:
-    """One way of taking `linear(x, weight, bias)` for a 2D `x`: `take(x, weight, bias, packed)`, where `packed` is
-    what `pack(weight)` made (None for a way that packs nothing); `bind`, where given, makes the same function of
-    `x` alone with what it can work out once (the panel kernel's pointers)."""
+    """One way of taking `linear(x, weight, bias)` for a 2D `x`: `bind(weight, bias, packed)` makes it a function
+    of the rows alone (what it can work out once, it works out there: the panel kernel's pointers), `packed` being
+    what `pack(weight)` made (None for a way that packs nothing). A pass and the timing both call the bound function."""
 
     name: str
-    take: Callable[..., torch.Tensor]
+    bind: Callable[..., Callable[[torch.Tensor], torch.Tensor]]
     pack: Callable[[torch.Tensor], torch.Tensor] | None = None
-    bind: Callable[..., Callable[[torch.Tensor], torch.Tensor]] | None = None
 
-    def bound(self, layer: nn.Linear, packed: torch.Tensor | None) -> Callable[[torch.Tensor], torch.Tensor]:
-        """This way's product for `layer` as a function of the rows alone."""
-        if self.bind is not None:
-            return self.bind(layer.weight, layer.bias, packed)
-        return partial(self.take, weight=layer.weight, bias=layer.bias, packed=packed)
+    def take(self, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, packed=None) -> torch.Tensor:
+        """The product of `x` once (bound and called: for checks, not for passes)."""
+        return self.bind(weight, bias, packed)(x)
 
 
-def nn_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, packed=None) -> torch.Tensor:
-    return linear(x, weight, bias)
+def unpacked(product: Callable[..., torch.Tensor]) -> Callable[..., Callable[[torch.Tensor], torch.Tensor]]:
+    """A way's `bind` from its product of (x, weight, bias): the weight and bias held, nothing packed."""
+
+    def bind(weight: torch.Tensor, bias: torch.Tensor | None, packed=None) -> Callable[[torch.Tensor], torch.Tensor]:
+        return partial(product, weight=weight, bias=bias)
+
+    return bind
 
 
-def w_at_x(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, packed=None) -> torch.Tensor:
+def w_at_x(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
     """W @ x.T: a matrix-matrix product in the weight's own layout; one row is fed twice (as a single column a BLAS
     runs its matrix-vector kernel, the one nn.Linear runs). The product comes out transposed and is laid out as
     nn.Linear's (rows x out, contiguous): a query left transposed kept SDPA from its fused CPU kernels, and every
@@ -81,27 +83,19 @@ def w_at_x(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, pac
     return y if bias is None else y + bias
 
 
-def onednn_packed(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, packed=None) -> torch.Tensor:
-    return torch.ops.mkldnn._linear_pointwise(x, packed, bias, "none", [], "")
+def onednn_bind(weight: torch.Tensor, bias: torch.Tensor | None, packed: torch.Tensor):
+    return lambda x: torch.ops.mkldnn._linear_pointwise(x, packed, bias, "none", [], "")
 
 
 def onednn_pack(weight: torch.Tensor) -> torch.Tensor:
     return torch.ops.mkldnn._reorder_linear_weight(weight, PACK_ROWS)
 
 
-def panels(wide: int) -> Way:
-    """The panel kernel streaming `wide` panels of 16 columns side by side (both ways read one packed copy)."""
-
-    def take(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, packed=None) -> torch.Tensor:
-        return panel_rows(x, weight, bias, packed, wide)
-
-    return Way(f"panels of {16 * wide}", take, pack_panels, partial(bound_panel_rows, wide=wide))
-
-
-NN_LINEAR = Way("nn.Linear", nn_linear)
-ONEDNN = Way("oneDNN prepacked", onednn_packed, onednn_pack)
-PANELS = (panels(1), panels(2))
-WAYS = {way.name: way for way in (NN_LINEAR, Way("W @ x.T", w_at_x), ONEDNN, *PANELS)}
+NN_LINEAR = Way("nn.Linear", unpacked(linear))
+ONEDNN = Way("oneDNN prepacked", onednn_bind, onednn_pack)
+# the panel kernel streaming one or two panels of 16 columns side by side: both ways read one packed copy
+PANELS = tuple(Way(f"panels of {16 * wide}", partial(bound_panel_rows, wide=wide), pack_panels) for wide in (1, 2))
+WAYS = {way.name: way for way in (NN_LINEAR, Way("W @ x.T", unpacked(w_at_x)), ONEDNN, *PANELS)}
 
 
 def works(way: Way) -> bool:
@@ -132,28 +126,25 @@ def available_ways() -> tuple[Way, ...]:
 # The machine and the model's groups
 
 
+def cpuinfo(fields: tuple[str, ...]) -> str | None:
+    """The first of `fields` that /proc/cpuinfo lists, its value (None: no such line, or no such file)."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as lines:
+            return next((line.split(":", 1)[1].strip() for line in lines if line.startswith(fields)), None)
+    except OSError:
+        return None
+
+
 @cache
 def cpu_model() -> str:
-    """The CPU's model name (/proc/cpuinfo on Linux, sysctl's on macOS, else the platform's words)."""
-    try:
-        for line in open("/proc/cpuinfo", encoding="utf-8"):
-            if line.startswith(("model name", "Model")):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
+    """The CPU's model name (/proc/cpuinfo, else the platform's words: on macOS and Windows only an architecture)."""
+    return cpuinfo(("model name", "Model")) or platform.processor() or platform.machine()
 
 
 @cache
 def cpu_flags() -> str:
     """The CPU's feature flags, space-separated and sorted ("" where the system does not list them)."""
-    try:
-        for line in open("/proc/cpuinfo", encoding="utf-8"):
-            if line.startswith(("flags", "Features")):
-                return " ".join(sorted(line.split(":", 1)[1].split()))
-    except OSError:
-        pass
-    return ""
+    return " ".join(sorted((cpuinfo(("flags", "Features")) or "").split()))
 
 
 def fingerprint(dtype: torch.dtype) -> dict[str, str]:
@@ -220,14 +211,18 @@ def time_ways(layers: list[nn.Linear], ways: list[Way], sizes: tuple[int, ...]) 
     inputs = {size: torch.randn(size, layers[0].in_features, generator=generator) for size in sizes}
     copies = {way.pack: [way.pack(layer.weight) for layer in layers] for way in ways if way.pack is not None}
     packed = {way.name: copies.get(way.pack, [None] * len(layers)) for way in ways}
+    takes = {  # bound as a pass binds them, so the timing holds each call's Python as a pass pays it
+        way.name: [way.bind(layer.weight, layer.bias, p) for layer, p in zip(layers, packed[way.name], strict=True)]
+        for way in ways
+    }
     seconds: dict[str, list[list[float]]] = {way.name: [[] for _ in sizes] for way in ways}
     for attempt in range(ROUNDS + 1):
         for way in ways:
             for i, size in enumerate(sizes):
                 x = inputs[size]
                 start = time.perf_counter()
-                for layer, pack in zip(layers, packed[way.name], strict=True):
-                    way.take(x, layer.weight, layer.bias, pack)
+                for take in takes[way.name]:
+                    take(x)
                 if attempt:
                     seconds[way.name][i].append(time.perf_counter() - start)
     return {name: [statistics.median(times) for times in per_size] for name, per_size in seconds.items()}
@@ -352,7 +347,9 @@ class Bound:
             for way in ways:
                 if way.pack is not None and way.pack not in copies:
                     copies[way.pack] = way.pack(layer.weight)
-        self.takes = [None if way is NN_LINEAR else way.bound(layer, copies.get(way.pack)) for way in ways]
+        self.takes = [
+            None if way is NN_LINEAR else way.bind(layer.weight, layer.bias, copies.get(way.pack)) for way in ways
+        ]
 
     def holds(self, layer: nn.Linear) -> bool:
         return layer.weight is self.weight and layer.bias is self.bias and versions(layer) == self.versions
@@ -380,14 +377,6 @@ class ProductTable:
             next(i for i, size in enumerate(self.sizes) if rows <= size) for rows in range(1, self.largest + 1)
         ]
         self.bound: dict[int, Bound] = {}
-
-    def way(self, key: GroupKey, rows: int) -> Way:
-        """The way for `rows` rows of a layer of group `key`: the next measured size up's, nn.Linear's above the
-        largest (or for a group the choice does not hold)."""
-        ways = self.ways.get(key)
-        if ways is None or rows > self.largest:
-            return NN_LINEAR
-        return ways[self.at[rows]]
 
     def product(self, layer: nn.Linear, x: torch.Tensor) -> torch.Tensor:
         """`linear(x, layer.weight, layer.bias)` for any leading shape, taken the chosen way."""

@@ -3,12 +3,13 @@
 The engine runs its passes of a CPU model on its own view of it (`engine_model`), never on a changed model:
 each float32 nn.Linear appears there as an EngineLinear that shares the layer's attributes (one __dict__:
 weights, hooks, all of it) and takes its rows the way timed fastest on this machine for its group of layers and
-its row count (product_ways.py: nn.Linear's kernel, W @ x.T, oneDNN's prepacked weights; measured at the model's
-first pass at a thread count, cached per machine); each module above one is a shallow copy holding those views,
-its attributes made its original's again before every pass; every other module is the model's own. The model
-is left as loaded, so transformers' own `generate` (the reference that exactness is checked against, and the
-bench's peers) runs `nn.Linear`'s kernel, as a user would run it. The ways round differently in the last bits;
-exactness is checked as for any pass, token for token against `generate`, for every way (tests/test_products.py).
+its row count (product_ways.py: nn.Linear's kernel, W @ x.T, oneDNN's prepacked weights, the engine's panel
+kernel; measured at the model's first pass at a thread count, cached per machine); each module above one is a
+shallow copy holding those views, its attributes made its original's again before every pass; every other module
+is the model's own. The model is left as loaded, so transformers' own `generate` (the reference that exactness is
+checked against, and the bench's peers) runs `nn.Linear`'s kernel, as a user would run it. The ways round
+differently in the last bits; exactness is checked as for any pass, token for token against `generate`, for every
+way (tests/test_products.py).
 
 On CUDA the engine takes a GPU's measured levers instead, the first in the view, the second around the fixed step's
 passes (scripts/gpu_check.py's GEMM and attention tables, an H200,
@@ -137,6 +138,10 @@ class Twin:
     built_on: tuple
 
 
+def on_cpu(layer: nn.Linear) -> bool:
+    return layer.weight.device.type == "cpu"
+
+
 class EngineView:
     """The engine's own module tree over a model: views of its linear layers (`fuse`: sibling layers as one
     product; otherwise float32 CPU layers as EngineLinear, taking their rows by `table`), copies above them."""
@@ -152,13 +157,18 @@ class EngineView:
 
     def view(self, module: nn.Module) -> nn.Module:
         """`module` in the view: an EngineLinear, a copy holding views, or the module itself."""
-        if not self.fuse and type(module) is nn.Linear and module.weight.dtype == torch.float32:
-            if module.weight.device.type == "cpu":
-                view = EngineLinear.__new__(EngineLinear)
-                object.__setattr__(view, "__dict__", module.__dict__)  # one dict: the view sees every change at once
-                object.__setattr__(view, "view", self)
-                self.chosen = True
-                return view
+        weight = getattr(module, "weight", None)
+        if (
+            not self.fuse
+            and type(module) is nn.Linear
+            and weight.dtype == torch.float32
+            and weight.device.type == "cpu"
+        ):
+            view = EngineLinear.__new__(EngineLinear)
+            object.__setattr__(view, "__dict__", module.__dict__)  # one dict: the view sees every change at once
+            object.__setattr__(view, "view", self)
+            self.chosen = True
+            return view
         children = {name: child if child is None else self.view(child) for name, child in module._modules.items()}
         if self.fuse:
             children |= self.sibling_views(module)
