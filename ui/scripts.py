@@ -82,6 +82,7 @@ DROPDOWN_TAB = """
     const box = event.target;
     if (event.key !== "Tab" || !box.matches || !box.matches("input[role=combobox][aria-expanded=true]")) return;
     event.preventDefault();
+    event.stopPropagation();  // Gradio's own handler would reopen the list a tick later: every key but Escape opens it
     box.dispatchEvent(new KeyboardEvent("keydown", { key: "Escape", bubbles: true }));
     const list = document.getElementById(box.getAttribute("aria-controls"));
     const tabbable = [...document.querySelectorAll("a[href], button, input, select, textarea, [tabindex]")].filter(
@@ -89,7 +90,7 @@ DROPDOWN_TAB = """
         && !(list && list.contains(element)))
     );
     const next = tabbable[tabbable.indexOf(box) + (event.shiftKey ? -1 : 1)];
-    if (next) setTimeout(() => next.focus(), 50);  // once Gradio has closed the list (its handler waits a tick)
+    if (next) next.focus();  // at once, as a Tab moves it: a later move raced the next key and a click
   }, true);
 }
 """
