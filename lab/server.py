@@ -34,6 +34,8 @@ from . import space
 from .access import access_from_environment
 from .budget import RACE_SECONDS, RESERVE, RUN_SECONDS, Deadline, Prices, fitted_tokens, round_seconds
 from .holding import ModelHolder
+from .line import Line
+from .questions import Answers
 from .race import ROUNDS, raced, racing
 from .requests import MAX_NEW_TOKENS, InputError, ModelRequest
 from .shelf import Shelf
@@ -50,6 +52,8 @@ if ZERO_GPU:  # the platform's contract: load at module scope and move to CUDA; 
     MODEL.get().lm.model.to("cuda")
 SESSION_SECONDS = 3 * 3600  # a visitor's recorded run is kept this long after its last update
 SHELF = Shelf(capacity=300, seconds=SESSION_SECONDS)  # recorded and opened runs, for links (?run=ID), gzipped
+ANSWERS = Answers()  # one measurement per question, shared by every visitor (lab.questions)
+LINE = Line()  # Runs, races and sweeps hold the model alone, in turn, each told its place meanwhile (lab.line)
 GPU_WORK = []  # the functions that hold a GPU slot on ZeroGPU: all the model work there is
 NO_HEADS = (
     "Medusa needs heads trained for the model: the lab ships them for SmolLM2-135M-Instruct only. Pick another method."

@@ -13,7 +13,7 @@ from __future__ import annotations
 import random
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from lookahead_core.records import Busy, Method, MethodTiming, Spread, Timing
 
@@ -116,24 +116,56 @@ def method_timings(rounds: Sequence[Sequence[Lap]]) -> list[MethodTiming]:
     rate over the tokens every lap of every round reached (later rounds cut short to fit compare their length)."""
     length = rounds_length(rounds)
     per_round = [round_rates(laps, length) for laps in rounds]
-    methods = [lap.method for lap in rounds[0]]
-    rates = {
-        m: [tokens / seconds if seconds else 0.0 for tokens, seconds in (r[m] for r in per_round)] for m in methods
-    }
-    timings = []
-    for method in methods:
-        figures = [r[method] for r in per_round]
-        timings.append(
-            MethodTiming(
-                method=method,
-                tokens=[tokens for tokens, _ in figures],
-                seconds=[seconds for _, seconds in figures],
-                rate=spread_of(rates[method]),
-                speedup=ONE if method == Method.GREEDY else ratio_of_medians(rates[method], rates[Method.GREEDY]),
-                partial=any(lap.partial for laps in rounds for lap in laps if lap.method == method),
-            )
+    figures = {lap.method: [r[lap.method] for r in per_round] for lap in rounds[0]}
+    partial = {m: any(lap.partial for laps in rounds for lap in laps if lap.method == m) for m in figures}
+    return timings_of(figures, partial)
+
+
+def timings_of(figures: dict[Method, list[tuple[int, float]]], partial: dict[Method, bool]) -> list[MethodTiming]:
+    """Every method's figures from its (tokens, seconds) in each round (greedy's among them, rounds paired by
+    position): rates, and speedups over greedy."""
+    rates = {m: [rate(tokens, seconds) for tokens, seconds in rounds] for m, rounds in figures.items()}
+    return [
+        MethodTiming(
+            method=method,
+            tokens=[tokens for tokens, _ in rounds],
+            seconds=[seconds for _, seconds in rounds],
+            rate=spread_of(rates[method]),
+            speedup=ONE if method == Method.GREEDY else ratio_of_medians(rates[method], rates[Method.GREEDY]),
+            partial=partial[method],
         )
-    return timings
+        for method, rounds in figures.items()
+    ]
+
+
+def pooled(earlier: Timing, later: Timing) -> Timing | None:
+    """The rounds of two measurements of one question as one: every method's rounds together, so the medians
+    and intervals cover both (rounds stay paired within each). None where they do not compare: other methods,
+    another length counted, or a measurement the deadline cut."""
+    same = earlier.order == later.order and earlier.compared_tokens == later.compared_tokens
+    if not same or earlier.partial or later.partial or earlier.later_tokens or later.later_tokens:
+        return None
+    figures = {
+        t.method: list(zip(t.tokens + later.of(t.method).tokens, t.seconds + later.of(t.method).seconds, strict=True))
+        for t in earlier.methods
+    }
+    timings = timings_of(figures, dict.fromkeys(figures, False))
+    return replace(
+        earlier,
+        rounds=earlier.rounds + later.rounds,
+        methods=timings,
+        leaders=leaders(timings),
+        busy=busy_over(earlier.busy, later.busy),
+        budget_seconds=earlier.budget_seconds + later.budget_seconds,
+    )
+
+
+def busy_over(first: Busy, second: Busy) -> Busy:
+    """What other programs used over two readings: their cores weighted by each reading's seconds."""
+    seconds = first.seconds + second.seconds
+    known = first.other_cores is not None and second.other_cores is not None and seconds > 0
+    others = (first.other_cores * first.seconds + second.other_cores * second.seconds) / seconds if known else None
+    return Busy(other_cores=others, cores=first.cores, seconds=seconds, heavy=first.heavy or second.heavy)
 
 
 def leaders(timings: Sequence[MethodTiming]) -> list[Method]:

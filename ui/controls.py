@@ -63,6 +63,7 @@ class Controls:
     sampling: Sampling
     auto: gr.Checkbox
     run: gr.Button
+    again: gr.Button  # measures the Run's question once more, though this machine answered it a moment ago
     stop: gr.Button
     notice: gr.HTML
 
@@ -81,6 +82,7 @@ def build_controls(presets: list[dict]) -> Controls:
     )
     with gr.Row(equal_height=False):
         run = gr.Button("Run on the model", variant="primary", elem_id="ll-run", scale=3)
+        again = gr.Button("Measure again", elem_id="ll-run-again", scale=2, min_width=120)
         stop = gr.Button("■ Stop", interactive=False, elem_id="ll-run-stop", scale=1, min_width=80)
     notice = gr.HTML(RUN_NOTICE, elem_id="ll-run-notice", min_height=30)
     note = gr.HTML(preset_note(first["caption"]), elem_id="ll-preset-caption")
@@ -127,6 +129,7 @@ def build_controls(presets: list[dict]) -> Controls:
         sampling=sampling,
         auto=auto,
         run=run,
+        again=again,
         stop=stop,
         notice=notice,
     )

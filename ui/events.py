@@ -16,6 +16,7 @@ import gradio as gr
 
 from lab.access import AccessError
 from lab.budget import BudgetError
+from lab.questions import Waiting
 from lab.requests import InputError
 from lab.server import MODEL, ZERO_GPU
 from lookahead_core.attention import UnsupportedModel
@@ -70,13 +71,16 @@ def warned(error: Exception, title: str) -> str:
 
 
 def reporting(work: Iterator, progress: gr.Progress, unchanged: dict) -> Iterator[dict]:
-    """Show model work's Progress in Gradio's progress bar, yielding `unchanged` (an update that changes nothing)
-    after each forward pass: a yield is where Gradio stops work whose visitor left, pressed Stop or cancelled.
-    Returns the work's result."""
+    """Show model work's place in the line (Waiting) and then its Progress in Gradio's progress bar, yielding
+    `unchanged` (an update that changes nothing) after each: a yield is where Gradio stops work whose visitor left,
+    pressed Stop or cancelled. Returns the work's result (what it yields last)."""
     for item in work:
-        if not isinstance(item, Progress):
+        if isinstance(item, Waiting):
+            progress(None, desc=item.words())
+        elif isinstance(item, Progress):
+            progress(progress_fraction(item), desc=progress_words(item))
+        else:
             return item
-        progress(progress_fraction(item), desc=progress_words(item))
         yield unchanged
     raise RuntimeError("model work ended without a result")
 

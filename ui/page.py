@@ -13,6 +13,7 @@ from functools import partial
 
 import gradio as gr
 
+from lab.line import CAPACITY as LINE_CAPACITY
 from lab.server import SESSION_SECONDS
 from lab.stores import Visitor
 from visuals import library
@@ -33,9 +34,11 @@ from .presets import DEFAULT, PRESETS, choose_preset
 from .race import RaceCard, build_race
 from .tune import TUNE_FORM, TuneCard, build_tune
 
-# Requests waiting for the model slot, past the one that runs: at most RUN_SECONDS each, so the last
-# in line waits five minutes at worst; the next one is told the lab is busy.
-MAX_WAITING = 10
+# Model work's requests served at once: each waits in lab.line's line for the model (which holds LINE.capacity,
+# saying each its place), or is answered from a shared measurement without waiting (lab.questions); past this,
+# Gradio's own queue holds MAX_WAITING more, and the next is told the lab is busy.
+MODEL_REQUESTS = LINE_CAPACITY + 16
+MAX_WAITING = LINE_CAPACITY
 # Soft's light greys and mid blues fall below WCAG AA (4.5:1) for small text: a projector washes them out first.
 # Its subdued text is darkened to slate 600 (7.2:1 on the page) and its blues to blue 700 (6.7:1 under white).
 THEME = gr.themes.Soft(
@@ -59,6 +62,7 @@ LAUNCH_OPTIONS = {
     "css_paths": [library.ASSETS / "style.css"],
     "js": scripts.ON_LOAD,
     "max_file_size": 2 * library.MAX_RUN_BYTES,
+    "max_threads": 2 * MODEL_REQUESTS,  # each request waiting in line holds a thread a moment at a time; replays too
 }
 TITLE = (
     "# Lookahead Lab\nWatch **lookahead decoding** (Fu et al., ICML 2024) on a real model, one forward pass at "
@@ -111,7 +115,8 @@ class Page:
         ]
 
     def model_buttons(self) -> list:
-        return [self.controls.run, self.race.run, self.tune.run, self.controls.stop, self.race.stop, self.tune.stop]
+        c = self.controls
+        return [c.run, c.again, self.race.run, self.tune.run, c.stop, self.race.stop, self.tune.stop]
 
 
 def build_page() -> Page:
@@ -162,7 +167,12 @@ def build_demo() -> tuple[gr.Blocks, Page]:
 # Events
 
 REPLAYING = {"queue": False, "show_progress": "hidden", "preprocess": False}
-MODEL_WORK = {"concurrency_limit": 1, "concurrency_id": "model", "show_progress": "full", "preprocess": False}
+MODEL_WORK = {
+    "concurrency_limit": MODEL_REQUESTS,
+    "concurrency_id": "model",
+    "show_progress": "full",
+    "preprocess": False,
+}
 PRIVATE = {"api_visibility": "private"}
 
 
@@ -236,7 +246,7 @@ def working(page: Page) -> dict:
 
 def waiting(page: Page) -> dict:
     """No model work: Run, Race and the map on, Stop off."""
-    runs = (page.controls.run, page.race.run, page.tune.run)
+    runs = (page.controls.run, page.controls.again, page.race.run, page.tune.run)
     return {button: gr.Button(interactive=button in runs) for button in page.model_buttons()}
 
 
@@ -244,11 +254,20 @@ def wire_model_work(page: Page) -> None:
     """Run, Race and the map: the buttons off while the work waits or runs, Stop on; every ending gives them back."""
     c, card, buttons = page.controls, page.race, page.model_buttons()
     busy, idle = bound(working, page), bound(waiting, page)
+    shown_run = [*page.shown_run(), page.model_box.info, page.exports.run_id, c.notice, page.visitor]
     ran = c.run.click(busy, None, buttons, **PRIVATE, **REPLAYING).then(
         bound(run.run_model, page),
         inputs((*RUN_FORM, VISITOR), page),
-        [*page.shown_run(), page.model_box.info, page.exports.run_id, c.notice, page.visitor],
+        shown_run,
         api_name="run",
+        show_progress_on=c.notice,
+        **MODEL_WORK,
+    )
+    measured = c.again.click(busy, None, buttons, **PRIVATE, **REPLAYING).then(
+        bound(run.run_again, page),
+        inputs((*RUN_FORM, VISITOR), page),
+        shown_run,
+        api_name="run_again",
         show_progress_on=c.notice,
         **MODEL_WORK,
     )
@@ -268,10 +287,10 @@ def wire_model_work(page: Page) -> None:
         show_progress_on=page.tune.summary,
         **MODEL_WORK,
     )
-    for finished in (ran, raced, mapped):  # done, refused, failed or cancelled: the buttons come back
+    for finished in (ran, measured, raced, mapped):  # done, refused, failed or cancelled: the buttons come back
         finished.then(idle, None, buttons, **PRIVATE, **REPLAYING)
     stops = [c.stop.click, card.stop.click, page.tune.stop.click]
-    gr.on(stops, idle, None, buttons, cancels=[ran, raced, mapped], **PRIVATE, **REPLAYING)
+    gr.on(stops, idle, None, buttons, cancels=[ran, measured, raced, mapped], **PRIVATE, **REPLAYING)
     gr.on(
         [card.restart.click, card.slow.change],
         bound(race.replay_race, page),

@@ -14,10 +14,12 @@ import gradio as gr
 
 from lab import server
 from lab.budget import RACE_SECONDS
+from lab.questions import answered, question
 from lab.race import ROUNDS
 from lab.stores import Visitor
 from lookahead_core.records import RaceRecord
 from visuals.race import cost_figure, playback_html, race_figure, race_html
+from visuals.sharing import shared_note
 from visuals.summary import notice_html
 
 from .events import REFUSALS, announced_load, reporting, warned
@@ -104,12 +106,17 @@ def run_race(page, values: dict, progress):
         yield from announced_load(request.model, request.dtype, progress, unchanged)
         visitor = values["visitor"] if isinstance(values["visitor"], Visitor) else Visitor()
         store = visitor.race_store(request.model, request.prompt)
-        result, seconds = yield from reporting(server.timed_race(request, store), progress, unchanged)
+        key = question("race", request, store)
+        work = answered(server.ANSWERS, server.LINE, key, RACE_SECONDS, lambda: server.timed_race(request, store))
+        answer = yield from reporting(work, progress, unchanged)
     except REFUSALS as error:
         yield {card.summary: notice_html(warned(error, "Not raced"), "Not raced")}
         return
+    result = answer.result
+    used = answer.seconds if answer.shared is None else None
+    shared = shared_note(answer.shared, answer.measurements, result.timing.rounds)
     yield {
-        card.summary: race_html(result, used=seconds, gpu=server.ZERO_GPU),
+        card.summary: shared + race_html(result, used=used, gpu=server.ZERO_GPU),
         card.result: result,
         card.playback: gr.HTML(playback_html(result, take=time.monotonic_ns()), visible=True),
         card.chart: gr.Plot(race_figure(result), visible=True),

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import gradio as gr
 
 from lab import server, tune_server
+from lab.questions import Waiting, in_line
 from lab.tune import SWEPT, TuneProgress
 from lookahead_core.records import METHODS
 from lookahead_core.records.tune import TuneReport
@@ -149,11 +150,14 @@ def map_tune(page, values: dict, progress):
     try:
         request = tune_server.tune_request(**values)
         yield from announced_load(request.model, request.dtype, progress, unchanged)
-        for item in tune_server.mapping(request):
-            if not isinstance(item, TuneProgress):
+        for item in in_line(server.LINE, "map", tune_server.TUNE_SECONDS, lambda: tune_server.mapping(request)):
+            if isinstance(item, Waiting):
+                progress(None, desc=item.words())
+            elif isinstance(item, TuneProgress):
+                progress(item.done / max(item.total, 1), desc=f"{item.done + 1}/{item.total}: {item.label}")
+            else:
                 report, seconds = item
                 break
-            progress(item.done / max(item.total, 1), desc=f"{item.done + 1}/{item.total}: {item.label}")
             yield unchanged  # where Gradio stops work whose visitor pressed Stop or left
     except REFUSALS as error:
         yield {card.summary: notice_html(warned(error, "Not mapped"), "Not mapped") + INTRO}
