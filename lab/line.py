@@ -51,6 +51,11 @@ class Ticket:
         seconds of every request ahead of it."""
         return self.line.seconds_before(self)
 
+    def left(self) -> float:
+        """Seconds until its work ends at the measured pace: its wait, and its own expected seconds less what it has
+        held the model so far."""
+        return self.line.seconds_left(self)
+
     def leave(self) -> None:
         """Out of the line, or done with the model: the next waiting request's turn."""
         self.line.leave(self)
@@ -132,6 +137,10 @@ class Line:
             if holder is not None and holder is not ticket:
                 left = max(0.0, self.expected(holder.kind) - (time.monotonic() - holder.started))
             return left + sum(self.expected(t.kind) for t in ahead)
+
+    def seconds_left(self, ticket: Ticket) -> float:
+        held = 0.0 if ticket.started is None else time.monotonic() - ticket.started
+        return self.seconds_before(ticket) + max(0.0, self.expected(ticket.kind) - held)
 
     def waiting(self) -> int:
         """How many wait now (past the one measuring)."""

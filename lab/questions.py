@@ -19,10 +19,11 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass, replace
+from functools import partial
 
 from lookahead_core.suffix import SuffixStore
 
-from .line import Line, LineFull
+from .line import Line, LineFull, Ticket
 from .requests import InputError, ModelRequest
 from .timing import pooled
 
@@ -37,9 +38,9 @@ class LabBusy(InputError):
 
 @dataclass(frozen=True)
 class Waiting:
-    """A request not yet measuring: its `place` in the line for the model and the `seconds` until its turn at the
-    measured pace; or (`place` 0) waiting on another visitor's measurement of the same question, running for
-    `seconds` so far."""
+    """A request not yet answered: its `place` in the line for the model and the `seconds` until its turn, at the
+    measured pace; or (`place` 0) waiting on another visitor's measurement of the same question, which ends in about
+    `seconds`."""
 
     place: int
     seconds: float
@@ -47,8 +48,8 @@ class Waiting:
     def words(self) -> str:
         if self.place == 0:
             return (
-                f"The same question is being measured for another visitor ({self.seconds:.0f} s so far): "
-                "its answer is yours when it is done"
+                "The same question is being measured for another visitor: its answer is yours too, in about "
+                f"{rounded(self.seconds)}"
             )
         return f"{ordinal(self.place)} in line for the model, about {rounded(self.seconds)}"
 
@@ -71,7 +72,7 @@ class Entry:
     measured: float = 0.0  # time.monotonic() of the latest measurement
     measurements: int = 0
     measuring: threading.Event | None = None  # set when a measurement under way ends (with or without an answer)
-    since: float = 0.0  # when that measurement was asked for
+    ticket: Ticket | None = None  # that measurement's place in the line for the model
 
 
 class Answers:
@@ -107,16 +108,23 @@ class Answers:
             self._entries.move_to_end(key)
             if entry.measuring is not None:
                 return entry.measuring
-            entry.measuring, entry.since = threading.Event(), time.monotonic()
+            entry.measuring, entry.ticket = threading.Event(), None
             idle = [k for k, e in self._entries.items() if e.measuring is None]  # least recently asked first
             for old in idle[: max(0, len(self._entries) - self.kept)]:
                 del self._entries[old]
             return None
 
-    def since(self, key: Hashable) -> float:
+    def holding(self, key: Hashable, ticket: Ticket) -> None:
+        """The measurement of `key` under way has joined the line with `ticket`."""
+        with self._lock:
+            self._entries[key].ticket = ticket
+
+    def left(self, key: Hashable) -> float:
+        """Seconds until the measurement of `key` under way ends, at the measured pace (0: none under way)."""
         with self._lock:
             entry = self._entries.get(key)
-            return time.monotonic() - entry.since if entry is not None and entry.measuring is not None else 0.0
+            ticket = entry.ticket if entry is not None and entry.measuring is not None else None
+        return 0.0 if ticket is None else ticket.left()
 
     def end(self, key: Hashable, result: object | None, seconds: float = 0.0, again: bool = False) -> Answer | None:
         """The measurement of `key` is over: `result` (None: it failed or was stopped, nothing kept) becomes the
@@ -173,10 +181,10 @@ def answered(
         if under_way is None:
             break  # ours to measure
         while not under_way.wait(NEWS_SECONDS):  # another visitor's measurement of it: its answer, or our turn
-            yield Waiting(0, answers.since(key))
+            yield Waiting(0, answers.left(key))
     result, seconds = None, 0.0
     try:
-        for item in in_line(line, key[0], budget, measure):
+        for item in in_line(line, key[0], budget, measure, joined=partial(answers.holding, key)):
             if isinstance(item, tuple):
                 result, seconds = item
             else:
@@ -188,12 +196,16 @@ def answered(
     yield answer
 
 
-def in_line(line: Line, kind: str, budget: float, work: Callable[[], Iterator]) -> Iterator:
+def in_line(
+    line: Line, kind: str, budget: float, work: Callable[[], Iterator], joined: Callable[[Ticket], None] | None = None
+) -> Iterator:
     """`work()` (model work of `kind`, `budget` seconds at most) once its turn comes, holding the model alone:
-    Waiting while it waits, then what the work yields. LabBusy where the line is full. A consumer that stops
-    iterating leaves the line, or, working, stops the work at its next pass."""
+    Waiting while it waits, then what the work yields (`joined` is told its ticket). LabBusy where the line is full.
+    A consumer that stops iterating leaves the line, or, working, stops the work at its next pass."""
     try:
         ticket = line.join(kind, budget)
+        if joined is not None:
+            joined(ticket)
     except LineFull as full:
         raise LabBusy(
             f"The lab is busy: {full} (the most it holds). Try again in a few minutes; a question someone has just "
