@@ -52,6 +52,7 @@ def running_app(lm=None) -> Iterator[str]:
     import app
     from lab import server
 
+    server.ANSWERS.clear()  # a server starts with no question answered: an earlier serving's answers are not its own
     if lm is not None:
         if server.MODEL.held_model() is not lm:
             server.MODEL.put(lm)

@@ -18,6 +18,7 @@ from lab.server import SESSION_SECONDS
 from lab.stores import Visitor
 from visuals import library
 from visuals.palette import marks_css
+from visuals.summary import notice_html
 
 from . import controls as controls_events
 from . import exports as export_events
@@ -174,6 +175,10 @@ MODEL_WORK = {
     "preprocess": False,
 }
 PRIVATE = {"api_visibility": "private"}
+STOPPED = (
+    "the Run ended before its answer, so nothing was measured. The replay and its summary still show the run that "
+    "was shown before; the prompt and settings are as you left them: Run again when you are ready."
+)
 
 
 def wire_replay(demo: gr.Blocks, page: Page) -> None:
@@ -250,6 +255,11 @@ def waiting(page: Page) -> dict:
     return {button: gr.Button(interactive=button in runs) for button in page.model_buttons()}
 
 
+def run_stopped(page: Page) -> dict:
+    """Stop under Run: the buttons back, and the note says what stopped and what the replay still shows."""
+    return waiting(page) | {page.controls.notice: notice_html(STOPPED, refused="Stopped")}
+
+
 def wire_model_work(page: Page) -> None:
     """Run, Race and the map: the buttons off while the work waits or runs, Stop on; every ending gives them back."""
     c, card, buttons = page.controls, page.race, page.model_buttons()
@@ -289,8 +299,9 @@ def wire_model_work(page: Page) -> None:
     )
     for finished in (ran, measured, raced, mapped):  # done, refused, failed or cancelled: the buttons come back
         finished.then(idle, None, buttons, **PRIVATE, **REPLAYING)
-    stops = [c.stop.click, card.stop.click, page.tune.stop.click]
-    gr.on(stops, idle, None, buttons, cancels=[ran, measured, raced, mapped], **PRIVATE, **REPLAYING)
+    every = [ran, measured, raced, mapped]
+    c.stop.click(bound(run_stopped, page), None, [*buttons, c.notice], cancels=every, **PRIVATE, **REPLAYING)
+    gr.on([card.stop.click, page.tune.stop.click], idle, None, buttons, cancels=every, **PRIVATE, **REPLAYING)
     gr.on(
         [card.restart.click, card.slow.change],
         bound(race.replay_race, page),

@@ -120,9 +120,9 @@ def test_the_race_plays_every_lane_back_to_its_measured_output(browser_page):
 
 
 def show_progress_then_stop(page, screenshot: Path) -> str:
-    """Press Run (by keyboard: Enter on it), wait for its progress bar, photograph it, press Stop; the progress text
-    shown. Run, disabled while it runs, hands its focus to Stop (ui/scripts.FOCUS_KEPT: Gradio's disabling dropped
-    it on the page's body)."""
+    """Press Run (by keyboard: Enter on it), wait for its progress bar, photograph it, press Stop (the note under
+    Run then says what stopped); the progress text shown. Run, disabled while it runs, hands its focus to Stop
+    (ui/scripts.FOCUS_KEPT: Gradio's disabling dropped it on the page's body)."""
     page.focus("#ll-run")
     page.keyboard.press("Enter")
     shown = page.wait_for_function(  # read in the same poll: Gradio's own status text replaces it between steps
@@ -136,6 +136,11 @@ def show_progress_then_stop(page, screenshot: Path) -> str:
         page.click("#ll-run-stop", timeout=10_000)
     except PlaywrightTimeout:  # the Run ended while the screenshot was taken (a short answer): nothing to stop
         assert page.is_enabled("#ll-run")
+    else:  # the note says what stopped and what the replay still shows
+        page.wait_for_function(
+            "() => document.querySelector('#ll-run-notice').innerText.includes('Stopped: the Run ended before')",
+            timeout=10_000,
+        )
     page.wait_for_function("() => !document.querySelector('#ll-run').disabled", timeout=10_000)
     assert page.is_disabled("#ll-run-stop") and page.is_enabled("#ll-race-run")
     return shown
