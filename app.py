@@ -2,9 +2,11 @@
 
 The front door: it builds the page from its parts (ui/) and launches it; a Space runs this file and
 imports `demo` from it. The engine (lookahead_core) records, the drawings (visuals) render, and the
-lab holds the one model, checks every request and runs the model work (lab.server). Run and Race are
-the only model work: they wait in a bounded queue for the one model slot, report their progress after
-every forward pass, and stop at the next pass when their visitor leaves, presses Stop or cancels.
+lab holds the one model, checks every request and runs the model work (lab.server). Run, Race and the
+map are the only model work: a question measured a moment ago is answered from that measurement
+(lab.questions); the rest wait in one bounded line for the model, told their place (lab.line), report
+their progress after every forward pass, and stop at the next pass when their visitor leaves, presses
+Stop or cancels.
 Who may load which model is the operator's choice (docs/deploy.md); `python app.py` logs each refused
 request on one line.
 """
