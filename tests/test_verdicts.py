@@ -282,12 +282,11 @@ def test_both_cards_say_where_lookaheads_settings_came_from(raced):
 
     race_line = texts(race_html(raced), r'<p class="ll-settings-line">(.*?)</p>')
     assert race_line == [
-        f"Lookahead raced with W=4 N=3 G=4: {SLIDERS_ORIGIN}, as a Run of the same form uses. "
-        "The other methods' settings are below the table."
+        f"Lookahead raced with W=4 N=3 G=4: {SLIDERS_ORIGIN}. The other methods' settings are below the table."
     ]
     auto = example("python")  # recorded with auto settings
     (run_line,) = texts(summary_html(auto), r'<p class="ll-settings-line">(.*?)</p>')
-    assert AUTO_ORIGIN in run_line and "The race takes the same form's settings." in run_line
+    assert AUTO_ORIGIN in run_line and "A race takes the same unless you pick otherwise on its card." in run_line
     by_hand = dataclasses.replace(auto.trace.meta.settings.lookahead, regime=None)
     meta = dataclasses.replace(
         auto.trace.meta, settings=dataclasses.replace(auto.trace.meta.settings, lookahead=by_hand)

@@ -285,12 +285,13 @@ def table_head(result: RaceRecord) -> str:
 
 
 def settings_line(result: RaceRecord) -> str:
-    """What lookahead raced with and where it came from, in a sentence a student reads (as the Run's card says)."""
+    """What lookahead raced with and where it came from, in a sentence a student reads (as the Run's card says its
+    own)."""
     settings = result.settings.of(Method.LOOKAHEAD)
     if settings is None:
         return ""
     return (
-        f"Lookahead raced with {triple(settings)}: {origin_words(settings)}, as a Run of the same form uses. "
+        f"Lookahead raced with {triple(settings)}: {origin_words(settings)}. "
         "The other methods' settings are below the table."
     )
 

@@ -208,6 +208,9 @@ def headline_html(run: Run) -> str:
     )
 
 
+RACE_TAKES = "A race takes the same unless you pick otherwise on its card."
+
+
 def settings_line(run: Run) -> str:
     """What the method ran with and where those settings came from, in a sentence a student reads (lookahead's:
     auto or the sliders, as the race takes them too)."""
@@ -216,7 +219,7 @@ def settings_line(run: Run) -> str:
     words = recorded_words(meta.settings)
     if settings is None:
         return f"{name}" + (f" ran with {words}." if words else ".")
-    return f"{name} ran with {words}: {origin_words(settings)}. The race takes the same form's settings."
+    return f"{name} ran with {words}: {origin_words(settings)}. {RACE_TAKES}"
 
 
 def summary_html(run: Run) -> str:
