@@ -158,7 +158,8 @@ def run_on_model(page, tokens: int) -> None:
     max_tokens.fill(str(tokens))
     max_tokens.press("Enter")
     page.click("#ll-run")
-    shown = f"() => document.querySelector('#ll-summary').innerText.includes('{tokens}\\nnew tokens')"
+    # the new tokens' tile sits in the summary's folded details: read its markup, which a closed <details> keeps
+    shown = f"() => document.querySelector('#ll-summary').innerHTML.includes('<b>{tokens}</b><span>new tokens')"
     try:
         page.wait_for_function(shown, timeout=120_000)
     except PlaywrightTimeout:
