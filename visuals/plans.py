@@ -26,8 +26,8 @@ def triple(settings: LookaheadSettings) -> str:
     return f"W={settings.window} N={settings.ngram} G={settings.guesses}"
 
 
-AUTO_ORIGIN = "auto settings, measured for this hardware (the form's “auto” ticked)"
-SLIDERS_ORIGIN = "the W, N and G set on the form's sliders (its “auto” unticked)"
+AUTO_ORIGIN = "auto settings measured for the hardware it ran on, as the form's “auto” box asks"
+SLIDERS_ORIGIN = "the W, N and G of the form's sliders, its “auto” box unticked"
 
 
 def origin_words(settings: LookaheadSettings) -> str:

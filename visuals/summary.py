@@ -216,10 +216,11 @@ def settings_line(run: Run) -> str:
     auto or the sliders, as the race takes them too)."""
     meta = run.trace.meta
     name, settings = METHODS[meta.method].name, meta.settings.lookahead
-    words = recorded_words(meta.settings)
+    ran = f"{name} ran" + (f" with {recorded_words(meta.settings)}" if recorded_words(meta.settings) else "")
+    where = f" on {meta.machine.device_name}, {meta.recorded_at[:10]}"
     if settings is None:
-        return f"{name}" + (f" ran with {words}." if words else ".")
-    return f"{name} ran with {words}: {origin_words(settings)}. {RACE_TAKES}"
+        return f"{ran}{where}."
+    return f"{ran}{where}: {origin_words(settings)}. {RACE_TAKES}"
 
 
 def summary_html(run: Run) -> str:
