@@ -296,3 +296,14 @@ def test_both_cards_say_where_lookaheads_settings_came_from(raced):
         r'<p class="ll-settings-line">(.*?)</p>',
     )
     assert SLIDERS_ORIGIN in run_line
+
+
+def test_the_curves_say_they_show_the_round_played_back_not_the_medians(raced):
+    """The table's times are the rounds' medians; the curves and their words are one round's, and say which."""
+    methods = [lane.method for lane in raced.lanes]
+    result = dataclasses.replace(raced, timing=timed(methods, CASES["clear winner"]))
+    shown = result.timing.shown_round + 1
+    assert race_figure(result).layout.title.text == f"Tokens against wall-clock time, round {shown} (played back)"
+    assert f"Tokens against time, round {shown} (played back): " in race_html(result)
+    once = dataclasses.replace(raced, timing=timed(methods, {m: s[:1] for m, s in CASES["clear winner"].items()}))
+    assert race_figure(once).layout.title.text == "Tokens against wall-clock time"

@@ -46,6 +46,15 @@ LOG_TICKS = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512]
 SLOW = 4  # the slowed playback: four seconds on screen per measured second
 
 
+def played(result: RaceRecord) -> str:
+    """Which round the curves and the playback show, where there were several: its times are that round's, not the
+    rounds' medians the table gives."""
+    timing = result.timing
+    if timing is None or timing.rounds == 1:
+        return ""
+    return f", round {timing.shown_round + 1} (played back)"
+
+
 def race_figure(result: RaceRecord) -> go.Figure:
     """Tokens committed against seconds since the start, one line per method, each in its own dash and ended by
     its own marker (visuals.looks): the lines are told apart by shape, not by colour alone."""
@@ -64,7 +73,7 @@ def race_figure(result: RaceRecord) -> go.Figure:
     figure.update_layout(
         **LAYOUT,
         height=360,  # six legend entries above the plot at 12 px, and the plot below them
-        title={"text": "Tokens against wall-clock time", "font": {"size": 15}, "x": 0.01, "y": 0.98},
+        title={"text": f"Tokens against wall-clock time{played(result)}", "font": {"size": 15}, "x": 0.01, "y": 0.98},
         legend_itemsizing="constant",  # each entry shows its line's end marker (drawn at the last point only)
         xaxis={"title": {"text": "seconds"}, "rangemode": "tozero"},
         yaxis={"title": {"text": "tokens"}, "rangemode": "tozero"},
@@ -150,8 +159,8 @@ def charts_words(result: RaceRecord) -> str:
         for lane in result.lanes[1:]
     )
     return (
-        f"The charts in words. Tokens against time: {reached}. One forward pass, measured on {costs.hardware}, costs "
-        f"{curve} against a 1-token pass; {steps}."
+        f"The charts in words. Tokens against time{played(result)}: {reached}. One forward pass, measured on "
+        f"{costs.hardware}, costs {curve} against a 1-token pass; {steps}."
     )
 
 
