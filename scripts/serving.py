@@ -198,7 +198,7 @@ def choose_preset(page, label: str) -> None:
     page.click("#ll-controls input[role=listbox], #ll-controls .wrap input")
     page.get_by_role("option", name=label).click()
     page.wait_for_function(
-        "start => document.querySelector('#ll-preset-caption').innerText.startsWith(start)", arg=described[:60]
+        "start => document.querySelector('#ll-preset-caption').innerText.includes(start)", arg=described[:60]
     )
     wait_for_step(page, 0)
 
