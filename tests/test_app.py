@@ -30,7 +30,7 @@ from ui.links import opened
 from ui.model_box import model_choices
 from ui.race import RACE_AUTO
 from visuals import export, library, replay
-from visuals.summary import preset_note
+from visuals.summary import example_note
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore:.*(copy keyword|no_silent_downcasting)")
 
@@ -105,7 +105,7 @@ def test_a_preset_loads_its_example_and_steps_agree_with_the_trace(client):
     run = example("pencils")
     result = client.predict(item["id"], api_name="/preset")
     settings = [item[k] for k in ("prompt", "chat", "window", "ngram", "guesses", "max_new_tokens")]
-    assert list(result[:10]) == [*settings, "lookahead", 10, 4, preset_note(item["caption"])]
+    assert list(result[:10]) == [*settings, "lookahead", 10, 4, example_note(item["caption"], run)]
     shown = result[10:]
     assert step_value(shown[0]) == 0 and shown[0]["maximum"] == replay.last_step(run)
     assert list(shown[PANELS]) == replay.panel_values(run, 0)

@@ -98,3 +98,28 @@ def test_the_sweeps_words_open_in_plain_words_naming_the_machine():
     assert "2 cells were also timed by the clock" in html
     one = dataclasses.replace(report(), cells=report().cells[:1], chosen={Method.LOOKAHEAD: 0})
     assert "1 cell was also timed by the clock" in tune_summary_html(one)
+
+
+def test_a_sweep_that_timed_no_cell_says_predicted_and_draws_no_empty_clock_map():
+    """A sweep that timed 0 cells showed two empty clock heatmaps under "checked by the clock": its maps are now the
+    predicted ones alone, titled so, and its words say every speedup is predicted; a timed sweep keeps both maps
+    (the control)."""
+    from visuals.tune import MEASURED, tune_summary_html
+
+    untimed = dataclasses.replace(
+        report(), cells=[dataclasses.replace(c, measured_speedup=None) for c in report().cells]
+    )
+    for method in (Method.LOOKAHEAD, Method.PROMPT_LOOKUP):
+        figure = method_figure(untimed, method)
+        assert [t.name for t in figure.data if t.type == "heatmap"] == ["predicted"]
+        titles = [a.text for a in figure.layout.annotations]
+        assert titles == ["predicted from the curves: no cell was timed"] and MEASURED not in titles
+        assert figure.layout.title.text.endswith("predicted only")
+        frames = [shape for shape in figure.layout.shapes if shape.name == "chosen"]
+        assert len(frames) == 1  # the chosen cell framed on the one map
+    html = tune_summary_html(untimed)
+    assert "no cell was timed by the clock in this sweep, so every speedup shown is predicted" in html
+    assert "timed by the clock, to check" not in html and "(predicted over plain decoding)" in html
+    timed = method_figure(report(), Method.LOOKAHEAD)
+    assert [t.name for t in timed.data if t.type == "heatmap"] == ["predicted", "measured"]
+    assert "(predicted / measured over plain decoding)" in tune_summary_html(report())

@@ -104,3 +104,30 @@ def test_the_facts_say_how_the_steps_ran_and_why_not_as_asked():
     fallen = dataclasses.replace(run.trace.meta, mode=StepMode.FIXED, mode_note=note)
     html = summary.summary_html(dataclasses.replace(run, trace=dataclasses.replace(run.trace, meta=fallen)))
     assert f"· fixed-shape step, uncaptured ({note}) ·" in html
+
+
+def test_a_presets_note_says_it_is_about_the_shipped_example():
+    """After a live Run the preset's note still said the window "has already harvested the right n-grams" beside a
+    summary saying none came from the window: the note now says it is about the example, recorded when and where."""
+    run = example("python")
+    note = summary.example_note("the window has <already> harvested", run)
+    meta = run.trace.meta
+    about = (
+        f"About this preset&#x27;s example run (recorded {meta.recorded_at[:10]} on {escape(meta.machine.device_name)})"
+    )
+    assert note.startswith(f'<p class="ll-preset-note"><b class="ll-about">{about}, not about a Run of yours:</b>')
+    assert note.endswith("the window has &lt;already&gt; harvested</p>")
+
+
+def test_the_runs_summary_leads_with_three_large_figures_and_folds_the_prose():
+    """Readable from the back of a classroom: tokens per step, the speed (or no verdict) and the passes saved as
+    large figures; the tiles, the story and how it was timed one click away in a <details>."""
+    run = example("python")
+    html = summary.summary_html(run)
+    headline, folded = html.split('<details class="ll-more">')
+    s, g = run.trace.summary, run.greedy.summary
+    assert headline.count('class="ll-big') == 3
+    assert f"<b>{s.tokens_per_step:.2f}</b><span>tokens per step</span>" in headline
+    assert f"<b>{g.steps - s.steps}</b><span>forward passes saved</span>" in headline
+    assert "<summary>The figures in detail, and how they were measured</summary>" in folded
+    assert "ll-stat" not in headline and "interleaved rounds" in folded and "Recorded " in folded

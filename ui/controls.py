@@ -16,7 +16,8 @@ from lab.server import CAP, ZERO_GPU
 from lookahead_core.config import MAX_PROPOSED_TOKENS, MAX_TOKENS_PER_STEP, SUFFIX, LookupConfig, SettingsError
 from lookahead_core.draft import DEFAULT_DRAFT_TOKENS
 from lookahead_core.records import METHODS, Method
-from visuals.summary import feed_html, notice_html, preset_note
+from visuals import library
+from visuals.summary import example_note, feed_html, notice_html, preset_note
 
 # W=N=G at their maximum would feed 1 + 31 + 8*32 + 32*9 = 576 > 512 tokens: the budget refuses it, not the slider
 MAX_WINDOW, MAX_NGRAM, MAX_GUESSES = 32, 10, 32
@@ -85,7 +86,7 @@ def build_controls(presets: list[dict]) -> Controls:
         again = gr.Button("Measure again", elem_id="ll-run-again", scale=2, min_width=120)
         stop = gr.Button("■ Stop", interactive=False, elem_id="ll-run-stop", scale=1, min_width=80)
     notice = gr.HTML(RUN_NOTICE, elem_id="ll-run-notice", min_height=30)
-    note = gr.HTML(preset_note(first["caption"]), elem_id="ll-preset-caption")
+    note = gr.HTML(example_note(first["caption"], library.example_run(first["id"])), elem_id="ll-preset-caption")
     method = gr.Radio(
         [(METHODS[m].name, m.value) for m in RUN_METHODS],
         value=Method.LOOKAHEAD.value,

@@ -12,7 +12,7 @@ import gradio as gr
 from lab.requests import short
 from lab.server import SESSION_SECONDS, SHELF
 from visuals import library
-from visuals.summary import preset_note
+from visuals.summary import example_note, preset_note
 
 from .exports import exportable
 from .lesson import lesson_at, lesson_number
@@ -49,5 +49,6 @@ def opened(page, request: gr.Request) -> dict:
             unknown = f"No preset is called {short(query['preset'])}: here is {DEFAULT['label']!r}."
             shown[page.controls.preset_note] = preset_note(unknown)
     if "run" in query:
-        shown[page.controls.preset_note] = preset_note(RUN_GONE, library.preset(PRESETS, preset_id)["caption"])
+        caption = library.preset(PRESETS, preset_id)["caption"]
+        shown[page.controls.preset_note] = preset_note(RUN_GONE) + example_note(caption, library.example_run(preset_id))
     return shown | {page.controls.preset: preset_id}

@@ -137,7 +137,8 @@ def build_page() -> Page:
             replay = build_replay(first)
             exports = build_exports()
             panels = build_panels(first)
-            race_card = build_race(SESSION_SECONDS)
+            first_settings = (DEFAULT.get("auto", False), DEFAULT["window"], DEFAULT["ngram"], DEFAULT["guesses"])
+            race_card = build_race(SESSION_SECONDS, *first_settings)
             tune_card = build_tune()
     return Page(
         lesson=lesson,
@@ -210,6 +211,15 @@ def wire_replay(demo: gr.Blocks, page: Page) -> None:
         bound(controls_events.feed, page),
         [c.window, c.ngram, c.guesses],
         c.feed,
+        **PRIVATE,
+        **REPLAYING,
+    )
+    c.auto.change(bound(race.follow_run, page), c.auto, page.race.settings, **PRIVATE, **REPLAYING)
+    gr.on(
+        [page.race.settings.change, c.auto.change, c.window.change, c.ngram.change, c.guesses.change],
+        bound(race.planned, page),
+        [page.race.settings, c.auto, c.window, c.ngram, c.guesses],
+        page.race.plan,
         **PRIVATE,
         **REPLAYING,
     )

@@ -11,7 +11,7 @@ from lookahead_core.config import LookupConfig
 from lookahead_core.draft import DEFAULT_DRAFT_TOKENS
 from lookahead_core.records import Method, Run
 from visuals import library, replay
-from visuals.summary import preset_note
+from visuals.summary import example_note, preset_note
 
 from .controls import RUN_NOTICE, SAMPLING_DEFAULTS
 from .player import loaded
@@ -40,7 +40,7 @@ def preset_values(page, preset_id: str, step="0") -> dict:
         c.method: item.get("method", Method.LOOKAHEAD.value),
         c.lookup_tokens: item.get("lookup_tokens", LookupConfig.tokens),
         c.draft_tokens: item.get("draft_tokens", DEFAULT_DRAFT_TOKENS),
-        c.preset_note: preset_note(item["caption"]),
+        c.preset_note: example_note(item["caption"], run),
         c.notice: RUN_NOTICE,
         page.exports.run_id: "",
     }

@@ -18,6 +18,7 @@ from lab.questions import answered, question
 from lab.race import ROUNDS
 from lab.stores import Visitor
 from lookahead_core.records import RaceRecord
+from visuals.markup import escape
 from visuals.race import cost_figure, playback_html, race_figure, race_html
 from visuals.sharing import shared_note
 from visuals.summary import notice_html
@@ -26,6 +27,7 @@ from .events import REFUSALS, announced_load, reporting, warned
 from .form import RACE_FORM, VISITOR, form_handler, model_request_of
 
 RACE_AUTO, RACE_SLIDERS = "auto: measured for this hardware", "the sliders' W, N, G"
+SETTINGS_LABEL = "Lookahead's settings in the race (they follow Run's “auto” box unless you pick here)"
 RACE_INTRO = (
     '<div class="ll-budget">The race decodes your prompt with greedy decoding, lookahead, prompt lookup, '
     "speculative decoding (a bfloat16 copy of the model as the draft), where heads ship for the model Medusa "
@@ -47,6 +49,7 @@ class RaceCard:
 
     result: gr.State
     settings: gr.Radio
+    plan: gr.HTML  # what the next race will run lookahead with, in words, against what a Run would
     run: gr.Button
     stop: gr.Button
     restart: gr.Button
@@ -57,7 +60,26 @@ class RaceCard:
     costs: gr.Plot
 
 
-def build_race(session_seconds: int) -> RaceCard:
+def race_choice(auto) -> str:
+    """The race's settings choice that matches Run's "auto" box."""
+    return RACE_AUTO if auto is True else RACE_SLIDERS
+
+
+def plan_html(choice, auto, window, ngram, guesses) -> str:
+    """What the next race will run lookahead with, in a sentence a student reads, and whether a Run would use the
+    same (the race once ran auto's W=8 N=6 G=8 beside a Run at the sliders' W=4 N=5 G=4, said only in small print)."""
+    raced_auto = choice != RACE_SLIDERS
+    what = (
+        "auto settings, measured for this hardware when the race starts"
+        if raced_auto
+        else f"W={escape(str(window))} N={escape(str(ngram))} G={escape(str(guesses))}, the sliders' settings"
+    )
+    same = raced_auto == (auto is True)
+    run = "the same as a Run uses now" if same else "not what a Run uses now: Run's “auto” box says otherwise"
+    return f'<p class="ll-settings-line">The race will run lookahead with {what}: {run}.</p>'
+
+
+def build_race(session_seconds: int, auto: bool, window: int, ngram: int, guesses: int) -> RaceCard:
     with gr.Column(elem_classes="ll-card", elem_id="ll-race"):
         gr.HTML(
             "<h2>7 · The race: greedy, lookahead, prompt lookup, a draft model, Medusa heads and suffix decoding, timed"
@@ -66,9 +88,11 @@ def build_race(session_seconds: int) -> RaceCard:
         )
         result = gr.State(None, time_to_live=session_seconds)
         with gr.Row(equal_height=False):
-            settings = gr.Radio([RACE_AUTO, RACE_SLIDERS], value=RACE_AUTO, label="Lookahead settings", scale=3)
+            choice = race_choice(auto)
+            settings = gr.Radio([RACE_AUTO, RACE_SLIDERS], value=choice, label=SETTINGS_LABEL, scale=3)
             run = gr.Button("Race on the model", variant="primary", elem_id="ll-race-run", scale=1, size="md")
             stop = gr.Button("■ Stop", interactive=False, elem_id="ll-race-stop", scale=0, size="md", min_width=80)
+        plan = gr.HTML(plan_html(choice, auto, window, ngram, guesses), elem_id="ll-race-plan")
         with gr.Row(equal_height=False):
             restart = gr.Button("↺ Restart playback", size="sm", scale=0, min_width=150, elem_id="ll-restart")
             slow = gr.Checkbox(False, label="Slow down ×0.25", scale=0, min_width=190, elem_id="ll-slow")
@@ -80,6 +104,7 @@ def build_race(session_seconds: int) -> RaceCard:
     return RaceCard(
         result=result,
         settings=settings,
+        plan=plan,
         run=run,
         stop=stop,
         restart=restart,
@@ -125,6 +150,16 @@ def run_race(page, values: dict, progress):
 
 
 race_model = form_handler((*RACE_FORM, VISITOR), run_race)
+
+
+def follow_run(page, auto):
+    """Run's "auto" box changed (by hand or by a preset): the race takes the same choice."""
+    return {page.race.settings: race_choice(auto)}
+
+
+def planned(page, choice, auto, window, ngram, guesses):
+    """The race's choice or the form changed: what the next race will run lookahead with, in words."""
+    return {page.race.plan: plan_html(choice, auto, window, ngram, guesses)}
 
 
 def replay_race(page, result, slow):

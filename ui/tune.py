@@ -64,8 +64,8 @@ class TuneCard:
 def build_tune() -> TuneCard:
     with gr.Column(elem_classes="ll-card", elem_id="ll-tune"):
         gr.HTML(
-            "<h2>8 · Where each method pays here<small>a map of settings, predicted from two curves, checked by "
-            "the clock</small></h2>",
+            "<h2>8 · Where each method pays here<small>a map of settings, predicted from two curves; the cells a "
+            "sweep has time to time are checked by the clock, and the map says which</small></h2>",
             elem_classes="ll-card-head",
         )
         with gr.Row(equal_height=False):

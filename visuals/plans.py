@@ -26,6 +26,17 @@ def triple(settings: LookaheadSettings) -> str:
     return f"W={settings.window} N={settings.ngram} G={settings.guesses}"
 
 
+AUTO_ORIGIN = "auto settings measured for the hardware it ran on, as the form's “auto” box asks"
+SLIDERS_ORIGIN = "the W, N and G of the form's sliders, its “auto” box unticked"
+
+
+def origin_words(settings: LookaheadSettings) -> str:
+    """Where lookahead's W, N, G came from, in words a student reads: the auto choice or the form's sliders. A Run
+    and a race take the same form, so each card says which it used (a race once ran auto's W=8 beside a Run's
+    W=4, said only in small print)."""
+    return AUTO_ORIGIN if settings.regime is not None else SLIDERS_ORIGIN
+
+
 def settings_words(settings: LookaheadSettings) -> str:
     """The settings, the planner, and (for an auto choice) the measured figure that chose them."""
     words = f"{triple(settings)}, {PLANNER_WORDS[settings.planner]}"

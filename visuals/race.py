@@ -20,9 +20,11 @@ from .looks import look
 from .markup import escape, scroll_region
 from .methods import sentence_words
 from .palette import GREY
+from .plans import origin_words, triple
 from .summary import stat, used_words
 from .timing import (
     FEWEST_ROUNDS,
+    compared,
     mode_words,
     no_verdict,
     products_words,
@@ -31,7 +33,6 @@ from .timing import (
     speedup_words,
     times,
     timing_notes,
-    too_short,
     verdict,
 )
 
@@ -43,6 +44,15 @@ LAYOUT = {
 }
 LOG_TICKS = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512]
 SLOW = 4  # the slowed playback: four seconds on screen per measured second
+
+
+def played(result: RaceRecord) -> str:
+    """Which round the curves and the playback show, where there were several: its times are that round's, not the
+    rounds' medians the table gives."""
+    timing = result.timing
+    if timing is None or timing.rounds == 1:
+        return ""
+    return f", round {timing.shown_round + 1} (played back)"
 
 
 def race_figure(result: RaceRecord) -> go.Figure:
@@ -63,7 +73,7 @@ def race_figure(result: RaceRecord) -> go.Figure:
     figure.update_layout(
         **LAYOUT,
         height=360,  # six legend entries above the plot at 12 px, and the plot below them
-        title={"text": "Tokens against wall-clock time", "font": {"size": 15}, "x": 0.01, "y": 0.98},
+        title={"text": f"Tokens against wall-clock time{played(result)}", "font": {"size": 15}, "x": 0.01, "y": 0.98},
         legend_itemsizing="constant",  # each entry shows its line's end marker (drawn at the last point only)
         xaxis={"title": {"text": "seconds"}, "rangemode": "tozero"},
         yaxis={"title": {"text": "tokens"}, "rangemode": "tozero"},
@@ -149,8 +159,8 @@ def charts_words(result: RaceRecord) -> str:
         for lane in result.lanes[1:]
     )
     return (
-        f"The charts in words. Tokens against time: {reached}. One forward pass, measured on {costs.hardware}, costs "
-        f"{curve} against a 1-token pass; {steps}."
+        f"The charts in words. Tokens against time{played(result)}: {reached}. One forward pass, measured on "
+        f"{costs.hardware}, costs {curve} against a 1-token pass; {steps}."
     )
 
 
@@ -203,22 +213,28 @@ def race_story(result: RaceRecord) -> str:
 
 
 def best_stat(result: RaceRecord) -> str:
-    """The race's headline figure: the winner's speedup, the leaders' when within noise, or that no method is
-    named (a round cut short, fewer than FEWEST_ROUNDS rounds); a race timed once gives its fastest lane."""
+    """The race's headline figure: the winner's speedup where the intervals name one; else no figure but "no
+    verdict" and why, with what it withholds (the leaders' intervals when within noise: a big "fastest:" label
+    flipped between methods from race to race, each time within noise); a race timed once gives no verdict."""
     timing = result.timing
     tooltip = "median tokens per second / greedy's, over the rounds"
     if timing is None:
         best = max(result.lanes[1:], key=lambda lane: lane.speedup)
-        return stat(f"{best.speedup:.2f}×", f"best: {METHODS[best.method].short}", tooltip)
-    if too_short(timing):
-        return stat(speedup_words(timing, result.lanes[1].method), "no method named", tooltip)
+        return verdictless(f"timed once: {METHODS[best.method].short} {best.speedup:.2f}×", tooltip)
+    if not compared(timing):
+        return verdictless(speedup_words(timing, result.lanes[1].method), tooltip)
     if timing.rounds < FEWEST_ROUNDS:
-        return stat("no verdict", f"fewer than {FEWEST_ROUNDS} rounds", tooltip)
+        return verdictless(f"fewer than {FEWEST_ROUNDS} rounds", tooltip)
     leader = max((timing.of(m) for m in timing.leaders), key=lambda t: t.speedup.median)
     if len(timing.leaders) == 1:
         return stat(times(leader.speedup), f"best: {METHODS[leader.method].short}", tooltip)
-    others = ", ".join(METHODS[m].short for m in timing.leaders if m != leader.method)
-    return stat(times(leader.speedup), f"fastest: {METHODS[leader.method].short}, within noise of {others}", tooltip)
+    within = ", ".join(f"{METHODS[m].short} {times(timing.of(m).speedup)}" for m in timing.leaders)
+    return verdictless(f"within noise: {within}", tooltip)
+
+
+def verdictless(why: str, tooltip: str) -> str:
+    """The headline where no verdict is given: the words, never a figure, and why beneath."""
+    return stat("no verdict", why, tooltip).replace('class="ll-stat"', 'class="ll-stat ll-no-verdict"', 1)
 
 
 def tokens_stat(result: RaceRecord) -> str:
@@ -247,12 +263,45 @@ def lane_speed(result: RaceRecord, lane: RaceLane) -> str:
     return f"{escape(speedup_words(result.timing, lane.method))}<br>{escape(rate_words(result.timing.of(lane.method)))}"
 
 
+def lane_time(result: RaceRecord, lane: RaceLane) -> tuple[str, str]:
+    """A row's time and tokens: the median over the rounds of the seconds the compared tokens took, from the same
+    rounds as the speed's median (round 1's time read 2.11 s beside greedy's 2.04 s and "1.37×"); an older race's
+    one timing."""
+    if result.timing is None:
+        return f"{lane.seconds[-1]:.2f} s", str(lane.tokens[-1])
+    figures = result.timing.of(lane.method)
+    return f"{figures.median_seconds():.2f} s", str(figures.median_tokens())
+
+
 def lane_row(result: RaceRecord, lane: RaceLane) -> str:
     reason = lane_reason(result, lane) if lane.method != Method.GREEDY else "one token per forward pass"
+    seconds, tokens = lane_time(result, lane)
     return (
         f'<tr><th style="--k:{look(lane.method).hue}">{escape(METHODS[lane.method].name)}</th>'
-        f"<td>{lane_speed(result, lane)}</td><td>{lane.seconds[-1]:.2f} s</td><td>{lane.tokens[-1]}</td>"
+        f"<td>{lane_speed(result, lane)}</td><td>{seconds}</td><td>{tokens}</td>"
         f"<td>{lane.steps}</td><td class='ll-dim'>{escape(reason)} · {escape(exact_words(result, lane))}</td></tr>"
+    )
+
+
+def table_head(result: RaceRecord) -> str:
+    """The table's header: with rounds, the time and tokens are the rounds' medians, as the speed is; the passes
+    are the round played back."""
+    if result.timing is None:
+        columns = ("method", "speed", "time", "tokens", "passes", "why")
+    else:
+        columns = ("method", "speed (median)", "time (median)", "tokens timed", "passes (round played)", "why")
+    return "".join(f"<th>{escape(c)}</th>" for c in columns)
+
+
+def settings_line(result: RaceRecord) -> str:
+    """What lookahead raced with and where it came from, in a sentence a student reads (as the Run's card says its
+    own)."""
+    settings = result.settings.of(Method.LOOKAHEAD)
+    if settings is None:
+        return ""
+    return (
+        f"Lookahead raced with {triple(settings)}: {origin_words(settings)}. "
+        "The other methods' settings are below the table."
     )
 
 
@@ -270,7 +319,7 @@ def how_timed(result: RaceRecord) -> list[str]:
     """How the race's figures were taken: its rounds, cuts and the machine's load; an older race was timed once."""
     if result.timing is None:
         return ["Each method was timed once (a race recorded before repeated rounds): no spread is known."]
-    shown = "the playback and the table's time, tokens and passes"
+    shown = "the playback and the table's passes"
     return timing_notes(result.timing, "this race", shown, decoded=result.max_new_tokens)
 
 
@@ -287,10 +336,7 @@ def race_html(result: RaceRecord, used: float | None = None, gpu: bool = False) 
         stat(str(rounds), "interleaved rounds" if rounds > 1 else "round", "every method once per round"),
     ]
     rows = "".join(lane_row(result, lane) for lane in result.lanes)
-    table = (
-        '<table class="ll-race-table"><thead><tr><th>method</th><th>speed</th><th>time</th><th>tokens</th>'
-        f"<th>passes</th><th>why</th></tr></thead><tbody>{rows}</tbody></table>"
-    )
+    table = f'<table class="ll-race-table"><thead><tr>{table_head(result)}</tr></thead><tbody>{rows}</tbody></table>'
     table = scroll_region(table, "the race, method by method")  # wider than a phone: it scrolls in its card
     settings = sentence_words(result.settings)
     facts = (
@@ -299,7 +345,9 @@ def race_html(result: RaceRecord, used: float | None = None, gpu: bool = False) 
         + f"measured {result.ran_at}"
     )
     return (
-        f'<div class="ll-summary"><div class="ll-stats">{"".join(stats)}</div>'
+        '<div class="ll-summary">'
+        + (f'<p class="ll-settings-line">{escape(line)}</p>' if (line := settings_line(result)) else "")
+        + f'<div class="ll-stats">{"".join(stats)}</div>'
         f"<p>{escape(race_story(result))}</p>{table}"
         + "".join(
             f"<p class='ll-dim ll-timing'>{escape(note)}</p>" for note in how_timed(result) + left_out_words(result)

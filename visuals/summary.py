@@ -11,20 +11,21 @@ from lookahead_core.records import METHODS, Fit, Machine, Method, Progress, Run,
 from .caption import plural
 from .markup import escape
 from .methods import recorded_words
-from .plans import settings_words
+from .plans import origin_words, settings_words
 from .sources import run_sources_html
 from .timing import (
     FEWEST_ROUNDS,
     ROUND_COUNTS,
     against_one,
+    compared,
     mode_words,
     no_verdict,
     products_words,
     run_verdict,
     shape_words,
     speedup_words,
+    times,
     timing_notes,
-    too_short,
 )
 
 
@@ -76,7 +77,7 @@ def figures_words(run: Run) -> str:
     name, plain, timing = METHODS[run.trace.meta.method].name, plain_name(run), run.timing
     if timing is None:
         return f"{name} ran {measured_speedup(run)} as fast as {plain} in that one timing."
-    if too_short(timing):
+    if not compared(timing):
         return ""
     speedup = measured_speedup(run)
     if timing.rounds < FEWEST_ROUNDS:
@@ -128,13 +129,18 @@ def speed_story(run: Run) -> str:
     return story
 
 
-def time_label(run: Run) -> str:
-    """The time tile's label: with more than one round, round 1's times (the replayed round), which a reader must not
-    divide for the speed beside it (the median over the rounds: a walk read 4.2 s vs 7.3 s beside 1.23×)."""
-    plain = plain_name(run)
-    if run.timing and run.timing.rounds > 1:
-        return f"round 1's time vs {plain}'s (the replayed round; the speed is the rounds' median)"
-    return f"time vs {plain}"
+def time_figures(run: Run) -> tuple[str, str]:
+    """The time tile: with repeated rounds, the median over the rounds of the seconds the compared tokens took, the
+    same rounds as the speed's median (round 1's time beside a median speed read 4.2 s vs 7.3 s at 1.23×); a run
+    timed once gives its one time."""
+    plain, timing = plain_name(run), run.timing
+    if timing is None:
+        return f"{run.trace.summary.seconds:.1f} s vs {run.greedy.summary.seconds:.1f} s", f"time vs {plain}"
+    ours, theirs = timing.of(run.trace.meta.method), timing.of(Method.GREEDY)
+    label = f"time vs {plain}, for {plural(ours.median_tokens(), 'token')}"
+    if timing.rounds > 1:
+        label += f": the median of {timing.rounds} rounds, as the speed is"
+    return f"{ours.median_seconds():.1f} s vs {theirs.median_seconds():.1f} s", label
 
 
 def passes_label(run: Run) -> str:
@@ -156,11 +162,75 @@ def stat(value: str, label: str, tooltip: str) -> str:
     return f'<div class="ll-stat" title="{escape(tooltip)}"><b>{escape(value)}</b><span>{escape(label)}</span></div>'
 
 
+def big(value: str, label: str, note: str = "") -> str:
+    """One of the headline's large figures, with its label under it (and `note` as a further line: an interval)."""
+    more = f"<small>{escape(note)}</small>" if note else ""
+    return f'<div class="ll-big"><b>{escape(value)}</b><span>{escape(label)}</span>{more}</div>'
+
+
+NO_VERDICT = "no verdict"
+
+
+def speed_figure(run: Run) -> tuple[str, str, str]:
+    """The headline's speed: its median, label and interval where the rounds give a verdict (faster or slower than
+    plain decoding); else NO_VERDICT, why, and the figure it withholds: a big "0.84×" beside "no verdict" read as a
+    finding."""
+    plain, timing, method = plain_name(run), run.timing, run.trace.meta.method
+    if timing is None:
+        return NO_VERDICT, "timed once", f"{measured_speedup(run)} vs {plain} in that one timing"
+    if not compared(timing):
+        return NO_VERDICT, speedup_words(timing, method), f"too little was compared against {plain}"
+    spread = timing.of(method).speedup
+    if timing.rounds < FEWEST_ROUNDS:
+        return NO_VERDICT, f"only {ROUND_COUNTS[timing.rounds]}", f"{times(spread)} vs {plain}"
+    if timing.leaders not in ([method], [Method.GREEDY]):
+        return NO_VERDICT, "within noise", f"{times(spread)} vs {plain}: the interval includes 1×"
+    faster = "faster" if timing.leaders == [method] else "slower"
+    return f"{spread.median:.2f}×", f"speed vs {plain}: {faster}", f"interval {spread.low:.2f}–{spread.high:.2f}×"
+
+
+def headline_html(run: Run) -> str:
+    """The Run at a glance, readable from the back of a classroom: tokens per step, the speed against plain
+    decoding (or no verdict) and the forward passes saved."""
+    ours, theirs = run.trace.summary, run.greedy.summary
+    value, label, note = speed_figure(run)
+    speed = big(value, label, note).replace('class="ll-big"', 'class="ll-big ll-no-verdict"', value == NO_VERDICT)
+    saved = theirs.steps - ours.steps
+    passes = f"{ours.steps} vs {plain_name(run)}'s {theirs.steps}" + (
+        "" if ours.tokens == theirs.tokens else f", for {ours.tokens} vs {theirs.tokens} tokens"
+    )
+    return (
+        '<div class="ll-headline">'
+        + big(f"{ours.tokens_per_step:.2f}", "tokens per step", f"{plain_name(run)}: 1")
+        + speed
+        + big(str(saved), "forward passes saved" if saved >= 0 else "forward passes more", passes)
+        + "</div>"
+    )
+
+
+RACE_TAKES = "A race takes the same unless you pick otherwise on its card."
+
+
+def settings_line(run: Run) -> str:
+    """What the method ran with and where those settings came from, in a sentence a student reads (lookahead's:
+    auto or the sliders, as the race takes them too)."""
+    meta = run.trace.meta
+    name, settings = METHODS[meta.method].name, meta.settings.lookahead
+    ran = f"{name} ran" + (f" with {recorded_words(meta.settings)}" if recorded_words(meta.settings) else "")
+    where = f" on {meta.machine.device_name}, {meta.recorded_at[:10]}"
+    if settings is None:
+        return f"{ran}{where}."
+    return f"{ran}{where}: {origin_words(settings)}. {RACE_TAKES}"
+
+
 def summary_html(run: Run) -> str:
-    """The recorded run in five numbers, the machine it was measured on, and where the speed went."""
+    """The recorded run: what it ran with, three large figures (tokens per step, the speed against plain decoding
+    or no verdict, the passes saved), and one click away the rest: the figures in detail, the machine, and where
+    the speed went."""
     ours, theirs = run.trace, run.greedy
     meta, s, g = ours.meta, ours.summary, theirs.summary
     machine, settings = meta.machine, meta.settings.lookahead
+    seconds, time_words = time_figures(run)
     stats = [
         stat(
             recorded_words(meta.settings),
@@ -175,12 +245,7 @@ def summary_html(run: Run) -> str:
             f"a typical step vs {plain_name(run)}'s",
             "mean seconds of a decoding step over plain decoding's (the prefill apart)",
         ),
-        stat(measured_speedup(run), f"speed vs {plain_name(run)}", "ratio of median tokens per second over the rounds"),
-        stat(
-            f"{s.seconds:.1f} s vs {g.seconds:.1f} s",
-            time_label(run),
-            f"measured on {machine.device_name}; the speed beside it is the median over the rounds, not this round's",
-        ),
+        stat(seconds, time_words, f"measured on {machine.device_name}"),
     ]
     shape = shape_words(meta.shape_rows, meta.shape_needs)
     facts = (
@@ -191,10 +256,12 @@ def summary_html(run: Run) -> str:
         + f"{sampling_words(run)}:"
     )
     return (  # when and where it was measured, before what was measured: a shipped example is not this machine's
-        f'<div class="ll-summary"><div class="ll-stats">{"".join(stats)}</div>'
+        f'<div class="ll-summary"><p class="ll-settings-line">{escape(settings_line(run))}</p>{headline_html(run)}'
+        '<details class="ll-more"><summary>The figures in detail, and how they were measured</summary>'
+        f'<div class="ll-stats">{"".join(stats)}</div>'
         f'<div class="ll-dim"><i>{escape(facts)}</i> {escape(speed_story(run))}</div>'
         f"{run_sources_html(ours)}"
-        f'<div class="ll-dim ll-timing">{escape(how_timed(run))}</div></div>'
+        f'<div class="ll-dim ll-timing">{escape(how_timed(run))}</div></details></div>'
     )
 
 
@@ -242,6 +309,18 @@ def products_sentence(machine: Machine) -> str:
 def preset_note(*paragraphs: str) -> str:
     """A preset's description, or what the page says in its place (which may quote a visitor's value), as text."""
     return "".join(f'<p class="ll-preset-note">{escape(text)}</p>' for text in paragraphs)
+
+
+def example_note(caption: str, run: Run) -> str:
+    """A preset's description, marked as about its shipped example run (when and where that was recorded): the note
+    stays under the preset after a Run of the visitor's own replaces the example, and must not read as about it (it
+    said the window "has already harvested the right n-grams" beside a live Run's summary saying none had)."""
+    meta = run.trace.meta
+    about = f"About this preset's example run (recorded {meta.recorded_at[:10]} on {meta.machine.device_name}), "
+    return (
+        f'<p class="ll-preset-note"><b class="ll-about">{escape(about)}not about a Run of yours:</b> '
+        f"{escape(caption)}</p>"
+    )
 
 
 def feed_html(tokens: int | None, budget: int, problem: str | None = None) -> str:

@@ -84,10 +84,24 @@ def too_short(timing: Timing) -> bool:
     return timing.partial and timing.compared_tokens < FEWEST_COMPARED
 
 
+def baseline_cut(timing: Timing) -> bool:
+    """Whether the deadline cut greedy's (plain decoding's) lap short: it is the baseline every speedup divides by,
+    so the comparison is void then (a race once showed greedy cut beside "1.37×")."""
+    return timing.of(Method.GREEDY).partial
+
+
+def compared(timing: Timing) -> bool:
+    """Whether the speedups can be shown at all: neither too few tokens compared nor the baseline cut."""
+    return not too_short(timing) and not baseline_cut(timing)
+
+
 def speedup_words(timing: Timing, method: Method) -> str:
-    """A method's speedup as shown: its median with its interval, or that too few tokens were compared."""
+    """A method's speedup as shown: its median with its interval, or that too few tokens were compared, or that
+    the baseline was cut (the comparison void)."""
     if too_short(timing):
         return f"not compared ({plural(timing.compared_tokens, 'token')})"
+    if baseline_cut(timing):
+        return "void (greedy was cut short)"
     return times(timing.of(method).speedup)
 
 
@@ -160,6 +174,11 @@ def no_verdict(timing: Timing, where: str) -> str:
             "too few to tell the methods' speeds apart (the prefill and the first steps weigh most), so no speedup is "
             "given."
         )
+    if baseline_cut(timing):
+        return (
+            f"Greedy decoding's share of the request's time ran out on {where} before it finished: it is the baseline "
+            "every speed is divided by, so the comparison is void and no speedup or verdict is given."
+        )
     if timing.rounds < FEWEST_ROUNDS:
         done = ROUND_COUNTS.get(timing.rounds, f"{timing.rounds} rounds")
         return (
@@ -213,13 +232,23 @@ def run_verdict(timing: Timing, method: Method, where: str, plain: str = "greedy
 
 
 def partial_words(timing: Timing) -> str:
-    """What a deadline cut, if anything."""
+    """What a deadline cut, if anything: which decodings, by their share of the request's time (not the whole of
+    it: a race that "took 45.8 s" said "the request's 60 s ran out"), and what that does to the comparison (void
+    where the baseline was cut)."""
     if not timing.partial:
         return ""
-    cut = ", ".join(METHODS[t.method].short for t in timing.methods if t.partial)
+    cut = [METHODS[t.method].short for t in timing.methods if t.partial]
+    listed = ", ".join(cut[:-1]) + " and " + cut[-1] if len(cut) > 1 else cut[0]
+    shares = "their shares" if len(cut) > 1 else "its share"
+    what = (
+        "greedy decoding is the baseline every speed is divided by, so the comparison is void"
+        if baseline_cut(timing)
+        else "the speeds compare the tokens every method reached"
+    )
     return (
-        f"Partial: the request's {timing.budget_seconds:.0f} s ran out before {cut} finished, so it stopped at its "
-        "next step; the speeds compare the tokens every method reached."
+        f"Partial: in round 1 each decoding had an equal share of the time left of the request's "
+        f"{timing.budget_seconds:.0f} s; {listed} reached the end of {shares} before finishing and stopped at the next "
+        f"step: {what}."
     )
 
 

@@ -182,16 +182,24 @@ def span(cells: list[TuneCell]) -> tuple[float, float]:
     return 1 - reach, 1 + reach
 
 
+PREDICTED, MEASURED = "predicted from the curves", "measured by the clock"
+
+
 def method_figure(report: TuneReport, method: Method):
     """One method's map: the predicted speedup (left) and the measured one (right) over plain decoding, each
     cell labelled with its figure, the 1.0× break-even contour drawn on lookahead's grid, the chosen cell framed
-    and named."""
+    and named. Where the sweep timed none of the method's cells the map is the predicted one alone, titled
+    "predicted" (an empty clock map sat under "checked by the clock" over a sweep that timed nothing)."""
     cells = [c for c in report.cells if c.method == method]
     x_title, x, y_title, y = axes(cells)
     low, high = span(cells)
-    figure = make_subplots(rows=1, cols=2, subplot_titles=("predicted from the curves", "measured by the clock"))
+    timed = any(c.measured_speedup is not None for c in cells)
+    maps = ((1, False), (2, True)) if timed else ((1, False),)
+    figure = make_subplots(
+        rows=1, cols=len(maps), subplot_titles=(PREDICTED, MEASURED) if timed else (f"{PREDICTED}: no cell was timed",)
+    )
     chosen = report.chosen_cell(method)
-    for column, measured in ((1, False), (2, True)):
+    for column, measured in maps:
         z, text = grids(cells, x, y, measured, chosen)
         figure.add_trace(
             go.Heatmap(
@@ -204,7 +212,7 @@ def method_figure(report: TuneReport, method: Method):
                 colorscale=SCALE,
                 zmin=low,
                 zmax=high,
-                showscale=column == 2,
+                showscale=column == len(maps),
                 colorbar={"title": {"text": "× plain"}},
                 hoverongaps=False,
                 xgap=2,
@@ -220,7 +228,7 @@ def method_figure(report: TuneReport, method: Method):
         figure.update_yaxes(title_text=y_title, type="category", row=1, col=column)
     if chosen is not None:
         row, col = place(chosen, x, y)
-        for column in (1, 2):  # a frame around the cell, inside its gaps; the cell's text says "chosen" too
+        for column, _ in maps:  # a frame around the cell, inside its gaps; the cell's text says "chosen" too
             figure.add_shape(
                 type="rect",
                 x0=col - 0.47,
@@ -236,7 +244,10 @@ def method_figure(report: TuneReport, method: Method):
         template="none",
         height=300 + 40 * len(y),
         margin={"t": 80, "b": 60},
-        title={"text": f"{method.value}: speedup over plain decoding", "font": {"size": 16}},
+        title={
+            "text": f"{method.value}: speedup over plain decoding" + ("" if timed else ", predicted only"),
+            "font": {"size": 16},
+        },
         showlegend=False,
         font={"size": 14},
     )
@@ -359,14 +370,20 @@ def tune_summary_html(report: TuneReport) -> str:
         f"{escape(cell.label)}: {speedup_text(cell)}" for cell in (report.chosen_cell(m) for m in report.chosen) if cell
     )
     timed = sum(cell.measured_speedup is not None for cell in report.cells)
+    checked = (
+        f"{plural(timed, 'cell was', 'cells were')} also timed by the clock, to check the prediction"
+        if timed
+        else "no cell was timed by the clock in this sweep, so every speedup shown is predicted, not measured"
+    )
     plain = (
         f"Each cell is one method at one setting. Its speed against plain decoding is predicted from two curves "
         f"measured on {machine_name(report)}: what a step costs for the rows it feeds, and how many tokens a step "
-        f"commits; {plural(timed, 'cell was', 'cells were')} also timed by the clock, to check the prediction."
+        f"commits; {checked}."
     )
+    shown = "predicted / measured" if timed else "predicted"
     return (
         f'<div class="ll-tune-summary"><p>{escape(plain)}</p><p>{escape(machine_words(report))}</p>'
-        f"<p><b>Chosen</b> (predicted / measured over plain decoding): {chosen or 'none'}</p>"
+        f"<p><b>Chosen</b> ({shown} over plain decoding): {chosen or 'none'}</p>"
         f"<p>{escape(prediction_words(report))}. {escape(held_out_words(report))}.</p></div>"
     )
 

@@ -15,6 +15,7 @@ import pytest
 
 from scripts.serving import PHONE, open_page, wait_for_step
 from tests.browser.chromium import offline_context, walk_lesson
+from ui.race import RACE_AUTO, RACE_SLIDERS
 from visuals import library, replay
 from visuals.lesson import LESSON, step_index
 
@@ -261,6 +262,29 @@ def test_the_lesson_keeps_the_visitors_own_prompt_and_brings_it_back(classroom, 
         back.wait_for(state="hidden")
         assert box.input_value() == "My own prompt about turtles"
         assert "Your own prompt" in page.inner_text("#ll-preset-caption")
+        assert not errors
+    finally:
+        page.close()
+
+
+def plan_says(text: str) -> str:
+    return f"() => document.querySelector('#ll-race-plan').innerText.includes({text!r})"
+
+
+def test_the_races_settings_follow_runs_auto_box_and_its_card_says_so(classroom, browser):
+    """A race ran auto's W=8 beside a Run at the sliders' W=4, said in small print: the race's choice follows Run's
+    "auto" box, set by a preset as the page opens or by hand, and the race card says in words what it will run and
+    whether a Run would match; picking otherwise on the race's card is said too."""
+    page, errors = open_page(browser, f"{classroom}?preset=python")  # a preset with auto settings
+    try:
+        page.wait_for_function(plan_says("auto settings, measured for this hardware"))
+        assert page.is_checked("#ll-run-auto input")
+        assert page.get_by_role("radio", name=RACE_AUTO).is_checked()
+        page.click("#ll-run-auto input")  # Run's box unticked by hand: the race follows
+        page.wait_for_function(plan_says("the sliders' settings: the same as a Run uses now"))
+        assert page.get_by_role("radio", name=RACE_SLIDERS).is_checked()
+        page.get_by_role("radio", name=RACE_AUTO).click()  # the race's own choice, against Run's
+        page.wait_for_function(plan_says("not what a Run uses now"))
         assert not errors
     finally:
         page.close()

@@ -56,6 +56,10 @@ def test_the_page_opens_with_the_example_ready(browser_page):
     wait_for_step(page, 0)  # the page's load event may still show its timer over the caption for a moment
     assert caption(page).startswith("Step 0 of")
     assert "Prefill" in caption(page)
+    said = page.inner_text("#ll-summary")
+    assert "forward passes saved" in said and "tokens per step" in said  # the large figures, unfolded
+    assert "forward passes vs greedy" not in said  # the detail, one click away
+    page.click("#ll-summary details > summary")
     assert "forward passes vs greedy" in page.inner_text("#ll-summary")
 
 
