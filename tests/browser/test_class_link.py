@@ -3,7 +3,8 @@
 The teacher's Run and step show on every student's page within 2 s of showing on the teacher's (each page notes in
 the browser when it first showed each caption and summary, so the test's own waits, one page after another, do
 not count); a student's step moves no other page and changes nothing on the class's board; a student who edits the
-shared link into a driving one with a key of their own drives nothing.
+shared link into a driving one with a key of their own drives nothing; axe finds no serious or critical violation on
+the teacher's page with its links shown, a following page or a page that stepped away.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 
 from lab.server import CLASSES
+from tests.browser.test_accessibility import audited
 from scripts.serving import open_page, press_to_step, run_on_model, wait_for_step
 from ui.classroom import AWAY, FOLLOWING, NO_CLASS, NOT_DRIVING
 
@@ -140,3 +142,12 @@ def test_a_shared_link_edited_to_drive_without_the_secret_drives_nothing(lesson,
         assert "nope" not in unknown.inner_text("#ll-class-status") and errors == []
     finally:
         unknown.close()
+
+
+def test_the_class_bar_and_links_pass_axe(lesson):
+    teacher, (away, following, _) = lesson["teacher"], lesson["students"]
+    wait_for_status(away, FOLLOWING)
+    away.click("#ll-class-stop")
+    wait_for_status(away, AWAY)
+    states = {"class: the teacher's links": teacher, "class: following": following, "class: stepped away": away}
+    assert {state: audited(page, state) for state, page in states.items()} == {state: {} for state in states}
