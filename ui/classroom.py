@@ -94,10 +94,10 @@ def build_classroom() -> ClassBox:
     seat = gr.State(None, time_to_live=SESSION_SECONDS)
     news = gr.State(None)
     with gr.Row(equal_height=False, elem_id="ll-class-bar"):
-        status = gr.HTML("", elem_id="ll-class-status")
+        status = gr.HTML("", visible=False, elem_id="ll-class-status")
         stop = gr.Button("Stop following", size="sm", scale=0, min_width=150, visible=False, elem_id="ll-class-stop")
         follow = gr.Button("Follow again", size="sm", scale=0, min_width=150, visible=False, elem_id="ll-class-follow")
-    with gr.Accordion("🧑‍🏫 Teach a class: your replay on every student's screen", open=False, elem_id="ll-class"):
+    with gr.Accordion("🏫 Teach a class: your replay on every student's screen", open=False, elem_id="ll-class"):
         gr.Markdown(INTRO)
         open_button = gr.Button("Open a class", size="sm", elem_id="ll-class-open")
         share = gr.Textbox(
@@ -117,6 +117,11 @@ def build_classroom() -> ClassBox:
     publish = gr.Button("Publish", visible="hidden", elem_id="ll-class-publish")
     poll = gr.Timer(POLL_SECONDS, active=False)
     return ClassBox(seat, news, status, stop, follow, open_button, share, drive, publish, poll)
+
+
+def said(text: str, drives: bool = False) -> gr.HTML:
+    """The class's bar saying `text` (hidden on a page in no class, so that it takes no room there)."""
+    return gr.HTML(status_html(text, drives), visible=True)
 
 
 def status_html(text: str, drives: bool = False) -> str:
@@ -148,7 +153,7 @@ def applied_shown(page, shown: Shown, before: Shown | None, run) -> dict:
         return {page.controls.preset: shown.preset} | preset_values(page, shown.preset, str(shown.step))
     kept = SHELF.get(shown.run)
     if kept is None:
-        return {page.classroom.status: status_html(f"{FOLLOWING} {RUN_GONE}")}
+        return {page.classroom.status: said(f"{FOLLOWING} {RUN_GONE}")}
     return {page.controls.preset: None} | run_values(page, kept, shown.run, TEACHERS_RUN, str(shown.step))
 
 
@@ -182,7 +187,7 @@ def following(page, text: str = FOLLOWING) -> dict:
     """The bar of a page that follows: polling, with Stop following."""
     box = page.classroom
     return {
-        box.status: status_html(text),
+        box.status: said(text),
         box.stop: gr.Button(visible=True),
         box.follow: gr.Button(visible=False),
         box.poll: gr.Timer(active=True),
@@ -198,7 +203,7 @@ def ended(page) -> dict:
     """No class under this page's link (any more): the bar says so, and nothing polls."""
     box = page.classroom
     shut = {box.stop: gr.Button(visible=False), box.follow: gr.Button(visible=False), box.poll: gr.Timer(active=False)}
-    return {box.seat: None, box.status: status_html(NO_CLASS)} | shut
+    return {box.seat: None, box.status: said(NO_CLASS)} | shut
 
 
 # ----------------------------------------------------------------------------------------------
@@ -216,7 +221,7 @@ def class_opened(page, run, request: gr.Request) -> dict:
         return ended(page)
     if "key" in query and CLASSES.drives(class_id, query["key"]):
         seat = Seat(class_id, key=query["key"])
-        return applied(page, seat, board, run) | {page.classroom.status: status_html(DRIVING, drives=True)}
+        return applied(page, seat, board, run) | {page.classroom.status: said(DRIVING, drives=True)}
     text = NOT_DRIVING if "key" in query else FOLLOWING
     return following(page, text) | applied(page, Seat(class_id), board, run)
 
@@ -228,7 +233,7 @@ def open_class(page, preset, run_id, step, race) -> dict:
     box = page.classroom
     return {
         box.seat: publish(Seat(class_id, key=secret), preset, run_id, step, race),
-        box.status: status_html(DRIVING, drives=True),
+        box.status: said(DRIVING, drives=True),
         box.stop: gr.Button(visible=False),
         box.follow: gr.Button(visible=False),
         box.poll: gr.Timer(active=False),
@@ -300,7 +305,7 @@ def stop_following(page, seat) -> dict:
     seat.leash.on = False
     box = page.classroom
     return {
-        box.status: status_html(AWAY),
+        box.status: said(AWAY),
         box.stop: gr.Button(visible=False),
         box.follow: gr.Button(visible=True),
         box.poll: gr.Timer(active=False),

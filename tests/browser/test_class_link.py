@@ -14,8 +14,8 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 
 from lab.server import CLASSES
-from tests.browser.test_accessibility import audited
 from scripts.serving import open_page, press_to_step, run_on_model, wait_for_step
+from tests.browser.test_accessibility import audited
 from ui.classroom import AWAY, FOLLOWING, NO_CLASS, NOT_DRIVING
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore:.*(copy keyword|no_silent_downcasting)")
