@@ -3,9 +3,9 @@
 "Open a class" gives two links: the students' (`?class=ID`) and the driving one (`?class=ID&key=SECRET`). The
 driving page publishes each change of its replay (run or preset, and step) and each race it shows to the class's
 board (lab.classes); a student's page keeps one look at the board waiting (outside the queue, holding no thread)
-until the board changes, and applies only what changed. A student who steps, scrubs,
-plays or picks a preset steps away from the teacher until they follow again; nothing a student does reaches
-anyone else. A link whose key does not drive the class opens a student's page, saying so and nothing more.
+until the board changes, and applies only what changed. A student who steps, scrubs, plays or picks a preset steps
+away from the teacher until they follow again; nothing a student does reaches anyone else. A link whose key does
+not drive the class opens a student's page, saying so and nothing more.
 """
 
 from __future__ import annotations
@@ -58,8 +58,8 @@ class Leash:
 
 @dataclass(frozen=True)
 class Seat:
-    """This page's place in a class: the class, the secret where this page drives it, whether it follows the
-    board, the board it last applied, and (driving) when the last race it published was run."""
+    """This page's place in a class: the class, the secret where this page drives it, its leash (whether it follows
+    the board), the board it last applied, and (driving) when the last race it published was run."""
 
     class_id: str
     key: str = ""

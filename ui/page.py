@@ -226,8 +226,8 @@ def wire_classroom(page: Page, opening) -> None:
     followed = [*box.bar(), c.preset, *page.preset_outputs(), card.summary, card.result, card.playback, card.chart]
     followed.append(card.costs)
     opening.then(bound(classroom.class_opened, page), r.run, followed, **PRIVATE, **REPLAYING).then(
-        None, None, None, js=scripts.OPENED
-    )
+        None, None, None, js=scripts.DROP_KEY
+    ).then(None, None, None, js=scripts.OPENED)
     shown = [c.preset, page.exports.run_id, r.step, card.result]
     box.open.click(
         bound(classroom.open_class, page), shown, [*box.bar(), box.share, box.drive], **PRIVATE, **REPLAYING

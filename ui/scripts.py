@@ -235,6 +235,15 @@ STEP_AWAY = """
   if (stop && stop.offsetParent !== null) stop.click();
 }
 """
+# A driving link's key leaves the address bar once the page has read it: a projected address shows the students' link
+DROP_KEY = """
+() => {
+  const link = new URL(location.href);
+  if (!link.searchParams.has("key")) return;
+  link.searchParams.delete("key");
+  history.replaceState(null, "", link.href);
+}
+"""
 CLASS_LINKS = """
 (share, drive) => {
   const page = new URL(location.pathname, location.origin).href;

@@ -16,7 +16,7 @@ import pytest
 from lab.server import CLASSES
 from scripts.serving import open_page, press_to_step, run_on_model, wait_for_step
 from tests.browser.test_accessibility import audited
-from ui.classroom import AWAY, FOLLOWING, NO_CLASS, NOT_DRIVING
+from ui.classroom import AWAY, DRIVING, FOLLOWING, NO_CLASS, NOT_DRIVING
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore:.*(copy keyword|no_silent_downcasting)")
 
@@ -87,11 +87,20 @@ def board_version(share: str) -> int:
     return CLASSES.latest(parse_qs(urlparse(share).query)["class"][0]).version
 
 
-def test_the_links_name_the_class_and_only_the_driving_one_carries_the_secret(lesson):
+def test_the_links_name_the_class_and_only_the_driving_one_carries_the_secret(lesson, browser):
     share, drive = parse_qs(urlparse(lesson["share"]).query), parse_qs(urlparse(lesson["drive"]).query)
     assert set(share) == {"class"} and share["class"] == drive["class"]
     assert CLASSES.drives(drive["class"][0], drive["key"][0])
     assert lesson["drive"] not in lesson["teacher"].content()  # the secret is in a text box's value, never the markup
+    version = board_version(lesson["share"])
+    projector, errors = open_page(browser, lesson["drive"])  # the driving link opened on another machine
+    try:
+        wait_for_status(projector, DRIVING)
+        projector.wait_for_function("() => !location.search.includes('key=')")  # a projected address hides the key
+        assert parse_qs(urlparse(projector.url).query) == share and errors == []
+        assert board_version(lesson["share"]) == version  # it shows the class as it is: nothing changed
+    finally:
+        projector.close()
 
 
 def test_the_teachers_run_and_step_show_on_every_students_page_within_2_s(lesson):
