@@ -1,11 +1,11 @@
 """A class: the teacher's page drives, and every student's page follows what it shows.
 
-"Open a class" gives two links: the students' (`?class=ID`) and the driving one (`?class=ID&key=SECRET`). The
-driving page publishes each change of its replay (run or preset, and step) and each race it shows to the class's
-board (lab.classes); a student's page keeps one look at the board waiting (outside the queue, holding no thread)
-until the board changes, and applies only what changed. A student who steps, scrubs, plays or picks a preset steps
-away from the teacher until they follow again; nothing a student does reaches anyone else. A link whose key does
-not drive the class opens a student's page, saying so and nothing more.
+"Open a class" gives two links: the students' (`?class=ID`) and the driving one (`?class=ID&key=SECRET`). The driving
+page publishes each change of its replay (run or preset, and step) and each race it shows to the class's board
+(lab.classes); a student's page keeps one look at the board waiting (outside the queue, holding no thread) until the
+board changes, and applies only what changed. A student who steps, scrubs, plays, picks a preset, walks the lesson,
+opens a file or runs or races their own steps away from the teacher until they follow again; nothing a student does
+reaches anyone else. A link whose key does not drive the class opens a student's page, saying so and nothing more.
 """
 
 from __future__ import annotations

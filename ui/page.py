@@ -221,7 +221,8 @@ def wire_replay(demo: gr.Blocks, page: Page):
 def wire_classroom(page: Page, opening) -> None:
     """A class, after the page's opening event (ui.classroom): a class's link joins it, Open a class opens one; a
     driving page publishes each change of its replay and race, a following page polls the board, steps away by
-    moving its own replay and follows again. The page is marked opened (scripts.OPENED) once it shows the class."""
+    moving its own replay (a step, a preset, the lesson, a file, its own Run or race) and follows again. The page
+    is marked opened (scripts.OPENED) once it shows the class."""
     box, r, c, card = page.classroom, page.replay, page.controls, page.race
     followed = [*box.bar(), c.preset, *page.preset_outputs(), card.summary, card.result, card.playback, card.chart]
     followed.append(card.costs)
@@ -239,7 +240,8 @@ def wire_classroom(page: Page, opening) -> None:
     box.poll.tick(
         bound(classroom.wait_for_news, page), box.seat, box.news, trigger_mode="once", **PRIVATE, **REPLAYING
     ).then(bound(classroom.apply_news, page), [box.seat, box.news, r.run], followed, **PRIVATE, **REPLAYING)
-    own = [r.back.click, r.forward.click, r.step.input, r.play.click, c.preset.input]
+    own = [r.back.click, r.forward.click, r.step.input, r.play.click, c.preset.input, c.run.click, card.run.click]
+    own += [button.click for _, button in page.lesson.moves] + [page.lesson.bar.expand, page.exports.upload.upload]
     gr.on(own, None, None, None, js=scripts.STEP_AWAY, **PRIVATE)
     box.stop.click(bound(classroom.stop_following, page), box.seat, box.bar(), **PRIVATE, **REPLAYING)
     box.follow.click(bound(classroom.follow_again, page), [box.seat, r.run], followed, **PRIVATE, **REPLAYING)

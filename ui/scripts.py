@@ -222,8 +222,9 @@ COPY_LINK = """
 """
 
 # A class (ui.classroom): a driving page presses its hidden Publish button after each change of what it shows (other
-# pages send nothing); a following page that steps, scrubs, plays or picks a preset presses Stop following (shown only
-# while it follows); the class's two links, sent as queries, made whole here, where the page's own address is known.
+# pages send nothing); a following page that moves its own replay (ui.page.wire_classroom) presses Stop following (shown
+# only while it follows); the class's two links, sent as queries, made whole here, where the page's own address is
+# known.
 PUBLISH = """
 () => {
   if (document.querySelector("#ll-class-status [data-drives]")) document.getElementById("ll-class-publish")?.click();
