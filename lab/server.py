@@ -33,6 +33,7 @@ from lookahead_core.tuning import auto_settings
 from . import space
 from .access import access_from_environment
 from .budget import RACE_SECONDS, RESERVE, RUN_SECONDS, Deadline, Prices, fitted_tokens, round_seconds
+from .classes import Classes
 from .holding import ModelHolder
 from .line import Line
 from .questions import Answers
@@ -54,6 +55,9 @@ SESSION_SECONDS = 3 * 3600  # a visitor's recorded run is kept this long after i
 SHELF = Shelf(capacity=300, seconds=SESSION_SECONDS)  # recorded and opened runs, for links (?run=ID), gzipped
 ANSWERS = Answers()  # one measurement per question, shared by every visitor (lab.questions)
 LINE = Line()  # Runs, races and sweeps hold the model alone, in turn, each told its place meanwhile (lab.line)
+CLASS_SECONDS = 3 * 3600  # a class ends this long after its driving page last changed what it shows
+CLASSES = Classes(capacity=500, seconds=CLASS_SECONDS)  # open classes (?class=ID), each a few hundred bytes
+RACES = Shelf(capacity=50, seconds=CLASS_SECONDS, kind=RaceRecord)  # the races driving pages showed their classes
 GPU_WORK = []  # the functions that hold a GPU slot on ZeroGPU: all the model work there is
 NO_HEADS = (
     "Medusa needs heads trained for the model: the lab ships them for SmolLM2-135M-Instruct only. Pick another method."

@@ -43,7 +43,8 @@ REFUSALS = (
 
 def bound(handler, page):
     """`handler` with its first parameter fixed to `page`, as a function Gradio can read: the same remaining
-    parameters (the API's names and defaults), type hints (gr.Request) and kind (a generator stays one)."""
+    parameters (the API's names and defaults), type hints (gr.Request) and kind (a generator or coroutine stays
+    one)."""
     signature = inspect.signature(handler)
     rest = signature.replace(parameters=list(signature.parameters.values())[1:])
     if inspect.isgeneratorfunction(handler):
@@ -51,6 +52,11 @@ def bound(handler, page):
         @functools.wraps(handler)
         def event(*args, **kwargs):
             yield from handler(page, *args, **kwargs)
+    elif inspect.iscoroutinefunction(handler):
+
+        @functools.wraps(handler)
+        async def event(*args, **kwargs):
+            return await handler(page, *args, **kwargs)
     else:
 
         @functools.wraps(handler)

@@ -20,9 +20,10 @@ from visuals import library
 from visuals.palette import marks_css
 from visuals.summary import notice_html
 
+from . import classroom, player, race, run, scripts, tune
 from . import controls as controls_events
 from . import exports as export_events
-from . import player, race, run, scripts, tune
+from .classroom import ClassBox, build_classroom
 from .controls import Controls, build_controls
 from .events import LabBlocks, bound
 from .exports import Exports, build_exports
@@ -100,6 +101,7 @@ class Page:
     panels: Panels
     race: RaceCard
     tune: TuneCard
+    classroom: ClassBox
 
     def shown_run(self) -> list:
         """What a newly shown run updates, in the order the HTTP API's replay endpoints return it."""
@@ -129,6 +131,7 @@ def build_page() -> Page:
     contrast = gr.Checkbox(False, label="◐ High contrast (for a projector)", elem_id="ll-contrast", container=False)
     with gr.Accordion("How lookahead decoding works, in six lines", open=False):
         gr.Markdown(HOW_IT_WORKS)
+    class_box = build_classroom()
     with gr.Row(equal_height=False, elem_id="ll-main"):
         with gr.Column(scale=1, min_width=330, elem_id="ll-controls"):
             controls = build_controls(PRESETS)
@@ -151,6 +154,7 @@ def build_page() -> Page:
         panels=panels,
         race=race_card,
         tune=tune_card,
+        classroom=class_box,
     )
 
 
@@ -158,7 +162,8 @@ def build_demo() -> tuple[gr.Blocks, Page]:
     """The whole app, wired and queued, and its parts."""
     with LabBlocks(title="Lookahead Lab", delete_cache=(3600, SESSION_SECONDS)) as demo:
         page = build_page()
-        wire_replay(demo, page)
+        opening = wire_replay(demo, page)
+        wire_classroom(page, opening)
         wire_exports(page)
         wire_model_work(page)
     demo.queue(max_size=MAX_WAITING)
@@ -182,15 +187,16 @@ STOPPED = (
 )
 
 
-def wire_replay(demo: gr.Blocks, page: Page) -> None:
-    """Opening a link, the lesson, presets, the prompt, the step controls and playback."""
+def wire_replay(demo: gr.Blocks, page: Page):
+    """Opening a link, the lesson, presets, the prompt, the step controls and playback; the page's opening event,
+    for what must follow it."""
     r, c, lesson = page.replay, page.controls, page.lesson
     shown, filled = page.shown_run(), page.preset_outputs()
     opening = [lesson.walkthrough, c.preset, *filled, page.model_box.info, lesson.lit, lesson.bar, page.contrast]
     opening += [page.exports.json, page.exports.html, page.exports.png]
-    demo.load(bound(opened, page), None, opening, **PRIVATE, **REPLAYING).then(
+    opening_event = demo.load(bound(opened, page), None, opening, **PRIVATE, **REPLAYING).then(
         None, lesson.lit, None, js=scripts.HIGHLIGHT
-    ).then(None, None, None, js=scripts.OPENED)
+    )
     lessoned = [lesson.walkthrough, c.preset, *filled, lesson.lit, lesson.own, lesson.back]
     shown_now = [c.preset, c.prompt, c.chat, page.exports.run_id, lesson.own]  # what the lesson may keep
     for target, button in lesson.moves:
@@ -234,6 +240,36 @@ def wire_replay(demo: gr.Blocks, page: Page) -> None:
     )
     r.timer.tick(bound(player.tick, page), [r.run, r.step], shown, trigger_mode="always_last", **PRIVATE, **REPLAYING)
     r.speed.change(bound(player.set_speed, page), r.speed, r.timer, **PRIVATE, **REPLAYING)
+    return opening_event
+
+
+def wire_classroom(page: Page, opening) -> None:
+    """A class, after the page's opening event (ui.classroom): a class's link joins it, Open a class opens one; a
+    driving page publishes each change of its replay and race, a following page polls the board, steps away by
+    moving its own replay (a step, a preset, the lesson, a file, its own Run or race) and follows again. The page
+    is marked opened (scripts.OPENED) once it shows the class."""
+    box, r, c, card = page.classroom, page.replay, page.controls, page.race
+    followed = [*box.bar(), c.preset, *page.preset_outputs(), card.summary, card.result, card.playback, card.chart]
+    followed.append(card.costs)
+    opening.then(bound(classroom.class_opened, page), r.run, followed, **PRIVATE, **REPLAYING).then(
+        None, None, None, js=scripts.DROP_KEY
+    ).then(None, None, None, js=scripts.OPENED)
+    shown = [c.preset, page.exports.run_id, r.step, card.result]
+    box.open.click(
+        bound(classroom.open_class, page), shown, [*box.bar(), box.share, box.drive], **PRIVATE, **REPLAYING
+    ).then(None, [box.share, box.drive], [box.share, box.drive], js=scripts.CLASS_LINKS)
+    changes = [r.step.change, page.exports.run_id.change, c.preset.change, card.summary.change]
+    gr.on(changes, None, None, None, js=scripts.PUBLISH, **PRIVATE)
+    publishing = {**PRIVATE, **REPLAYING, "trigger_mode": "always_last"}
+    box.publish.click(bound(classroom.published, page), [box.seat, *shown], box.bar(), **publishing)
+    box.poll.tick(
+        bound(classroom.wait_for_news, page), box.seat, box.news, trigger_mode="once", **PRIVATE, **REPLAYING
+    ).then(bound(classroom.apply_news, page), [box.seat, box.news, r.run], followed, **PRIVATE, **REPLAYING)
+    own = [r.back.click, r.forward.click, r.step.input, r.play.click, c.preset.input, c.run.click, card.run.click]
+    own += [button.click for _, button in page.lesson.moves] + [page.lesson.bar.expand, page.exports.upload.upload]
+    gr.on(own, None, None, None, js=scripts.STEP_AWAY, **PRIVATE)
+    box.stop.click(bound(classroom.stop_following, page), box.seat, box.bar(), **PRIVATE, **REPLAYING)
+    box.follow.click(bound(classroom.follow_again, page), [box.seat, r.run], followed, **PRIVATE, **REPLAYING)
 
 
 def wire_exports(page: Page) -> None:

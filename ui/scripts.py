@@ -221,6 +221,37 @@ COPY_LINK = """
 }
 """
 
+# A class (ui.classroom): a driving page presses its hidden Publish button after each change of what it shows (other
+# pages send nothing); a following page that moves its own replay (ui.page.wire_classroom) presses Stop following (shown
+# only while it follows); the class's two links, sent as queries, made whole here, where the page's own address is
+# known.
+PUBLISH = """
+() => {
+  if (document.querySelector("#ll-class-status [data-drives]")) document.getElementById("ll-class-publish")?.click();
+}
+"""
+STEP_AWAY = """
+() => {
+  const stop = document.getElementById("ll-class-stop");
+  if (stop && stop.offsetParent !== null) stop.click();
+}
+"""
+# A driving link's key leaves the address bar once the page has read it: a projected address shows the students' link
+DROP_KEY = """
+() => {
+  const link = new URL(location.href);
+  if (!link.searchParams.has("key")) return;
+  link.searchParams.delete("key");
+  history.replaceState(null, "", link.href);
+}
+"""
+CLASS_LINKS = """
+(share, drive) => {
+  const page = new URL(location.pathname, location.origin).href;
+  return [page + share, page + drive];
+}
+"""
+
 # The page's opening event has filled this session's run (what the exports read): until then the panels show the
 # default preset's step 0 drawn at build time, and an export would find no run. Marked on the body for what waits on it.
 OPENED = """

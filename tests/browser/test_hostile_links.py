@@ -26,6 +26,7 @@ def caption_says(text: str) -> str:
 
 
 OUTLINED = "() => document.querySelector('.ll-lit')"
+NO_CLASS_SHOWN = "() => document.querySelector('#ll-class-status').innerText.startsWith('No class is open')"
 PENCILS = library.preset(library.load_presets(), "pencils")["caption"][:60]
 # Each link, and what the page shows once it has opened it (the payload, if shown at all, is drawn by then)
 LINKS = [
@@ -34,6 +35,8 @@ LINKS = [
     ("?run={payload}&step=2", caption_says("is no longer kept")),
     ("?lesson={payload}", OUTLINED),  # lesson step 1, its panel outlined
     ("?preset={payload}&run={payload}&lesson=", OUTLINED),
+    ("?class={payload}", NO_CLASS_SHOWN),
+    ("?class={payload}&key={payload}", NO_CLASS_SHOWN),
 ]
 
 
