@@ -265,7 +265,8 @@ def wire_classroom(page: Page, opening) -> None:
     box.poll.tick(
         bound(classroom.wait_for_news, page), box.seat, box.news, trigger_mode="once", **PRIVATE, **REPLAYING
     ).then(bound(classroom.apply_news, page), [box.seat, box.news, r.run], followed, **PRIVATE, **REPLAYING)
-    own = [r.back.click, r.forward.click, r.step.input, r.play.click, c.preset.input, c.run.click, card.run.click]
+    own = [r.back.click, r.forward.click, r.step.input, r.play.click, c.preset.input, c.run.click, c.again.click]
+    own.append(card.run.click)
     own += [button.click for _, button in page.lesson.moves] + [page.lesson.bar.expand, page.exports.upload.upload]
     gr.on(own, None, None, None, js=scripts.STEP_AWAY, **PRIVATE)
     box.stop.click(bound(classroom.stop_following, page), box.seat, box.bar(), **PRIVATE, **REPLAYING)
