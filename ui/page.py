@@ -135,10 +135,10 @@ def build_page() -> Page:
         gr.Markdown(TITLE, elem_id="ll-title")
         contrast = gr.Checkbox(False, label="High contrast (for a projector)", elem_id="ll-contrast", container=False)
     with gr.Row(equal_height=False, elem_id="ll-main"):
-        with gr.Column(scale=1, min_width=300, elem_id="ll-controls"):
+        with gr.Column(scale=1, min_width=260, elem_id="ll-controls"):
             controls = build_controls(PRESETS)
             model_box = build_model_box()
-        with gr.Column(scale=3):
+        with gr.Column(scale=4):
             replay = build_replay(first)
             panels = build_panels(first)
             replay.summary.render()

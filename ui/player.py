@@ -79,10 +79,11 @@ def panel_card(name: str, html: dict[str, str]) -> gr.HTML:
     return gr.HTML(html[name], elem_id=f"ll-{name}")
 
 
-# The step's three panels side by side (their tops on the first screen at 1280 × 800), each as wide as its
-# content needs relative to the others; narrower than the Gradio default's 320 px each, so the three share a row
-STEP_CARDS = (("window", 4), ("pool", 3), ("verification", 4))
-STEP_CARD_WIDTH = 220
+# The step's three panels side by side (their tops on the first screen at 1280 × 800), as wide as each other; at
+# 300 px at least (narrower, the pool's lines broke a chip a line): a narrower column (the lesson open beside it)
+# puts verification under the window and the pool, as wide as both
+STEP_CARDS = (("window", 1), ("pool", 1), ("verification", 1))
+STEP_CARD_WIDTH = 300
 
 
 def build_panels(first: Run) -> Panels:
