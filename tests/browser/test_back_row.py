@@ -131,6 +131,9 @@ def test_a_phone_keeps_the_page_as_wide_as_its_screen_and_its_text_at_14_px(clas
     page, errors = opened(browser, f"{classroom}{OPENED}", PHONE)
     try:
         assert page.evaluate("() => document.documentElement.scrollWidth") <= PHONE["width"]
+        title = page.locator("#ll-title").bounding_box()  # stacked over the switch: a flex basis of 0 drew it 0 px tall
+        switch = page.locator("#ll-contrast").bounding_box()
+        assert title["y"] < 50 and title["height"] > 100 and 0 < switch["y"] - title["y"] - title["height"] < 60
         texts = page.evaluate(TEXTS)
         print(f"\nsmallest text on a phone: {smallest(texts)}")
         assert_readable(texts, SMALLEST, "a phone")
