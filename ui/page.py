@@ -67,7 +67,7 @@ LAUNCH_OPTIONS = {
     "js": scripts.ON_LOAD,
     "max_file_size": 2 * library.MAX_RUN_BYTES,
 }
-# Two lines at 1280 px: the step's panels must fit under it on the first screen (the rest is in HOW_IT_WORKS)
+# Short: the step's panels must fit under it on the first screen at 1280 × 800 (the rest is in HOW_IT_WORKS)
 TITLE = (
     "# Lookahead Lab\nWatch **lookahead decoding** (Fu et al., ICML 2024) on a real model, one forward pass at "
     "a time; the output stays exactly what greedy decoding would write. Keys: ← → step, space plays. "
@@ -126,8 +126,8 @@ class Page:
 
 def build_page() -> Page:
     """Every part, in page order: at 1280 × 800 the first screen holds the preset, the prompt and Run beside the
-    step controls, the caption and the window, pool and verification panels; the run's summary, the exports and
-    how it works follow the panels."""
+    step controls, the caption and the window, pool and verification panels; the run's summary, the terms, the
+    exports and how it works follow the panels."""
     first = library.example_run(DEFAULT["id"])
     lesson = build_lesson()
     visitor = gr.State(Visitor(), time_to_live=SESSION_SECONDS)  # empty: Gradio gives each session its own copy

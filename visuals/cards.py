@@ -36,7 +36,7 @@ def card_head_html(name: str) -> str:
 
 
 # The terms the panels, the summary and the race use without stopping to explain them, one line each: shown under
-# the run's summary (whose own words another part keeps) and as the glossary's hover titles.
+# the run's summary (whose own words stay as they are), where a student reading either finds them.
 TERMS = (
     ("c", "the current token: the last one committed, fed first in every step"),
     ("W, N, G", "lookahead's window: W columns, n-grams of N tokens (N−1 levels), at most G guesses verified a step"),
