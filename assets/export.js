@@ -36,7 +36,7 @@
   function toggle() {
     if (timer !== null) return pause();
     if (step >= last) show(0);
-    play.textContent = "⏸ Pause";
+    play.textContent = "❚❚ Pause";
     timer = setInterval(() => (step >= last ? pause() : show(step + 1)), 1000 / Number($("ll-speed").value));
   }
 

@@ -20,7 +20,8 @@ def test_pool_lists_the_key_entries_and_picked_guesses(lookahead_run):
         items = re.findall(r'<li class="ll-entry( ll-chosen)?">(.*?)</li>', html)
         assert len(items) == len(p.entries)
         reasons = {c.lane: c.reason for c in guesses_of(record)}
-        for (chosen, item), entry in zip(items, p.entries, strict=True):
+        assert [e.guess for e in pool.shown_entries(record)][: len(reasons)] == sorted(reasons)  # guess 1 first
+        for (chosen, item), entry in zip(items, pool.shown_entries(record), strict=True):
             assert bool(chosen) == (entry.guess is not None)
             assert [text for _, _, text in chips_in(item)] == [shown(trace.vocab, t) for t in entry.continuation]
             assert f">{entry.source.value}</span>" in item
@@ -46,8 +47,8 @@ def test_pool_marks_the_recorded_guess_of_each_entry(lookahead_run):
     moved = dataclasses.replace(record, pool=dataclasses.replace(record.pool, entries=entries))
     html = pool.pool_html(moved, trace.vocab, trace.meta.settings.lookahead.guesses)
     items = re.findall(r'<li class="ll-entry( ll-chosen)?">(.*?)</li>', html)
-    assert [bool(chosen) for chosen, _ in items] == [False] * (len(entries) - 1) + [True]
-    assert f">guess {lane + 1}" in items[-1][1]
+    assert [bool(chosen) for chosen, _ in items] == [True] + [False] * (len(entries) - 1)  # the guess first
+    assert f">guess {lane + 1}" in items[0][1]
 
 
 def test_the_pools_change_adds_up_with_what_was_added_and_evicted(lookahead_run):

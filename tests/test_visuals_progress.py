@@ -25,7 +25,7 @@ def test_progress_counts_passes_against_greedy(run):
 
 def test_tokens_per_step_chart_is_small_and_plain(run):
     figure = progress.tokens_per_step_figure(run)
-    assert figure.layout.height <= 260
+    assert figure.layout.height <= 300  # 14 px labels (a projector): the legend may take two lines
     assert figure.layout.template.to_plotly_json() == {"data": {"scatter": [{"type": "scatter"}]}}
     stacked = [sum(values) for values in zip(*(bar.y for bar in figure.data), strict=True)]
     assert stacked == [len(r.committed) for r in run.trace.steps]

@@ -97,7 +97,7 @@ def build_classroom() -> ClassBox:
         status = gr.HTML("", visible=False, elem_id="ll-class-status")
         stop = gr.Button("Stop following", size="sm", scale=0, min_width=150, visible=False, elem_id="ll-class-stop")
         follow = gr.Button("Follow again", size="sm", scale=0, min_width=150, visible=False, elem_id="ll-class-follow")
-    with gr.Accordion("🏫 Teach a class: your replay on every student's screen", open=False, elem_id="ll-class"):
+    with gr.Accordion("Teach a class: your replay on every student's screen", open=False, elem_id="ll-class"):
         gr.Markdown(INTRO)
         open_button = gr.Button("Open a class", size="sm", elem_id="ll-class-open")
         share = gr.Textbox(

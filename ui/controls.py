@@ -1,7 +1,8 @@
 """The column of controls: the preset, the prompt, Run, then the method and its settings, and sampling.
 
 Sliders are wide enough that the engine's budget of tokens per step, not the slider, refuses the
-largest settings; the line under them says what one step of the chosen W, N, G feeds.
+largest settings; the line under them says what one step of the chosen W, N, G feeds. A method's own settings
+are on only while that method is chosen, as the method table says which it uses; a note says why the rest are off.
 """
 
 from __future__ import annotations
@@ -15,8 +16,9 @@ from lab.requests import RUN_METHODS, InputError, lookahead_of
 from lab.server import CAP, ZERO_GPU
 from lookahead_core.config import MAX_PROPOSED_TOKENS, MAX_TOKENS_PER_STEP, SUFFIX, LookupConfig, SettingsError
 from lookahead_core.draft import DEFAULT_DRAFT_TOKENS
-from lookahead_core.records import METHODS, Method
+from lookahead_core.records import METHODS, Branch, Method
 from visuals import library
+from visuals.markup import escape
 from visuals.summary import example_note, feed_html, notice_html, preset_note
 
 # W=N=G at their maximum would feed 1 + 31 + 8*32 + 32*9 = 576 > 512 tokens: the budget refuses it, not the slider
@@ -52,6 +54,7 @@ class Controls:
     prompt: gr.Textbox
     chat: gr.Checkbox
     method: gr.Radio
+    method_note: gr.HTML
     window: gr.Slider
     ngram: gr.Slider
     guesses: gr.Slider
@@ -93,6 +96,8 @@ def build_controls(presets: list[dict]) -> Controls:
         label="Method to run against greedy",
         elem_id="ll-method",
     )
+    used = settings_used(Method.LOOKAHEAD)
+    method_note = gr.HTML(unused_note(Method.LOOKAHEAD), elem_id="ll-method-note")
     window = gr.Slider(1, MAX_WINDOW, value=first["window"], step=1, label="W · window size (columns)")
     ngram = gr.Slider(2, MAX_NGRAM, value=first["ngram"], step=1, label="N · n-gram size (N−1 levels)")
     guesses = gr.Slider(0, MAX_GUESSES, value=first["guesses"], step=1, label="G · guesses verified per step")
@@ -100,16 +105,36 @@ def build_controls(presets: list[dict]) -> Controls:
     max_new_tokens = gr.Slider(1, CAP, value=first["max_new_tokens"], step=1, label="Max new tokens", elem_id="ll-max")
     with gr.Accordion("Prompt lookup, the draft model, suffix decoding", open=False, elem_id="ll-family"):
         lookup_tokens = gr.Slider(
-            1, 32, value=LookupConfig.tokens, step=1, label="Prompt lookup: tokens copied after a match"
+            1,
+            32,
+            value=LookupConfig.tokens,
+            step=1,
+            label="Prompt lookup: tokens copied after a match",
+            interactive=used["lookup"],
         )
         draft_tokens = gr.Slider(
-            1, 16, value=DEFAULT_DRAFT_TOKENS, step=1, label="Speculative and EAGLE: tokens k the draft writes per step"
+            1,
+            16,
+            value=DEFAULT_DRAFT_TOKENS,
+            step=1,
+            label="Speculative and EAGLE: tokens k the draft writes per step",
+            interactive=used["draft"],
         )
         suffix_tree_size = gr.Slider(
-            1, MAX_PROPOSED_TOKENS, value=SUFFIX.tree_size, step=1, label="Suffix decoding: nodes in its tree, at most"
+            1,
+            MAX_PROPOSED_TOKENS,
+            value=SUFFIX.tree_size,
+            step=1,
+            label="Suffix decoding: nodes in its tree, at most",
+            interactive=used["suffix"],
         )
         suffix_alpha = gr.Slider(
-            0.5, 16, value=SUFFIX.alpha, step=0.5, label="Suffix decoding: alpha, nodes per token of the match, at most"
+            0.5,
+            16,
+            value=SUFFIX.alpha,
+            step=0.5,
+            label="Suffix decoding: alpha, nodes per token of the match, at most",
+            interactive=used["suffix"],
         )
     sampling = build_sampling()
     return Controls(
@@ -118,6 +143,7 @@ def build_controls(presets: list[dict]) -> Controls:
         prompt=prompt,
         chat=chat,
         method=method,
+        method_note=method_note,
         window=window,
         ngram=ngram,
         guesses=guesses,
@@ -154,8 +180,61 @@ def feed_words(window, ngram, guesses) -> str:
         return feed_html(None, MAX_TOKENS_PER_STEP, str(error))
 
 
+# Each group of method settings, and what it sets, in the words of the note that says why it is off
+SETTING_GROUPS = {
+    "window": "W, N, G and Auto (lookahead's window; the race's lookahead lane still reads W, N and G)",
+    "lookup": "prompt lookup's tokens copied",
+    "draft": "the draft's k",
+    "suffix": "suffix decoding's tree",
+}
+
+
+def settings_used(method: Method) -> dict[str, bool]:
+    """Which groups of settings `method` runs with, as the method table says: the window's for a method that keeps
+    one, and a family's own for the branch its guesses fill."""
+    entry = METHODS[method]
+    return {
+        "window": entry.window,
+        "lookup": entry.branch == Branch.GUESS,
+        "draft": entry.branch == Branch.DRAFT,
+        "suffix": entry.branch == Branch.SUFFIX,
+    }
+
+
+def unused_note(method: Method) -> str:
+    """The note under the method: which settings are off, because `method` does not use them."""
+    used = settings_used(method)
+    window = [SETTING_GROUPS["window"]] if not used["window"] else []
+    family = [words for group, words in SETTING_GROUPS.items() if group != "window" and not used[group]]
+    family_words = ", ".join(family[:-1]) + (" and " if len(family) > 1 else "") + family[-1] if family else ""
+    parts = window + ([f"{family_words} (under the settings below)"] if family_words else [])
+    words = f"Off for {METHODS[method].name}, which does not use them: {'; '.join(parts)}."
+    return f'<p class="ll-slider-note" id="ll-settings-off">{escape(words)}</p>'
+
+
+def grouped(controls: Controls) -> dict[str, list]:
+    """Each group's components."""
+    return {
+        "window": [controls.window, controls.ngram, controls.guesses, controls.auto],
+        "lookup": [controls.lookup_tokens],
+        "draft": [controls.draft_tokens],
+        "suffix": [controls.suffix_tree_size, controls.suffix_alpha],
+    }
+
+
 # ----------------------------------------------------------------------------------------------
 # Handlers
+
+
+def method_chosen(page, method):
+    """The method changed: its own settings on, the others off, and the note saying which and why."""
+    try:
+        chosen = Method(method)
+    except ValueError:  # not a method the page offers: the Run that sends it is refused with the lab's message
+        return {}
+    used, c = settings_used(chosen), page.controls
+    updates = {part: type(part)(interactive=used[group]) for group, parts in grouped(c).items() for part in parts}
+    return updates | {c.method_note: unused_note(chosen)}
 
 
 def feed(page, window, ngram, guesses):

@@ -47,11 +47,11 @@ def build_exports() -> Exports:
         # not pressable until the page's opening event has filled the session's run (links.opened, exportable):
         # before it an export would find no run, and its notice would speak of an expired session
         shut = {"size": "sm", "scale": 0, "interactive": False}
-        json_button = gr.Button("⬇ JSON", min_width=90, elem_id="ll-json", **shut)
-        html_button = gr.Button("⬇ HTML replay (offline)", min_width=180, elem_id="ll-html", **shut)
-        png_button = gr.Button("📷 PNG of this step", min_width=150, elem_id="ll-png", **shut)
+        json_button = gr.Button("Download JSON", min_width=130, elem_id="ll-json", **shut)
+        html_button = gr.Button("Download HTML replay (offline)", min_width=180, elem_id="ll-html", **shut)
+        png_button = gr.Button("PNG of this step", min_width=150, elem_id="ll-png", **shut)
         upload = gr.UploadButton(
-            "⬆ Open a run (JSON)",
+            "Open a run (JSON)",
             file_types=[".json", ".gz"],
             type="binary",
             size="sm",

@@ -39,11 +39,11 @@ def build_lesson() -> LessonBar:
     moves = []
     with gr.Sidebar(label="Guided lesson", open=False, width=380, elem_id="ll-lesson-bar") as bar:
         gr.Markdown(
-            f"## 🎓 Lookahead decoding in {len(LESSON)} steps\nEach step moves the replay to the moment it talks "
+            f"## Lookahead decoding in {len(LESSON)} steps\nEach step moves the replay to the moment it talks "
             "about and outlines the panel to look at. Leave it any time: the page is yours to explore.",
             elem_id="ll-lesson-intro",
         )
-        back = gr.Button("↩ Back to your own prompt", size="sm", visible=False, elem_id="ll-lesson-own")
+        back = gr.Button("Back to your own prompt", size="sm", visible=False, elem_id="ll-lesson-own")
         own = gr.State(None)
         with gr.Walkthrough(selected=0, elem_id="ll-lesson") as walkthrough:
             for number, item in enumerate(LESSON):

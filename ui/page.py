@@ -17,6 +17,7 @@ from lab.line import CAPACITY as LINE_CAPACITY
 from lab.server import SESSION_SECONDS
 from lab.stores import Visitor
 from visuals import library
+from visuals.cards import terms_html
 from visuals.palette import marks_css
 from visuals.summary import notice_html
 
@@ -41,6 +42,11 @@ from .tune import TUNE_FORM, TuneCard, build_tune
 # Gradio's own queue holds MAX_WAITING more, and the next is told the lab is busy.
 MODEL_REQUESTS = LINE_CAPACITY + 16
 MAX_WAITING = LINE_CAPACITY
+# The theme's text sizes start at 14 px (Soft's start at 9): its labels, slider ends and info lines were 12 px, too
+# small for a class reading a projector from the back row (assets/style.css floors the app's own sizes the same way).
+READABLE_TEXT = gr.themes.Size(
+    name="ll_readable", xxs="14px", xs="14px", sm="14px", md="16px", lg="18px", xl="22px", xxl="26px"
+)
 # Soft's light greys and mid blues fall below WCAG AA (4.5:1) for small text: a projector washes them out first.
 # Its subdued text is darkened to slate 600 (7.2:1 on the page) and its blues to blue 700 (6.7:1 under white).
 THEME = gr.themes.Soft(
@@ -48,6 +54,7 @@ THEME = gr.themes.Soft(
     neutral_hue="slate",
     font=["ui-sans-serif", "system-ui", "Segoe UI", "Helvetica", "Arial", "sans-serif"],
     font_mono=["ui-monospace", "SFMono-Regular", "Menlo", "Consolas", "monospace"],
+    text_size=READABLE_TEXT,
 ).set(
     body_text_color_subdued="*neutral_600",
     block_label_text_color="*primary_700",
@@ -66,13 +73,16 @@ LAUNCH_OPTIONS = {
     "max_file_size": 2 * library.MAX_RUN_BYTES,
     "max_threads": 2 * MODEL_REQUESTS,  # each request waiting in line holds a thread a moment at a time; replays too
 }
+# Short: the step's panels must fit under it on the first screen at 1280 × 800 (the rest is in HOW_IT_WORKS)
 TITLE = (
     "# Lookahead Lab\nWatch **lookahead decoding** (Fu et al., ICML 2024) on a real model, one forward pass at "
-    "a time: the Jacobi window guesses n-grams, the pool keeps them, verification accepts the ones the model "
-    "agrees with, and the output stays exactly what greedy decoding would write. Keys: ← → step, space plays. "
+    "a time; the output stays exactly what greedy decoding would write. Keys: ← → step, space plays. "
     "New here? Open the **guided lesson** (the arrow at the top left, or [this link](?lesson=1))."
 )
 HOW_IT_WORKS = """
+In short: the Jacobi window guesses n-grams, the pool keeps them, verification accepts the ones the model agrees
+with, and the output stays exactly what greedy decoding would write.
+
 1. Each **step** is one forward pass of the unmodified model. It feeds the current token **c**, the **2D Jacobi
    window** (N−1 levels × W columns of guessed future tokens) and up to G **guesses** from the **n-gram pool**.
 2. The row of c gives the **guaranteed** next token: exactly what greedy decoding would emit.
@@ -123,23 +133,28 @@ class Page:
 
 
 def build_page() -> Page:
-    """Every part, in page order."""
+    """Every part, in page order: at 1280 × 800 the first screen holds the preset, the prompt and Run beside the
+    step controls, the caption and the window, pool and verification panels; the run's summary, the terms, the
+    exports and how it works follow the panels."""
     first = library.example_run(DEFAULT["id"])
     lesson = build_lesson()
     visitor = gr.State(Visitor(), time_to_live=SESSION_SECONDS)  # empty: Gradio gives each session its own copy
-    gr.Markdown(TITLE, elem_id="ll-title")
-    contrast = gr.Checkbox(False, label="◐ High contrast (for a projector)", elem_id="ll-contrast", container=False)
-    with gr.Accordion("How lookahead decoding works, in six lines", open=False):
-        gr.Markdown(HOW_IT_WORKS)
+    with gr.Row(equal_height=False, elem_id="ll-head"):
+        gr.Markdown(TITLE, elem_id="ll-title")
+        contrast = gr.Checkbox(False, label="High contrast (for a projector)", elem_id="ll-contrast", container=False)
     class_box = build_classroom()
     with gr.Row(equal_height=False, elem_id="ll-main"):
-        with gr.Column(scale=1, min_width=330, elem_id="ll-controls"):
+        with gr.Column(scale=1, min_width=260, elem_id="ll-controls"):
             controls = build_controls(PRESETS)
             model_box = build_model_box()
-        with gr.Column(scale=3):
+        with gr.Column(scale=4):
             replay = build_replay(first)
-            exports = build_exports()
             panels = build_panels(first)
+            replay.summary.render()
+            gr.HTML(terms_html(), elem_id="ll-terms")
+            exports = build_exports()
+            with gr.Accordion("How lookahead decoding works, in six lines", open=False):
+                gr.Markdown(HOW_IT_WORKS)
             first_settings = (DEFAULT.get("auto", False), DEFAULT["window"], DEFAULT["ngram"], DEFAULT["guesses"])
             race_card = build_race(SESSION_SECONDS, *first_settings)
             tune_card = build_tune()
@@ -212,6 +227,8 @@ def wire_replay(demo: gr.Blocks, page: Page):
     page.contrast.change(None, page.contrast, None, js=scripts.CONTRAST, **PRIVATE)
     c.prompt.input(bound(controls_events.own_prompt, page), None, [c.preset, c.preset_note], **PRIVATE, **REPLAYING)
     c.preset.input(bound(choose_preset, page), c.preset, filled, api_name="preset", **REPLAYING)
+    method_settings = [*[part for parts in controls_events.grouped(c).values() for part in parts], c.method_note]
+    c.method.change(bound(controls_events.method_chosen, page), c.method, method_settings, **PRIVATE, **REPLAYING)
     gr.on(
         [c.window.change, c.ngram.change, c.guesses.change],
         bound(controls_events.feed, page),

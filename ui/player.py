@@ -17,7 +17,7 @@ from visuals.cards import card_head_html
 from visuals.progress import tokens_per_step_figure
 from visuals.summary import notice_html, summary_html
 
-PLAY, PAUSE = "▶ Play", "⏸ Pause"
+PLAY, PAUSE = "▶ Play", "❚❚ Pause"  # drawn by DejaVu Sans: "⏸" is in no font Debian's chromium has by default
 DEFAULT_PRESET = library.load_presets()[0]["id"]
 
 
@@ -46,18 +46,19 @@ class Panels:
 
 
 def build_replay(first: Run) -> Replay:
-    """The summary of `first` and the row of step controls under it."""
+    """The row of step controls, and the summary of `first` (built unrendered: the page places it under the panels,
+    so that they are on the first screen)."""
     run = gr.State(None, time_to_live=SESSION_SECONDS)
     playing = gr.State(False)
     timer = gr.Timer(replay.play_interval(2), active=False)
-    summary = gr.HTML(summary_html(first), elem_id="ll-summary")
+    summary = gr.HTML(summary_html(first), elem_id="ll-summary", render=False)
     with gr.Row(equal_height=False, elem_id="ll-replay"):
         back = gr.Button("◀ Step", elem_id="ll-back", size="md", scale=0, min_width=96)
         play = gr.Button(PLAY, elem_id="ll-play", size="md", scale=0, min_width=96)
         forward = gr.Button("Step ▶", elem_id="ll-forward", size="md", scale=0, min_width=96)
         step = gr.Slider(0, replay.last_step(first), value=0, step=1, label="Step", elem_id="ll-step", scale=4)
-        speed = gr.Slider(0.5, 8, value=2, step=0.5, label="Speed (steps/s)", scale=1, min_width=160)
-        link = gr.Button("🔗 Link", elem_id="ll-link", size="md", scale=0, min_width=80)
+        speed = gr.Slider(0.5, 8, value=2, step=0.5, label="Speed (steps/s)", scale=1, min_width=200)
+        link = gr.Button("Copy link", elem_id="ll-link", size="md", scale=0, min_width=120)
     return Replay(
         run=run,
         playing=playing,
@@ -78,22 +79,30 @@ def panel_card(name: str, html: dict[str, str]) -> gr.HTML:
     return gr.HTML(html[name], elem_id=f"ll-{name}")
 
 
+# The step's three panels side by side (their tops on the first screen at 1280 × 800), as wide as each other; at
+# 300 px at least (narrower, the pool's lines broke a chip a line): a narrower column (the lesson open beside it)
+# puts verification under the window and the pool, as wide as both
+STEP_CARDS = (("window", 1), ("pool", 1), ("verification", 1))
+STEP_CARD_WIDTH = 300
+
+
 def build_panels(first: Run) -> Panels:
-    """The caption and the six panel cards of step 0 of `first`, in three rows, the chart under the progress."""
+    """The caption and the six panel cards of step 0 of `first`: the window, the pool and verification in one row,
+    then the output beside the progress (the chart under it), then the attention mask across the column."""
     html = replay.panels(first, 0)
     shown = {"caption": gr.HTML(html["caption"], elem_id="ll-caption")}
-    for left, right in (("window", "pool"), ("verification", "output")):
-        with gr.Row(equal_height=False):
-            with gr.Column(scale=3, elem_classes="ll-card"):
-                shown[left] = panel_card(left, html)
-            with gr.Column(scale=2, elem_classes="ll-card"):
-                shown[right] = panel_card(right, html)
+    with gr.Row(equal_height=False, elem_id="ll-step-cards"):
+        for name, scale in STEP_CARDS:
+            with gr.Column(scale=scale, min_width=STEP_CARD_WIDTH, elem_classes="ll-card"):
+                shown[name] = panel_card(name, html)
     with gr.Row(equal_height=False):
         with gr.Column(scale=1, elem_classes="ll-card"):
-            shown["mask"] = panel_card("mask", html)
+            shown["output"] = panel_card("output", html)
         with gr.Column(scale=1, elem_classes="ll-card"):
             shown["progress"] = panel_card("progress", html)
             chart = gr.Plot(tokens_per_step_figure(first), show_label=False, container=False)
+    with gr.Row(equal_height=False), gr.Column(elem_classes="ll-card"):
+        shown["mask"] = panel_card("mask", html)
     return Panels({name: shown[name] for name in replay.PANELS}, chart)
 
 

@@ -33,3 +33,25 @@ def card_head_html(name: str) -> str:
     title, hint = PANEL_TITLES[name]
     legend = legend_html(name) if name in LEGENDS and name not in LEGEND_IN_PANEL else ""
     return f"<h2>{escape(title)}<small>{escape(hint)}</small></h2>{legend}"
+
+
+# The terms the panels, the summary and the race use without stopping to explain them, one line each: shown under
+# the run's summary (whose own words stay as they are), where a student reading either finds them.
+TERMS = (
+    ("c", "the current token: the last one committed, fed first in every step"),
+    ("W, N, G", "lookahead's window: W columns, n-grams of N tokens (N−1 levels), at most G guesses verified a step"),
+    (
+        "k",
+        "the tokens a method proposes a step, all checked in one pass of the model: copied after a match (prompt "
+        "lookup; its N is the longest match it looks for) or written by a draft (a draft model, an EAGLE layer)",
+    ),
+    ("row", "one token fed to a step's forward pass: a 64-row step feeds 64 tokens in one pass"),
+    ("guess N", "the Nth path verification tried this step; the pool lists its entries by the same numbers"),
+    ("P from row N", "when sampling: the model's probabilities for a position, computed at row N of the pass"),
+)
+
+
+def terms_html() -> str:
+    """The glossary line: each term in bold with what it means."""
+    items = "".join(f"<li><b>{escape(term)}</b>: {escape(words)}</li>" for term, words in TERMS)
+    return f'<details class="ll-terms" open><summary>Terms on this page</summary><ul>{items}</ul></details>'

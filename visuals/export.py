@@ -95,7 +95,7 @@ def controls_html(run: Run, index: int) -> str:
         f'<input type="range" id="ll-step" min="0" max="{last}" value="{index}" aria-label="Step">'
         f'<span id="ll-step-number">step {index} of {last}</span>'
         f'<label>Speed (steps/s) <select id="ll-speed">{speeds}</select></label>'
-        '<button id="ll-png" title="Download this step as a PNG for slides">📷 PNG</button>'
+        '<button id="ll-png" title="Download this step as a PNG for slides">PNG of this step</button>'
         '<button id="ll-contrast" aria-pressed="false">◐ High contrast</button></div>'
         '<p id="ll-problem" class="ll-note"></p>'
     )

@@ -353,7 +353,9 @@ LESSON: tuple[LessonStep, ...] = (
     LessonStep(
         "Same method, another machine",
         "**The same method pays on one machine and loses on another.** {cell} commits {cell_tokens} tokens per "
-        "step on {cpu_machine} and {gpu_tokens} on {gpu_machine}. On {cpu_short} a 64-row step costs {cpu_cost} a "
+        "step on {cpu_machine} and {gpu_tokens} on {gpu_machine}. (A cell is named by its settings: W, N and G for "
+        "lookahead's window, k for the tokens a step proposes; a step's rows are the tokens its one forward pass is "
+        "fed.) On {cpu_short} a 64-row step costs {cpu_cost} a "
         "1-row step, so the tune map predicts the cell at {cpu_speedup} of plain decoding's speed; on {gpu_short} it "
         "costs {gpu_cost}, and the same cell is predicted at {gpu_speedup}. Each map chose its own cell: "
         "{cpu_chosen} on the first, {gpu_chosen} on the second, measured at {gpu_measured} of plain decoding "
@@ -438,7 +440,7 @@ LESSON: tuple[LessonStep, ...] = (
         "Your turn",
         "Pick a preset or write your own prompt, choose W, N and G (or Auto), and press **Run on the model**: it "
         "records lookahead and greedy on this server's hardware, and the summary says what they measured. "
-        "**🔗 Link** shares the step you are on; **⬇ HTML replay** saves a replay that works with no network.",
+        "**Copy link** shares the step you are on; **Download HTML replay** saves a replay that works with no network.",
         "pencils",
         0,
         "run",

@@ -13,12 +13,15 @@ from __future__ import annotations
 from lookahead_core.records import Branch, StepKind, StepRecord
 
 from .markup import escape, scroll_region
-from .palette import colour
+from .palette import SMALLEST_TEXT, colour
 from .tokens import token_text, visible
 
-CELL = 14
-LABEL_WIDTH = 104
-HEAD_HEIGHT = 34
+# A detailed grid is drawn at its own size (one unit a CSS pixel, its card scrolls): scaled to fit a card, its 10-unit
+# labels were drawn at 7 px (5 px on a phone). A larger grid scales to fit and holds no text at all: its branches
+# are named by the card's legend, and its rows are too many to label.
+CELL = 20
+LABEL_WIDTH = 124
+HEAD_HEIGHT = 40
 PREFIX_CELLS = 2
 DETAILED_ROWS = 80  # above this many rows, per-row labels would be unreadable
 # A row is a rectangle per run of neighbouring columns it sees: a few for any mask the engine builds (the
@@ -108,13 +111,17 @@ def header_svg(record: StepRecord, roles: list, grid_x: int, font: int, detailed
     parts = [
         f'<rect x="{grid_x}" y="{HEAD_HEIGHT}" width="{n * CELL}" height="{n * CELL}" class="ll-mask-bg"/>',
         *prefix_svg(record, n, sliding),
-        f'<text x="{LABEL_WIDTH + CELL}" y="{HEAD_HEIGHT - 6}" font-size="{font}" text-anchor="middle">prefix</text>',
     ]
+    if detailed:
+        parts.append(
+            f'<text x="{LABEL_WIDTH + CELL}" y="{HEAD_HEIGHT - 6}" font-size="{font}" '
+            'text-anchor="middle">prefix</text>'
+        )
     for branch, first, last in branch_spans(roles):
         x, span = grid_x + first * CELL, (last - first) * CELL
         name = {"current": "c", "lookahead": "window", "verification": "guesses"}[branch]
         parts.append(f'<rect x="{x}" y="{HEAD_HEIGHT - 24}" width="{span}" height="4" fill="{colour(branch)}"/>')
-        if span >= 3 * font or branch == "current":
+        if detailed and (span >= 3 * font or branch == "current"):
             parts.append(
                 f'<text x="{x + span / 2}" y="{HEAD_HEIGHT - 6}" font-size="{font}" text-anchor="middle">{name}</text>'
             )
@@ -187,7 +194,7 @@ def mask_svg(record: StepRecord, vocab: dict[str, str], rows: int, sliding: bool
     roles = row_roles(record)[:rows]
     n = len(roles)
     detailed = n <= DETAILED_ROWS
-    font = 10 if detailed else max(10, n // 6)
+    font = SMALLEST_TEXT
     grid_x = LABEL_WIDTH + PREFIX_CELLS * CELL + 4
     width, height = grid_x + n * CELL + 2, HEAD_HEIGHT + n * CELL + 2
     parts = header_svg(record, roles, grid_x, font, detailed, sliding)
@@ -200,8 +207,9 @@ def mask_svg(record: StepRecord, vocab: dict[str, str], rows: int, sliding: bool
         f"{branches.count('lookahead')} lookahead-branch rows, "
         f"{branches.count('verification')} verification-branch rows"
     )
+    drawn = f'class="ll-mask ll-mask-natural" width="{width}" height="{height}"' if detailed else 'class="ll-mask"'
     return (
-        f'<svg class="ll-mask" viewBox="0 0 {width} {height}" style="max-width:{width}px" role="img" '
+        f'<svg {drawn} viewBox="0 0 {width} {height}" style="max-width:{width}px" role="img" '
         f'aria-label="{escape(words)}">{"".join(parts)}</svg>'
     )
 

@@ -64,12 +64,12 @@ def plural_words(count: int, word: str) -> str:
 SENTENCE_WORDS = {  # each method's settings in a sentence's words, after its name (the race's card)
     Method.LOOKAHEAD: settings_words,
     Method.PROMPT_LOOKUP: lambda lookup: f"match up to {lookup.ngram} tokens, copy {lookup.tokens}",
-    Method.SPECULATIVE: lambda draft: f"draft {draft.model} ({draft.dtype}), k = {draft.tokens}",
+    Method.SPECULATIVE: lambda draft: f"draft {draft.model} ({draft.dtype}), k = {draft.tokens} tokens drafted a step",
     Method.MEDUSA: lambda medusa: (
         f"{plural_words(medusa.count, 'head')} ({medusa.heads}), a tree of {medusa.tree_size} nodes, "
         f"{medusa.tree_depth} deep"
     ),
-    Method.EAGLE: lambda layer: f"{layer.model}, k = {layer.tokens}",
+    Method.EAGLE: lambda layer: f"{layer.model}, k = {layer.tokens} tokens drafted a step",
     Method.SUFFIX: lambda suffix: suffix_words(suffix),
 }
 

@@ -18,6 +18,9 @@ PURPLE = "#CC79A7"
 YELLOW = "#F0E442"
 GREY = "#9A9A9A"
 BLACK = "#000000"  # Okabe and Ito's eighth colour: Medusa in the race and the bench
+# The smallest text a chart or a drawing may hold, in CSS pixels as drawn: the page is read on a projector from the
+# back row (assets/style.css floors its own text at the same 14 px, and the high-contrast view raises both to 16)
+SMALLEST_TEXT = 14
 
 # kind -> (colour, label, what it means)
 KINDS: dict[str, tuple[str, str, str]] = {

@@ -2,7 +2,9 @@
 
 The record lists the entries under the key as they stood before this step's insertions (each
 marked with the guess it became, if the plan verified it), the n-grams added (from the window's
-columns and the committed output), what was evicted, and the pool's size before and after.
+columns and the committed output), what was evicted, and the pool's size before and after. The
+entries are shown in the order verification tried them (guess 1 first, as the verification panel
+numbers them), then those not picked, oldest first: one numbering across both panels.
 """
 
 from __future__ import annotations
@@ -48,8 +50,16 @@ def size_words(record: StepRecord) -> str:
     return f"{pool.size} n-grams in the pool, {change:+d} this step" + (f": {', '.join(parts)}" if parts else "")
 
 
+def shown_entries(record: StepRecord) -> list:
+    """The entries under the key as the panel lists them: the guesses by their recorded number, then the rest in
+    the record's order (oldest first)."""
+    entries = record.pool.entries
+    picked = sorted((e for e in entries if e.guess is not None), key=lambda e: e.guess)
+    return picked + [e for e in entries if e.guess is None]
+
+
 def entries_html(record: StepRecord, vocab: dict) -> str:
-    """The entries under the key (oldest first); the ones verified as guesses are marked and say why."""
+    """The entries under the key, guesses first; the ones verified as guesses are marked and say why."""
     if not record.pool.entries:
         fed = record.window is not None and record.window.fed
         rest = (
@@ -63,13 +73,13 @@ def entries_html(record: StepRecord, vocab: dict) -> str:
         )
     reasons = {c.lane: c.reason for c in record.verification.candidates if c.source != GuessSource.TRAJECTORY}
     rows = []
-    for number, entry in enumerate(record.pool.entries, start=1):
+    for entry in shown_entries(record):
         picked = entry.guess is not None
         mark = (
             pick_mark(entry.guess, reasons[entry.guess]) if picked else '<span class="ll-pick ll-dim">not picked</span>'
         )
         rows.append(
-            f'<li class="ll-entry{" ll-chosen" if picked else ""}"><span class="ll-num">{number}</span>'
+            f'<li class="ll-entry{" ll-chosen" if picked else ""}">'
             f"{chips(vocab, entry.continuation, entry.source.value)}{source_badge(entry.source)}{mark}</li>"
         )
     return f'<ol class="ll-entries">{"".join(rows)}</ol>'
@@ -86,7 +96,8 @@ def pool_html(record: StepRecord, vocab: dict[str, str], guesses: int) -> str:
     parts = [
         f'<div class="ll-poolhead">key {chip(vocab, pool.key, "current", "the current token c")}'
         f'<span class="ll-dim">the current token · {escape(size_words(record))}</span></div>',
-        '<h3>Under this key, before this step <span class="ll-dim">(oldest first)</span></h3>',
+        '<h3>Under this key, before this step <span class="ll-dim">(the guesses in the order verification tried '
+        "them, then the rest, oldest first)</span></h3>",
         entries_html(record, vocab),
     ]
     if guesses == 0:

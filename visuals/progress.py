@@ -14,7 +14,7 @@ from lookahead_core.records import METHODS, Run, TokenSource
 from .caption import plural
 from .divergence import divergence_words
 from .markup import escape
-from .palette import KINDS, PATTERNS, marked_label
+from .palette import KINDS, PATTERNS, SMALLEST_TEXT, marked_label
 
 
 def progress_at(run: Run, index: int) -> dict:
@@ -105,19 +105,19 @@ def tokens_per_step_figure(run: Run) -> go.Figure:
         line_color="#555",
         annotation_text="greedy:<br>1 a pass",
         annotation_position="right",  # in the right margin, beside the line's end: drawn inside, it lay on the bars
-        annotation_font_size=12,
+        annotation_font_size=SMALLEST_TEXT,
     )
     figure.update_layout(
         template="none",
         barmode="stack",
-        height=260,
-        margin={"l": 40, "r": 66, "t": 60, "b": 40},  # the title, then the legend: each a line of its own
-        title={"text": "Tokens committed per forward pass", "font": {"size": 15}, "x": 0.01, "y": 0.98},
-        # above the plot, never on a bar; 12 px at least anywhere: a projector washes out small text
-        legend={"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 0, "font": {"size": 12}},
-        xaxis={"title": {"text": "step", "font": {"size": 13}}, "tickfont": {"size": 12}},
-        yaxis={"tickfont": {"size": 12}, "dtick": 1, "rangemode": "tozero"},
+        height=290,
+        margin={"l": 44, "r": 78, "t": 72, "b": 44},  # the title, then the legend: each a line of its own
+        title={"text": "Tokens committed per forward pass", "font": {"size": 17}, "x": 0.01, "y": 0.98},
+        # above the plot, never on a bar; SMALLEST_TEXT at least anywhere: a projector washes out small text
+        legend={"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 0, "font": {"size": SMALLEST_TEXT}},
+        xaxis={"title": {"text": "step"}, "tickfont": {"size": SMALLEST_TEXT}},
+        yaxis={"tickfont": {"size": SMALLEST_TEXT}, "dtick": 1, "rangemode": "tozero"},
         bargap=0.15,
-        font={"size": 13},
+        font={"size": SMALLEST_TEXT},
     )
     return figure

@@ -19,7 +19,7 @@ from .caption import plural
 from .looks import look
 from .markup import escape, scroll_region
 from .methods import sentence_words
-from .palette import GREY
+from .palette import GREY, SMALLEST_TEXT
 from .plans import origin_words, triple
 from .summary import stat, used_words
 from .timing import (
@@ -39,8 +39,8 @@ from .timing import (
 LAYOUT = {
     "template": "none",
     "margin": {"l": 50, "r": 16, "t": 64, "b": 40},
-    "legend": {"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 0, "font": {"size": 12}},
-    "font": {"size": 13},  # 12 px at least anywhere: a projector washes out small text
+    "legend": {"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 0, "font": {"size": SMALLEST_TEXT}},
+    "font": {"size": SMALLEST_TEXT},  # at least anywhere: a projector washes out small text
 }
 LOG_TICKS = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512]
 SLOW = 4  # the slowed playback: four seconds on screen per measured second
@@ -72,8 +72,8 @@ def race_figure(result: RaceRecord) -> go.Figure:
         )
     figure.update_layout(
         **LAYOUT,
-        height=360,  # six legend entries above the plot at 12 px, and the plot below them
-        title={"text": f"Tokens against wall-clock time{played(result)}", "font": {"size": 15}, "x": 0.01, "y": 0.98},
+        height=380,  # six legend entries above the plot at 14 px, and the plot below them
+        title={"text": f"Tokens against wall-clock time{played(result)}", "font": {"size": 17}, "x": 0.01, "y": 0.98},
         legend_itemsizing="constant",  # each entry shows its line's end marker (drawn at the last point only)
         xaxis={"title": {"text": "seconds"}, "rangemode": "tozero"},
         yaxis={"title": {"text": "tokens"}, "rangemode": "tozero"},
@@ -135,8 +135,8 @@ def cost_figure(result: RaceRecord) -> go.Figure:
     figure.add_hline(y=1, line_dash="dot", line_color="#555")
     figure.update_layout(
         **LAYOUT,
-        height=360,  # six legend entries above the plot at 12 px, and the plot below them
-        title={"text": "Time of one step, in 1-token steps", "font": {"size": 15}, "x": 0.01, "y": 0.98},
+        height=380,  # six legend entries above the plot at 14 px, and the plot below them
+        title={"text": "Time of one step, in 1-token steps", "font": {"size": 17}, "x": 0.01, "y": 0.98},
         # every tick a full-size label: a log axis's own minor labels are drawn small
         xaxis={"title": {"text": "tokens fed to the forward pass"}, "type": "log", "tickvals": LOG_TICKS},
         yaxis={"title": {"text": "× a 1-token step"}, "rangemode": "tozero"},

@@ -381,6 +381,6 @@ def notice_html(
     return (
         '<div class="ll-budget">Run records the chosen method and then greedy decoding of your prompt on the model '
         "(each warmed up first, so neither is timed cold), then times both again in interleaved rounds while they "
-        "fit, and replays the first from step 0; the summary above gives each speed as a median over the rounds, "
-        f"with its range.{escape(limit)}</div>"
+        "fit, and replays the first from step 0; the run's summary (under the panels) gives each speed as a median "
+        f"over the rounds, with its range.{escape(limit)}</div>"
     )

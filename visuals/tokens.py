@@ -9,7 +9,8 @@ from __future__ import annotations
 from .markup import escape
 from .palette import colour
 
-VISIBLE_WHITESPACE = {" ": "▁", "\n": "⏎", "\t": "⇥", "\r": "␍"}
+# A carriage return as its escape, \r: the control picture ␍ is in no font Debian's chromium has, which drew a box
+VISIBLE_WHITESPACE = {" ": "▁", "\n": "⏎", "\t": "⇥", "\r": "\\r"}
 
 
 def token_text(vocab: dict[str, str], token_id: int) -> str:

@@ -18,9 +18,19 @@ from lookahead_core.records.tune import SHORT, TuneCell, TuneReport
 from .caption import plural
 from .looks import look
 from .markup import escape
+from .palette import SMALLEST_TEXT
 from .timing import mode_words, share_words, times
 
 WITHIN = 0.15  # a prediction within this share of the measured speedup counts as right
+# What each short name in a cell's label ("prompt-lookup N=4 k=20") sets, said under the table that lists them
+SHORT_WORDS = {
+    "W": "lookahead's window columns",
+    "N": "lookahead's n-gram size, or the longest match prompt lookup looks for",
+    "G": "lookahead's guesses verified a step",
+    "k": "the tokens a step proposes: copied after a match (prompt lookup) or written by a draft",
+    "nodes": "suffix decoding's tree size, at most",
+    "α": "suffix decoding's nodes per token of the match, at most",
+}
 
 
 def error(cell: TuneCell) -> float | None:
@@ -208,7 +218,7 @@ def method_figure(report: TuneReport, method: Method):
                 y=[str(v) for v in y],
                 text=text,
                 texttemplate="%{text}",
-                textfont={"color": TEXT, "size": 12},
+                textfont={"color": TEXT, "size": SMALLEST_TEXT},
                 colorscale=SCALE,
                 zmin=low,
                 zmax=high,
@@ -338,6 +348,11 @@ def measured_cell_html(cell: TuneCell) -> str:
     return f"<td>{m.median:.2f}× ({m.low:.2f}–{m.high:.2f}×)</td><td>{error(cell):+.0%}</td>"
 
 
+def short_words() -> str:
+    """The cells' short names in words: "W: lookahead's window columns; N: ..."."""
+    return "In a cell's name, " + "; ".join(f"{short}: {words}" for short, words in SHORT_WORDS.items()) + "."
+
+
 def tune_table_html(report: TuneReport) -> str:
     """Every cell in a table (the maps' text alternative): settings, the two curves' figures, the predicted and
     measured speedups with the error, exactness, and which cell was chosen."""
@@ -358,7 +373,7 @@ def tune_table_html(report: TuneReport) -> str:
     )
     return (
         f'<table class="ll-tune-table"><caption>Every cell of the map: speedup over plain decoding, '
-        f"{escape(prediction_words(report))}</caption><thead><tr>{head}</tr></thead>"
+        f"{escape(prediction_words(report))}. {escape(short_words())}</caption><thead><tr>{head}</tr></thead>"
         f"<tbody>{''.join(rows)}</tbody></table>"
     )
 
@@ -408,6 +423,7 @@ th[scope=row]{{text-align:left}}caption{{text-align:left;padding:6px 0}}</style>
 # ---------------------------------------------------------------- one method, two machines (the lesson's step)
 
 PROBE = 64  # rows: the step width whose cost the lesson compares across machines (auto settings' probe)
+ROW_WORDS = f"one token fed to the step's forward pass, so a {PROBE}-row step feeds {PROBE} tokens at once"
 
 
 def probe_cost(report: TuneReport) -> float:
@@ -508,8 +524,8 @@ def two_machines_html(cpu: TuneReport, gpu: TuneReport | None) -> str:
         )
         cpu_name, gpu_name = escape(f["cpu_short"]), escape(f["gpu_short"])  # named in full above
     words += (
-        f"<p>On {cpu_name} a {PROBE}-row step costs {f['cpu_cost']} a 1-row step; on {gpu_name} it costs "
-        f"{f['gpu_cost']}.</p>"
+        f'<p>On {cpu_name} a <span title="{ROW_WORDS}">{PROBE}-row step</span> costs {f["cpu_cost"]} a 1-row step; '
+        f"on {gpu_name} it costs {f['gpu_cost']}. (A row: {ROW_WORDS}.)</p>"
     )
     if f["cell"]:
         words += (

@@ -200,11 +200,21 @@ def positions_html(record: StepRecord, vocab: dict) -> str:
         ending = "" if position.draws and position.draws[-1].accepted else ending_html(vocab, position)
         rows.append(
             f'<div class="ll-position"><b>position {record.position + 1 + position.offset}</b> '
-            f'<span class="ll-dim">P from row {position.row}</span>{draws}{ending}</div>'
+            f'<span class="ll-dim" title="{escape(p_words(position.row))}">P from row {position.row}</span>'
+            f"{draws}{ending}</div>"
         )
     return (
-        '<h3>Sampling, position by position <span class="ll-dim">(each candidate is accepted with its '
-        "probability under P; a rejection removes it from P)</span></h3>" + "".join(rows)
+        '<h3>Sampling, position by position <span class="ll-dim">(P: the model\'s probabilities for the position, '
+        "read from one row of this forward pass; each candidate is accepted with its probability under P; a "
+        "rejection removes it from P)</span></h3>" + "".join(rows)
+    )
+
+
+def p_words(row: int) -> str:
+    """What "P from row N" means, for its hover title."""
+    return (
+        f"P: the model's probabilities for this position, computed at row {row} of this step's forward pass "
+        "(a row: one token fed to the pass; the row of the token just before the position)"
     )
 
 
