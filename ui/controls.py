@@ -86,8 +86,9 @@ def build_controls(presets: list[dict]) -> Controls:
     )
     with gr.Row(equal_height=False):
         run = gr.Button("Run on the model", variant="primary", elem_id="ll-run", scale=3)
-        again = gr.Button("Measure again", elem_id="ll-run-again", scale=2, min_width=120)
         stop = gr.Button("■ Stop", interactive=False, elem_id="ll-run-stop", scale=1, min_width=80)
+    # a row of its own: Run's row is Run and Stop, so a Run's focus goes to its Stop (ui/scripts.FOCUS_KEPT)
+    again = gr.Button("Measure again (adds rounds to this question's figures)", size="sm", elem_id="ll-run-again")
     notice = gr.HTML(RUN_NOTICE, elem_id="ll-run-notice", min_height=30)
     note = gr.HTML(example_note(first["caption"], library.example_run(first["id"])), elem_id="ll-preset-caption")
     method = gr.Radio(

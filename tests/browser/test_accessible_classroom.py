@@ -209,8 +209,8 @@ def test_tab_never_reaches_the_closed_lesson_leaves_an_open_list_and_rings_the_f
         assert "Reset to default value" not in names and "Reset W · window size (columns) to its default" in names
         preset = page.locator("#ll-controls input[aria-label=Preset]")
         expanded = "() => document.querySelector('#ll-controls input[aria-label=Preset]').ariaExpanded"
-        # before the preset: the high-contrast switch (the title's line), after it the prompt
-        for key, lands_on in (("Tab", "TEXTAREA"), ("Shift+Tab", "INPUT")):
+        # before the preset: the toggle of "Teach a class" (under the title's line), after it the prompt
+        for key, lands_on in (("Tab", "TEXTAREA"), ("Shift+Tab", "BUTTON")):
             preset.focus()
             page.wait_for_function(f"() => ({expanded})() === 'true'")
             page.keyboard.press(key)
@@ -221,7 +221,7 @@ def test_tab_never_reaches_the_closed_lesson_leaves_an_open_list_and_rings_the_f
         page.keyboard.press("Enter")
         page.wait_for_timeout(1_000)  # the page redraws the preset's panels
         assert page.evaluate("() => document.activeElement.getAttribute('aria-label')") == "Preset"
-        page.focus("#ll-run")
+        page.focus("#ll-run-again")  # under Run and its Stop (off while nothing runs)
         page.keyboard.press("Tab")  # the method's radios: the selected one takes the focus
         page.wait_for_function(  # Gradio's pills ease their colours in: read them once drawn (a busy machine is slow)
             "() => document.activeElement.closest('label').getAnimations({subtree: true}).length === 0",
