@@ -225,9 +225,7 @@ def ordinal(n: int) -> str:
 
 
 def rounded(seconds: float) -> str:
-    """An estimate as a person says it: "under 5 s", "40 s", "3 min"."""
-    if seconds < 5:
-        return "under 5 s"
+    """An estimate as a person says it, to the nearest 5 s (5 s at least) or minute: "5 s", "40 s", "3 min"."""
     if seconds < 120:
-        return f"{5 * round(seconds / 5):.0f} s"
+        return f"{max(5, 5 * round(seconds / 5)):.0f} s"
     return f"{round(seconds / 60):.0f} min"

@@ -188,6 +188,6 @@ def test_a_suffix_question_is_the_visitors_store_too():
 
 
 def test_estimates_read_as_a_person_says_them():
-    assert [rounded(s) for s in (2, 38, 41, 200)] == ["under 5 s", "40 s", "40 s", "3 min"]
+    assert [rounded(s) for s in (0, 2, 38, 41, 200)] == ["5 s", "5 s", "40 s", "40 s", "3 min"]
     assert Waiting(3, 41).words() == "3rd in line for the model, about 40 s"
     assert Waiting(11, 5).words().startswith("11th") and Waiting(22, 5).words().startswith("22nd")
