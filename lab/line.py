@@ -6,12 +6,15 @@ model while it measures, and leaves. The line holds a class: CAPACITY requests w
 more is refused with a message that says so. A waiting request whose visitor left (its page stopped asking, so its
 ticket was not renewed for STALE_SECONDS) is skipped when its turn comes: work nobody will read is not run.
 
-Estimates come from the measured pace: the median seconds the latest requests of each kind held the model here,
-and, before any was measured, the kind's budget (what a request may take at most).
+Estimates come from the measured pace: the median seconds per new token the latest requests of each kind held the
+model here, times a request's new tokens, at most its budget (what a request may take); before any request of its
+kind was measured, the budget.
 """
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import statistics
 import threading
 import time
@@ -20,7 +23,7 @@ from dataclasses import dataclass, field
 
 CAPACITY = 48  # waiting past the one measuring: a class of thirty, each with a Run and a race, fits
 STALE_SECONDS = 6.0  # a waiting ticket not renewed for this long belongs to a visitor who left
-PACE_MEMORY = 7  # the latest requests of a kind whose seconds the estimate's median takes
+PACE_MEMORY = 7  # the latest requests of a kind whose seconds per token the estimate's median takes
 
 
 class LineFull(Exception):
@@ -34,6 +37,8 @@ class Ticket:
 
     line: Line
     kind: str
+    tokens: int  # the new tokens its work decodes at most
+    budget: float  # the seconds its work may take at most
     renewed: float = field(default_factory=time.monotonic)
     started: float | None = None  # when it took the model
 
@@ -66,21 +71,19 @@ class Line:
 
     def __init__(self, capacity: int = CAPACITY) -> None:
         self.capacity = capacity
-        self._budgets: dict[str, float] = {}  # each kind's seconds at most: its estimate until one was measured
         self._paces: dict[str, deque[float]] = defaultdict(lambda: deque(maxlen=PACE_MEMORY))
         self._waiting: list[Ticket] = []
         self._holder: Ticket | None = None
         self._changed = threading.Condition()
 
-    def join(self, kind: str, budget: float) -> Ticket:
-        """A new ticket for work of `kind` (which takes `budget` seconds at most) at the end of the line; LineFull
-        where `capacity` already wait."""
+    def join(self, kind: str, budget: float, tokens: int = 1) -> Ticket:
+        """A new ticket for work of `kind` (`tokens` new tokens, `budget` seconds at most) at the end of the line;
+        LineFull where `capacity` already wait."""
         with self._changed:
-            self._budgets[kind] = budget
             self._drop_stale()
             if len(self._waiting) >= self.capacity:
                 raise LineFull(f"{len(self._waiting)} requests are waiting for the model")
-            ticket = Ticket(self, kind)
+            ticket = Ticket(self, kind, max(1, tokens), budget)
             self._waiting.append(ticket)
             return ticket
 
@@ -110,12 +113,15 @@ class Line:
 
     def leave(self, ticket: Ticket) -> None:
         with self._changed:
-            if self._holder is ticket:
+            held = self._holder is ticket
+            if held:
                 self._holder = None
-                self._paces[ticket.kind].append(time.monotonic() - ticket.started)
+                self._paces[ticket.kind].append((time.monotonic() - ticket.started) / ticket.tokens)
             elif ticket in self._waiting:
                 self._waiting.remove(ticket)
             self._changed.notify_all()
+        if held:
+            give_back_freed_memory()
 
     def place_of(self, ticket: Ticket) -> int:
         with self._changed:
@@ -123,11 +129,11 @@ class Line:
                 return 0
             return self._waiting.index(ticket) + 1 if ticket in self._waiting else 0
 
-    def expected(self, kind: str) -> float:
-        """The seconds a request of `kind` holds the model at the measured pace (its budget until one was
-        measured)."""
-        paces = self._paces[kind]
-        return statistics.median(paces) if paces else self._budgets[kind]
+    def expected(self, ticket: Ticket) -> float:
+        """The seconds `ticket`'s work holds the model at its kind's measured pace, at most its budget (the budget
+        until one of its kind was measured)."""
+        paces = self._paces[ticket.kind]
+        return min(ticket.budget, statistics.median(paces) * ticket.tokens) if paces else ticket.budget
 
     def seconds_before(self, ticket: Ticket) -> float:
         with self._changed:
@@ -135,14 +141,34 @@ class Line:
             holder = self._holder
             left = 0.0
             if holder is not None and holder is not ticket:
-                left = max(0.0, self.expected(holder.kind) - (time.monotonic() - holder.started))
-            return left + sum(self.expected(t.kind) for t in ahead)
+                left = max(0.0, self.expected(holder) - (time.monotonic() - holder.started))
+            return left + sum(self.expected(t) for t in ahead)
 
     def seconds_left(self, ticket: Ticket) -> float:
         held = 0.0 if ticket.started is None else time.monotonic() - ticket.started
-        return self.seconds_before(ticket) + max(0.0, self.expected(ticket.kind) - held)
+        return self.seconds_before(ticket) + max(0.0, self.expected(ticket) - held)
 
     def waiting(self) -> int:
         """How many wait now (past the one measuring)."""
         with self._changed:
             return len(self._waiting)
+
+
+def give_back_freed_memory() -> None:
+    """Return the heap that model work freed to the operating system (glibc's malloc_trim; elsewhere nothing): glibc
+    keeps freed arenas, so a server's resident memory grew 300 MB over 30 visitors' requests and stayed there
+    (scripts/load_test.py); trimmed after each, it stays near its size after a first Run and race."""
+    if LIBC is not None:
+        LIBC.malloc_trim(0)
+
+
+def libc_with_trim():
+    """The C library where it has malloc_trim (glibc), else None."""
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+    except OSError:
+        return None
+    return libc if hasattr(libc, "malloc_trim") else None
+
+
+LIBC = libc_with_trim()

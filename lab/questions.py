@@ -184,7 +184,8 @@ def answered(
             yield Waiting(0, answers.left(key))
     result, seconds = None, 0.0
     try:
-        for item in in_line(line, key[0], budget, measure, joined=partial(answers.holding, key)):
+        tokens = key[1].decode.max_new_tokens
+        for item in in_line(line, key[0], (budget, tokens), measure, joined=partial(answers.holding, key)):
             if isinstance(item, tuple):
                 result, seconds = item
             else:
@@ -197,13 +198,18 @@ def answered(
 
 
 def in_line(
-    line: Line, kind: str, budget: float, work: Callable[[], Iterator], joined: Callable[[Ticket], None] | None = None
+    line: Line,
+    kind: str,
+    size: tuple[float, int],
+    work: Callable[[], Iterator],
+    joined: Callable[[Ticket], None] | None = None,
 ) -> Iterator:
-    """`work()` (model work of `kind`, `budget` seconds at most) once its turn comes, holding the model alone:
+    """`work()` (model work of `kind`, `size` its budget in seconds and its new tokens) once its turn comes, holding
+    the model alone:
     Waiting while it waits, then what the work yields (`joined` is told its ticket). LabBusy where the line is full.
     A consumer that stops iterating leaves the line, or, working, stops the work at its next pass."""
     try:
-        ticket = line.join(kind, budget)
+        ticket = line.join(kind, *size)
         if joined is not None:
             joined(ticket)
     except LineFull as full:

@@ -150,7 +150,8 @@ def map_tune(page, values: dict, progress):
     try:
         request = tune_server.tune_request(**values)
         yield from announced_load(request.model, request.dtype, progress, unchanged)
-        for item in in_line(server.LINE, "map", tune_server.TUNE_SECONDS, lambda: tune_server.mapping(request)):
+        size = (tune_server.TUNE_SECONDS, 1)  # the sweep as one piece: its pace is a sweep's seconds
+        for item in in_line(server.LINE, "map", size, lambda: tune_server.mapping(request)):
             if isinstance(item, Waiting):
                 progress(None, desc=item.words())
             elif isinstance(item, TuneProgress):
