@@ -184,8 +184,9 @@ def test_a_real_run_on_the_default_model(client):
     started = time.perf_counter()
     result = client.predict(**run_form("def add(a, b):\n"), api_name="/run")
     seconds = time.perf_counter() - started
-    summary, model_info = result[1], result[-3]
+    summary, preset_words, model_info = result[1], result[-4], result[-3]
     assert "<b>16</b><span>new tokens" in summary
+    assert "now show your Run" in preset_words and "example" in preset_words  # no longer the example's description
     assert "SmolLM2-135M-Instruct" in model_info and "cpu" in model_info.lower()
     first = client.predict(0, api_name="/step_forward")
     assert "Step 1 of" in first[PANELS][0]

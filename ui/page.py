@@ -328,7 +328,7 @@ def wire_model_work(page: Page) -> None:
     """Run, Race and the map: the buttons off while the work waits or runs, Stop on; every ending gives them back."""
     c, card, buttons = page.controls, page.race, page.model_buttons()
     busy, idle = bound(working, page), bound(waiting, page)
-    shown_run = [*page.shown_run(), page.model_box.info, page.exports.run_id, c.notice, page.visitor]
+    shown_run = [*page.shown_run(), c.preset_note, page.model_box.info, page.exports.run_id, c.notice, page.visitor]
     ran = c.run.click(busy, None, buttons, **PRIVATE, **REPLAYING).then(
         bound(run.run_model, page),
         inputs((*RUN_FORM, VISITOR), page),

@@ -22,13 +22,19 @@ from lab.stores import Visitor
 from lookahead_core.models import DEFAULT_MODEL
 from lookahead_core.records import Method
 from visuals.sharing import shared_note
-from visuals.summary import model_html, notice_html
+from visuals.summary import model_html, notice_html, preset_note
 
 from .events import REFUSALS, announced_load, reporting, warned
 from .form import RUN_FORM, VISITOR, form_handler, model_request_of
 from .player import loaded
 
 AGAIN = "Measure again"  # the button that measures a Run's question once more
+# Under the preset once a Run replaced its example: its description was about the example (the window "has already
+# harvested the right n-grams" stood beside a live Run's summary saying none came from the window)
+LIVE_RUN = (
+    "The panels and the summary now show your Run, measured on this machine. The preset's description was about its "
+    "example run: pick the preset again to read it beside that example."
+)
 
 
 def record_run(page, values: dict, progress, again: bool = False):
@@ -52,6 +58,7 @@ def record_run(page, values: dict, progress, again: bool = False):
     visitor.keep(run, request.prompt)
     used = notice_html(None, used=answer.seconds, gpu=server.ZERO_GPU) if answer.shared is None else ""
     yield loaded(page, run) | {
+        page.controls.preset_note: preset_note(LIVE_RUN),
         page.visitor: visitor,
         page.model_box.info: model_html(run.trace.meta.machine, DEFAULT_MODEL),
         page.exports.run_id: server.SHELF.put(run),
