@@ -146,6 +146,8 @@ def wait_for_step(page, step: int) -> None:
         page.wait_for_function(STEP_SHOWN % step)
     except PlaywrightTimeout:
         said = {part: page.inner_text(part) for part in ("#ll-caption", "#ll-run-notice")}
+        # the step the page would send with the next press (a value left behind would redraw the same step each time)
+        said["#ll-step"] = page.evaluate("() => document.querySelector('#ll-step input[type=number]')?.value")
         toasts = page.locator('[data-testid="toast-body"]').all_inner_texts()
         raise AssertionError(f"step {step} never showed; the page says {said}, toasts {toasts}") from None
 
