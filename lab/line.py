@@ -157,7 +157,8 @@ class Line:
 def give_back_freed_memory() -> None:
     """Return the heap that model work freed to the operating system (glibc's malloc_trim; elsewhere nothing): glibc
     keeps freed arenas, so a server's resident memory grew 300 MB over 30 visitors' requests and stayed there
-    (scripts/load_test.py); trimmed after each, it stays near its size after a first Run and race."""
+    (scripts/load_test.py); trimmed after each, it grew 116 MB. A trim took 0.2 ms (median of 5, after a 64-token
+    generate, 2-core Xeon, 2026-12-06)."""
     if LIBC is not None:
         LIBC.malloc_trim(0)
 

@@ -89,6 +89,11 @@ class ClassBox:
         return [self.seat, self.status, self.stop, self.follow, self.poll]
 
 
+def link_box(label: str, elem_id: str) -> gr.Textbox:
+    """A class's link, hidden until the class opens, read-only with a copy button."""
+    return gr.Textbox(label=label, interactive=False, visible=False, buttons=["copy"], elem_id=elem_id)
+
+
 def build_classroom() -> ClassBox:
     """The class's bar (empty outside a class) and, closed, the box that opens one."""
     seat = gr.State(None, time_to_live=SESSION_SECONDS)
@@ -100,20 +105,8 @@ def build_classroom() -> ClassBox:
     with gr.Accordion("Teach a class: your replay on every student's screen", open=False, elem_id="ll-class"):
         gr.Markdown(INTRO)
         open_button = gr.Button("Open a class", size="sm", elem_id="ll-class-open")
-        share = gr.Textbox(
-            label="Students' link: share it",
-            interactive=False,
-            visible=False,
-            buttons=["copy"],
-            elem_id="ll-class-share",
-        )
-        drive = gr.Textbox(
-            label="Your driving link: keep it to yourself (whoever opens it drives the class)",
-            interactive=False,
-            visible=False,
-            buttons=["copy"],
-            elem_id="ll-class-drive",
-        )
+        share = link_box("Students' link: share it", "ll-class-share")
+        drive = link_box("Your driving link: keep it to yourself (whoever opens it drives the class)", "ll-class-drive")
     publish = gr.Button("Publish", visible="hidden", elem_id="ll-class-publish")
     poll = gr.Timer(POLL_SECONDS, active=False)
     return ClassBox(seat, news, status, stop, follow, open_button, share, drive, publish, poll)

@@ -329,21 +329,16 @@ def wire_model_work(page: Page) -> None:
     c, card, buttons = page.controls, page.race, page.model_buttons()
     busy, idle = bound(working, page), bound(waiting, page)
     shown_run = [*page.shown_run(), c.preset_note, page.model_box.info, page.exports.run_id, c.notice, page.visitor]
-    ran = c.run.click(busy, None, buttons, **PRIVATE, **REPLAYING).then(
-        bound(run.run_model, page),
-        inputs((*RUN_FORM, VISITOR), page),
-        shown_run,
-        api_name="run",
-        show_progress_on=c.notice,
-        **MODEL_WORK,
-    )
-    measured = c.again.click(busy, None, buttons, **PRIVATE, **REPLAYING).then(
-        bound(run.run_again, page),
-        inputs((*RUN_FORM, VISITOR), page),
-        shown_run,
-        api_name="run_again",
-        show_progress_on=c.notice,
-        **MODEL_WORK,
+    ran, measured = (
+        button.click(busy, None, buttons, **PRIVATE, **REPLAYING).then(
+            bound(handler, page),
+            inputs((*RUN_FORM, VISITOR), page),
+            shown_run,
+            api_name=name,
+            show_progress_on=c.notice,
+            **MODEL_WORK,
+        )
+        for button, handler, name in ((c.run, run.run_model, "run"), (c.again, run.run_again, "run_again"))
     )
     raced = card.run.click(busy, None, buttons, **PRIVATE, **REPLAYING).then(
         bound(race.race_model, page),
