@@ -9,7 +9,6 @@ only when a page is opened: the end-to-end tests need the server alone.
 from __future__ import annotations
 
 import socket
-import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -106,9 +105,6 @@ def caption(page) -> str:
     return page.inner_text("#ll-caption")
 
 
-PRESS_AGAIN_MS = 20_000  # a step press that has moved nothing by then is pressed again (press_to_step)
-
-
 def shown_step(page) -> int | None:
     """The step the caption shows ("Step 5 of 38 · ..."), or None where it shows none."""
     words = caption(page).split()
@@ -116,24 +112,9 @@ def shown_step(page) -> int | None:
 
 
 def press_to_step(page, press: Callable[[], None], step: int) -> None:
-    """`press` a step control (a click, a key, a tap), then wait until the caption shows step `step`. A press that
-    moved nothing within PRESS_AGAIN_MS is pressed again, as a student would, and a warning says so: on CI's busy
-    machine a press now and then moved nothing, with no toast and no error, and its step never showed in two minutes
-    (2026-11-28). Gradio drops a press of a control whose previous press is in flight (its frontend skips an event
-    with trigger_mode "once" while it is pending), so a slow answer is never stepped twice."""
-    from playwright.sync_api import TimeoutError as PlaywrightTimeout
-
-    before = shown_step(page)
-    for _ in range(PAGE_WAIT_MS // PRESS_AGAIN_MS):
-        press()
-        try:
-            page.wait_for_function(STEP_SHOWN % step, timeout=PRESS_AGAIN_MS)
-            return
-        except PlaywrightTimeout:
-            if shown_step(page) != before:
-                break
-            dropped = f"a press toward step {step} moved nothing in {PRESS_AGAIN_MS // 1000} s: pressed again"
-            warnings.warn(dropped, stacklevel=2)
+    """`press` a step control (a click, a key, a tap) once, then wait until the caption shows step `step`: a press
+    that moves nothing fails (wait_for_step says what the page shows instead)."""
+    press()
     wait_for_step(page, step)
 
 
@@ -207,11 +188,12 @@ def choose_preset(page, label: str) -> None:
 
 
 def step_forward_to(page, step: int) -> None:
-    """From step 0, press → until step `step` shows: one key at a time, since Gradio drops a key pressed
-    while the previous step is still in flight."""
+    """From step 0, press → `step` times, then wait until step `step` shows (each press moves the step slider at
+    once, in the browser: none waits on the one before it)."""
     page.click("h1")
-    for shown in range(1, step + 1):
-        press_to_step(page, lambda: page.keyboard.press("ArrowRight"), shown)
+    for _ in range(step):
+        page.keyboard.press("ArrowRight")
+    wait_for_step(page, step)
 
 
 def screenshot(page, path: Path) -> None:

@@ -96,8 +96,12 @@ def example(preset_id: str) -> Run:
     return library.load_run(library.example_path(library.preset(PRESETS, preset_id)))
 
 
-def step_value(output) -> int:
-    return output["value"] if isinstance(output, dict) else output
+def step_value(output, asked: int | None = None) -> int:
+    """The step an answer moved the slider to; `asked` where it left it there (/scrub answers the step it was asked
+    for without writing it back: ui.player.moved)."""
+    if not isinstance(output, dict):
+        return output
+    return output["value"] if "value" in output else asked
 
 
 def test_a_preset_loads_its_example_and_steps_agree_with_the_trace(client):

@@ -198,7 +198,9 @@ def test_replays_are_answered_while_a_run_holds_the_model(url):
         decoding = job.status().code in DECODING
     finally:
         job.cancel()
-    assert [step_value(answer[1]) for answer in shown[1:]] == [1, 2, 3, 1]
+    asked = [1, 2, 3, 1]  # the steps each answer moves to: three steps forward from 0, then a scrub to 1
+    assert [step_value(answer[1], at) for answer, at in zip(shown[1:], asked, strict=True)] == asked
+    assert shown[-1][1] == {"__type__": "update"}  # a scrub's step is the slider's own: not written back
     assert decoding, "the replays were answered only once the Run had ended"
 
 
@@ -216,7 +218,7 @@ def replaying(url: str, load: Load, seed: int, stop: float) -> None:
                 at = step if rng.random() < 0.8 else rng.randint(0, 12)
                 name = "step_forward" if at == step else "scrub"
                 shown = load.timed(lambda at=at, name=name: replay_event(name, None, at))  # None: the run's state
-                step = step_value(shown[1]) if shown else step
+                step = step_value(shown[1], at) if shown else step
                 time.sleep(rng.uniform(0.5, 2.0))  # the student reads the step: a visitor's pace, not a page wait
 
 

@@ -247,8 +247,12 @@ def wire_replay(demo: gr.Blocks, page: Page):
         **REPLAYING,
     )
     r.link.click(None, [c.preset, r.step, page.exports.run_id], None, js=scripts.COPY_LINK, **PRIVATE)
-    r.back.click(bound(player.step_back, page), [r.run, r.step], shown, api_name="step_back", **REPLAYING)
-    r.forward.click(bound(player.step_forward, page), [r.run, r.step], shown, api_name="step_forward", **REPLAYING)
+    # A step press moves the slider in the browser at once and the slider's input event draws its step: no press
+    # waits on the one before it (scripts.STEP_BY). The HTTP API keeps its step endpoints, with no button behind them.
+    r.back.click(None, None, None, js=scripts.STEP_BY % -1, **PRIVATE)
+    r.forward.click(None, None, None, js=scripts.STEP_BY % 1, **PRIVATE)
+    gr.on([], bound(player.step_back, page), [r.run, r.step], shown, api_name="step_back", **REPLAYING)
+    gr.on([], bound(player.step_forward, page), [r.run, r.step], shown, api_name="step_forward", **REPLAYING)
     r.step.input(
         bound(player.scrub, page), [r.run, r.step], shown, api_name="scrub", trigger_mode="always_last", **REPLAYING
     )

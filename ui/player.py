@@ -134,9 +134,11 @@ def loaded(page, run: Run, index: int = 0) -> dict:
     return updates | shown_step(page, run, index) | playback(page, False)
 
 
-def moved(page, run: Run, index: int) -> dict:
-    """The same run at another step."""
-    return {page.replay.step: index} | shown_step(page, run, index)
+def moved(page, run: Run, index: int, asked: float | None = None) -> dict:
+    """The same run at step `index`; the step slider moves there unless the page asked for that very step (`asked`,
+    the slider's value it sent): written back, it would pull a slider the visitor has moved on since to where it
+    was, and undo their later presses."""
+    return ({} if index == asked else {page.replay.step: index}) | shown_step(page, run, index)
 
 
 def expired(page) -> dict:
@@ -159,7 +161,7 @@ def step_forward(page, run, index):
 
 
 def scrub(page, run, index):
-    return moved(page, run, replay.clamp_step(run, index)) if replay.is_run(run) else expired(page)
+    return moved(page, run, replay.clamp_step(run, index), index) if replay.is_run(run) else expired(page)
 
 
 def toggle_play(page, run, index, playing, speed):

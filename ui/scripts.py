@@ -24,6 +24,23 @@ KEYBOARD = """
 }
 """
 
+# A step press (◀ Step, Step ▶, their arrow keys, a tap) moves the step slider by one, within its ends, in the browser
+# at once, and fires the slider's input event, which draws that step (player.scrub, trigger_mode "always_last": a
+# press while a step is being drawn is drawn after it, the slider's latest value). So a press never waits on the one
+# before it and none is dropped. When the server stepped from the index the page sent, Gradio skipped a press made
+# while the previous one was in flight (trigger_mode "once"), without a word: a second press within a round trip,
+# or one made as the caption changed but before Gradio cleared its request, did nothing.
+STEP_BY = """
+() => {
+  const range = document.querySelector("#ll-step input[type=range]");
+  if (!range) return;
+  const to = Math.min(Math.max(Number(range.value) + %d, Number(range.min)), Number(range.max));
+  if (String(to) === range.value) return;
+  range.value = String(to);
+  range.dispatchEvent(new Event("input", { bubbles: true }));
+}
+"""
+
 # For a screen reader: the step's caption is announced when it changes (an aria-live region on the caption's
 # block, which Gradio keeps while it swaps the caption inside), each of the lesson's step buttons, which
 # Gradio draws as a bare number or tick, is named by its step, each slider's reset button by its slider, and the

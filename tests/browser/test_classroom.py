@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from scripts.serving import PHONE, open_page, wait_for_step
+from scripts.serving import PHONE, caption, open_page, wait_for_step
 from tests.browser.chromium import offline_context, walk_lesson
 from ui.race import RACE_AUTO, RACE_SLIDERS
 from visuals import library, replay
@@ -286,5 +286,29 @@ def test_the_races_settings_follow_runs_auto_box_and_its_card_says_so(classroom,
         page.get_by_role("radio", name=RACE_AUTO).click()  # the race's own choice, against Run's
         page.wait_for_function(plan_says("not what a Run uses now"))
         assert not errors
+    finally:
+        page.close()
+
+
+def test_every_step_press_steps_however_fast_the_presses_come(classroom, browser):
+    """Presses faster than the server answers (three keys, two clicks, then one back) step six times: none waits on
+    the one before it (ui/scripts.STEP_BY), and no late answer pulls the slider back to a step it has left.
+
+    Before: the server stepped from the index each press sent, and Gradio skipped a press made while the previous
+    one was in flight (trigger_mode "once"): this test ended at step 3, its step 4 never shown."""
+    page, errors = open_page(browser, f"{classroom}?preset=python&step=0")
+    try:
+        wait_for_step(page, 0)
+        page.click("h1")
+        for _ in range(3):
+            page.keyboard.press("ArrowRight")
+        page.click("#ll-forward")
+        page.click("#ll-forward")
+        page.click("#ll-back")
+        wait_for_step(page, 4)
+        page.wait_for_timeout(1_000)  # a late answer would show by now
+        assert caption(page).startswith("Step 4 of")
+        assert page.input_value("#ll-step input[type=number]") == "4"
+        assert errors == []
     finally:
         page.close()
