@@ -39,7 +39,8 @@ browser:
 
 # Markers (pyproject.toml): `model` and `browser` are applied by the fixtures a test takes (tests/conftest.py).
 # --dist loadfile keeps each module, and so the app it serves and the chromium it drives, in one worker; the modules
-# are dealt longest first, as tests/conftest.py orders them (LONGEST_FIRST), not most tests first.
+# are dealt as tests/conftest.py orders them (Chromium's first, then the real model's, then heavy ones), not most
+# tests first.
 test: $(VENV)/.dev browser
 	$(BIN)/python -m pytest -q -m "not slow" -n auto --dist loadfile --no-loadscope-reorder
 

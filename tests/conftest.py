@@ -65,51 +65,31 @@ MARKED_BY = {
 }
 
 
-# `make test` deals whole modules to its two workers (--dist loadfile) in the order collected (--no-loadscope-reorder;
-# xdist's own order, most tests first, dealt the one-test modules of a minute last, and a worker ran them alone for
-# a minute or two at the end). So the longest modules come first, by their seconds in `make test` on the 2-core CPU
-# (below), and the last modules dealt are short ones (under 10 s); every other module follows them in its own order.
-# The first four are placed, not sorted, so that the tests marked `alone` (test_app.py's burners, its last test, and
-# test_many_visitors.py's class at once) mostly meet modules with no browser in them on the other worker: the lock
-# (MACHINE) keeps them apart from the browser tests whatever the order, and the order spares the wait.
-LONGEST_FIRST = [  # each module's seconds in a clean clone's make test on the 2-core AMD CPU, 2026-11-28 (summed)
-    "test_app.py",  # 270, the burners test last (112)
-    "test_fixed_shape.py",  # 199
-    "test_sampling.py",  # 198
-    "test_many_visitors.py",  # 138
-    "test_accessibility.py",  # 222
-    "test_working_state.py",  # 164
-    "test_page_on_the_model.py",  # 144
-    "test_classroom.py",  # 134
-    "test_gpu_check.py",  # 112
-    "test_engine_default_model.py",  # 100
-    "test_eagle.py",  # 100
-    "test_space.py",  # 82
-    "test_accessible_classroom.py",  # 81
-    "test_phone.py",  # 81
-    "test_rounds.py",  # 66
-    "test_hostile_links.py",  # 55
-    "test_suffix_app.py",  # 52
-    "test_public.py",  # 48
-    "test_model_families.py",  # 47
-    "test_medusa.py",  # 36
-    "test_engine_tiny_models.py",  # 35
-    "test_tune_card.py",  # 34
-    "test_bench.py",  # 30
-    "test_lean_path.py",  # 30
-    "test_suffix.py",  # 29 in the browser, 25 in the engine's
-    "test_prompt_lookup_and_speculative.py",  # 25
-]
-
-
-def longest_first(item: pytest.Item) -> int:
-    name = item.path.name
-    return LONGEST_FIRST.index(name) if name in LONGEST_FIRST else len(LONGEST_FIRST)
+# `make test` deals whole modules to its two workers (--dist loadfile) in the order collected (--no-loadscope-reorder),
+# so the modules likely to take longest come first and the short ones fill the end: those that drive Chromium, then
+# those on the real model, then those with tests marked `heavy` (a second of CPU or more), then the rest; within each,
+# the modules with more tests first. The order is read from each test's fixtures and markers, not from a table of
+# seconds kept by hand (xdist's own order, most tests first, dealt one-test modules of a minute last).
+def weight(items: list[pytest.Item]) -> tuple[int, int]:
+    """A module's place in the deal: its kind (0 Chromium, 1 the real model, 2 heavy, 3 the rest), then more tests
+    first."""
+    fixtures = set().union(*(item.fixturenames for item in items))
+    if fixtures & MARKED_BY["browser"]:
+        kind = 0
+    elif fixtures & MARKED_BY["model"]:
+        kind = 1
+    else:
+        kind = 2 if any(item.get_closest_marker("heavy") for item in items) else 3
+    return kind, -len(items)
 
 
 @pytest.hookimpl(tryfirst=True)  # before pytest's own hook deselects by marker
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    items.sort(key=longest_first)  # stable: each module's tests keep their order
+    modules: dict[Path, list[pytest.Item]] = {}
+    for item in items:
+        modules.setdefault(item.path, []).append(item)
+    weights = {path: weight(module) for path, module in modules.items()}
+    items.sort(key=lambda item: weights[item.path])  # stable: each module's tests keep their order
     missing = chromium_missing()
     for item in items:
         for marker, fixtures in MARKED_BY.items():

@@ -5,13 +5,11 @@ through unmarked."""
 from __future__ import annotations
 
 import importlib.util
-from pathlib import Path
 
 import pytest
 
 from lookahead_core.models import load_model
 from tests.browser.chromium import launched_chromium
-from tests.conftest import LONGEST_FIRST
 
 
 def test_a_test_without_the_fixture_cannot_load_the_default_model(request):
@@ -28,9 +26,3 @@ def test_a_test_without_the_fixture_cannot_start_chromium(request):
     with pytest.raises(pytest.fail.Exception, match="without the `browser` fixture: .* marked `browser`"):
         with launched_chromium():
             pass
-
-
-def test_the_modules_dealt_first_are_test_modules_that_exist():
-    """tests/conftest.py deals these modules to `make test`'s workers first: a renamed one would silently go last."""
-    modules = {path.name for path in Path(__file__).parent.rglob("test_*.py")}
-    assert set(LONGEST_FIRST) <= modules and len(set(LONGEST_FIRST)) == len(LONGEST_FIRST)

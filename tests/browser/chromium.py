@@ -84,6 +84,16 @@ def wait_for_the_lit_panel_to_rest(page) -> None:
     page.wait_for_function(AT_REST, arg=RESTING_FRAMES, polling="raf")
 
 
+def lit_box(page) -> dict:
+    """The outlined card's box, and whether the point just inside its top edge shows the card (not the lesson)."""
+    return page.evaluate(
+        "() => { const lit = document.querySelector('.ll-lit'); const r = lit.getBoundingClientRect();"
+        " const x = r.left + Math.min(r.width / 2, 40), y = Math.max(r.top, 0) + 12;"
+        " const seen = document.elementFromPoint(x, y);"
+        " return {top: r.top, bottom: r.bottom, height: r.height, seen: !!seen && lit.contains(seen)}; }"
+    )
+
+
 def walk_lesson(page, check) -> None:
     """Every lesson step from the first, each once its panel is outlined, at its step and at rest: check(number)."""
     for number, item in enumerate(LESSON):

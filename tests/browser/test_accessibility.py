@@ -1,52 +1,23 @@
 """axe-core on every state a class sees, in a real headless Chromium: no serious or critical violation.
 
-The states: the first view at 1280 and 390 px, each lesson step, a Run's result (the real default model),
-the race's playback and table, and the offline HTML replay. axe-core comes pinned inside
-axe-playwright-python (requirements-dev.txt). A negative control checks that axe does catch a
+The states: the first view at 1280 and 390 px, a Run's result (the real default model),
+the race's playback and table, and the offline HTML replay. Each lesson step's panel is audited in
+test_classroom.py's walk (tests/browser/axe.py). A negative control checks that axe does catch a
 deliberately low-contrast element on the same page, so a silent axe cannot pass the audit.
 `pytest -s` prints the counts, state by state.
 """
 
 from __future__ import annotations
 
-import json
-import re
-from pathlib import Path
-
 import pytest
 
 from scripts.serving import PHONE, open_page, run_on_model, wait_for_step
-from tests.browser.chromium import RESTING_FRAMES, offline_context, walk_lesson
-from visuals.lesson import LESSON
+from tests.browser.axe import AXE, audited
+from tests.browser.chromium import offline_context
 
-axe_playwright = pytest.importorskip("axe_playwright_python.sync_playwright", reason="make test installs it")
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore:.*(copy keyword|no_silent_downcasting)")
 
 DESKTOP = {"width": 1280, "height": 900}
-BLOCKING = ("serious", "critical")
-AXE = axe_playwright.Axe()
-REPORTS = Path(__file__).resolve().parents[2] / "out" / "axe"
-
-
-def audited(page, state: str) -> dict[str, int]:
-    """The serious and critical violations axe finds on `page`, as {rule id: elements that break it}, printed
-    under the name of the state; axe's full report of them is written to out/axe/STATE.json (git-ignored)."""
-    # While the page loads, Gradio draws a not-yet-filled chart as a div named "Empty value" (an aria-label
-    # axe refuses on a plain div): the audit is of the page once drawn, none left for RESTING_FRAMES frames in a
-    # row (a chart the page fills later, such as the tune card's recorded maps, may show one after another is gone)
-    page.evaluate("() => { window.llDrawnFrames = 0; }")
-    page.wait_for_function(
-        "frames => (window.llDrawnFrames = document.querySelector('.empty[aria-label]') ? 0 : window.llDrawnFrames + 1)"
-        " >= frames",
-        arg=RESTING_FRAMES,
-        polling="raf",
-    )
-    found = [v for v in AXE.run(page).response["violations"] if v["impact"] in BLOCKING]
-    REPORTS.mkdir(parents=True, exist_ok=True)
-    (REPORTS / f"{re.sub(r'[^a-z0-9]+', '-', state.lower()).strip('-')}.json").write_text(json.dumps(found, indent=1))
-    counts = {v["id"]: len(v["nodes"]) for v in found}
-    print(f"\naxe {state}: {sum(counts.values())} serious or critical {counts or ''}")
-    return counts
 
 
 @pytest.fixture(scope="module")
@@ -69,11 +40,12 @@ def test_the_negative_control_a_low_contrast_element_is_caught(desktop):
         " p.style.cssText = 'color:#c8c8c8;background:#ffffff'; document.body.prepend(p); }"
     )
     try:
-        found = AXE.run(page, context="#ll-too-pale").response["violations"]
+        found = audited(page, "negative control", ["#ll-too-pale"])  # what every audit here and the lesson's runs
+        whole = audited(page, "negative control, the whole page")
     finally:
         page.evaluate("() => document.getElementById('ll-too-pale').remove()")
     print(f"\naxe-core {axe_version(page)}")
-    assert [v["id"] for v in found] == ["color-contrast"]
+    assert found == {"color-contrast": 1} and whole == {"color-contrast": 1}
 
 
 def test_the_first_view_at_1280_px(desktop):
@@ -86,21 +58,6 @@ def test_the_first_view_at_390_px(browser, served_on_the_model):
     page, errors = open_page(browser, served_on_the_model, PHONE)
     try:
         assert audited(page, "first view 390 px") == {}
-        assert errors == []
-    finally:
-        page.close()
-
-
-def test_every_lesson_step(browser, served_on_the_model):
-    page, errors = open_page(browser, f"{served_on_the_model}?lesson=1", DESKTOP)
-    try:
-        found = {}
-
-        def audit(number: int) -> None:
-            found[number + 1] = audited(page, f"lesson step {number + 1}")
-
-        walk_lesson(page, audit)
-        assert found == {number + 1: {} for number in range(len(LESSON))}
         assert errors == []
     finally:
         page.close()

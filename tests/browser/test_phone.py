@@ -14,7 +14,7 @@ import pytest
 
 from lookahead_core.models import DEFAULT_MODEL
 from scripts.serving import PHONE, VIEWPORT, open_page, race_to_end, running_app, wait_for_step
-from tests.browser.chromium import walk_lesson
+from tests.browser.chromium import lit_box, walk_lesson
 from tests.test_bench import char_tokenizer
 from tests.tiny import tiny_model
 from visuals import library
@@ -113,7 +113,8 @@ def lit_id(page) -> str:
 
 def test_on_a_phone_the_lesson_from_its_arrow_starts_at_step_1_and_never_widens_the_page(served, browser):
     """The arrow applies step 1 (its preset at its step, its panel outlined, the token it names underlined), then
-    Next walks every step, the page never wider than the screen."""
+    Next walks every step: the page never wider than the screen, each step's panel in the screen's top half and not
+    under the lesson."""
     first = LESSON[0]
     page, errors = opened(browser, served)
     try:
@@ -128,6 +129,9 @@ def test_on_a_phone_the_lesson_from_its_arrow_starts_at_step_1_and_never_widens_
         def check(number: int) -> None:
             assert lit_id(page) == f"ll-{LESSON[number].panel}"
             assert_as_wide_as_the_screen(page, f"lesson step {number + 1}")
+            box = lit_box(page)
+            assert 0 <= box["top"] < PHONE["height"] / 2, f"lesson step {number + 1}: the panel's top is not in sight"
+            assert box["seen"], f"lesson step {number + 1}: the lesson covers its panel"
 
         walk_lesson(page, check)
         assert errors == []
