@@ -153,7 +153,8 @@ def one_round(monkeypatch) -> None:
     reads them by): for a test of what a Run or a race shows and keeps, not of its timing. The later rounds were
     about half of such a test's time (tests/test_suffix_app.py's isolation test: 52 s, 28 s with one, on the 2-core
     AMD CPU). A busy machine's Run gets one round too, where a second would not fit; a Run's three rounds are
-    tests/test_rounds.py's, and test_app.py's real Run, race and burners tests keep them, as the browser's tests do."""
+    tests/test_rounds.py's, and test_app.py's real Run, race and burners tests keep them. The browser's tests of what
+    a Run's result and a race's playback show take one (the server runs in their process)."""
     from lab import race, server, timed_run
 
     for module, name in ((timed_run, "RUN_ROUNDS"), (server, "RUN_ROUNDS"), (race, "ROUNDS"), (server, "ROUNDS")):

@@ -23,6 +23,7 @@ from lookahead_core.request import DecodeRequest
 from lookahead_core.runtime import Runtime
 from lookahead_core.trace import decode_steps, summarize
 
+from .conftest import slow_but
 from .test_engine_tiny_models import greedy_reference
 from .tiny import tiny_model
 
@@ -329,7 +330,10 @@ def test_greedy_lookahead_with_each_way_equals_generate(family, way, monkeypatch
         assert engine_decode(lm, prompt, tokens=16)[0] == greedy_reference(lm.model, prompt, 16, None)
 
 
-@pytest.mark.parametrize("way", WAY_NAMES)
+# make test keeps two ways on the real model (10-15 s each on the 2-core Xeon): nn.Linear, and the panels, whose sums
+# split the columns; make test-slow takes every way, and test_greedy_lookahead_with_each_way_equals_generate above
+# every way on three tiny families.
+@pytest.mark.parametrize("way", slow_but(WAY_NAMES, "nn.Linear", "panels of 16"))
 def test_every_way_gives_generates_tokens_on_the_real_model(default_model, way, monkeypatch):
     """Whichever way a machine keeps, greedy decoding and lookahead (passes of 1 to a few dozen rows, and the
     prefill's hundreds) write `generate`'s tokens on SmolLM2 in float32."""

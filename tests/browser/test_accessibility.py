@@ -79,6 +79,7 @@ def test_a_refused_request(desktop):
     assert errors == []
 
 
+@pytest.mark.usefixtures("one_round")  # what the page shows of a Run or race, not its timing
 def test_a_runs_result(desktop):
     page, errors = desktop
     page.fill("#ll-controls textarea", "Count from one to ten:")  # short enough to fit a busy machine's time budget
@@ -90,6 +91,7 @@ def test_a_runs_result(desktop):
     assert errors == []
 
 
+@pytest.mark.usefixtures("one_round")  # what the page shows of a Run or race, not its timing
 def test_the_races_playback_and_table(desktop):
     page, errors = desktop
     tokens = page.locator("#ll-max input[type=number]")

@@ -63,6 +63,7 @@ def test_the_page_opens_with_the_example_ready(browser_page):
     assert "forward passes vs greedy" in page.inner_text("#ll-summary")
 
 
+@pytest.mark.usefixtures("one_round")  # what the page shows of a Run or race, not its timing
 def test_run_and_step_show_no_error(browser_page):
     page, errors = browser_page
     run_on_model(page, 12)
@@ -101,6 +102,7 @@ def test_screenshot_of_a_step_with_accepted_guesses(browser_page):
 RACE_SCREENSHOT = SCREENSHOT.with_name("race.png")
 
 
+@pytest.mark.usefixtures("one_round")  # what the page shows of a Run or race, not its timing
 def test_the_race_plays_every_lane_back_to_its_measured_output(browser_page):
     page, errors = browser_page
     set_max_tokens(page, 8)  # 16 took 46 s of make test for the same checks
