@@ -123,27 +123,22 @@ def unmarked_reach(request, monkeypatch) -> None:
         monkeypatch.setattr(sync_api, "sync_playwright", refusal("starts Chromium", "browser", "browser"))
 
 
-# The machine, shared between make test's two workers (and any other run of this suite on it) by a lock on this file.
-# A test marked `alone` loads every core: it holds the lock alone. A browser test (its page waits, up to two minutes,
-# on a server in its own worker) shares it with the other browser tests. So the two never overlap. Placing modules by
-# hand (LONGEST_FIRST) alone did not keep them apart on CI's machine, which deals them on its own timings: in one run
-# there the class at once's replay 95th percentile went to 4.65 s and a tapped step never showed on the phone
-# (2026-11-28). A worker holds the lock for one test at a time, so neither waits on the other for longer than one test.
+# The two tests marked `alone` load every core (CPU burners; a class of 30 visitors): a lock on this file, shared by
+# make test's two workers (and any other run of this suite on the machine), keeps them from running beside each other.
+# Every other test runs beside them, browser tests too: a busy machine must degrade the page, never lock it out (a
+# step press once dropped beside them was the page's fault, ui/scripts.STEP_BY). Until 2026-12-06 browser tests took
+# the lock shared and waited out each `alone` test: up to two minutes of a worker idle.
 MACHINE = Path(tempfile.gettempdir()) / "lookahead-lab-tests.machine.lock"
 
 
 @pytest.fixture(autouse=True)
 def machine_share(request):
-    """The machine alone for a test marked `alone`, shared for one marked `browser`; no lock for any other test."""
-    if request.node.get_closest_marker("alone"):
-        kind = fcntl.LOCK_EX
-    elif request.node.get_closest_marker("browser"):
-        kind = fcntl.LOCK_SH
-    else:
+    """The machine's lock, held for a test marked `alone`; no lock for any other test."""
+    if not request.node.get_closest_marker("alone"):
         yield
         return
     with MACHINE.open("a") as lock:
-        fcntl.flock(lock, kind)  # released when the file closes
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
         yield
 
 
