@@ -84,6 +84,29 @@ def wait_for_the_lit_panel_to_rest(page) -> None:
     page.wait_for_function(AT_REST, arg=RESTING_FRAMES, polling="raf")
 
 
+MOST_TABS = 150  # presses of Tab allowed to reach the next control
+
+
+def focused_id(page) -> str:
+    return page.evaluate("() => document.activeElement ? document.activeElement.id : ''")
+
+
+def tab_to(page, element_id: str) -> int:
+    """Press Tab until `element_id` has the focus; how many presses it took."""
+    for presses in range(1, MOST_TABS + 1):
+        page.keyboard.press("Tab")
+        if focused_id(page) == element_id:
+            return presses
+    raise AssertionError(f"{MOST_TABS} presses of Tab never reached #{element_id}")
+
+
+def focus_ring(page) -> str:
+    """The focused element's outline, as drawn: style and width."""
+    return page.evaluate(
+        "() => { const s = getComputedStyle(document.activeElement); return s.outlineStyle + ' ' + s.outlineWidth; }"
+    )
+
+
 def lit_box(page) -> dict:
     """The outlined card's box, and whether the point just inside its top edge shows the card (not the lesson)."""
     return page.evaluate(
@@ -94,11 +117,12 @@ def lit_box(page) -> dict:
     )
 
 
-def walk_lesson(page, check) -> None:
-    """Every lesson step from the first, each once its panel is outlined, at its step and at rest: check(number)."""
+def walk_lesson(page, check, advance=None) -> None:
+    """Every lesson step from the first, each once its panel is outlined, at its step and at rest: check(number).
+    `advance(number)` goes on to step `number` (default: a click on the step before's Next)."""
     for number, item in enumerate(LESSON):
         if number:
-            page.click(f"#ll-next-{number - 1}")
+            (advance or (lambda number: page.click(f"#ll-next-{number - 1}")))(number)
         wanted = f"ll-{item.panel}"
         page.wait_for_function(
             f"() => document.querySelector('.ll-lit') && (document.querySelector('.ll-lit').id === '{wanted}'"

@@ -1,10 +1,9 @@
 """The classroom by keyboard, by screen reader and on a projector, in a real headless Chromium with no model.
 
-The lesson walked from its first step to its last with the keyboard alone (Tab to Next, Enter), each step's
-control showing a focus ring; the caption announced when the step changes (an aria-live region) in the
-app and in the offline export; the high-contrast view from its toggle, from `?contrast=high` and in the
-export. Writes out/contrast-high.png and out/verification-deuteranopia.png (git-ignored); the copies in
-assets/ that docs/classroom.md shows were taken from them.
+The replay stepped by keyboard (the lesson's walk by keyboard alone is test_classroom.py's); the caption announced
+when the step changes (an aria-live region) in the app and in the offline export; the high-contrast view from its
+toggle, from `?contrast=high` and in the export. Writes out/contrast-high.png and out/verification-deuteranopia.png
+(git-ignored); the copies in assets/ that docs/classroom.md shows were taken from them.
 """
 
 from __future__ import annotations
@@ -15,63 +14,11 @@ import pytest
 
 from scripts.colour_vision import filter_css
 from scripts.serving import caption, open_page, wait_for_step
-from tests.browser.chromium import offline_context
-from visuals import library
-from visuals.lesson import LESSON, step_index
+from tests.browser.chromium import offline_context, tab_to
 
 OUT = Path(__file__).resolve().parents[2] / "out"
 DESKTOP = {"width": 1280, "height": 900}
-MOST_TABS = 150  # presses of Tab allowed to reach the next control
-
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore:.*(copy keyword|no_silent_downcasting)")
-
-
-def focused_id(page) -> str:
-    return page.evaluate("() => document.activeElement ? document.activeElement.id : ''")
-
-
-def tab_to(page, element_id: str) -> int:
-    """Press Tab until `element_id` has the focus; how many presses it took."""
-    for presses in range(1, MOST_TABS + 1):
-        page.keyboard.press("Tab")
-        if focused_id(page) == element_id:
-            return presses
-    raise AssertionError(f"{MOST_TABS} presses of Tab never reached #{element_id}")
-
-
-def focus_ring(page) -> str:
-    """The focused element's outline, as drawn: style and width."""
-    return page.evaluate(
-        "() => { const s = getComputedStyle(document.activeElement); return s.outlineStyle + ' ' + s.outlineWidth; }"
-    )
-
-
-def test_the_whole_lesson_walks_by_keyboard_alone(classroom, browser):
-    """A lesson link opens with the focus on Next; Enter alone walks every step (the focus moves to each new
-    step's Next), with a focus ring on each; Back goes back the same way; Tab comes back to Next."""
-    page, errors = open_page(browser, f"{classroom}?lesson=1", DESKTOP)
-    try:
-        page.wait_for_function("() => document.querySelector('.ll-lit')")
-        page.wait_for_function("() => document.activeElement?.id === 'll-next-0'")  # ?lesson=1 starts on it
-        for number in range(1, len(LESSON)):
-            assert focus_ring(page).startswith("solid 3px"), f"lesson step {number}: no focus ring"
-            page.keyboard.press("Enter")
-            item = LESSON[number]
-            wait_for_step(page, step_index(library.example_run(item.preset), item))
-            following = f"ll-next-{number}" if number + 1 < len(LESSON) else f"ll-back-{number}"
-            page.wait_for_function(f"() => document.activeElement?.id === '{following}'")
-        page.keyboard.press("Enter")
-        item = LESSON[-2]
-        wait_for_step(page, step_index(library.example_run(item.preset), item))
-        page.wait_for_function(f"() => document.activeElement?.id === 'll-next-{len(LESSON) - 2}'")
-        print(f"\nfrom Next, Tab comes back to it in {tab_to(page, f'll-next-{len(LESSON) - 2}')} presses")
-        named = page.evaluate(
-            "() => [...document.querySelectorAll('#ll-lesson button[role=tab]')].map(b => b.getAttribute('aria-label'))"
-        )
-        assert named == [f"Lesson step {i + 1}: {item.title}" for i, item in enumerate(LESSON)]
-        assert errors == []
-    finally:
-        page.close()
 
 
 def test_the_replay_steps_and_plays_by_keyboard_and_its_caption_is_announced(classroom, browser):

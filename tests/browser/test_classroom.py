@@ -1,7 +1,7 @@
 """The classroom in a real headless Chromium, with no model: the first view, the lesson walked end to end on a
-desktop, its panels read at AA at each step (the phone's walk is test_phone.py's), every step press stepping however
-fast the presses come, the offline export compared panel for panel with the app, and a run file taken out and
-brought back.
+desktop by keyboard alone, its panels read at AA at each step (the phone's walk is test_phone.py's), every step
+press stepping however fast the presses come, the offline export compared panel for panel with the app, and a run
+file taken out and brought back.
 
 The app is classroom with its model access replaced by a failure, so anything here that needed a model would
 show an error. Writes out/lesson-*.png (git-ignored); scripts/screenshot.py is not needed for these.
@@ -16,7 +16,7 @@ import pytest
 
 from scripts.serving import caption, open_page, wait_for_step
 from tests.browser.axe import audited
-from tests.browser.chromium import lit_box, offline_context, walk_lesson
+from tests.browser.chromium import focus_ring, lit_box, offline_context, tab_to, walk_lesson
 from ui.race import RACE_AUTO, RACE_SLIDERS
 from visuals import library, replay
 from visuals.lesson import LESSON, step_index
@@ -63,16 +63,23 @@ def test_run_on_the_model_is_on_screen_as_the_page_opens_at_1280_by_800(classroo
 DESKTOP = {"width": 1280, "height": 900}
 
 
-def test_the_lesson_walks_from_start_to_end_with_no_model_and_reads_at_aa(classroom, browser):
-    """Every lesson step on a desktop: its panel outlined, on screen and no taller than it, its title shown, and
-    its panel and the lesson read at AA by axe (the rest of the page is audited in test_accessibility.py); Back from
-    the last step goes back one. (This walk was two: this one, and axe's over the whole page at each step.)"""
+def test_the_lesson_walks_from_start_to_end_by_keyboard_alone_and_reads_at_aa(classroom, browser):
+    """Every lesson step on a desktop, walked with Enter alone (`?lesson=1` opens with the focus on Next, each step
+    hands it to its own Next, a focus ring on each): its panel outlined, on screen and no taller than it, its title
+    shown, and its panel and the lesson read at AA by axe (the rest of the page is audited in test_accessibility.py);
+    Enter on the last step's Back goes back one, and Tab comes back to Next. (This walk was three: by clicks, by keys
+    and axe's over the whole page at each step.)"""
     started = time.perf_counter()
     page, errors = open_page(browser, f"{classroom}?lesson=1", DESKTOP)
     try:
         page.wait_for_function("() => document.querySelector('.ll-lit')")
         print(f"\nopening ?lesson=1 to its outlined panel: {time.perf_counter() - started:.2f} s")
+        page.wait_for_function("() => document.activeElement?.id === 'll-next-0'")  # ?lesson=1 starts on it
         found = {}
+
+        def by_enter(number: int) -> None:
+            assert focus_ring(page).startswith("solid 3px"), f"lesson step {number}: no focus ring"
+            page.keyboard.press("Enter")
 
         def check(number: int) -> None:
             wanted = f"ll-{LESSON[number].panel}"
@@ -81,15 +88,23 @@ def test_the_lesson_walks_from_start_to_end_with_no_model_and_reads_at_aa(classr
             box = lit_box(page)
             assert box["height"] <= page.viewport_size["height"], f"lesson step {number + 1}: taller than the screen"
             assert page.get_by_text(LESSON[number].title).first.is_visible()
+            following = f"ll-next-{number}" if number + 1 < len(LESSON) else f"ll-back-{number}"
+            page.wait_for_function(f"() => document.activeElement?.id === '{following}'")
             found[number + 1] = audited(page, f"lesson step {number + 1}", [".ll-lit", "#ll-lesson-bar"])
             if number in (4, 8):
                 OUT.mkdir(exist_ok=True)
                 page.screenshot(path=str(OUT / f"lesson-{number + 1}.png"))
 
-        walk_lesson(page, check)
+        walk_lesson(page, check, by_enter)
         assert found == {number + 1: {} for number in range(len(LESSON))}
-        page.click(f"#ll-back-{len(LESSON) - 1}")
+        page.keyboard.press("Enter")  # on the last step's Back
         wait_for_step(page, step_index(example(LESSON[-2].preset), LESSON[-2]))
+        page.wait_for_function(f"() => document.activeElement?.id === 'll-next-{len(LESSON) - 2}'")
+        print(f"\nfrom Next, Tab comes back to it in {tab_to(page, f'll-next-{len(LESSON) - 2}')} presses")
+        named = page.evaluate(
+            "() => [...document.querySelectorAll('#ll-lesson button[role=tab]')].map(b => b.getAttribute('aria-label'))"
+        )
+        assert named == [f"Lesson step {i + 1}: {item.title}" for i, item in enumerate(LESSON)]
         assert errors == []
     finally:
         page.close()
