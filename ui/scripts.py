@@ -128,7 +128,9 @@ FOCUS_KEPT = """
     const name = lost.getAttribute("aria-label");
     const row = lost.closest(".row");
     const usable = (element) => element && !element.disabled && element.offsetParent !== null;
-    let tries = 150;  // 30 s: a Run waiting in the queue enables its Stop when its work starts
+    // a Run waiting in line enables its Stop when its work starts, which on a busy lab can be minutes away (30 s, as
+    // it was, ran out in make test): it is looked for every 200 ms for 10 minutes, or until the visitor moves
+    let tries = 3000;
     const since = Date.now();
     const restore = () => {
       if (moved > since) return;  // the visitor went on (scrolled, clicked, typed): the page is theirs

@@ -139,7 +139,7 @@ def show_progress_then_stop(page, screenshot: Path) -> str:
         "return t.includes(' of ') && t.includes('new tokens') ? t : null; }"
     ).json_value()
     assert page.is_disabled("#ll-run") and page.is_disabled("#ll-race-run") and page.is_enabled("#ll-run-stop")
-    page.wait_for_function("() => document.activeElement.id === 'll-run-stop'", timeout=5_000)
+    page.wait_for_function("() => document.activeElement.id === 'll-run-stop'")
     page.locator("#ll-controls").screenshot(path=str(screenshot))
     try:
         page.click("#ll-run-stop", timeout=10_000)
