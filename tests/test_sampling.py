@@ -225,7 +225,8 @@ TOKENS = 3
 # that accepts P's argmax, under prompt lookup and suffix decoding) moves tokens 2-3 by phi^2 = 0.134 (chi-square
 # 92.9 over 500 draws, df 26); against a violation that small, the test at its threshold (1e-4 false alarms) has a
 # power of 96.9% in 500 draws, 99.5% in 600 and 59% in 300 (noncentral chi-square, 400,000 simulated statistics,
-# 2026-12-06). The engine's rule is tested in 600 (1500 before: power 1 - 1e-9, 2.5 times the seconds); each
+# 2026-12-06). The engine's rule is tested in 600 (1500 before: 2.5 times the draws, for a power that already reads
+# 1.0 from 800, no simulated statistic of 400,000 under the threshold); each
 # control in 500, where every one is caught (the seeds are fixed: the draws are the same in every run of the suite).
 RUNS = 600
 CONTROL_RUNS = 500

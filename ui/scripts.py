@@ -128,8 +128,8 @@ FOCUS_KEPT = """
     const name = lost.getAttribute("aria-label");
     const row = lost.closest(".row");
     const usable = (element) => element && !element.disabled && element.offsetParent !== null;
-    // a Run waiting in line enables its Stop when its work starts, which on a busy lab can be minutes away (30 s, as
-    // it was, ran out in make test): it is looked for every 200 ms for 10 minutes, or until the visitor moves
+    // a Run waiting in line enables its Stop when its work starts, which on a busy lab can be minutes away (the line
+    // holds 48 requests): it is looked for every 200 ms for 10 minutes, or until the visitor moves (30 s before)
     let tries = 3000;
     const since = Date.now();
     const restore = () => {

@@ -18,6 +18,12 @@ AXE = axe_playwright.Axe()
 REPORTS = Path(__file__).resolve().parents[2] / "out" / "axe"
 
 
+def with_axe(page) -> None:
+    """axe-core on `page`, injected once a page (the script is half a megabyte)."""
+    if not page.evaluate("() => typeof window.axe === 'object'"):
+        page.evaluate(AXE.axe_script)
+
+
 def audited(page, state: str, within: list[str] | None = None) -> dict[str, int]:
     """The serious and critical violations axe finds on `page`, as {rule id: elements that break it}, printed
     under the name of the state; axe's full report of them is written to out/axe/STATE.json (git-ignored). `within`:
@@ -32,8 +38,7 @@ def audited(page, state: str, within: list[str] | None = None) -> dict[str, int]
         arg=RESTING_FRAMES,
         polling="raf",
     )
-    if not page.evaluate("() => typeof window.axe === 'object'"):  # once a page: the script is half a megabyte
-        page.evaluate(AXE.axe_script)
+    with_axe(page)
     context = {"include": [[selector] for selector in within]} if within else None
     report = page.evaluate("c => axe.run(c === null ? document : c, {resultTypes: ['violations']})", context)
     found = [v for v in report["violations"] if v["impact"] in BLOCKING]

@@ -120,9 +120,10 @@ def lit_box(page) -> dict:
 def walk_lesson(page, check, advance=None) -> None:
     """Every lesson step from the first, each once its panel is outlined, at its step and at rest: check(number).
     `advance(number)` goes on to step `number` (default: a click on the step before's Next)."""
+    advance = advance or (lambda number: page.click(f"#ll-next-{number - 1}"))
     for number, item in enumerate(LESSON):
         if number:
-            (advance or (lambda number: page.click(f"#ll-next-{number - 1}")))(number)
+            advance(number)
         wanted = f"ll-{item.panel}"
         page.wait_for_function(
             f"() => document.querySelector('.ll-lit') && (document.querySelector('.ll-lit').id === '{wanted}'"

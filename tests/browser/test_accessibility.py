@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 
 from scripts.serving import PHONE, open_page, run_on_model, wait_for_step
-from tests.browser.axe import AXE, audited
+from tests.browser.axe import audited, with_axe
 from tests.browser.chromium import offline_context
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore:.*(copy keyword|no_silent_downcasting)")
@@ -29,7 +29,7 @@ def desktop(browser, served_on_the_model):
 
 
 def axe_version(page) -> str:
-    page.evaluate(AXE.axe_script)
+    with_axe(page)
     return page.evaluate("() => axe.version")
 
 
