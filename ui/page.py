@@ -229,22 +229,24 @@ def wire_replay(demo: gr.Blocks, page: Page):
     c.preset.input(bound(choose_preset, page), c.preset, filled, api_name="preset", **REPLAYING)
     method_settings = [*[part for parts in controls_events.grouped(c).values() for part in parts], c.method_note]
     c.method.change(bound(controls_events.method_chosen, page), c.method, method_settings, **PRIVATE, **REPLAYING)
+    # One server event per trigger: as each of two `always_last` events on one trigger ends, Gradio's page sends
+    # the whole trigger again, and the two restart each other forever (a core burnt by every page whose W or N a
+    # preset or the lesson had set). So the sliders answer the feed and the race's plan at once, and Auto the race's
+    # choice and its plan (tests/test_wiring.py).
+    sliders = [c.window, c.ngram, c.guesses]
     gr.on(
-        [c.window.change, c.ngram.change, c.guesses.change],
-        bound(controls_events.feed, page),
-        [c.window, c.ngram, c.guesses],
-        c.feed,
+        [slider.change for slider in sliders],
+        bound(race.window_set, page),
+        [page.race.settings, c.auto, *sliders],
+        [c.feed, page.race.plan],
         **PRIVATE,
         **REPLAYING,
     )
-    c.auto.change(bound(race.follow_run, page), c.auto, page.race.settings, **PRIVATE, **REPLAYING)
-    gr.on(
-        [page.race.settings.change, c.auto.change, c.window.change, c.ngram.change, c.guesses.change],
-        bound(race.planned, page),
-        [page.race.settings, c.auto, c.window, c.ngram, c.guesses],
-        page.race.plan,
-        **PRIVATE,
-        **REPLAYING,
+    c.auto.change(
+        bound(race.follow_run, page), [c.auto, *sliders], [page.race.settings, page.race.plan], **PRIVATE, **REPLAYING
+    )
+    page.race.settings.change(
+        bound(race.planned, page), [page.race.settings, c.auto, *sliders], page.race.plan, **PRIVATE, **REPLAYING
     )
     r.link.click(None, [c.preset, r.step, page.exports.run_id], None, js=scripts.COPY_LINK, **PRIVATE)
     # A step press moves the slider in the browser at once and the slider's input event draws its step: no press
