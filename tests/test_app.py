@@ -20,7 +20,7 @@ from gradio_client.utils import Status
 
 from lab import server
 from lab.access import ModelAccess
-from lab.budget import RACE_SECONDS, RUN_SECONDS
+from lab.budget import RUN_SECONDS
 from lab.holding import ModelHolder
 from lookahead_core.models import DEFAULT_MODEL, GEMMA, gemma_gguf
 from lookahead_core.records import Run
@@ -643,12 +643,21 @@ def model_seconds(notice: str) -> float:
     return float(took.group(1))
 
 
+# The times a Run and a race may hold the model in the burners' test: a third of the product's (lab.budget), so the
+# deadline, the fitted tokens and the rounds that fit are all at work beside the burners in 30 s, not 75 s (the
+# burners take both cores of a 2-core CI machine from the suite's other worker meanwhile). The product's own times
+# are those of every other test here.
+BURNING_RUN_SECONDS, BURNING_RACE_SECONDS = 10.0, 20.0
+
+
 @pytest.mark.alone
-def test_the_default_run_and_race_beside_two_cpu_burners_complete_and_the_prices_recover_after(client):
+def test_the_default_run_and_race_beside_two_cpu_burners_complete_and_the_prices_recover_after(client, monkeypatch):
     """On 2 cores two burners take most of the CPU. The Run and the race still complete within their time (partial
     and labelled if it runs out), on the threads the machine left free; once the burners stop, the next Run is
     priced on evidence taken after they stopped. Before the gate chose threads and renewed stale prices, the
     default Run was refused ("Shorten the prompt"), and so was every request after the burners stopped."""
+    monkeypatch.setattr(server, "RUN_SECONDS", BURNING_RUN_SECONDS)
+    monkeypatch.setattr(server, "RACE_SECONDS", BURNING_RACE_SECONDS)
     with burning(BURNERS):
         result = default_run(client)
         held = server.MODEL.get()
@@ -657,16 +666,18 @@ def test_the_default_run_and_race_beside_two_cpu_burners_complete_and_the_prices
     stopped = time.monotonic()
     summary, notice = result[1], result[-1]
     used = model_seconds(notice)
-    assert used <= 1.1 * RUN_SECONDS, f"the Run held the model {used:.1f} s, over 1.1 × {RUN_SECONDS:.0f} s"
+    assert used <= 1.1 * BURNING_RUN_SECONDS, f"the Run held the model {used:.1f} s, over 1.1 × {BURNING_RUN_SECONDS} s"
     assert "these timings are less reliable" in summary and "Other programs used about" in summary
     assert "Not raced" not in race_summary and "Shorten" not in race_summary, race_summary
     raced = model_seconds(race_summary)
+    assert raced <= 1.1 * BURNING_RACE_SECONDS, f"the race held the model {raced:.1f} s"
     quiet = client.predict(**run_form(PROMPT_AFTER, max_new_tokens=4), api_name="/run")
     model_seconds(quiet[-1])
     assert held.prices.age() < time.monotonic() - stopped  # judged on the machine after the burners, not during
     print(
-        f"\nbeside {BURNERS} burners the default race held the model {raced:.1f} s of its {RACE_SECONDS:.0f} s, "
-        f"the default Run {used:.1f} s of its {RUN_SECONDS:.0f} s: steps at "
+        f"\nbeside {BURNERS} burners the default race held the model {raced:.1f} s of its "
+        f"{BURNING_RACE_SECONDS:.0f} s, "
+        f"the default Run {used:.1f} s of its {BURNING_RUN_SECONDS:.0f} s: steps at "
         f"{busy[0]:.1f}x their price on {busy[1]} of {held.threads.cores} threads (others used {busy[2]:.1f} cores); "
         f"after them {held.prices.scale:.1f}x on {held.threads.threads} (others {held.threads.others:.1f})"
     )
