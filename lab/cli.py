@@ -55,6 +55,7 @@ from .bench import ENTRANTS, REPEATS, Timed, check_methods, check_repeats, first
 from .datasets import load_prompts, read_prompts_file, with_first_answers
 from .heads import NONE_SHIP, Aids, runtime_for, ships
 from .holding import chosen_threads
+from .outputs import writable
 from .tune_cli import add_tune_options, tune
 
 MAX_NEW_TOKENS = 128
@@ -288,14 +289,6 @@ def chosen_settings(
         auto = auto_settings(lm, mode=mode)
     print(f"auto: {settings_words(auto.settings())}", file=sys.stderr)
     return auto.config, auto
-
-
-def writable(path: str | None) -> None:
-    """Refuse an output path whose folder is missing or not writable before any work is done."""
-    if path is not None:
-        folder = Path(path).resolve().parent
-        if not folder.is_dir() or not os.access(folder, os.W_OK):
-            raise ValueError(f"cannot write {path}: {folder} is not a writable folder")
 
 
 def asked_method(args: argparse.Namespace) -> Method:

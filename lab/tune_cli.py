@@ -21,6 +21,7 @@ from lookahead_core.tuning import adopt, regime_settings
 
 from .datasets import load_prompts
 from .heads import Aids, runtime_for, ships
+from .outputs import writable
 from .tune import SWEPT, TuneGrid, TuneOptions, check_grid, tuning
 
 DEFAULT = TuneGrid()
@@ -126,8 +127,6 @@ def checked_counts(args: argparse.Namespace) -> None:
 def tune(args: argparse.Namespace) -> None:
     """Run the sweep asked for: progress on stderr, the table on stdout, the report where asked."""
     from visuals.tune import tune_table  # visuals.tune loads plotly: only when a sweep is asked for
-
-    from .cli import writable  # the CLI's one check of an output path (cli imports this module)
 
     checked_counts(args)
     grid = asked_grid(args)

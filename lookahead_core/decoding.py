@@ -15,15 +15,15 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import torch
 
 from .attention import attention_plan
 from .forward import EagerPasses, Pass, Passes, output_device
-from .layout import CURRENT, StepLayout, tree_layout
+from .layout import CURRENT, tree_layout
 from .planning import FullPlanner, Plan, StepPlanner
-from .proposers import Candidate, Outcome, Proposal, Proposer, StepContext
+from .proposers import Candidate, Outcome, Proposal, Proposer, StepContext, StepInput
 from .recorder import StepFacts, step_record, step_tally
 from .records import Branch, Method, StepKind, StepRecord, StepTally, StopReason
 from .request import DecodeRequest
@@ -148,21 +148,6 @@ def plain_steps(
 
 # ----------------------------------------------------------------------------------------------
 # Guess and verify: every method with a proposer (methods.py says which proposes how)
-
-
-@dataclass
-class StepInput:
-    """A step's input as one token tree: row 0 is c, then the window (if fed), then the guesses.
-
-    `candidates` are in verification order (guesses, then the window's trajectories), their rows
-    numbered in this tree; `window_rows` are the global rows of the window branch.
-    """
-
-    tokens: list[int]
-    layout: StepLayout
-    places: list[tuple[Branch, int, int]]
-    window_rows: range
-    candidates: list[Candidate]
 
 
 def lay_out(current: int, proposal: Proposal, plan: Plan) -> StepInput:

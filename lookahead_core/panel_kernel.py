@@ -22,6 +22,7 @@ from pathlib import Path
 
 import torch
 
+from .cpu import cpu_flags, cpu_model
 from .models import cache_root
 
 SOURCE = Path(__file__).with_name("panel_rows.cpp")
@@ -51,8 +52,6 @@ def build_flags(openmp: bool) -> list[str]:
 
 def library_path(cxx: str, flags: list[str]) -> Path:
     """Where the library built by `cxx` with `flags` for this CPU is kept."""
-    from .product_ways import cpu_flags, cpu_model
-
     version = subprocess.run([cxx, "--version"], capture_output=True, text=True, timeout=30).stdout
     identity = "\n".join([SOURCE.read_text(), cxx, version, *flags, cpu_model(), cpu_flags(), str(torch.__version__)])
     return cache_root() / "kernels" / f"panel_rows-{hashlib.sha256(identity.encode()).hexdigest()[:20]}.so"

@@ -20,7 +20,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import platform
 import statistics
 import time
 from collections.abc import Callable
@@ -31,6 +30,7 @@ import torch
 from torch import nn
 from torch.nn.functional import linear
 
+from .cpu import cpu_flags, cpu_model
 from .models import cache_root
 from .panel_kernel import bound_panel_rows, pack_panels, panel_library
 from .records import ProductChoice, ProductGroup, SchemaError, to_data
@@ -124,27 +124,6 @@ def available_ways() -> tuple[Way, ...]:
 
 # ----------------------------------------------------------------------------------------------
 # The machine and the model's groups
-
-
-def cpuinfo(fields: tuple[str, ...]) -> str | None:
-    """The first of `fields` that /proc/cpuinfo lists, its value (None: no such line, or no such file)."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as lines:
-            return next((line.split(":", 1)[1].strip() for line in lines if line.startswith(fields)), None)
-    except OSError:
-        return None
-
-
-@cache
-def cpu_model() -> str:
-    """The CPU's model name (/proc/cpuinfo, else the platform's words: on macOS and Windows only an architecture)."""
-    return cpuinfo(("model name", "Model")) or platform.processor() or platform.machine()
-
-
-@cache
-def cpu_flags() -> str:
-    """The CPU's feature flags, space-separated and sorted ("" where the system does not list them)."""
-    return " ".join(sorted((cpuinfo(("flags", "Features")) or "").split()))
 
 
 def fingerprint(dtype: torch.dtype) -> dict[str, str]:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from .config import LookaheadConfig
-from .layout import CURRENT, window_geometry
+from .layout import CURRENT, StepLayout, window_geometry
 from .pool import Guess, NGramPool, PoolEntry, chosen_guesses
 from .records import (
     Branch,
@@ -96,6 +96,21 @@ class Proposal:
     window: ProposedBranch | None
     guesses: list[ProposedBranch] = field(default_factory=list)
     draft_seconds: float = 0.0  # what a draft model's own passes took to propose (a timed lane counts it apart)
+
+
+@dataclass
+class StepInput:
+    """A step's input as one token tree: row 0 is c, then the window (if fed), then the guesses.
+
+    `candidates` are in verification order (guesses, then the window's trajectories), their rows
+    numbered in this tree; `window_rows` are the global rows of the window branch.
+    """
+
+    tokens: list[int]
+    layout: StepLayout
+    places: list[tuple[Branch, int, int]]
+    window_rows: range
+    candidates: list[Candidate]
 
 
 @dataclass

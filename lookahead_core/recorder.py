@@ -10,12 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from .attention import AttentionPlan, sliding_view
 from .layout import StepLayout
 from .planning import Plan
-from .proposers import ProposerReport
+from .proposers import ProposerReport, StepInput
 from .records import (
     CandidateRecord,
     InputRow,
@@ -31,9 +30,6 @@ from .records import (
     VerificationRecord,
 )
 from .verify import Path, StepVerdict
-
-if TYPE_CHECKING:
-    from .decoding import StepInput
 
 
 @dataclass(frozen=True, kw_only=True)

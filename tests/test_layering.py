@@ -113,3 +113,72 @@ def test_every_name_a_script_imports_from_the_project_exists(path):
                 if not hasattr(module, alias.name) and importlib.util.find_spec(f"{node.module}.{alias.name}") is None
             ]
             assert not missing, f"{path.name}: {node.module} has no {', '.join(missing)}"
+
+
+def project_modules() -> dict[str, Path]:
+    """Every module of the house by its dotted name (a package by its own name), app.py as `app`."""
+    found = {"app": ROOT / "app.py"}
+    for package in PROJECT:
+        for path in modules(package):
+            parts = list(path.relative_to(ROOT).with_suffix("").parts)
+            found[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return found
+
+
+def import_arrows(name: str, path: Path, known: set[str]) -> set[str]:
+    """The modules of `known` that module `name` imports anywhere in its source (inside a function, or only for
+    type checking, counts too): `from package import module` points at the module, `from module import name` at
+    the module."""
+    here = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+    arrows = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            arrows |= {alias.name for alias in node.names} & known
+        elif isinstance(node, ast.ImportFrom):
+            start = here[: len(here) - node.level + 1] if node.level else []
+            module = ".".join([*start, *([node.module] if node.module else [])])
+            for alias in node.names:
+                arrows |= {f"{module}.{alias.name}"} & known or {module} & known
+    return arrows - {name}
+
+
+def import_circles(arrows: dict[str, set[str]]) -> list[list[str]]:
+    """The groups of modules that import each other, round a circle (Tarjan's strongly connected components of two
+    or more)."""
+    order, low, stack, circles = {}, {}, [], []
+
+    def visit(module: str) -> None:
+        order[module] = low[module] = len(order)
+        stack.append(module)
+        for other in arrows[module]:
+            if other not in order:
+                visit(other)
+                low[module] = min(low[module], low[other])
+            elif other in stack:
+                low[module] = min(low[module], order[other])
+        if low[module] == order[module]:
+            group = stack[stack.index(module) :]
+            del stack[stack.index(module) :]
+            if len(group) > 1:
+                circles.append(sorted(group))
+
+    for module in sorted(arrows):
+        if module not in order:
+            visit(module)
+    return circles
+
+
+def test_no_two_modules_import_each_other_round_a_circle():
+    found = project_modules()
+    arrows = {name: import_arrows(name, path, set(found)) for name, path in found.items()}
+    assert sum(map(len, arrows.values())) > 300  # the arrows were read: a parser that finds none finds no circle
+    assert import_circles(arrows) == []
+
+
+def test_the_circle_check_finds_a_circle_through_a_lazy_import(tmp_path):
+    (tmp_path / "one.py").write_text("from .two import job\n")
+    (tmp_path / "two.py").write_text("def job():\n    from .one import thing\n")
+    (tmp_path / "three.py").write_text("from . import one\n")
+    known = {"pkg.one", "pkg.two", "pkg.three"}
+    arrows = {name: import_arrows(name, tmp_path / f"{name[4:]}.py", known) for name in known}
+    assert import_circles(arrows) == [["pkg.one", "pkg.two"]]

@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from scripts.serving import (
     ERROR_TOAST,
@@ -140,13 +141,18 @@ def show_progress_then_stop(page, screenshot: Path) -> str:
     assert page.is_disabled("#ll-run") and page.is_disabled("#ll-race-run") and page.is_enabled("#ll-run-stop")
     page.wait_for_function("() => document.activeElement.id === 'll-run-stop'")
     page.locator("#ll-controls").screenshot(path=str(screenshot))
-    # Enter on Stop, where the focus went: a key waits for a busy page in its queue, where a click's wait for the
-    # button to scroll into view gave up after 10 s beside the load tests
-    page.keyboard.press("Enter")
-    page.wait_for_function(  # stopped, or (a short answer) ended while photographed
-        "() => !document.querySelector('#ll-run').disabled && ['Stopped: the Run ended before', 'of model time']"
-        ".some(words => document.querySelector('#ll-run-notice').innerText.includes(words))"
-    )
+    # Enter on Stop: a key waits for a busy page in its queue, where a click's wait for the button to scroll into
+    # view gave up after 10 s beside the load tests. Pressed on Stop itself, not wherever the focus is: a Run that
+    # ended meanwhile hands the focus back to Run, and Enter there would start another
+    page.locator("#ll-run-stop").press("Enter")
+    try:
+        page.wait_for_function(  # stopped, or (a short answer) ended while photographed
+            "() => !document.querySelector('#ll-run').disabled && ['Stopped: the Run ended before', 'of model time']"
+            ".some(words => document.querySelector('#ll-run-notice').innerText.includes(words))"
+        )
+    except PlaywrightTimeout:
+        notice, running = page.inner_text("#ll-run-notice"), page.is_disabled("#ll-run")
+        raise AssertionError(f"neither stopped nor ended: Run disabled {running}, the note says {notice!r}") from None
     assert page.is_disabled("#ll-run-stop") and page.is_enabled("#ll-race-run")
     return shown
 
