@@ -330,6 +330,11 @@ def run_stopped(page: Page) -> dict:
     return waiting(page) | {page.controls.notice: notice_html(STOPPED, refused="Stopped")}
 
 
+def run_ended(page: Page, notice: str) -> dict:
+    """A Run ended (done, refused, failed or stopped): the buttons back, and the note under Run as it stands."""
+    return waiting(page) | {page.controls.notice: notice}
+
+
 def wire_model_work(page: Page) -> None:
     """Run, Race and the map: the buttons off while the work waits or runs, Stop on; every ending gives them back."""
     c, card, buttons = page.controls, page.race, page.model_buttons()
@@ -362,8 +367,12 @@ def wire_model_work(page: Page) -> None:
         show_progress_on=page.tune.summary,
         **MODEL_WORK,
     )
-    for finished in (ran, measured, raced, mapped):  # done, refused, failed or cancelled: the buttons come back
+    for finished in (raced, mapped):  # done, refused, failed or cancelled: the buttons come back
         finished.then(idle, None, buttons, **PRIVATE, **REPLAYING)
+    # A Run's ending also writes the note under Run back as it stands: a Run that Stop cancelled ends on Gradio's
+    # error status, drawn over the note as "Error" in place of Stop's words when it came after them (3 Stops in 8)
+    for finished in (ran, measured):
+        finished.then(bound(run_ended, page), c.notice, [*buttons, c.notice], **PRIVATE, **REPLAYING)
     every = [ran, measured, raced, mapped]
     c.stop.click(bound(run_stopped, page), None, [*buttons, c.notice], cancels=every, **PRIVATE, **REPLAYING)
     gr.on([card.stop.click, page.tune.stop.click], idle, None, buttons, cancels=every, **PRIVATE, **REPLAYING)
