@@ -2,9 +2,9 @@
 
 The front door: it builds the page from its parts (ui/) and launches it; a Space runs this file and
 imports `demo` from it. The engine (lookahead_core) records, the drawings (visuals) render, and the
-lab holds the one model, checks every request and runs the model work (lab.server). Run, Race and the
+lab holds the one model, checks every request and runs the model work (lab.serve.server). Run, Race and the
 map are the only model work: a question measured a moment ago is answered from that measurement
-(lab.questions); the rest wait in one bounded line for the model, told their place (lab.line), report
+(lab.serve.questions); the rest wait in one bounded line for the model, told their place (lab.serve.line), report
 their progress after every forward pass, and stop at the next pass when their visitor leaves, presses
 Stop or cancels.
 Who may load which model is the operator's choice (docs/deploy.md); `python app.py` logs each refused
@@ -21,7 +21,7 @@ except ImportError:
 import logging
 import os
 
-from lab.server import SERVER_NAME
+from lab.serve.server import SERVER_NAME
 from ui.page import LAUNCH_OPTIONS, build_demo
 
 demo, PAGE = build_demo()

@@ -32,6 +32,22 @@ from pathlib import Path
 import torch
 from tqdm import tqdm
 
+from lab.measure.bench import (
+    ENTRANTS,
+    REPEATS,
+    Timed,
+    check_methods,
+    check_repeats,
+    first_answer,
+    needs,
+    run_bench,
+    run_generate,
+)
+from lab.measure.datasets import load_prompts, read_prompts_file, with_first_answers
+from lab.outputs import writable
+from lab.serve.holding import chosen_threads
+from lab.train.heads import NONE_SHIP, Aids, runtime_for, ships
+from lab.tune_cli import add_tune_options, tune
 from lookahead_core.config import LookaheadConfig, LookupConfig, SettingsError, SuffixConfig, check_draft_tokens
 from lookahead_core.costs import shape_costs
 from lookahead_core.decoding import DecodingError
@@ -50,13 +66,6 @@ from visuals.divergence import divergence_words
 from visuals.methods import recorded_words
 from visuals.plans import settings_words
 from visuals.timing import bench_rate, bench_rounds_words, bench_speedup, busy_words, products_words, times
-
-from .bench import ENTRANTS, REPEATS, Timed, check_methods, check_repeats, first_answer, needs, run_bench, run_generate
-from .datasets import load_prompts, read_prompts_file, with_first_answers
-from .heads import NONE_SHIP, Aids, runtime_for, ships
-from .holding import chosen_threads
-from .outputs import writable
-from .tune_cli import add_tune_options, tune
 
 MAX_NEW_TOKENS = 128
 # The settings --window, --ngram and --guesses name: given none, lookahead runs the auto settings, as the app's race
@@ -368,7 +377,7 @@ def loaded(args: argparse.Namespace):
 
 
 def on_chosen_threads(lm) -> None:
-    """Put this process on the torch threads the server chooses for a request (lab.threads): a plain step timed at
+    """Put this process on the torch threads the server chooses for a request (lab.serve.threads): a plain step timed at
     each count tried (on the first run on a machine, each count also measures how its products run fastest:
     seconds, then cached), and of the fastest count, the cores other programs leave free now. Said on stderr. A
     count set by OMP_NUM_THREADS is the caller's and is kept (the tests set one)."""

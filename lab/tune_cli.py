@@ -11,6 +11,10 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+from lab.measure.datasets import load_prompts
+from lab.measure.tune import SWEPT, TuneGrid, TuneOptions, check_grid, tuning
+from lab.outputs import writable
+from lab.train.heads import Aids, runtime_for, ships
 from lookahead_core.config import LookaheadConfig
 from lookahead_core.costs import shape_costs
 from lookahead_core.models import encode_prompt, load_model
@@ -18,11 +22,6 @@ from lookahead_core.records import METHODS, Method
 from lookahead_core.records.tune import TuneReport
 from lookahead_core.request import DecodeRequest
 from lookahead_core.tuning import adopt, regime_settings
-
-from .datasets import load_prompts
-from .heads import Aids, runtime_for, ships
-from .outputs import writable
-from .tune import SWEPT, TuneGrid, TuneOptions, check_grid, tuning
 
 DEFAULT = TuneGrid()
 

@@ -18,7 +18,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from lab.datasets import load_prompts
+from lab.measure.datasets import load_prompts
 from lookahead_core.config import LookaheadConfig
 from lookahead_core.models import encode_prompt, load_model
 from lookahead_core.request import DecodeRequest

@@ -21,7 +21,7 @@ the sets a half precision runs, default all of --sets); the app's Run and race a
 Options given beside it are overridden.
 
 Then, per dtype, a Run and a race of the first prompt of the first set, recorded by the app's own server functions
-(lab.server.record and timed_race: the model held, the budget, the deadlines, the default step mode) and written
+(lab.serve.server.record and timed_race: the model held, the budget, the deadlines, the default step mode) and written
 to DIR as run-DTYPE.json (a file the app opens and replays, beside the CPU recordings) and race-DTYPE.json;
 `--app-tokens 0` leaves them out.
 
@@ -56,9 +56,9 @@ from torch.profiler import ProfilerActivity
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from lab.bench import ENTRANTS, REPEATS, check_methods, run_bench
-from lab.datasets import load_prompts
-from lab.heads import runtime_for
+from lab.measure.bench import ENTRANTS, REPEATS, check_methods, run_bench
+from lab.measure.datasets import load_prompts
+from lab.train.heads import runtime_for
 from lookahead_core import fixed
 from lookahead_core import products as engine_products
 from lookahead_core.capture import graphed
@@ -190,8 +190,8 @@ def app_recordings(args: argparse.Namespace, dtype: str, item: dict) -> tuple[fl
     tokens = args.app_tokens or args.max_new_tokens
     decode = DecodeRequest(max_new_tokens=tokens, auto=True)
     try:
-        from lab import server  # imported here, where its failure is a finding like any other
-        from lab.requests import ModelRequest
+        from lab.serve import server  # imported here, where its failure is a finding like any other
+        from lab.serve.requests import ModelRequest
         from lookahead_core.models import DEFAULT_MODEL
 
         prompt, chat = item["prompt"], item["chat"]

@@ -17,7 +17,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from lab.tune import repriced  # noqa: E402
+from lab.measure.tune import repriced  # noqa: E402
 from lookahead_core.costs import StepCosts  # noqa: E402
 from lookahead_core.records.tune import read_tune_report  # noqa: E402
 

@@ -26,8 +26,8 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from lab.datasets import load_prompts
-from lab.heads import SHIPPED_HEADS, SHIPPED_LABEL
+from lab.measure.datasets import load_prompts
+from lab.train.heads import SHIPPED_HEADS, SHIPPED_LABEL
 from lookahead_core import trace
 from lookahead_core.medusa import load_heads, make_medusa
 from lookahead_core.models import encode_prompt, load_model

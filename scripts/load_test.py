@@ -37,7 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from gradio_client import Client  # noqa: E402
 from gradio_client.utils import Status  # noqa: E402
 
-from lab.datasets import load_prompts  # noqa: E402
+from lab.measure.datasets import load_prompts  # noqa: E402
 from lookahead_core.models import load_model  # noqa: E402
 from scripts.serving import running_app  # noqa: E402
 

@@ -17,7 +17,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from lab.heads import SHIPPED_EAGLE_RECORD, SHIPPED_RECORD  # noqa: E402
+from lab.train.heads import SHIPPED_EAGLE_RECORD, SHIPPED_RECORD  # noqa: E402
 
 EVERY = 50
 WIDTH, HEIGHT, MARGIN = 640, 320, 56

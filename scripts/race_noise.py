@@ -6,8 +6,8 @@ preset's prompt, chat flag and new tokens; lookahead on auto settings), or with 
 lookahead, `--races` times on the machine as it is, then `--races` times beside `--burners` processes that
 spin on a core each (bounded: they stop when the script does). For every one it prints the verdict, each
 method's median speedup with its interval, the rounds, the new tokens decoded (and asked for, where the
-machine's pace made them fewer; lab.budget.fitted_tokens), what other programs used of the CPU, and the
-seconds it held the model against its budget (lab.budget.RACE_SECONDS or RUN_SECONDS).
+machine's pace made them fewer; lab.serve.budget.fitted_tokens), what other programs used of the CPU, and the
+seconds it held the model against its budget (lab.serve.budget.RACE_SECONDS or RUN_SECONDS).
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from lab import server  # noqa: E402
-from lab.budget import RACE_SECONDS, RUN_SECONDS, BudgetError  # noqa: E402
+from lab.serve import server  # noqa: E402
+from lab.serve.budget import RACE_SECONDS, RUN_SECONDS, BudgetError  # noqa: E402
 from lookahead_core.records import METHODS, Method, RaceRecord, Run  # noqa: E402
 from ui.form import NO_DEFAULT, RACE_FORM, RUN_FORM, model_request_of  # noqa: E402
 from visuals import library  # noqa: E402

@@ -49,7 +49,7 @@ def running_app(lm=None) -> Iterator[str]:
     first Run (replaying the shipped examples needs none).
     """
     import app
-    from lab import server
+    from lab.serve import server
 
     server.ANSWERS.clear()  # a server starts with no question answered: an earlier serving's answers are not its own
     if lm is not None:

@@ -144,13 +144,14 @@ def machine_share(request):
 
 @pytest.fixture
 def one_round(monkeypatch) -> None:
-    """Runs and races time one round, not three (lab.timed_run.RUN_ROUNDS, lab.race.ROUNDS, and the names lab.server
-    reads them by): for a test of what a Run or a race shows and keeps, not of its timing. The later rounds were
-    about half of such a test's time (tests/test_suffix_app.py's isolation test: 52 s, 28 s with one, on the 2-core
-    AMD CPU). A busy machine's Run gets one round too, where a second would not fit; a Run's three rounds are
-    tests/test_rounds.py's, and test_app.py's real Run, race and burners tests keep them. The browser's tests of what
-    a Run's result and a race's playback show take one (the server runs in their process)."""
-    from lab import race, server, timed_run
+    """Runs and races time one round, not three (lab.measure.timed_run.RUN_ROUNDS, lab.measure.race.ROUNDS, and the
+    names lab.serve.server reads them by): for a test of what a Run or a race shows and keeps, not of its timing. The
+    later rounds were about half of such a test's time (tests/test_suffix_app.py's isolation test: 52 s, 28 s with one,
+    on the 2-core AMD CPU). A busy machine's Run gets one round too, where a second would not fit; a Run's three rounds
+    are tests/test_rounds.py's, and test_app.py's real Run, race and burners tests keep them. The browser's tests of
+    what a Run's result and a race's playback show take one (the server runs in their process)."""
+    from lab.measure import race, timed_run
+    from lab.serve import server
 
     for module, name in ((timed_run, "RUN_ROUNDS"), (server, "RUN_ROUNDS"), (race, "ROUNDS"), (server, "ROUNDS")):
         monkeypatch.setattr(module, name, 1)

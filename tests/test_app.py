@@ -18,10 +18,10 @@ import pytest
 from gradio_client import Client, handle_file
 from gradio_client.utils import Status
 
-from lab import server
-from lab.access import ModelAccess
-from lab.budget import RUN_SECONDS
-from lab.holding import ModelHolder
+from lab.serve import server
+from lab.serve.access import ModelAccess
+from lab.serve.budget import RUN_SECONDS
+from lab.serve.holding import ModelHolder
 from lookahead_core.models import DEFAULT_MODEL, GEMMA, gemma_gguf
 from lookahead_core.records import Run
 from scripts.serving import running_app
@@ -560,7 +560,7 @@ def test_an_open_model_box_refuses_a_model_past_the_parameter_limit_before_loadi
 
 
 def test_the_operator_sets_the_model_box_by_environment(monkeypatch):
-    from lab.access import access_from_environment
+    from lab.serve.access import access_from_environment
 
     for name in ("LOOKAHEAD_MODELS", "LOOKAHEAD_OPEN_MODELS", "LOOKAHEAD_MAX_PARAMETERS"):
         monkeypatch.delenv(name, raising=False)
@@ -643,8 +643,8 @@ def model_seconds(notice: str) -> float:
     return float(took.group(1))
 
 
-# The times a Run and a race may hold the model in the burners' test: a third of the product's (lab.budget), so the
-# deadline, the fitted tokens and the rounds that fit are all at work beside the burners in 30 s, not 75 s (the
+# The times a Run and a race may hold the model in the burners' test: a third of the product's (lab.serve.budget), so
+# the deadline, the fitted tokens and the rounds that fit are all at work beside the burners in 30 s, not 75 s (the
 # burners take both cores of a 2-core CI machine from the suite's other worker meanwhile). The product's own times
 # are those of every other test here.
 BURNING_RUN_SECONDS, BURNING_RACE_SECONDS = 10.0, 20.0

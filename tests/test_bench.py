@@ -14,9 +14,9 @@ import pytest
 from tokenizers import Tokenizer, models
 from transformers import PreTrainedTokenizerFast
 
-from lab import bench as bench_module
-from lab.bench import ENTRANTS, Timed, check_methods
 from lab.cli import asked_settings, build_parser, labelled, main, summary_table
+from lab.measure import bench as bench_module
+from lab.measure.bench import ENTRANTS, Timed, check_methods
 from lookahead_core import costs as cost_module
 from lookahead_core import fixed
 from lookahead_core.config import LookaheadConfig
@@ -608,7 +608,7 @@ def test_a_warm_suffix_store_holds_the_earlier_prompts_outputs_never_a_prompts_o
 
 
 def test_every_entrant_is_an_engine_method_or_a_peer_of_the_table_and_the_bench_calls_each_peer():
-    from lab.bench import GENERATE_ARGUMENTS
+    from lab.measure.bench import GENERATE_ARGUMENTS
     from lookahead_core.records import METHODS, PEERS, Needs, entrant_needs
 
     for entrant in BenchMethod:

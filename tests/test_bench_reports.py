@@ -189,7 +189,7 @@ def test_every_entrant_has_one_look_and_a_shared_hue_is_told_apart_by_its_hatchi
     assert len(set(tuned)) == len(tuned)
     markers = [look(method).marker for method in Method]
     assert len(set(markers)) == len(markers), "two methods' points of one shape: told apart by colour alone"
-    for left_out in (Method.EAGLE, Method.SPECULATIVE):  # a race runs one of the two (lab.race.raced)
+    for left_out in (Method.EAGLE, Method.SPECULATIVE):  # a race runs one of the two (lab.measure.race.raced)
         dashes = [look(method).dash for method in Method if method != left_out]
         assert len(set(dashes)) == len(dashes), "two race lines of one dash: told apart by colour alone"
 

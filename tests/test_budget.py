@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from lab.budget import (
+from lab.measure.timing import SHORTEST_ROUND
+from lab.serve.budget import (
     BudgetError,
     Deadline,
     Prices,
@@ -15,7 +16,6 @@ from lab.budget import (
     fitting_tokens,
     prefill_seconds,
 )
-from lab.timing import SHORTEST_ROUND
 from lookahead_core.config import LookaheadConfig
 from lookahead_core.records import DraftRecord, Method, StepKind, StepRecord, StepTally
 from lookahead_core.request import DecodeRequest
@@ -148,8 +148,8 @@ def test_a_step_that_drafted_inside_itself_is_no_price_of_its_width_but_counts_i
 def test_the_model_lines_fit_counts_the_lanes_a_race_runs_for_the_held_model(tiny_lm):
     """A race leaves out Medusa and EAGLE where no heads or layer ship for the model (a tiny one here): the model
     line's suggestion counted them too, and suggested fewer tokens than a race decodes."""
-    from lab.budget import fit
-    from lab.holding import ModelHolder
+    from lab.serve.budget import fit
+    from lab.serve.holding import ModelHolder
     from lookahead_core.records import raced_on
 
     holder = ModelHolder(warm=False)
@@ -221,7 +221,7 @@ def test_a_reserve_is_kept_back_from_the_shares_for_what_no_check_can_stop():
 
 
 def test_a_curve_cached_on_a_busier_machine_is_measured_again_when_the_model_loads(tiny_lm, monkeypatch):
-    from lab import budget
+    from lab.serve import budget
     from lookahead_core.costs import measure_step_costs
 
     honest = measure_step_costs(tiny_lm, repeats=1)

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from lab.busy import PROC_STAT, TICKS, CpuWatch, machine_busy_seconds
+from lab.measure.busy import PROC_STAT, TICKS, CpuWatch, machine_busy_seconds
 
 
 def stat_line(busy_ticks: int, idle_ticks: int) -> str:
@@ -19,8 +19,8 @@ def test_others_are_the_machines_busy_time_less_this_process(tmp_path, monkeypat
     stat.write_text(stat_line(0, 0))
     clock = iter([100.0, 102.0])
     own = iter([5.0, 5.5])
-    monkeypatch.setattr("lab.busy.time.perf_counter", lambda: next(clock))
-    monkeypatch.setattr("lab.busy.own_seconds", lambda: next(own))
+    monkeypatch.setattr("lab.measure.busy.time.perf_counter", lambda: next(clock))
+    monkeypatch.setattr("lab.measure.busy.own_seconds", lambda: next(own))
     watch = CpuWatch(stat)
     stat.write_text(stat_line(int(3.3 * TICKS), 100))  # 3.3 busy CPU seconds in 2 s, 0.5 of them ours
     busy = watch.reading()
@@ -31,8 +31,8 @@ def test_a_fifth_of_a_core_or_less_is_a_quiet_machine(tmp_path, monkeypatch):
     stat = tmp_path / "stat"
     stat.write_text(stat_line(0, 0))
     clock, own = iter([0.0, 2.0]), iter([1.0, 1.0])
-    monkeypatch.setattr("lab.busy.time.perf_counter", lambda: next(clock))
-    monkeypatch.setattr("lab.busy.own_seconds", lambda: next(own))
+    monkeypatch.setattr("lab.measure.busy.time.perf_counter", lambda: next(clock))
+    monkeypatch.setattr("lab.measure.busy.own_seconds", lambda: next(own))
     watch = CpuWatch(stat)
     stat.write_text(stat_line(int(0.4 * TICKS), 100))
     busy = watch.reading()

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import gradio as gr
 
-from lab.server import CLASSES
+from lab.serve.server import CLASSES
 from lookahead_core.records import RaceRecord
 from ui import classroom
 from ui.classroom import NO_CLASS, NOT_DRIVING, Seat

@@ -1,12 +1,12 @@
-"""lab.classes: only the secret drives a class, followers see each change as a new version, and classes end when
-idle and stay few; lab.shelf keeps a race the way it keeps a run."""
+"""lab.serve.classes: only the secret drives a class, followers see each change as a new version, and classes end when
+idle and stay few; lab.serve.shelf keeps a race the way it keeps a run."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from lab.classes import Board, Classes, Shown
-from lab.shelf import Shelf
+from lab.serve.classes import Board, Classes, Shown
+from lab.serve.shelf import Shelf
 from lookahead_core.records import RaceRecord
 
 RACES = sorted((Path(__file__).resolve().parent.parent / "docs" / "bench" / "races").glob("*.json"))

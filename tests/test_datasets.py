@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from lab.datasets import SHIPPED_SETS, load_prompts
+from lab.measure.datasets import SHIPPED_SETS, load_prompts
 
 SHINGLE = 8  # words in a row that two prompts must not share
 
@@ -48,7 +48,7 @@ def test_every_shipped_set_names_its_source_and_licence():
 
 
 def test_the_editing_set_asks_for_each_edit_in_turn_with_a_planted_bug_where_one_applies():
-    from lab.datasets import EDITS, planted_bug
+    from lab.measure.datasets import EDITS, planted_bug
 
     edits = load_prompts("humaneval-edit", 8)
     originals = load_prompts("humaneval", 8)
@@ -62,7 +62,7 @@ def test_the_editing_set_asks_for_each_edit_in_turn_with_a_planted_bug_where_one
 
 
 def test_second_turns_follow_the_models_own_first_answer():
-    from lab.datasets import with_first_answers
+    from lab.measure.datasets import with_first_answers
 
     turns = with_first_answers(load_prompts("mtbench-2", 2), lambda first: f"ANSWER TO {first[:10]}")
     assert turns[0]["turns"][0] == load_prompts("mtbench", 1)[0]["prompt"]

@@ -1,4 +1,4 @@
-"""Self-distillation's shared data and command (lab.distillation): the held-out split, the prompts' file
+"""Self-distillation's shared data and command (lab.train.distillation): the held-out split, the prompts' file
 formats, and the `train` command both trained parts offer."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ from dataclasses import fields
 
 import pytest
 
-from lab import eagle, medusa
-from lab.distillation import SELF_INSTRUCT, cut_after_eos, held_out_cut, read_prompts, train_command
+from lab.train import eagle, medusa
+from lab.train.distillation import SELF_INSTRUCT, cut_after_eos, held_out_cut, read_prompts, train_command
 
 
 @pytest.mark.parametrize(("prompts", "share", "cut"), [(427, 0.1, 384), (10, 0.1, 9), (2, 0.5, 1), (1, 0.1, 1)])

@@ -15,9 +15,9 @@ import torch
 from safetensors import safe_open
 from safetensors.torch import save_file
 
-from lab.distillation import DataSource
-from lab.eagle import Sequence, TrainSettings, draft_vocabulary, sequences, train, train_layer
-from lab.training import RunClock
+from lab.train.distillation import DataSource
+from lab.train.eagle import Sequence, TrainSettings, draft_vocabulary, sequences, train, train_layer
+from lab.train.training import RunClock
 from lookahead_core import verify as verify_module
 from lookahead_core.decoding import DecodingError
 from lookahead_core.draft import Draft

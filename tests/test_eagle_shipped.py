@@ -7,10 +7,10 @@ import json
 
 import pytest
 
-from lab.datasets import load_prompts
-from lab.distillation import SPOT_PROMPTS
-from lab.eagle import spot_check
-from lab.heads import SHIPPED_EAGLE, SHIPPED_EAGLE_RECORD
+from lab.measure.datasets import load_prompts
+from lab.train.distillation import SPOT_PROMPTS
+from lab.train.eagle import spot_check
+from lab.train.heads import SHIPPED_EAGLE, SHIPPED_EAGLE_RECORD
 from lookahead_core.eagle import eagle_for, load_eagle
 from lookahead_core.models import encode_prompt
 

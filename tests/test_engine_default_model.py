@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from lab.heads import eagle_draft
+from lab.train.heads import eagle_draft
 from lookahead_core.config import LookaheadConfig
 from lookahead_core.decoding import DecodingError
 from lookahead_core.draft import make_draft

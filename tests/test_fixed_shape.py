@@ -17,10 +17,10 @@ from functools import partial
 import pytest
 import torch
 
-from lab import families
-from lab.bench import bench_settings
-from lab.heads import SHIPPED_HEADS, eagle_draft
-from lab.race import race
+from lab.measure.bench import bench_settings
+from lab.measure.race import race
+from lab.tools import families
+from lab.train.heads import SHIPPED_HEADS, eagle_draft
 from lookahead_core import capture, fixed
 from lookahead_core import runtime as runtime_module
 from lookahead_core import trace as trace_module
@@ -520,7 +520,8 @@ SLIDING_FAMILIES = ["mistral", "gemma3_text", "cohere2"]  # every layer sliding;
 @pytest.mark.heavy
 @pytest.mark.parametrize("model_type", [*SLIDING_FAMILIES, "gpt_neox", "opt"])
 def test_more_families_are_exact_in_the_fixed_step_past_a_sliding_window(model_type):
-    """The family sweep's tiny models (lab/families.py), 24 + 100 tokens past a window of 16, plain and lookahead."""
+    """The family sweep's tiny models (lab/tools/families.py), 24 + 100 tokens past a window of 16, plain and
+    lookahead."""
     family = next(f for f in families.FAMILIES if f.model_type == model_type)
     lm = families.tiny_model(family)
     prompt = families.sweep_prompt(family.name)

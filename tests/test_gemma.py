@@ -12,7 +12,7 @@ import os
 import pytest
 import torch
 
-from lab.datasets import load_prompts
+from lab.measure.datasets import load_prompts
 from lookahead_core.config import LookaheadConfig
 from lookahead_core.models import GEMMA, MISSING_GEMMA, encode_prompt, gemma_gguf, load_model
 from lookahead_core.request import DecodeRequest

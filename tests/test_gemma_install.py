@@ -7,7 +7,7 @@ import zipfile
 
 import pytest
 
-from lab import gemma
+from lab.tools import gemma
 
 
 def fake_wheels(folder, chunks: list[bytes]) -> None:

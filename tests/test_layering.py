@@ -182,3 +182,22 @@ def test_the_circle_check_finds_a_circle_through_a_lazy_import(tmp_path):
     known = {"pkg.one", "pkg.two", "pkg.three"}
     arrows = {name: import_arrows(name, tmp_path / f"{name[4:]}.py", known) for name in known}
     assert import_circles(arrows) == [["pkg.one", "pkg.two"]]
+
+
+# lab's rooms, each above the ones it may import: the server's and the tools' rooms over measuring and training
+ROOMS_BELOW = {
+    "measure": set(),
+    "train": {"measure"},
+    "serve": {"measure", "train"},
+    "tools": {"measure", "train", "serve"},
+}
+
+
+@pytest.mark.parametrize("room", sorted(ROOMS_BELOW))
+def test_each_room_of_lab_imports_only_the_rooms_below_it(room):
+    """A room imports its own modules and the rooms below it, never lab's CLI at the root."""
+    allowed = {f"lab.{below}" for below in {room, *ROOMS_BELOW[room]}}
+    for path in modules(f"lab/{room}"):
+        reached = {name for name in imported_modules(path) if name.split(".")[0] == "lab"}
+        offending = {name for name in reached if ".".join(name.split(".")[:2]) not in allowed}
+        assert not offending, f"{path.relative_to(ROOT)} imports {sorted(offending)}"

@@ -24,7 +24,7 @@ import pytest
 from gradio_client import Client
 from gradio_client.utils import Status
 
-from lab import server
+from lab.serve import server
 from lookahead_core.models import DEFAULT_MODEL
 from scripts.serving import running_app
 from ui.race import RACE_AUTO
@@ -318,7 +318,7 @@ def token_ids(output: str) -> list[int]:
 def test_past_the_lines_bound_a_client_is_told_the_lab_is_busy_and_each_waiting_one_its_place(url, monkeypatch):
     """Eight different questions at once (a shared answer would take none of the line) on a line that holds three:
     one measures, three wait each told its place and an estimate, four are refused with the lab's message. The
-    line's real bound (lab.line.CAPACITY, a class) works the same; three keep the test short."""
+    line's real bound (lab.serve.line.CAPACITY, a class) works the same; three keep the test short."""
     monkeypatch.setattr(server.LINE, "capacity", 3)
     requests = [
         run_form(f"{PROMPT} Call it fib_{i}.", window=3, ngram=3, guesses=3, max_new_tokens=64) for i in range(8)

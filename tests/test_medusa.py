@@ -14,8 +14,8 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, Gemma2Config
 
-from lab.distillation import DataSource
-from lab.medusa import TrainSettings, head_targets, train
+from lab.train.distillation import DataSource
+from lab.train.medusa import TrainSettings, head_targets, train
 from lookahead_core import verify as verify_module
 from lookahead_core.decoding import DecodingError
 from lookahead_core.medusa import (
@@ -336,7 +336,7 @@ def test_each_step_records_the_heads_choices_with_their_probabilities_and_the_tr
 def test_the_one_runtime_builder_refuses_missing_heads_or_leaves_them_out_and_looks_once(monkeypatch):
     """heads.runtime_for: for a model none ship for, Medusa's and EAGLE's needs raise NoHeads (the CLI's one line),
     or with `lenient` (the server's) the runtime lacks them; the aids look once and remember the refusal."""
-    from lab import heads as lab_heads
+    from lab.train import heads as lab_heads
 
     lm = tiny_model("llama")
     looked = []

@@ -7,10 +7,10 @@ import json
 
 import pytest
 
-from lab.datasets import load_prompts
-from lab.distillation import SPOT_PROMPTS
-from lab.heads import SHIPPED_HEADS, SHIPPED_RECORD
-from lab.medusa import spot_check
+from lab.measure.datasets import load_prompts
+from lab.train.distillation import SPOT_PROMPTS
+from lab.train.heads import SHIPPED_HEADS, SHIPPED_RECORD
+from lab.train.medusa import spot_check
 from lookahead_core.medusa import heads_for, load_heads
 from lookahead_core.models import encode_prompt
 

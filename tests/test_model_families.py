@@ -1,6 +1,6 @@
 """Every family of docs/models.md's table, as a tiny random config: exact past a 16-token sliding window, or refused.
 
-The sweep (lab/families.py) is the same one that writes the table. A negative control shows it
+The sweep (lab/tools/families.py) is the same one that writes the table. A negative control shows it
 catches a sliding-window bug: with the sliding layers' mask left as wide as the full layers',
 the sliding families differ from `generate`.
 """
@@ -13,7 +13,7 @@ import pytest
 import torch
 from transformers import AutoConfig
 
-from lab import families
+from lab.tools import families
 from lookahead_core import attention
 from lookahead_core.attention import SLIDING, UnsupportedModel, attention_plan
 from lookahead_core.request import DecodeRequest

@@ -1,4 +1,4 @@
-"""One measurement per question and one line for the model (lab.questions, lab.line): no model, threads for
+"""One measurement per question and one line for the model (lab.serve.questions, lab.serve.line): no model, threads for
 visitors.
 
 Each sharing rule has its counterpart that must come out the other way: a stale answer is measured again, another
@@ -14,11 +14,11 @@ from dataclasses import dataclass, replace
 
 import pytest
 
-from lab import line as line_module
-from lab.line import Line, LineFull
-from lab.questions import Answer, Answers, LabBusy, Waiting, answered, in_line, question, rounded, store_digest
-from lab.requests import ModelRequest
-from lab.timing import pooled, timing_of
+from lab.measure.timing import pooled, timing_of
+from lab.serve import line as line_module
+from lab.serve.line import Line, LineFull
+from lab.serve.questions import Answer, Answers, LabBusy, Waiting, answered, in_line, question, rounded, store_digest
+from lab.serve.requests import ModelRequest
 from lookahead_core.records import Busy, Method
 from lookahead_core.request import DecodeRequest
 from lookahead_core.suffix import SuffixStore

@@ -9,7 +9,7 @@ import math
 
 import pytest
 
-from lab.requests import MAX_NEW_TOKENS
+from lab.serve.requests import MAX_NEW_TOKENS
 from lookahead_core.config import LookaheadConfig
 from lookahead_core.records import SCHEMA_VERSION, LookaheadSettings, Method, MethodSettings, Run, SchemaError, to_data
 from visuals import library, replay

@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from lab.access import AccessError, ModelAccess
-from lab.requests import (
+from lab.serve.access import AccessError, ModelAccess
+from lab.serve.requests import (
     RUN_METHODS,
     InputError,
     check_prompt,

@@ -13,10 +13,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from lab.budget import Deadline
-from lab.race import ROUNDS, race, raced, racing, same_as_far_as_both_wrote
-from lab.timed_run import RUN_ROUNDS, timed_run
-from lab.timing import SHORTEST_ROUND
+from lab.measure.race import ROUNDS, race, raced, racing, same_as_far_as_both_wrote
+from lab.measure.timed_run import RUN_ROUNDS, timed_run
+from lab.measure.timing import SHORTEST_ROUND
+from lab.serve.budget import Deadline
 from lookahead_core.config import LookaheadConfig, SuffixConfig
 from lookahead_core.costs import StepCosts
 from lookahead_core.records import METHODS, Method, Progress, RaceRecord, StopReason
@@ -305,14 +305,14 @@ def test_a_race_without_the_draft_model_records_no_draft(tiny_lm):
 def test_a_race_with_a_gpus_lanes_records_the_eagle_layer_in_the_drafts_place(tiny_lm, monkeypatch):
     """On a GPU the race runs EAGLE's layer where a CPU runs the draft model: the record keeps the layer's settings
     and no draft's, and the summary names the layer (the CPU's lanes, here with the same runtime, are the control)."""
-    import lab.race
+    import lab.measure.race
     from lookahead_core.records import raced_on
 
     runtime, costs = tiny_runtime(tiny_lm, "llama"), StepCosts.of(cost_table(0.1))
     request = replace(REQUEST, max_new_tokens=8)
     on_cpu = race(tiny_lm, PROMPT, request, runtime, costs)
     assert on_cpu.settings.eagle is None and on_cpu.settings.speculative is not None
-    monkeypatch.setattr(lab.race, "raced_on", lambda device: raced_on("cuda"))
+    monkeypatch.setattr(lab.measure.race, "raced_on", lambda device: raced_on("cuda"))
     on_gpu = race(tiny_lm, PROMPT, request, runtime, costs)
     assert Method.EAGLE in [lane.method for lane in on_gpu.lanes] and on_gpu.settings.speculative is None
     layer = on_gpu.settings.eagle

@@ -16,11 +16,11 @@ import pytest
 import spaces
 
 import app
-from lab import server, space
-from lab.budget import Prices
-from lab.holding import Held
-from lab.requests import ModelRequest
-from lab.timing import SHORTEST_ROUND
+from lab.measure.timing import SHORTEST_ROUND
+from lab.serve import server, space
+from lab.serve.budget import Prices
+from lab.serve.holding import Held
+from lab.serve.requests import ModelRequest
 from lookahead_core import fixed
 from lookahead_core.config import LookaheadConfig
 from lookahead_core.models import DEFAULT_MODEL
@@ -69,7 +69,7 @@ def test_spaces_is_imported_before_anything_else():
 
 
 def test_only_the_model_work_is_decorated():
-    """A Run, a race and the tune card's sweep (lab.tune_server.mapping): nothing else asks for a GPU."""
+    """A Run, a race and the tune card's sweep (lab.serve.tune_server.mapping): nothing else asks for a GPU."""
     assert [fn.__name__ for fn in server.GPU_WORK] == ["record", "timed_race", "mapping"]
 
 

@@ -1,4 +1,4 @@
-"""The app's stores of earlier outputs (lab.stores): one per visitor and model, seeded with the shipped examples'
+"""The app's stores of earlier outputs (lab.serve.stores): one per visitor and model, seeded with the shipped examples'
 outputs recorded on that model, growing with that visitor's Runs alone, bounded, and able to cross to a ZeroGPU
 worker. (tests/test_suffix_app.py drives two visitors through the served app.)"""
 
@@ -9,7 +9,7 @@ import pickle
 
 import pytest
 
-from lab.stores import VISITOR_TOKENS, Visitor, run_name, shipped_texts
+from lab.serve.stores import VISITOR_TOKENS, Visitor, run_name, shipped_texts
 from lookahead_core.models import DEFAULT_MODEL
 from tests.visual_checks import PRESETS, example
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from gradio_client import Client
 
-from lab.stores import run_name
+from lab.serve.stores import run_name
 from lookahead_core.records import GuessSource, Method, Run
 from scripts.serving import running_app
 from visuals import export, replay

@@ -8,9 +8,9 @@ import threading
 import pytest
 import torch
 
-from lab import budget, threads
-from lab.budget import BudgetError, Prices, first_token_seconds
-from lab.holding import Held
+from lab.serve import budget, threads
+from lab.serve.budget import BudgetError, Prices, first_token_seconds
+from lab.serve.holding import Held
 from lookahead_core.records import Busy
 
 from .test_budget import decode_step

@@ -11,7 +11,7 @@ import itertools
 
 import pytest
 
-from lab.timing import (
+from lab.measure.timing import (
     ROUND_MARGIN,
     SHORTEST_ROUND,
     Lap,
@@ -113,7 +113,7 @@ def test_one_round_names_no_winner():
 def test_runs_of_different_lengths_say_whether_the_deadline_or_sampling_made_them_so():
     """A greedy Run cut by its deadline once said its lengths differed because "sampled text stops at its own end
     of sequence"."""
-    from lab.timing import timing_of
+    from lab.measure.timing import timing_of
     from lookahead_core.records import Busy
     from visuals.timing import lengths_words
 

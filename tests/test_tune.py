@@ -13,8 +13,8 @@ import pytest
 
 from lab import tune_cli
 from lab.cli import main
-from lab.payoff import Decoded, best, predicted_speedup, relative_cost, within
-from lab.tune import MAX_CELLS, TuneGrid, TuneOptions, check_grid, repriced, timed_indices, tuning
+from lab.measure.payoff import Decoded, best, predicted_speedup, relative_cost, within
+from lab.measure.tune import MAX_CELLS, TuneGrid, TuneOptions, check_grid, repriced, timed_indices, tuning
 from lookahead_core import tuning as auto_tuning
 from lookahead_core.config import LookaheadConfig, SettingsError
 from lookahead_core.records import Busy, Machine, Method, PlannerKind, SchemaError, Spread, StepCostCurve, StepMode

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from lab import tune_server
-from lab.requests import InputError
-from lab.tune_server import tune_request
+from lab.serve import tune_server
+from lab.serve.requests import InputError
+from lab.serve.tune_server import tune_request
 from lookahead_core.config import SettingsError
 
 GOOD = {

@@ -2,7 +2,7 @@
 named from fewer than 3 rounds, and every figure a caption quotes equals the one in the table beside it.
 
 The figures are read back from the rendered HTML (the caption's text, the table's cells), as a student reads
-them, for records whose timings are built from injected laps (lab.timing), so each verdict's case is known:
+them, for records whose timings are built from injected laps (lab.measure.timing), so each verdict's case is known:
 a clear winner, within noise, greedy fastest, and two rounds (no verdict).
 """
 
@@ -15,8 +15,8 @@ from html import unescape
 
 import pytest
 
-from lab.race import race
-from lab.timing import Lap, timing_of
+from lab.measure.race import race
+from lab.measure.timing import Lap, timing_of
 from lookahead_core.config import LookaheadConfig
 from lookahead_core.costs import StepCosts
 from lookahead_core.records import METHODS, Busy, Method

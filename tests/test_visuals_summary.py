@@ -5,8 +5,8 @@ from __future__ import annotations
 import dataclasses
 from html import escape
 
-from lab import budget
-from lab.budget import Prices
+from lab.serve import budget
+from lab.serve.budget import Prices
 from lookahead_core.records import Method, StepMode
 from tests.test_budget import decode_step
 from tests.tiny import cost_table

@@ -25,8 +25,8 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from lab.datasets import encode_item, load_prompts
-from lab.heads import SHIPPED_HEADS, SHIPPED_LABEL, eagle_draft
+from lab.measure.datasets import encode_item, load_prompts
+from lab.train.heads import SHIPPED_HEADS, SHIPPED_LABEL, eagle_draft
 from lookahead_core import capture, working_state
 from lookahead_core.config import LookaheadConfig, LookupConfig
 from lookahead_core.draft import Draft
@@ -657,10 +657,10 @@ def test_each_device_step_decides_what_the_recorded_step_records_on_the_real_mod
 
 
 def test_a_bench_report_keeps_which_methods_device_step_failed_and_why(monkeypatch):
-    """lab.bench.bench_settings: a method benched whose device step failed on the model is named with its reason
+    """lab.measure.bench.bench_settings: a method benched whose device step failed on the model is named with its reason
     (its figures are its steps' with the state on the host); one not benched is not, and on a model whose device
     steps ran (the control) none is. The settings read back as written; a version 12 report's read as none."""
-    from lab.bench import bench_settings
+    from lab.measure.bench import bench_settings
     from lookahead_core.records import BenchMethod, BenchSettings
     from lookahead_core.records.codec import decode, to_data
 

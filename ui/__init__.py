@@ -2,5 +2,5 @@
 module and returning its components as a named structure; `page.build_demo` composes and wires them.
 
 Every handler returns `{component: value}` updates, so an update names its target. Handlers take the
-page first and are bound to it with `events.bound`; model work is the lab's (`lab.server`).
+page first and are bound to it with `events.bound`; model work is the lab's (`lab.serve.server`).
 """

@@ -2,8 +2,8 @@
 
 "Open a class" gives two links: the students' (`?class=ID`) and the driving one (`?class=ID&key=SECRET`). The driving
 page publishes each change of its replay (run or preset, and step) and each race it shows to the class's board
-(lab.classes); a student's page keeps one look at the board waiting (outside the queue, holding no thread) until the
-board changes, and applies only what changed. A student who steps, scrubs, plays, picks a preset, walks the lesson,
+(lab.serve.classes); a student's page keeps one look at the board waiting (outside the queue, holding no thread) until
+the board changes, and applies only what changed. A student who steps, scrubs, plays, picks a preset, walks the lesson,
 opens a file or runs or races their own steps away from the teacher until they follow again; nothing a student does
 reaches anyone else. A link whose key does not drive the class opens a student's page, saying so and nothing more.
 """
@@ -16,9 +16,9 @@ from dataclasses import dataclass, field, replace
 
 import gradio as gr
 
-from lab import server
-from lab.classes import Board, Shown
-from lab.server import CLASS_SECONDS, CLASSES, RACES, SESSION_SECONDS, SHELF
+from lab.serve import server
+from lab.serve.classes import Board, Shown
+from lab.serve.server import CLASS_SECONDS, CLASSES, RACES, SESSION_SECONDS, SHELF
 from lookahead_core.records import RaceRecord
 from visuals import replay
 from visuals.markup import escape

@@ -14,11 +14,11 @@ from collections.abc import Iterator
 
 import gradio as gr
 
-from lab.access import AccessError
-from lab.budget import BudgetError
-from lab.questions import Waiting
-from lab.requests import InputError
-from lab.server import MODEL, ZERO_GPU
+from lab.serve.access import AccessError
+from lab.serve.budget import BudgetError
+from lab.serve.questions import Waiting
+from lab.serve.requests import InputError
+from lab.serve.server import MODEL, ZERO_GPU
 from lookahead_core.attention import UnsupportedModel
 from lookahead_core.config import SettingsError
 from lookahead_core.decoding import DecodingError

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import gradio as gr
 
-from lab.server import SESSION_SECONDS, SHELF
+from lab.serve.server import SESSION_SECONDS, SHELF
 from lookahead_core.records import Run, SchemaError
 from visuals import library, replay
 from visuals.export import slide_html, standalone_html

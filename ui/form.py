@@ -12,8 +12,8 @@ import inspect
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from lab import server
-from lab.requests import ModelRequest, model_request
+from lab.serve import server
+from lab.serve.requests import ModelRequest, model_request
 from lookahead_core.config import SUFFIX
 from lookahead_core.models import DEFAULT_MODEL
 from lookahead_core.records import Method
@@ -102,7 +102,7 @@ def form_handler(form: tuple[Field, ...], work: Callable[..., Iterator]) -> Call
 
 
 def model_request_of(values: dict, *, auto, method: str = Method.LOOKAHEAD.value) -> ModelRequest:
-    """A form's values checked as one ModelRequest (lab.requests raises for the first bad value); Run sends its
+    """A form's values checked as one ModelRequest (lab.serve.requests raises for the first bad value); Run sends its
     method and auto switch, the race races every method with lookahead's settings or auto's."""
     return model_request(
         prompt=values["prompt"],

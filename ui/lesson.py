@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import gradio as gr
 
-from lab.server import SHELF
+from lab.serve.server import SHELF
 from visuals import library
 from visuals.lesson import LESSON, lesson_text, step_index
 from visuals.summary import preset_note

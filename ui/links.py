@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import gradio as gr
 
-from lab.requests import short
-from lab.server import SESSION_SECONDS, SHELF
+from lab.serve.requests import short
+from lab.serve.server import SESSION_SECONDS, SHELF
 from visuals import library
 from visuals.summary import example_note, preset_note
 

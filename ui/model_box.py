@@ -1,6 +1,6 @@
 """The model box: the line naming the model in use, and the picker of what the operator lets visitors load.
 
-The picker lists lab.server.ACCESS's models; it takes a typed hub id or folder only where the operator
+The picker lists lab.serve.server.ACCESS's models; it takes a typed hub id or folder only where the operator
 opened it (docs/deploy.md), and is fixed to the default on a ZeroGPU Space.
 """
 
@@ -10,9 +10,9 @@ from dataclasses import dataclass
 
 import gradio as gr
 
-from lab import server
-from lab.race import ROUNDS
-from lab.requests import DTYPE_CHOICES
+from lab.measure.race import ROUNDS
+from lab.serve import server
+from lab.serve.requests import DTYPE_CHOICES
 from lookahead_core.models import DEFAULT_MODEL, GEMMA, resolve_device
 from visuals.summary import model_html
 
@@ -34,7 +34,7 @@ class ModelBox:
 
 
 def model_choices() -> list[tuple[str, str]]:
-    """The models the operator offers (lab.server.ACCESS), named for the picker."""
+    """The models the operator offers (lab.serve.server.ACCESS), named for the picker."""
     names = {DEFAULT_MODEL: f"{DEFAULT_MODEL} (embedded default)", GEMMA: "Gemma 3 270M (base, Gemma terms of use)"}
     return [(names.get(name, name), name) for name in server.ACCESS.offered()]
 

@@ -13,9 +13,9 @@ from functools import partial
 
 import gradio as gr
 
-from lab.line import CAPACITY as LINE_CAPACITY
-from lab.server import SESSION_SECONDS
-from lab.stores import Visitor
+from lab.serve.line import CAPACITY as LINE_CAPACITY
+from lab.serve.server import SESSION_SECONDS
+from lab.serve.stores import Visitor
 from visuals import library
 from visuals.cards import terms_html
 from visuals.palette import marks_css
@@ -37,8 +37,8 @@ from .presets import DEFAULT, PRESETS, choose_preset
 from .race import RaceCard, build_race
 from .tune import TUNE_FORM, TuneCard, build_tune
 
-# Model work's requests served at once: each waits in lab.line's line for the model (which holds LINE.capacity,
-# saying each its place), or is answered from a shared measurement without waiting (lab.questions); past this,
+# Model work's requests served at once: each waits in lab.serve.line's line for the model (which holds LINE.capacity,
+# saying each its place), or is answered from a shared measurement without waiting (lab.serve.questions); past this,
 # Gradio's own queue holds MAX_WAITING more, and the next is told the lab is busy.
 MODEL_REQUESTS = LINE_CAPACITY + 16
 MAX_WAITING = LINE_CAPACITY
@@ -102,7 +102,7 @@ class Page:
     """Every part of the page, by name: what handlers address their updates to."""
 
     lesson: LessonBar
-    visitor: gr.State  # this visitor's own earlier outputs, which their suffix runs match (lab.stores.Visitor)
+    visitor: gr.State  # this visitor's own earlier outputs, which their suffix runs match (lab.serve.stores.Visitor)
     contrast: gr.Checkbox
     controls: Controls
     model_box: ModelBox

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import gradio as gr
 
-from lab.server import SESSION_SECONDS
+from lab.serve.server import SESSION_SECONDS
 from lookahead_core.records import Run
 from visuals import library, replay
 from visuals.cards import card_head_html

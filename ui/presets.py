@@ -6,7 +6,7 @@ note saying what it is, and the run itself; the other settings stay as they are.
 
 from __future__ import annotations
 
-from lab.requests import short
+from lab.serve.requests import short
 from lookahead_core.config import LookupConfig
 from lookahead_core.draft import DEFAULT_DRAFT_TOKENS
 from lookahead_core.records import Method, Run

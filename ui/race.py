@@ -12,11 +12,11 @@ from dataclasses import dataclass
 
 import gradio as gr
 
-from lab import server
-from lab.budget import RACE_SECONDS
-from lab.questions import answered, question
-from lab.race import ROUNDS
-from lab.stores import Visitor
+from lab.measure.race import ROUNDS
+from lab.serve import server
+from lab.serve.budget import RACE_SECONDS
+from lab.serve.questions import answered, question
+from lab.serve.stores import Visitor
 from lookahead_core.records import RaceRecord
 from visuals.markup import escape
 from visuals.race import cost_figure, playback_html, race_figure, race_html

@@ -2,12 +2,12 @@
 
 A question this machine measured a moment ago (the same prompt, model and settings: a class pressing the same
 preset) is answered from that measurement, and the page says so; "Measure again" measures it once more and pools
-the rounds (lab.questions). Suffix decoding matches the visitor's own store of earlier outputs (lab.stores: the
-shipped examples' and their own Runs', never another visitor's; its digest is part of the question), and each
+the rounds (lab.serve.questions). Suffix decoding matches the visitor's own store of earlier outputs (lab.serve.stores:
+the shipped examples' and their own Runs', never another visitor's; its digest is part of the question), and each
 Run's output joins it.
 
-The values arrive as the client sent them; lab.requests checks each one, and a refusal leaves the
-replay as it was with a toast and a note under the Run button. The work waits in line for the model (lab.line),
+The values arrive as the client sent them; lab.serve.requests checks each one, and a refusal leaves the
+replay as it was with a toast and a note under the Run button. The work waits in line for the model (lab.serve.line),
 saying its place, and reports its progress after every forward pass.
 """
 
@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import gradio as gr
 
-from lab import server
-from lab.budget import RUN_SECONDS
-from lab.questions import answered, question
-from lab.stores import Visitor
+from lab.serve import server
+from lab.serve.budget import RUN_SECONDS
+from lab.serve.questions import answered, question
+from lab.serve.stores import Visitor
 from lookahead_core.models import DEFAULT_MODEL
 from lookahead_core.records import Method
 from visuals.sharing import shared_note
@@ -38,7 +38,7 @@ LIVE_RUN = (
 
 
 def record_run(page, values: dict, progress, again: bool = False):
-    """Check the request, answer it (lab.questions: from this machine's fresh measurement of the same question, or
+    """Check the request, answer it (lab.serve.questions: from this machine's fresh measurement of the same question, or
     by recording the method and plain decoding on the model chosen; with `again`, measured once more and pooled),
     and show the run from step 0 (the parameters are the HTTP API's /run, in the page's order). Suffix decoding
     matches the visitor's own store, and every Run's output joins it."""

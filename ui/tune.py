@@ -1,6 +1,6 @@
 """The tune card: where each method pays on this server's hardware and the visitor's prompts, swept on the model.
 
-Its values arrive as the client sent them; lab.tune_server checks each in words (a refusal leaves the card as
+Its values arrive as the client sent them; lab.serve.tune_server checks each in words (a refusal leaves the card as
 it was, with a toast and a note). The sweep waits in the queue for the one model slot, shows a progress bar
 per piece of work (each cell decoded, then each timed round), stops with Stop or at the time this server gives
 a sweep, and ends with a map per method, the two curves behind them, and the table of every cell.
@@ -12,9 +12,9 @@ from dataclasses import dataclass
 
 import gradio as gr
 
-from lab import server, tune_server
-from lab.questions import Waiting, in_line
-from lab.tune import SWEPT, TuneProgress
+from lab.measure.tune import SWEPT, TuneProgress
+from lab.serve import server, tune_server
+from lab.serve.questions import Waiting, in_line
 from lookahead_core.records import METHODS
 from lookahead_core.records.tune import TuneReport
 from visuals import library

@@ -1,6 +1,6 @@
 """The race panel: the methods' text growing side by side at the measured speed, the curves, and why one won.
 
-Pure functions of a race record (`records.RaceRecord`, made by `lab.race.race`). The playback is
+Pure functions of a race record (`records.RaceRecord`, made by `lab.measure.race.race`). The playback is
 HTML and CSS only: each step's text and counters appear at the second the step ended, as
 measured (CSS animation delays), so it plays in any browser with no script and no server; a
 checkbox in it pauses every lane at once. The curves and the cost of a wide step on the hardware

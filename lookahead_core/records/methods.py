@@ -4,7 +4,7 @@ the bench's peers (transformers' own `generate`), each with what it needs.
 What a method needs besides the model (a draft, heads, a layer), how it proposes (which branch of a step's token
 tree its guesses fill), whether it races and plans its steps, and its names and words. Plain Python, read
 by the visuals as the records are; the engine's half (how each method proposes, how far its rows reach) is
-`lookahead_core.methods`, keyed by the same `Method`; how the bench calls a peer's `generate` is `lab.bench`'s.
+`lookahead_core.methods`, keyed by the same `Method`; how the bench calls a peer's `generate` is `lab.measure.bench`'s.
 """
 
 from __future__ import annotations
@@ -177,7 +177,7 @@ class PeerEntry:
     """A bench peer: transformers' own `generate` as a user would otherwise run it. `needs` what it runs with
     besides the model (assisted generation drafts with the engine's draft model), `missing` the refusal when that
     is not there, `settings_of` the engine method whose settings it runs with (assisted generation: speculative
-    decoding's draft; None: its own, from `lab.bench`)."""
+    decoding's draft; None: its own, from `lab.measure.bench`)."""
 
     peer: BenchMethod
     needs: Needs = Needs.NOTHING

@@ -59,7 +59,7 @@ class Busy:
     other_cores: float | None
     cores: int
     seconds: float  # the wall time the reading covers
-    heavy: bool  # enough that the timings are less reliable (the lab's threshold, lab.busy.BUSY_CORES)
+    heavy: bool  # enough that the timings are less reliable (the lab's threshold, lab.measure.busy.BUSY_CORES)
 
 
 @dataclass(kw_only=True)

@@ -44,7 +44,7 @@ def chromium_missing() -> str | None:
 def app_without_model() -> Iterator[str]:
     """The app served (its URL), every reach for the model failing the test: the lesson, replays and exports
     need none."""
-    from lab import server
+    from lab.serve import server
 
     def no_model(*args, **kwargs):
         raise AssertionError("the classroom must not need the model")

@@ -13,7 +13,7 @@ from urllib.parse import parse_qs, urlparse
 
 import pytest
 
-from lab.server import CLASSES
+from lab.serve.server import CLASSES
 from scripts.serving import open_page, press_to_step, run_on_model, wait_for_step
 from tests.browser.test_accessibility import audited
 from ui.classroom import AWAY, DRIVING, FOLLOWING, NO_CLASS, NOT_DRIVING

@@ -31,7 +31,7 @@ ARROW = "Toggle Sidebar"  # Gradio's name for the sidebar's arrow
 def served(tmp_path_factory):
     """The app holding a tiny random Llama under the default model's name, with a cache of its own (its step costs
     must not be taken for the real model's), and no heads or EAGLE layer shipped for it."""
-    from lab import heads
+    from lab.train import heads
 
     monkeypatch = pytest.MonkeyPatch()
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("cache")))

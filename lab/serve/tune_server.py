@@ -14,19 +14,18 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from lab.measure.datasets import load_prompts
+from lab.measure.tune import SWEPT, TuneGrid, TuneOptions, TuneProgress, check_grid, tuning
+from lab.serve import server
+from lab.serve.budget import Deadline
+from lab.serve.requests import InputError, check_prompt, model_of, new_tokens_of, short, whole_number
+from lab.serve.threads import running_on
 from lookahead_core.costs import shape_costs
 from lookahead_core.models import encode_prompt
 from lookahead_core.records import Method
 from lookahead_core.records.tune import TuneReport
 from lookahead_core.request import DecodeRequest
 from lookahead_core.tuning import regime_settings
-
-from . import server
-from .budget import Deadline
-from .datasets import load_prompts
-from .requests import InputError, check_prompt, model_of, new_tokens_of, short, whole_number
-from .threads import running_on
-from .tune import SWEPT, TuneGrid, TuneOptions, TuneProgress, check_grid, tuning
 
 SETS = ("humaneval", "mtbench", "gsm8k")  # the shipped prompt sets a visitor may sweep on
 OWN = "your prompts"

@@ -22,6 +22,18 @@ import time
 from collections.abc import Iterator
 from dataclasses import replace
 
+from lab.measure.race import ROUNDS, raced, racing
+from lab.measure.timed_run import RUN_ROUNDS, timed_run
+from lab.serve import space
+from lab.serve.access import access_from_environment
+from lab.serve.budget import RACE_SECONDS, RESERVE, RUN_SECONDS, Deadline, Prices, fitted_tokens, round_seconds
+from lab.serve.classes import Classes
+from lab.serve.holding import ModelHolder
+from lab.serve.line import Line
+from lab.serve.questions import Answers
+from lab.serve.requests import MAX_NEW_TOKENS, InputError, ModelRequest
+from lab.serve.shelf import Shelf
+from lab.serve.threads import running_on
 from lookahead_core import fixed
 from lookahead_core.costs import shape_costs, step_costs
 from lookahead_core.models import encode_prompt, load_model
@@ -29,19 +41,6 @@ from lookahead_core.records import METHODS, Method, Needs, Progress, RaceRecord,
 from lookahead_core.request import DecodeRequest
 from lookahead_core.suffix import SuffixStore
 from lookahead_core.tuning import auto_settings
-
-from . import space
-from .access import access_from_environment
-from .budget import RACE_SECONDS, RESERVE, RUN_SECONDS, Deadline, Prices, fitted_tokens, round_seconds
-from .classes import Classes
-from .holding import ModelHolder
-from .line import Line
-from .questions import Answers
-from .race import ROUNDS, raced, racing
-from .requests import MAX_NEW_TOKENS, InputError, ModelRequest
-from .shelf import Shelf
-from .threads import running_on
-from .timed_run import RUN_ROUNDS, timed_run
 
 ZERO_GPU = space.on_zero_gpu(spaces)
 SERVER_NAME = os.environ.get("GRADIO_SERVER_NAME", "0.0.0.0")
@@ -53,8 +52,8 @@ if ZERO_GPU:  # the platform's contract: load at module scope and move to CUDA; 
     MODEL.get().lm.model.to("cuda")
 SESSION_SECONDS = 3 * 3600  # a visitor's recorded run is kept this long after its last update
 SHELF = Shelf(capacity=300, seconds=SESSION_SECONDS)  # recorded and opened runs, for links (?run=ID), gzipped
-ANSWERS = Answers()  # one measurement per question, shared by every visitor (lab.questions)
-LINE = Line()  # Runs, races and sweeps hold the model alone, in turn, each told its place meanwhile (lab.line)
+ANSWERS = Answers()  # one measurement per question, shared by every visitor (lab.serve.questions)
+LINE = Line()  # Runs, races and sweeps hold the model alone, in turn, each told its place meanwhile (lab.serve.line)
 CLASS_SECONDS = 3 * 3600  # a class ends this long after its driving page last changed what it shows
 CLASSES = Classes(capacity=500, seconds=CLASS_SECONDS)  # open classes (?class=ID), each a few hundred bytes
 RACES = Shelf(capacity=50, seconds=CLASS_SECONDS, kind=RaceRecord)  # the races driving pages showed their classes
@@ -105,7 +104,7 @@ def expected_rounds(prices: Prices | None, decode: DecodeRequest, seconds: float
 def record(request: ModelRequest, store: SuffixStore | None = None) -> Iterator[Progress | tuple[Run, float]]:
     """A Run's model work: the method's trace and the plain trace for one prompt on the model the request
     names (loaded first if another is held), then more interleaved rounds of the two while they fit in
-    RUN_SECONDS (lab.timed_run), a Progress after every forward pass, and last the Run with the seconds it
+    RUN_SECONDS (lab.measure.timed_run), a Progress after every forward pass, and last the Run with the seconds it
     all took. With auto, lookahead runs this hardware's auto settings and records each step's plan. Suffix
     decoding matches `store` (the visitor's, for this model; the caller adds the Run's output to it after).
     """
@@ -136,7 +135,7 @@ def timed_race(
     """A race's model work on the model the request names: every method on the prompt, timed with nothing
     drawn (auto: W, N, G from measured costs; suffix decoding matching `store`), a Progress after every forward
     pass, and last the race with its seconds. The race runs interleaved rounds while they fit in RACE_SECONDS
-    (lab.race)."""
+    (lab.measure.race)."""
     held = MODEL.get(request.model, request.dtype)
     d = request.decode
     lm = held.lm

@@ -11,14 +11,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from lookahead_core.draft import DEFAULT_DRAFT_TOKENS
-from lookahead_core.models import DEFAULT_MODEL, DTYPES, LoadedModel, encode_prompt, load_model
-from lookahead_core.records import METHODS, Fit, Machine, Method, Needs, StepKind, StepMode, raced_on
-from lookahead_core.request import DecodeRequest
-from lookahead_core.runtime import Runtime
-from lookahead_core.trace import decode_steps, machine_facts
-
-from .budget import (
+from lab.serve.budget import (
     FRESH_SECONDS,
     PROBE_TOKENS,
     WARM_UP_PROMPT,
@@ -29,8 +22,14 @@ from .budget import (
     probe,
     warmed_prices,
 )
-from .heads import Aids, runtime_for, ships
-from .threads import ThreadChoice, torch_threads
+from lab.serve.threads import ThreadChoice, torch_threads
+from lab.train.heads import Aids, runtime_for, ships
+from lookahead_core.draft import DEFAULT_DRAFT_TOKENS
+from lookahead_core.models import DEFAULT_MODEL, DTYPES, LoadedModel, encode_prompt, load_model
+from lookahead_core.records import METHODS, Fit, Machine, Method, Needs, StepKind, StepMode, raced_on
+from lookahead_core.request import DecodeRequest
+from lookahead_core.runtime import Runtime
+from lookahead_core.trace import decode_steps, machine_facts
 
 AIDED = {Needs.NOTHING, Needs.DRAFT}  # what every held model's methods have (the draft: its own bfloat16 copy)
 
@@ -40,7 +39,7 @@ class Held:
     """One loaded model and what is made from it: its prices on this hardware (None: not priced) and, each on
     first use, its bfloat16 copy (the speculative draft) and its Medusa heads and EAGLE layer, where they ship
     (`aids`). Its work asks for step mode `mode` (None: the device's default, fixed.default_mode): the server's
-    (lab.space.step_mode), settled here once and carried to every runtime, curve and probe."""
+    (lab.serve.space.step_mode), settled here once and carried to every runtime, curve and probe."""
 
     lm: LoadedModel
     prices: Prices | None = None

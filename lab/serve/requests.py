@@ -11,12 +11,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from lab.serve.access import MAX_MODEL_NAME, ModelAccess
 from lookahead_core.config import SUFFIX, LookaheadConfig, LookupConfig, SuffixConfig, check_draft_tokens
 from lookahead_core.records import METHODS, Method
 from lookahead_core.request import DecodeRequest
 from lookahead_core.sampling import GREEDY, SamplingConfig
-
-from .access import MAX_MODEL_NAME, ModelAccess
 
 MAX_NEW_TOKENS = 256
 # The model's context is 8,192 tokens (about 4 characters each); far longer text is refused before

@@ -19,10 +19,9 @@ from pathlib import Path
 import torch
 from tqdm import tqdm
 
+from lab.measure.datasets import SHIPPED_SETS
+from lab.train.training import RunClock
 from lookahead_core.models import LoadedModel, cache_root, encode_prompt, load_model
-
-from .datasets import SHIPPED_SETS
-from .training import RunClock
 
 ANSWERS, RECORD = "answers.jsonl", "training.json"
 ANSWER_BATCH = 16  # prompts answered in one batched generate

@@ -14,11 +14,11 @@ synchronised, so a burst of load elsewhere hits every method alike. A round's ra
 its tokens over its seconds, both summed over the prompts; a method's tokens per second is the
 median of its rounds' rates (with their min and max), its `speedup` the ratio of that median to the
 baseline's (hf-greedy when it runs, else greedy) with a bootstrap interval over the rounds
-(lab.timing). Its `exact` is the number of prompts whose output equals greedy `generate`; its
+(lab.measure.timing). Its `exact` is the number of prompts whose output equals greedy `generate`; its
 `acceptance` (this engine's guessing methods) is the share of candidate tokens verified that were
 accepted. With sampling, `greedy` is plain sampling, the peers run `generate` with `do_sample=True`
 and the same temperature, top-k and top-p, and nothing is compared token by token. What other
-programs used of the CPU meanwhile is read (lab.busy) and kept in the report.
+programs used of the CPU meanwhile is read (lab.measure.busy) and kept in the report.
 """
 
 from __future__ import annotations
@@ -30,6 +30,9 @@ from dataclasses import dataclass, replace
 
 import torch
 
+from lab.measure.busy import CpuWatch
+from lab.measure.datasets import encode_item
+from lab.measure.timing import rate, ratio_of_medians, spread_of
 from lookahead_core.divergence import divergence
 from lookahead_core.forward import synchronize
 from lookahead_core.methods import method_settings, reach
@@ -62,10 +65,6 @@ from lookahead_core.trace import (
     warm_up_prompts,
 )
 from lookahead_core.working_state import refused
-
-from .busy import CpuWatch
-from .datasets import encode_item
-from .timing import rate, ratio_of_medians, spread_of
 
 ENTRANTS = tuple(BenchMethod)
 REPEATS = 3  # interleaved rounds per prompt by default: the fewest with a median between a min and a max

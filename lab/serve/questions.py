@@ -5,9 +5,9 @@ chat template, new tokens, sampling and seed: `ModelRequest` holds them all) and
 by the visitor's own store of earlier outputs (its digest is part of the question). The machine answers each
 question once within FRESH_SECONDS (the operator's LOOKAHEAD_SHARED_SECONDS): a later ask is answered at once
 from that measurement and says so; an ask that arrives while its question is being measured waits for that
-measurement instead of queueing a second; only a new question takes the model (lab.line). "Measure again" (`again`)
-measures once more and adds its rounds to the shared measurement (lab.timing.pooled), so a class's repeated presses
-tighten one interval instead of scattering many.
+measurement instead of queueing a second; only a new question takes the model (lab.serve.line). "Measure again"
+(`again`) measures once more and adds its rounds to the shared measurement (lab.measure.timing.pooled), so a class's
+repeated presses tighten one interval instead of scattering many.
 """
 
 from __future__ import annotations
@@ -21,11 +21,10 @@ from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass, replace
 from functools import partial
 
+from lab.measure.timing import pooled
+from lab.serve.line import Line, LineFull, Ticket
+from lab.serve.requests import InputError, ModelRequest
 from lookahead_core.suffix import SuffixStore
-
-from .line import Line, LineFull, Ticket
-from .requests import InputError, ModelRequest
-from .timing import pooled
 
 FRESH_SECONDS = float(os.environ.get("LOOKAHEAD_SHARED_SECONDS", "300"))  # the operator's freshness window
 KEPT = 64  # answers held at most (the least recently asked go first): bounded memory however many questions

@@ -2,9 +2,9 @@
 
 Every cell (lookahead's (W, N) with G = W and this hardware's planner, prompt lookup's (n-gram, tokens), the
 draft's k, Medusa's tree size) decodes every prompt once: its tokens per step, rows fed, host time and
-exactness against greedy `generate`. Its speedup is predicted from the step-cost curve (lab.payoff); the best
+exactness against greedy `generate`. Its speedup is predicted from the step-cost curve (lab.measure.payoff); the best
 predicted cells of each method and a sample of the rest are then timed in interleaved rounds against plain
-decoding (a ratio of medians with its interval, lab.timing). `tuning` is a generator: it yields a TuneProgress
+decoding (a ratio of medians with its interval, lab.measure.timing). `tuning` is a generator: it yields a TuneProgress
 before each piece of work and returns the TuneReport; a checkpoint file lets a stopped sweep resume.
 """
 
@@ -18,6 +18,10 @@ from collections.abc import Callable, Generator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from lab.measure.bench import run_generate
+from lab.measure.busy import CpuWatch
+from lab.measure.payoff import Decoded, predicted_speedup, relative_cost
+from lab.measure.timing import rate, ratio_of_medians
 from lookahead_core.config import LookaheadConfig, LookupConfig, SettingsError, SuffixConfig, check_draft_tokens
 from lookahead_core.costs import StepCosts
 from lookahead_core.forward import synchronize
@@ -30,11 +34,6 @@ from lookahead_core.request import DecodeRequest
 from lookahead_core.runtime import Runtime
 from lookahead_core.trace import candidate_tokens, lean_steps, machine_facts, settle, warm_up
 from lookahead_core.tuning import AutoSettings, make_planner
-
-from .bench import run_generate
-from .busy import CpuWatch
-from .payoff import Decoded, predicted_speedup, relative_cost
-from .timing import rate, ratio_of_medians
 
 Settings = dict[str, int]
 

@@ -19,7 +19,7 @@ from typing import TypeVar
 
 import torch
 
-from .busy import CpuWatch
+from lab.measure.busy import CpuWatch
 
 # A reading shorter than this says little (the kernel counts CPU time in 10 ms ticks): it is waited out.
 SHORTEST_READING = 0.25

@@ -28,7 +28,7 @@ def on_zero_gpu(spaces) -> bool:
 
 
 def step_mode(zero_gpu: bool) -> StepMode | None:
-    """The step mode the server's work asks for (lab.holding.Held.mode; None: the device's default,
+    """The step mode the server's work asks for (lab.serve.holding.Held.mode; None: the device's default,
     fixed.default_mode): on ZeroGPU the eager step. The GPU is lent per call and its weights placed anew each time,
     and a CUDA graph replays the addresses it recorded; until a Space has measured that a capture is safe across
     calls, none is made there."""

@@ -26,6 +26,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
+from lab.measure.timing import ROUND_MARGIN, SHORTEST_ROUND
 from lookahead_core.costs import StepCosts, step_costs
 from lookahead_core.draft import Draft
 from lookahead_core.models import LoadedModel, encode_prompt
@@ -33,8 +34,6 @@ from lookahead_core.records import METHODS, Fit, Method, StepKind, StepMode, Ste
 from lookahead_core.request import DecodeRequest
 from lookahead_core.runtime import Runtime
 from lookahead_core.trace import WARM_UP_TOKENS, decode_steps, warm_up
-
-from .timing import ROUND_MARGIN, SHORTEST_ROUND
 
 RUN_SECONDS = 30.0  # a Run: the method and greedy decoding, each warmed up
 RACE_SECONDS = 60.0  # a race: every method, each warmed up

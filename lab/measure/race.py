@@ -18,6 +18,8 @@ import time
 from collections.abc import Callable, Generator
 from dataclasses import replace
 
+from lab.measure.busy import CpuWatch
+from lab.measure.timing import ROUND_MARGIN, Lap, later_rounds, shown_round, timing_of
 from lookahead_core.costs import StepCosts
 from lookahead_core.decoding import check_request
 from lookahead_core.forward import synchronize
@@ -36,9 +38,6 @@ from lookahead_core.trace import (
     summarize,
     warming_up,
 )
-
-from .busy import CpuWatch
-from .timing import ROUND_MARGIN, Lap, later_rounds, shown_round, timing_of
 
 
 def acceptance(method: Method, records: list[StepTally]) -> float | None:

@@ -15,15 +15,14 @@ import itertools
 from collections.abc import Generator
 from dataclasses import replace
 
+from lab.measure.busy import CpuWatch
+from lab.measure.race import timed_lane
+from lab.measure.timing import ROUND_MARGIN, Lap, later_rounds, timing_of
 from lookahead_core.models import LoadedModel
 from lookahead_core.records import Method, Progress, Run, StopReason, Trace
 from lookahead_core.request import DecodeRequest
 from lookahead_core.runtime import Runtime
 from lookahead_core.trace import RUN_PARTS, recording_run
-
-from .busy import CpuWatch
-from .race import timed_lane
-from .timing import ROUND_MARGIN, Lap, later_rounds, timing_of
 
 RUN_ROUNDS = 3  # rounds a Run times at most, when they fit its time
 

@@ -1,5 +1,5 @@
 """Recorded runs kept on the server for a while, so that a link can name one: `?run=ID&step=K` (and races, so that
-a class can show its students the teacher's: lab.classes).
+a class can show its students the teacher's: lab.serve.classes).
 
 A visitor's run lives in their session; a link must outlive it and open in another browser. The
 shelf keeps each run gzipped under an unguessable id for `seconds` after it was put, and at most
