@@ -1,15 +1,16 @@
 """Serving the app in-process on a free localhost port, and driving it in Debian's headless chromium.
 
-Shared by scripts/screenshot.py, scripts/bench_plot.py, the end-to-end tests and the browser tests, so
-the page is opened, stepped and photographed one way only. It lives here because the scripts must not
-import tests/, and not in lab/ because it imports app, the floor above the lab. Playwright is imported
+Shared by scripts/screenshot.py, scripts/bench_plot.py, scripts/load_test.py, scripts/tune_figure.py and the
+tests, so the page is served, opened, stepped and photographed one way only; what only the tests do (a press and
+its step, a Run awaited) is tests/browser/chromium.py's. It lives here because the scripts must not import tests/,
+and not in lab/ because it imports app, the floor above the lab. Playwright is imported
 only when a page is opened: the end-to-end tests need the server alone.
 """
 
 from __future__ import annotations
 
 import socket
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -105,19 +106,6 @@ def caption(page) -> str:
     return page.inner_text("#ll-caption")
 
 
-def shown_step(page) -> int | None:
-    """The step the caption shows ("Step 5 of 38 · ..."), or None where it shows none."""
-    words = caption(page).split()
-    return int(words[1]) if len(words) > 1 and words[0] == "Step" and words[1].isdigit() else None
-
-
-def press_to_step(page, press: Callable[[], None], step: int) -> None:
-    """`press` a step control (a click, a key, a tap) once, then wait until the caption shows step `step`: a press
-    that moves nothing fails (wait_for_step says what the page shows instead)."""
-    press()
-    wait_for_step(page, step)
-
-
 def wait_for_step(page, step: int) -> None:
     """Wait until the caption shows step `step`; if it does not within PAGE_WAIT_MS, fail with what the page shows
     instead (the caption, the note under Run, any toast: Gradio's own when it lost the server)."""
@@ -131,24 +119,6 @@ def wait_for_step(page, step: int) -> None:
         said["#ll-step"] = page.evaluate("() => document.querySelector('#ll-step input[type=number]')?.value")
         toasts = page.locator('[data-testid="toast-body"]').all_inner_texts()
         raise AssertionError(f"step {step} never showed; the page says {said}, toasts {toasts}") from None
-
-
-def run_on_model(page, tokens: int) -> None:
-    """Set Max new tokens to `tokens`, press Run and wait until the summary shows a run of that many new tokens;
-    if none shows within two minutes, fail with what the page says instead (the note under Run, the summary)."""
-    from playwright.sync_api import TimeoutError as PlaywrightTimeout
-
-    max_tokens = page.locator("#ll-max input[type=number]")
-    max_tokens.fill(str(tokens))
-    max_tokens.press("Enter")
-    page.click("#ll-run")
-    # the new tokens' tile sits in the summary's folded details: read its markup, which a closed <details> keeps
-    shown = f"() => document.querySelector('#ll-summary').innerHTML.includes('<b>{tokens}</b><span>new tokens')"
-    try:
-        page.wait_for_function(shown, timeout=120_000)
-    except PlaywrightTimeout:
-        said = {part: page.inner_text(part) for part in ("#ll-run-notice", "#ll-summary")}
-        raise AssertionError(f"no run of {tokens} new tokens shown in two minutes; the page says {said}") from None
 
 
 LANE_TEXTS = """() => [...document.querySelectorAll('#ll-race-playback .ll-lane')].map(lane => ({

@@ -1,16 +1,16 @@
 """What the browser tests share beyond scripts/serving.py (which the scripts share too): why they cannot run
 here, if they cannot (playwright or Debian's chromium missing); the app served with no model; one launched
-chromium, and an offline context for exported pages; the lesson walked step by step, each step once its
-outlined panel has come to rest.
+chromium, and an offline context for exported pages; a press and the step it must show, a Run awaited; the
+lesson walked step by step, each step once its outlined panel has come to rest.
 """
 
 from __future__ import annotations
 
 import importlib.util
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-from scripts.serving import CHROMIUM, CHROMIUM_ARGS, PAGE_WAIT_MS, running_app, wait_for_step
+from scripts.serving import CHROMIUM, CHROMIUM_ARGS, PAGE_WAIT_MS, caption, running_app, wait_for_step
 from visuals import library
 from visuals.lesson import LESSON, step_index
 
@@ -139,3 +139,34 @@ def walk_lesson(page, check, advance=None) -> None:
             )
             raise AssertionError(f"lesson step {number + 1}: {wanted} never came to rest in view ({where})") from error
         check(number)
+
+
+def shown_step(page) -> int | None:
+    """The step the caption shows ("Step 5 of 38 · ..."), or None where it shows none."""
+    words = caption(page).split()
+    return int(words[1]) if len(words) > 1 and words[0] == "Step" and words[1].isdigit() else None
+
+
+def press_to_step(page, press: Callable[[], None], step: int) -> None:
+    """`press` a step control (a click, a key, a tap) once, then wait until the caption shows step `step`: a press
+    that moves nothing fails (wait_for_step says what the page shows instead)."""
+    press()
+    wait_for_step(page, step)
+
+
+def run_on_model(page, tokens: int) -> None:
+    """Set Max new tokens to `tokens`, press Run and wait until the summary shows a run of that many new tokens;
+    if none shows within two minutes, fail with what the page says instead (the note under Run, the summary)."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    max_tokens = page.locator("#ll-max input[type=number]")
+    max_tokens.fill(str(tokens))
+    max_tokens.press("Enter")
+    page.click("#ll-run")
+    # the new tokens' tile sits in the summary's folded details: read its markup, which a closed <details> keeps
+    shown = f"() => document.querySelector('#ll-summary').innerHTML.includes('<b>{tokens}</b><span>new tokens')"
+    try:
+        page.wait_for_function(shown, timeout=120_000)
+    except PlaywrightTimeout:
+        said = {part: page.inner_text(part) for part in ("#ll-run-notice", "#ll-summary")}
+        raise AssertionError(f"no run of {tokens} new tokens shown in two minutes; the page says {said}") from None

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import pytest
 
-from scripts.serving import PHONE, open_page, run_on_model, wait_for_step
+from scripts.serving import PHONE, open_page, wait_for_step
 from tests.browser.axe import audited, with_axe
-from tests.browser.chromium import offline_context
+from tests.browser.chromium import offline_context, run_on_model
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore:.*(copy keyword|no_silent_downcasting)")
 

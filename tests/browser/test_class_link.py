@@ -14,7 +14,8 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 
 from lab.serve.server import CLASSES
-from scripts.serving import open_page, press_to_step, run_on_model, wait_for_step
+from scripts.serving import open_page, wait_for_step
+from tests.browser.chromium import press_to_step, run_on_model
 from tests.browser.test_accessibility import audited
 from ui.classroom import AWAY, DRIVING, FOLLOWING, NO_CLASS, NOT_DRIVING
 

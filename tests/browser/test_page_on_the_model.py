@@ -18,13 +18,11 @@ from scripts.serving import (
     caption,
     choose_preset,
     open_page,
-    press_to_step,
     race_to_end,
-    run_on_model,
     screenshot_step,
-    shown_step,
     wait_for_step,
 )
+from tests.browser.chromium import press_to_step, run_on_model, shown_step
 
 SCREENSHOT = Path(__file__).resolve().parents[2] / "out" / "screenshot.png"
 WARNING_TOAST = '[data-testid="toast-body"].warning'
