@@ -24,7 +24,7 @@ from pathlib import Path
 
 from lookahead_core.models import cache_root, encode_conversation, encode_prompt
 
-SHIPPED = Path(__file__).resolve().parent.parent / "assets" / "prompts"
+SHIPPED = Path(__file__).resolve().parents[2] / "assets" / "prompts"
 # Prompt sets in the repository, by name: see assets/prompts/README.md for their sources and licences.
 SHIPPED_SETS = {"gsm8k": SHIPPED / "gsm8k-test-100.jsonl", "self-instruct": SHIPPED / "self-instruct-427.jsonl"}
 

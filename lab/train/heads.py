@@ -22,7 +22,7 @@ from lookahead_core.runtime import Deadline, Runtime
 from lookahead_core.suffix import SuffixStore
 from lookahead_core.tuning import AutoSettings
 
-SHIPPED = Path(__file__).resolve().parent.parent / "assets" / "heads"
+SHIPPED = Path(__file__).resolve().parents[2] / "assets" / "heads"
 SHIPPED_HEADS = SHIPPED / f"{DEFAULT_MODEL}.safetensors"
 SHIPPED_RECORD = SHIPPED / f"{DEFAULT_MODEL}.training.json"
 SHIPPED_LABEL = "the lab's heads"
