@@ -128,34 +128,9 @@ class PoolTable:
         times = self.clock + 1 + index
         old, stamps, before = (t.index_select(0, keys) for t in (self.continuations, self.stamps, self.previous))
 
-        same_key = made[:, None] & made[None, :] & (keys[:, None] == keys[None, :])
-        same = same_key & (continuations[:, None] == continuations[None, :]).all(-1)  # the same item
-        held = (old == continuations[:, None]).all(-1) & (stamps > 0)  # (K, G): the slot holding the item
-        in_bucket, own_stamp = held.any(-1), (stamps * held).sum(-1)
-        own_previous = torch.where(in_bucket, (before * held).sum(-1), NONE)
-
-        earlier = index[None, :] < index[:, None]  # [b, j]: j before b
-        last_time = torch.where(same & earlier, index[None, :], -1).max(-1).values  # the item's last insertion, -1
-        next_time = torch.where(same & ~earlier & (index[None, :] != index[:, None]), index[None, :], count)
-        next_time = next_time.min(-1).values
-        since = earlier & (index[None, :] > last_time[:, None]) & (next_time[None, :] >= index[:, None])
-        others = same_key & ~same & since  # [b, j]: j the last insertion before b of a distinct other item
-        newer_held = in_bucket[None, :] & (own_stamp[None, :] > own_stamp[:, None])
-        newer_in_bucket = ((stamps > own_stamp[:, None]) & (stamps > 0)).sum(-1)
-        first = last_time < 0
-        pushed_out = torch.where(
-            first,
-            ~in_bucket | (newer_in_bucket + (others & ~newer_held).sum(-1) >= guesses),
-            others.sum(-1) >= guesses,
+        same_key, held, in_bucket, final_previous, last_of_item = item_histories(
+            (keys, continuations, previous, made), old, stamps, before, guesses
         )
-        made_here = made & pushed_out  # the insertion made a fresh entry
-
-        last_made = torch.where(same & made_here[None, :], index[None, :], -1).max(-1).values
-        told = same & (index[None, :] >= last_made[:, None]) & (previous[None, :] != NONE)
-        last_told = torch.where(told, index[None, :], -1).max(-1).values
-        kept_previous = torch.where((last_made < 0) & in_bucket, own_previous, NONE)
-        final_previous = torch.where(last_told >= 0, at(previous, last_told), kept_previous)
-        last_of_item = torch.where(same, index[None, :], -1).max(-1).values == index
 
         # Each insertion's view of its key's new bucket: the G old slots, then the K insertions as new items.
         touches = same_key[:, :, None] & held[None, :, :]  # [b, j, g]: insertion j touches old slot g of b's key
@@ -174,6 +149,45 @@ class PoolTable:
         spans = newest[:, :, None].expand(-1, -1, continuations.shape[1])
         self.continuations.index_copy_(0, target, all_continuations.gather(1, spans))
         self.clock += count
+
+
+def item_histories(inserted: tuple, old: torch.Tensor, stamps: torch.Tensor, before: torch.Tensor, guesses: int):
+    """For K insertions at once (`inserted`: keys, continuations, previous tokens, made, as WorkingPool.insert takes
+    them) into buckets of G whose `old` continuations, `stamps` and `before` tokens are each key's (K, G, ...): which
+    insertions share a key, which old slot holds each item, whether the bucket holds it, each insertion's preceding
+    token once every insertion is done, and whether it is its item's last insertion."""
+    keys, continuations, previous, made = inserted
+    count = keys.shape[0]
+    index = torch.arange(count, device=keys.device)
+    same_key = made[:, None] & made[None, :] & (keys[:, None] == keys[None, :])
+    same = same_key & (continuations[:, None] == continuations[None, :]).all(-1)  # the same item
+    held = (old == continuations[:, None]).all(-1) & (stamps > 0)  # (K, G): the slot holding the item
+    in_bucket, own_stamp = held.any(-1), (stamps * held).sum(-1)
+    own_previous = torch.where(in_bucket, (before * held).sum(-1), NONE)
+
+    earlier = index[None, :] < index[:, None]  # [b, j]: j before b
+    last_time = torch.where(same & earlier, index[None, :], -1).max(-1).values  # the item's last insertion, -1
+    next_time = torch.where(same & ~earlier & (index[None, :] != index[:, None]), index[None, :], count)
+    next_time = next_time.min(-1).values
+    since = earlier & (index[None, :] > last_time[:, None]) & (next_time[None, :] >= index[:, None])
+    others = same_key & ~same & since  # [b, j]: j the last insertion before b of a distinct other item
+    newer_held = in_bucket[None, :] & (own_stamp[None, :] > own_stamp[:, None])
+    newer_in_bucket = ((stamps > own_stamp[:, None]) & (stamps > 0)).sum(-1)
+    first = last_time < 0
+    pushed_out = torch.where(
+        first,
+        ~in_bucket | (newer_in_bucket + (others & ~newer_held).sum(-1) >= guesses),
+        others.sum(-1) >= guesses,
+    )
+    made_here = made & pushed_out  # the insertion made a fresh entry
+
+    last_made = torch.where(same & made_here[None, :], index[None, :], -1).max(-1).values
+    told = same & (index[None, :] >= last_made[:, None]) & (previous[None, :] != NONE)
+    last_told = torch.where(told, index[None, :], -1).max(-1).values
+    kept_previous = torch.where((last_made < 0) & in_bucket, own_previous, NONE)
+    final_previous = torch.where(last_told >= 0, at(previous, last_told), kept_previous)
+    last_of_item = torch.where(same, index[None, :], -1).max(-1).values == index
+    return same_key, held, in_bucket, final_previous, last_of_item
 
 
 def at(values: torch.Tensor, index: torch.Tensor) -> torch.Tensor:

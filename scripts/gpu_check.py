@@ -112,31 +112,8 @@ def main() -> None:
             found.curves[dtype, chosen_mode(lm.model, asked)[0]] = {n: auto.costs.relative(n) for n in COST_POINTS}
         sets = args.sets if dtype == "float32" or args.half_sets is None else args.half_sets
         for name, asked in [(name, mode) for name in sets for mode in args.modes]:
-            auto = autos[asked]
-            prompts = load_prompts(name, args.limit)
-            costs = shape_costs(lm, None if asked is None else StepMode(asked))
-            runtime = runtime_for(lm, list(METHODS), auto=auto, mode=asked, costs=costs)
-            runtime = replace(runtime, store=SuffixStore())  # suffix decoding's store warm, as the CLI's default
-            request = DecodeRequest(max_new_tokens=args.max_new_tokens)
             try:
-                report = run_bench(lm, prompts, methods, request, runtime, dataset=name, repeats=args.repeats)
-                if report.settings.mode_note:
-                    print(f"  note: {report.settings.mode_note}", flush=True)
-                    found.notes[dtype] = report.settings.mode_note
-                for method, why in report.settings.state_on_host.items():
-                    print(f"  note: {method}'s device step failed ({why}): its steps kept their state on the host")
-                if args.out is not None:
-                    args.out.mkdir(parents=True, exist_ok=True)
-                    stem = args.out / (f"{name}-{dtype}" + (f"-{asked}" if len(args.modes) > 1 else ""))
-                    stem.with_suffix(".json").write_text(report.to_json(indent=1))
-                rows += report_rows(report, name, dtype)
-                ids = encode_prompt(lm.tokenizer, prompts[0]["prompt"], prompts[0]["chat"])
-                for method in [m.method for m in methods if m.method is not None]:
-                    settled = replace(runtime.settled(request), method=method)
-                    levers = dtype == "float32" and name == sets[0]
-                    split = print_split(lm, ids, settled, runtime, args.profile, levers)
-                    key = (dtype, runtime.mode, method)
-                    found.host[key] = max(found.host.get(key, 0.0), split)
+                bench_set(lm, args, methods, (name, dtype, asked), autos[asked], name == sets[0], found, rows)
             except Exception:  # one bench's failure (a capture, say) is a finding: print it, go on with the next
                 traceback.print_exc()
                 print(f"  FAILED: {name} {dtype} {asked or 'default mode'}", flush=True)
@@ -151,6 +128,35 @@ def main() -> None:
             found.runs[dtype] = app_recordings(args, dtype, load_prompts(sets[0], 1)[0])
     print_table(rows, args)
     print_targets(rows, found, args.device)
+
+
+def bench_set(lm, args, methods, where: tuple, auto, first_set: bool, found: Findings, rows: list) -> None:
+    """One prompt set in one mode (`where`: the set's name, the dtype, the mode asked): its bench, written under
+    --out and its rows added to `rows`, then each method's step split on its first prompt (with the levers on the
+    first set in float32), the host's share of each kept in `found`."""
+    name, dtype, asked = where
+    prompts = load_prompts(name, args.limit)
+    costs = shape_costs(lm, None if asked is None else StepMode(asked))
+    runtime = runtime_for(lm, list(METHODS), auto=auto, mode=asked, costs=costs)
+    runtime = replace(runtime, store=SuffixStore())  # suffix decoding's store warm, as the CLI's default
+    request = DecodeRequest(max_new_tokens=args.max_new_tokens)
+    report = run_bench(lm, prompts, methods, request, runtime, dataset=name, repeats=args.repeats)
+    if report.settings.mode_note:
+        print(f"  note: {report.settings.mode_note}", flush=True)
+        found.notes[dtype] = report.settings.mode_note
+    for method, why in report.settings.state_on_host.items():
+        print(f"  note: {method}'s device step failed ({why}): its steps kept their state on the host")
+    if args.out is not None:
+        args.out.mkdir(parents=True, exist_ok=True)
+        stem = args.out / (f"{name}-{dtype}" + (f"-{asked}" if len(args.modes) > 1 else ""))
+        stem.with_suffix(".json").write_text(report.to_json(indent=1))
+    rows += report_rows(report, name, dtype)
+    ids = encode_prompt(lm.tokenizer, prompts[0]["prompt"], prompts[0]["chat"])
+    for method in [m.method for m in methods if m.method is not None]:
+        settled = replace(runtime.settled(request), method=method)
+        split = print_split(lm, ids, settled, runtime, args.profile, dtype == "float32" and first_set)
+        key = (dtype, runtime.mode, method)
+        found.host[key] = max(found.host.get(key, 0.0), split)
 
 
 def arguments(argv: list[str] | None = None) -> tuple[argparse.Namespace, list]:

@@ -201,3 +201,20 @@ def test_each_room_of_lab_imports_only_the_rooms_below_it(room):
         reached = {name for name in imported_modules(path) if name.split(".")[0] == "lab"}
         offending = {name for name in reached if ".".join(name.split(".")[:2]) not in allowed}
         assert not offending, f"{path.relative_to(ROOT)} imports {sorted(offending)}"
+
+
+LONGEST_FUNCTION = 60  # lines, its docstring included
+
+
+@pytest.mark.parametrize("package", [*PROJECT, "app.py"])
+def test_no_function_outside_the_tests_runs_past_60_lines(package):
+    """A function that grew past a screen does several things: each is a function of its own, named for it."""
+    paths = [ROOT / package] if package.endswith(".py") else modules(package)
+    longer = [
+        f"{path.relative_to(ROOT)}:{node.lineno} {node.name} ({node.end_lineno - node.lineno + 1} lines)"
+        for path in paths
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+        and node.end_lineno - node.lineno + 1 > LONGEST_FUNCTION
+    ]
+    assert not longer, longer

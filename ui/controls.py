@@ -99,11 +99,47 @@ def build_controls(presets: list[dict]) -> Controls:
     )
     used = settings_used(Method.LOOKAHEAD)
     method_note = gr.HTML(unused_note(Method.LOOKAHEAD), elem_id="ll-method-note")
+    window, ngram, guesses, feed = build_window_settings(first)
+    max_new_tokens = gr.Slider(1, CAP, value=first["max_new_tokens"], step=1, label="Max new tokens", elem_id="ll-max")
+    lookup_tokens, draft_tokens, suffix_tree_size, suffix_alpha = build_family_settings(used)
+    sampling = build_sampling()
+    return Controls(
+        preset=preset,
+        preset_note=note,
+        prompt=prompt,
+        chat=chat,
+        method=method,
+        method_note=method_note,
+        window=window,
+        ngram=ngram,
+        guesses=guesses,
+        feed=feed,
+        max_new_tokens=max_new_tokens,
+        lookup_tokens=lookup_tokens,
+        draft_tokens=draft_tokens,
+        suffix_tree_size=suffix_tree_size,
+        suffix_alpha=suffix_alpha,
+        sampling=sampling,
+        auto=auto,
+        run=run,
+        again=again,
+        stop=stop,
+        notice=notice,
+    )
+
+
+def build_window_settings(first: dict) -> tuple:
+    """Lookahead's W, N and G sliders at the first preset's values, and what one step of them feeds."""
     window = gr.Slider(1, MAX_WINDOW, value=first["window"], step=1, label="W · window size (columns)")
     ngram = gr.Slider(2, MAX_NGRAM, value=first["ngram"], step=1, label="N · n-gram size (N−1 levels)")
     guesses = gr.Slider(0, MAX_GUESSES, value=first["guesses"], step=1, label="G · guesses verified per step")
     feed = gr.HTML(feed_words(first["window"], first["ngram"], first["guesses"]))
-    max_new_tokens = gr.Slider(1, CAP, value=first["max_new_tokens"], step=1, label="Max new tokens", elem_id="ll-max")
+    return window, ngram, guesses, feed
+
+
+def build_family_settings(used: dict[str, bool]) -> tuple:
+    """The other methods' settings, folded: prompt lookup's tokens, the draft's k, suffix decoding's tree; each on
+    where the method shown uses it (`used`: settings_used)."""
     with gr.Accordion("Prompt lookup, the draft model, suffix decoding", open=False, elem_id="ll-family"):
         lookup_tokens = gr.Slider(
             1,
@@ -137,30 +173,7 @@ def build_controls(presets: list[dict]) -> Controls:
             label="Suffix decoding: alpha, nodes per token of the match, at most",
             interactive=used["suffix"],
         )
-    sampling = build_sampling()
-    return Controls(
-        preset=preset,
-        preset_note=note,
-        prompt=prompt,
-        chat=chat,
-        method=method,
-        method_note=method_note,
-        window=window,
-        ngram=ngram,
-        guesses=guesses,
-        feed=feed,
-        max_new_tokens=max_new_tokens,
-        lookup_tokens=lookup_tokens,
-        draft_tokens=draft_tokens,
-        suffix_tree_size=suffix_tree_size,
-        suffix_alpha=suffix_alpha,
-        sampling=sampling,
-        auto=auto,
-        run=run,
-        again=again,
-        stop=stop,
-        notice=notice,
-    )
+    return lookup_tokens, draft_tokens, suffix_tree_size, suffix_alpha
 
 
 def build_sampling() -> Sampling:

@@ -203,15 +203,23 @@ STOPPED = (
 
 
 def wire_replay(demo: gr.Blocks, page: Page):
-    """Opening a link, the lesson, presets, the prompt, the step controls and playback; the page's opening event,
-    for what must follow it."""
-    r, c, lesson = page.replay, page.controls, page.lesson
-    shown, filled = page.shown_run(), page.preset_outputs()
-    opening = [lesson.walkthrough, c.preset, *filled, page.model_box.info, lesson.lit, lesson.bar, page.contrast]
-    opening += [page.exports.json, page.exports.html, page.exports.png]
+    """Opening a link, the lesson, the form, the step controls and playback; the page's opening event, for what must
+    follow it."""
+    c, lesson = page.controls, page.lesson
+    opening = [lesson.walkthrough, c.preset, *page.preset_outputs(), page.model_box.info, lesson.lit, lesson.bar]
+    opening += [page.contrast, page.exports.json, page.exports.html, page.exports.png]
     opening_event = demo.load(bound(opened, page), None, opening, **PRIVATE, **REPLAYING).then(
         None, lesson.lit, None, js=scripts.HIGHLIGHT
     )
+    wire_lesson(page)
+    wire_form(page)
+    wire_player(page)
+    return opening_event
+
+
+def wire_lesson(page: Page) -> None:
+    """The lesson's steps, its bar opened, and Back to the visitor's own prompt; each step outlines its panel."""
+    c, lesson, filled = page.controls, page.lesson, page.preset_outputs()
     lessoned = [lesson.walkthrough, c.preset, *filled, lesson.lit, lesson.own, lesson.back]
     shown_now = [c.preset, c.prompt, c.chat, page.exports.run_id, lesson.own]  # what the lesson may keep
     for target, button in lesson.moves:
@@ -224,6 +232,12 @@ def wire_replay(demo: gr.Blocks, page: Page):
     lesson.back.click(
         bound(back_to_own, page), lesson.own, [lesson.own, lesson.back, c.preset, *filled], **PRIVATE, **REPLAYING
     )
+
+
+def wire_form(page: Page) -> None:
+    """The high contrast view, the prompt, presets, the method and its settings, and what they feed."""
+    c = page.controls
+    filled = page.preset_outputs()
     page.contrast.change(None, page.contrast, None, js=scripts.CONTRAST, **PRIVATE)
     c.prompt.input(bound(controls_events.own_prompt, page), None, [c.preset, c.preset_note], **PRIVATE, **REPLAYING)
     c.preset.input(bound(choose_preset, page), c.preset, filled, api_name="preset", **REPLAYING)
@@ -248,6 +262,11 @@ def wire_replay(demo: gr.Blocks, page: Page):
     page.race.settings.change(
         bound(race.planned, page), [page.race.settings, c.auto, *sliders], page.race.plan, **PRIVATE, **REPLAYING
     )
+
+
+def wire_player(page: Page) -> None:
+    """The link to this step, the step controls, playback and its speed."""
+    r, c, shown = page.replay, page.controls, page.shown_run()
     r.link.click(None, [c.preset, r.step, page.exports.run_id], None, js=scripts.COPY_LINK, **PRIVATE)
     # A step press moves the slider in the browser at once and the slider's input event draws its step: no press
     # waits on the one before it (scripts.STEP_BY). The HTTP API keeps its step endpoints, with no button behind them.
@@ -263,7 +282,6 @@ def wire_replay(demo: gr.Blocks, page: Page):
     )
     r.timer.tick(bound(player.tick, page), [r.run, r.step], shown, trigger_mode="always_last", **PRIVATE, **REPLAYING)
     r.speed.change(bound(player.set_speed, page), r.speed, r.timer, **PRIVATE, **REPLAYING)
-    return opening_event
 
 
 def wire_classroom(page: Page, opening) -> None:

@@ -211,45 +211,13 @@ def method_figure(report: TuneReport, method: Method):
     chosen = report.chosen_cell(method)
     for column, measured in maps:
         z, text = grids(cells, x, y, measured, chosen)
-        figure.add_trace(
-            go.Heatmap(
-                z=z,
-                x=[str(v) for v in x],
-                y=[str(v) for v in y],
-                text=text,
-                texttemplate="%{text}",
-                textfont={"color": TEXT, "size": SMALLEST_TEXT},
-                colorscale=SCALE,
-                zmin=low,
-                zmax=high,
-                showscale=column == len(maps),
-                colorbar={"title": {"text": "× plain"}},
-                hoverongaps=False,
-                xgap=2,
-                ygap=2,
-                name="measured" if measured else "predicted",
-            ),
-            row=1,
-            col=column,
-        )
+        figure.add_trace(speedup_map(z, x, y, text, (low, high), measured, column == len(maps)), row=1, col=column)
         if method == Method.LOOKAHEAD and len(x) > 1 and len(y) > 1:
             figure.add_trace(break_even(z, x, y), row=1, col=column)
         figure.update_xaxes(title_text=x_title, type="category", row=1, col=column)
         figure.update_yaxes(title_text=y_title, type="category", row=1, col=column)
     if chosen is not None:
-        row, col = place(chosen, x, y)
-        for column, _ in maps:  # a frame around the cell, inside its gaps; the cell's text says "chosen" too
-            figure.add_shape(
-                type="rect",
-                x0=col - 0.47,
-                x1=col + 0.47,
-                y0=row - 0.47,
-                y1=row + 0.47,
-                line={"color": LINE, "width": 4},
-                name="chosen",
-                row=1,
-                col=column,
-            )
+        frame_chosen(figure, place(chosen, x, y), [column for column, _ in maps])
     figure.update_layout(
         template="none",
         height=300 + 40 * len(y),
@@ -262,6 +230,45 @@ def method_figure(report: TuneReport, method: Method):
         font={"size": 14},
     )
     return figure
+
+
+def speedup_map(z: list, x: list, y: list, text: list, scale: tuple[float, float], measured: bool, colorbar: bool):
+    """One map of speedups over plain decoding, each cell labelled with its figure, on the shared colour `scale`."""
+    return go.Heatmap(
+        z=z,
+        x=[str(v) for v in x],
+        y=[str(v) for v in y],
+        text=text,
+        texttemplate="%{text}",
+        textfont={"color": TEXT, "size": SMALLEST_TEXT},
+        colorscale=SCALE,
+        zmin=scale[0],
+        zmax=scale[1],
+        showscale=colorbar,
+        colorbar={"title": {"text": "× plain"}},
+        hoverongaps=False,
+        xgap=2,
+        ygap=2,
+        name="measured" if measured else "predicted",
+    )
+
+
+def frame_chosen(figure, cell: tuple[int, int], columns: list[int]) -> None:
+    """A frame around the chosen cell (`cell`: its row and column) of each map, inside its gaps; the cell's text
+    says "chosen" too."""
+    row, col = cell
+    for column in columns:
+        figure.add_shape(
+            type="rect",
+            x0=col - 0.47,
+            x1=col + 0.47,
+            y0=row - 0.47,
+            y1=row + 0.47,
+            line={"color": LINE, "width": 4},
+            name="chosen",
+            row=1,
+            col=column,
+        )
 
 
 def break_even(z: list, x: list, y: list):
