@@ -24,9 +24,8 @@ def test_runs_auto_box_moves_the_races_choice_with_it():
     import app
 
     page = app.PAGE
-    assert race.follow_run(page, True, 4, 5, 4)[page.race.settings] == RACE_AUTO
-    assert race.follow_run(page, False, 4, 5, 4)[page.race.settings] == RACE_SLIDERS
-    assert "the sliders' settings" in race.follow_run(page, False, 4, 5, 4)[page.race.plan]
+    assert race.follow_run(page, True) == {page.race.settings: RACE_AUTO}
+    assert race.follow_run(page, False) == {page.race.settings: RACE_SLIDERS}
     events = app.demo.config["dependencies"]
     followed = [
         e

@@ -243,24 +243,21 @@ def wire_form(page: Page) -> None:
     c.preset.input(bound(choose_preset, page), c.preset, filled, api_name="preset", **REPLAYING)
     method_settings = [*[part for parts in controls_events.grouped(c).values() for part in parts], c.method_note]
     c.method.change(bound(controls_events.method_chosen, page), c.method, method_settings, **PRIVATE, **REPLAYING)
-    # One server event per trigger: as each of two `always_last` events on one trigger ends, Gradio's page sends
-    # the whole trigger again, and the two restart each other forever (a core burnt by every page whose W or N a
-    # preset or the lesson had set). So the sliders answer the feed and the race's plan at once, and Auto the race's
-    # choice and its plan (tests/test_wiring.py).
+    # One `always_last` event per trigger: as each of two on one trigger ends, Gradio's page sends the whole trigger
+    # again, and the two restart each other forever (a core burnt by every page whose W or N a preset or the lesson
+    # had set; tests/test_wiring.py). So one event answers the feed and the race's plan, on every change they read
+    # (the last reads the race's choice after Auto moved it), and Auto moves the race's choice once per change.
     sliders = [c.window, c.ngram, c.guesses]
+    c.auto.change(
+        bound(race.follow_run, page), c.auto, page.race.settings, trigger_mode="multiple", **PRIVATE, **REPLAYING
+    )
     gr.on(
-        [slider.change for slider in sliders],
-        bound(race.window_set, page),
+        [page.race.settings.change, c.auto.change, *(slider.change for slider in sliders)],
+        bound(race.planned, page),
         [page.race.settings, c.auto, *sliders],
         [c.feed, page.race.plan],
         **PRIVATE,
         **REPLAYING,
-    )
-    c.auto.change(
-        bound(race.follow_run, page), [c.auto, *sliders], [page.race.settings, page.race.plan], **PRIVATE, **REPLAYING
-    )
-    page.race.settings.change(
-        bound(race.planned, page), [page.race.settings, c.auto, *sliders], page.race.plan, **PRIVATE, **REPLAYING
     )
 
 

@@ -153,20 +153,15 @@ def run_race(page, values: dict, progress):
 race_model = form_handler((*RACE_FORM, VISITOR), run_race)
 
 
-def follow_run(page, auto, window, ngram, guesses):
-    """Run's "auto" box changed (by hand or by a preset): the race takes the same choice, and says its plan."""
-    choice = race_choice(auto)
-    return {page.race.settings: choice, **planned(page, choice, auto, window, ngram, guesses)}
+def follow_run(page, auto):
+    """Run's "auto" box changed (by hand or by a preset): the race takes the same choice."""
+    return {page.race.settings: race_choice(auto)}
 
 
 def planned(page, choice, auto, window, ngram, guesses):
-    """The race's choice or the form changed: what the next race will run lookahead with, in words."""
-    return {page.race.plan: plan_html(choice, auto, window, ngram, guesses)}
-
-
-def window_set(page, choice, auto, window, ngram, guesses):
-    """W, N or G moved: what one step of them feeds, under the form, and the race's plan, in one answer."""
-    return {**feed(page, window, ngram, guesses), **planned(page, choice, auto, window, ngram, guesses)}
+    """The race's choice or the form changed: what one step of W, N, G feeds, under the form, and what the next race
+    will run lookahead with, in words."""
+    return {**feed(page, window, ngram, guesses), page.race.plan: plan_html(choice, auto, window, ngram, guesses)}
 
 
 def replay_race(page, result, slow):
