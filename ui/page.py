@@ -385,7 +385,8 @@ def wire_model_work(page: Page) -> None:
     for finished in (raced, mapped):  # done, refused, failed or cancelled: the buttons come back
         finished.then(idle, None, buttons, **PRIVATE, **REPLAYING)
     # A Run's ending also writes the note under Run back as it stands: a Run that Stop cancelled ends on Gradio's
-    # error status, drawn over the note as "Error" in place of Stop's words when it came after them (3 Stops in 8)
+    # error status, drawn over the note as "Error" in place of Stop's words when it came after them (1 Stop in 8 on
+    # the 2-core Xeon ended so, and 1 more showed it first)
     for finished in (ran, measured):
         finished.then(bound(run_ended, page), c.notice, [*buttons, c.notice], **PRIVATE, **REPLAYING)
     every = [ran, measured, raced, mapped]
