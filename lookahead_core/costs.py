@@ -159,11 +159,13 @@ CURVE_VERSION = 3
 
 
 def costs_path(lm: LoadedModel, mode: StepMode = StepMode.EAGER):
-    """Where the curve of `lm` in `mode` is cached: by model, device, dtype and mode, and on a CPU by the machine's
+    """Where the curve of `lm` in `mode` is cached: by model (its name and parameter count: a folder whose model was
+    replaced, or a model cut to fewer layers, is another), device, dtype and mode, and on a CPU by the machine's
     fingerprint (the products' choice and the curve hold for that machine only)."""
     facts = lm.describe()
     mode_key = "" if mode == StepMode.EAGER else f"-{mode}"
-    key = re.sub(r"[^A-Za-z0-9.]+", "-", f"{lm.name}-{facts['device_name']}-{facts['dtype']}{mode_key}").strip("-")
+    model = f"{lm.name}-{facts['parameters']}p"
+    key = re.sub(r"[^A-Za-z0-9.]+", "-", f"{model}-{facts['device_name']}-{facts['dtype']}{mode_key}").strip("-")
     if lm.device.type == "cpu":
         machine = json.dumps(fingerprint(lm.dtype), sort_keys=True).encode()
         key += f"-{hashlib.sha256(machine).hexdigest()[:12]}"
