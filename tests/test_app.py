@@ -2,6 +2,11 @@
 
 The panels each event returns must be exactly what visuals render for the recorded run, bad
 input must come back as a message (never a traceback), and the server must stay up through it.
+
+The app is served on tests.conftest.app_model, the default model's first layers: what is tested here is the app's
+behaviour, not the model's words. A Run on the whole model, through the page, is
+tests/browser/test_page_on_the_model.py's; the app's Run and race on it, scripts/gpu_check.py's
+(tests/test_gpu_check.py).
 """
 
 from __future__ import annotations
@@ -63,8 +68,8 @@ DEFAULT = "SmolLM2-135M-Instruct"  # the model picker's value for the embedded d
 
 
 @pytest.fixture(scope="module")
-def url(default_model):
-    with running_app(default_model) as address:
+def url(app_model):
+    with running_app(app_model) as address:
         yield address
 
 
@@ -184,7 +189,7 @@ def test_bad_input_gets_a_message_and_the_server_stays_up(client, prompt, change
     assert after[PANELS] == before[PANELS]  # the replay is untouched and the server answers
 
 
-def test_a_real_run_on_the_default_model(client):
+def test_a_run_through_the_api_shows_its_steps_and_its_model(client):
     started = time.perf_counter()
     result = client.predict(**run_form("def add(a, b):\n"), api_name="/run")
     seconds = time.perf_counter() - started
@@ -472,16 +477,16 @@ def tiny_folder(folder: Path, tokenizer, config) -> str:
 
 
 @pytest.fixture(scope="module")
-def model_folders(default_model, tmp_path_factory):
+def model_folders(app_model, tmp_path_factory):
     from transformers import BloomConfig, LlamaConfig
 
-    vocab = len(default_model.tokenizer)
+    vocab = len(app_model.tokenizer)
     small = {"vocab_size": vocab, "hidden_size": 32, "num_attention_heads": 4}
     root = tmp_path_factory.mktemp("models")
     llama = LlamaConfig(intermediate_size=64, num_hidden_layers=2, num_key_value_heads=2, **small)
     bloom = BloomConfig(n_layer=2, **small)
-    return tiny_folder(root / "llama", default_model.tokenizer, llama), tiny_folder(
-        root / "bloom", default_model.tokenizer, bloom
+    return tiny_folder(root / "llama", app_model.tokenizer, llama), tiny_folder(
+        root / "bloom", app_model.tokenizer, bloom
     )
 
 
@@ -492,9 +497,14 @@ def run_on(client, choice: str, dtype: str = "auto", method: str = "lookahead"):
 
 @pytest.mark.usefixtures("one_round")
 def test_switching_models_runs_each_and_a_bad_choice_leaves_the_held_model(
-    client, default_model, model_folders, monkeypatch
+    client, app_model, model_folders, monkeypatch
 ):
+    """A model folder is loaded and run, refusals leave it held, and naming the default again loads the default (here
+    app_model, not the wheel's 540 MB again)."""
+    from lab.serve import holding
 
+    loading = holding.load_model
+    monkeypatch.setattr(holding, "load_model", lambda name, **how: app_model if name is None else loading(name, **how))
     monkeypatch.setattr(server, "ACCESS", ModelAccess(open=True))  # an operator who opened the model box
     llama, bloom = model_folders
     try:
@@ -515,7 +525,7 @@ def test_switching_models_runs_each_and_a_bad_choice_leaves_the_held_model(
         assert "SmolLM2-135M-Instruct" in result[-3]
         assert "Choose a dtype: auto, float32, bfloat16" in run_on(client, DEFAULT_MODEL, "int3")[-1]
     finally:
-        server.MODEL.put(default_model)
+        server.MODEL.put(app_model)
     assert client.predict(3, api_name="/scrub")[PANELS]  # the server answers
 
 
@@ -575,14 +585,14 @@ def test_the_operator_sets_the_model_box_by_environment(monkeypatch):
     assert access_from_environment("0.0.0.0", zero_gpu=True) == ModelAccess()  # a Space holds its default
 
 
-def test_a_request_keeps_its_model_while_another_is_loaded(default_model):
+def test_a_request_keeps_its_model_while_another_is_loaded(app_model):
 
     holder = ModelHolder(warm=False)
-    holder.put(default_model)
+    holder.put(app_model)
     held = holder.get()
     assert holder.loading("/some/other/model", "auto") and not holder.loading(DEFAULT_MODEL, "auto")
-    holder.put(dataclasses.replace(default_model, name="another"))
-    assert held.lm is default_model and holder.get("another").lm is not default_model
+    holder.put(dataclasses.replace(app_model, name="another"))
+    assert held.lm is app_model and holder.get("another").lm is not app_model
     assert holder.loading(DEFAULT_MODEL, "bfloat16")
 
 

@@ -2,7 +2,7 @@
 carry a payload, opened in Chromium, are tests/browser/test_hostile_links.py.
 
 Every corpus is generated from a fixed seed, so a failure reproduces. Each test prints its counts:
-cases sent, messages, failures (pytest -s shows them).
+cases sent, messages, failures (pytest -s shows them). The app is served on tests.conftest.app_model.
 """
 
 from __future__ import annotations
@@ -110,8 +110,8 @@ def outcome(client: httpx.Client, name: str, data) -> tuple[str, str]:
 
 
 @pytest.fixture(scope="module")
-def url(default_model):
-    with serving.running_app(default_model) as address:
+def url(app_model):
+    with serving.running_app(app_model) as address:
         yield address
 
 

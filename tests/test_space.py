@@ -39,15 +39,16 @@ LOOKAHEAD = ("lookahead", 10, 4)  # the method for Run, prompt lookup's tokens, 
 
 
 @pytest.fixture
-def served(default_model, monkeypatch):
-    """The app with the default model loaded; loading another model would be a bug, so it raises."""
-    server.MODEL.put(default_model)
+def served(app_model, monkeypatch):
+    """The app with the default model loaded (its first layers: tests.conftest.app_model); loading another model
+    would be a bug, so it raises."""
+    server.MODEL.put(app_model)
 
     def no_load(*_, **__):
         raise AssertionError("a model load inside GPU work although a model is loaded")
 
     monkeypatch.setattr(server, "load_model", no_load)
-    return default_model
+    return app_model
 
 
 def test_the_real_spaces_package_is_a_no_op_off_a_space():

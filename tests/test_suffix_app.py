@@ -1,4 +1,4 @@
-"""Suffix decoding in the app, end to end through gradio_client on the real default model: whose outputs feed it
+"""Suffix decoding in the app, end to end through gradio_client (on tests.conftest.app_model): whose outputs feed it
 (each visitor's own store: the shipped examples' outputs and that visitor's Runs, never another visitor's), a Run
 of it and its export (its race lane and settings: test_app's race test).
 
@@ -32,8 +32,8 @@ TOKENS = 16  # 32 took 48 s of make test for the same checks (2026-11-27)
 
 
 @pytest.fixture(scope="module")
-def url(default_model):
-    with running_app(default_model) as address:
+def url(app_model):
+    with running_app(app_model) as address:
         yield address
 
 
