@@ -28,14 +28,13 @@ def caption_says(text: str) -> str:
 OUTLINED = "() => document.querySelector('.ll-lit')"
 NO_CLASS_SHOWN = "() => document.querySelector('#ll-class-status').innerText.startsWith('No class is open')"
 PENCILS = library.preset(library.load_presets(), "pencils")["caption"][:60]
-# Each link, and what the page shows once it has opened it (the payload, if shown at all, is drawn by then)
+# Each link, and what the page shows once it has opened it (the payload, if shown at all, is drawn by then); each of
+# the page's parameters carries it in one link at least (seven links until 2026-12-06: ?lesson= and ?class= alone too)
 LINKS = [
     ("?preset={payload}", caption_says("No preset is called")),
     ("?preset=pencils&step={payload}", caption_says(PENCILS)),  # not the default preset: its caption tells
     ("?run={payload}&step=2", caption_says("is no longer kept")),
-    ("?lesson={payload}", OUTLINED),  # lesson step 1, its panel outlined
-    ("?preset={payload}&run={payload}&lesson=", OUTLINED),
-    ("?class={payload}", NO_CLASS_SHOWN),
+    ("?preset={payload}&run={payload}&lesson={payload}", OUTLINED),  # lesson step 1, its panel outlined
     ("?class={payload}&key={payload}", NO_CLASS_SHOWN),
 ]
 
