@@ -1,8 +1,8 @@
 """axe-core on every state a class sees, in a real headless Chromium: no serious or critical violation.
 
-The states: the first view at 1280 and 390 px, a Run's result (the real default model),
-the race's playback and table, and the offline HTML replay. Each lesson step's panel is audited in
-test_classroom.py's walk (tests/browser/axe.py). A negative control checks that axe does catch a
+The states: the first view at 1280 and 390 px, a Run's result (on the default model's first layers,
+tests.conftest.app_model), the race's playback and table, and the offline HTML replay. Each lesson step's panel is
+audited in test_classroom.py's walk (tests/browser/axe.py). A negative control checks that axe does catch a
 deliberately low-contrast element on the same page, so a silent axe cannot pass the audit.
 `pytest -s` prints the counts, state by state.
 """
@@ -21,9 +21,9 @@ DESKTOP = {"width": 1280, "height": 900}
 
 
 @pytest.fixture(scope="module")
-def desktop(browser, served_on_the_model):
+def desktop(browser, served_on_app_model):
     """The first view at 1280 px, and the list of its JavaScript errors."""
-    page, errors = open_page(browser, served_on_the_model, DESKTOP)
+    page, errors = open_page(browser, served_on_app_model, DESKTOP)
     yield page, errors
     page.close()
 
@@ -54,8 +54,8 @@ def test_the_first_view_at_1280_px(desktop):
     assert errors == []
 
 
-def test_the_first_view_at_390_px(browser, served_on_the_model):
-    page, errors = open_page(browser, served_on_the_model, PHONE)
+def test_the_first_view_at_390_px(browser, served_on_app_model):
+    page, errors = open_page(browser, served_on_app_model, PHONE)
     try:
         assert audited(page, "first view 390 px") == {}
         assert errors == []

@@ -1,4 +1,5 @@
-"""A class in a real headless Chromium, on the real model: a teacher's page and three students' pages of one class.
+"""A class in a real headless Chromium (the app on tests.conftest.app_model): a teacher's page and three students'
+pages of one class.
 
 The teacher's Run and step show on every student's page, and `pytest -s` prints how long after the teacher's (each
 page notes in the browser when it first showed each caption and summary, so the test's own waits, one page after
@@ -63,9 +64,9 @@ def assert_all_follow(teacher, students, element_id: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def lesson(browser, served_on_the_model):
+def lesson(browser, served_on_app_model):
     """A class: the teacher's page (which opened it), its two links, and three students' pages on the shared link."""
-    teacher, errors = open_page(browser, served_on_the_model)
+    teacher, errors = open_page(browser, served_on_app_model)
     teacher.click("#ll-class button")  # the accordion's head
     teacher.click("#ll-class-open")
     teacher.wait_for_function("() => document.querySelector('#ll-class-drive input, #ll-class-drive textarea')")
@@ -131,7 +132,7 @@ def test_a_students_step_moves_no_other_page_and_they_can_follow_again(lesson):
     wait_for_status(away, FOLLOWING)
 
 
-def test_a_shared_link_edited_to_drive_without_the_secret_drives_nothing(lesson, browser, served_on_the_model):
+def test_a_shared_link_edited_to_drive_without_the_secret_drives_nothing(lesson, browser, served_on_app_model):
     teacher, students = lesson["teacher"], lesson["students"]
     before, at = board_version(lesson["share"]), teacher.inner_text("#ll-caption")
     forged, errors = open_page(browser, lesson["share"] + "&key=" + "A" * 32)
@@ -146,7 +147,7 @@ def test_a_shared_link_edited_to_drive_without_the_secret_drives_nothing(lesson,
         assert errors == []
     finally:
         forged.close()
-    unknown, errors = open_page(browser, f"{served_on_the_model}?class=%3Cb%3Enope%3C%2Fb%3E")
+    unknown, errors = open_page(browser, f"{served_on_app_model}?class=%3Cb%3Enope%3C%2Fb%3E")
     try:
         wait_for_status(unknown, NO_CLASS)
         assert "nope" not in unknown.inner_text("#ll-class-status") and errors == []

@@ -1,6 +1,6 @@
 """Suffix decoding in a real headless Chromium: its panel (the shipped suffix example at a step whose tree an
 earlier run's output fed) and the lesson step on it; axe-core finds no serious or critical violation on either, and
-the panel's tree is reached and read without a mouse. Its lane in a race on the real model is audited with the rest
+the panel's tree is reached and read without a mouse. Its lane in a race is audited with the rest
 of the race (test_accessibility.py) and named there and in test_page_on_the_model.py.
 """
 
@@ -30,9 +30,9 @@ def tree_step() -> int:
     )
 
 
-def test_the_suffix_panel_reads_in_words_and_passes_axe(browser, served_on_the_model):
+def test_the_suffix_panel_reads_in_words_and_passes_axe(browser, served_on_app_model):
     index = tree_step()
-    page, errors = open_page(browser, f"{served_on_the_model}?preset={PRESET}&step={index}", DESKTOP)
+    page, errors = open_page(browser, f"{served_on_app_model}?preset={PRESET}&step={index}", DESKTOP)
     try:
         wait_for_step(page, index)
         words = page.inner_text("#ll-pool")
@@ -53,9 +53,9 @@ def test_the_suffix_panel_reads_in_words_and_passes_axe(browser, served_on_the_m
         page.close()
 
 
-def test_the_lesson_step_on_a_pool_that_spans_runs(browser, served_on_the_model):
+def test_the_lesson_step_on_a_pool_that_spans_runs(browser, served_on_app_model):
     item = LESSON[LESSON_STEP - 1]
-    page, errors = open_page(browser, f"{served_on_the_model}?lesson={LESSON_STEP}", DESKTOP)
+    page, errors = open_page(browser, f"{served_on_app_model}?lesson={LESSON_STEP}", DESKTOP)
     try:
         page.wait_for_function("() => document.querySelector('.ll-lit #ll-pool')")
         wait_for_step(page, item.step)
