@@ -46,12 +46,23 @@ def fill(page, selector: str, text: str) -> None:
     box.press("Tab")
 
 
+def boxes(page) -> dict:
+    """What the card's text boxes hold now, for a failure's message."""
+    return {
+        name: page.locator(f"#ll-tune-{name} textarea, #ll-tune-{name} input").first.input_value()
+        for name in ("prompts", "windows")
+    }
+
+
 def test_a_window_out_of_range_is_refused_in_words(page):
     fill(page, "#ll-tune-prompts", "a, b, c, a, b, c, a, b")
     fill(page, "#ll-tune-windows", "0")
     page.click("#ll-tune-run")
     page.wait_for_function(f"() => document.querySelector('{SUMMARY}').innerText.includes('Not mapped')")
-    assert "The windows W must each be from 1 to 16; 0 is not" in page.inner_text(SUMMARY)
+    # Once in 2026-12-06's runs the sweep was sent no prompts ("Paste at least one prompt"): the boxes say whether
+    # the page lost what was typed or only failed to send it
+    said = page.inner_text(SUMMARY)
+    assert "The windows W must each be from 1 to 16; 0 is not" in said, (said, boxes(page))
     assert page.locator(ERROR_TOAST).count() == 0
 
 
