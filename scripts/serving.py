@@ -117,6 +117,11 @@ def wait_for_step(page, step: int) -> None:
         said = {part: page.inner_text(part) for part in ("#ll-caption", "#ll-run-notice")}
         # the step the page would send with the next press (a value left behind would redraw the same step each time)
         said["#ll-step"] = page.evaluate("() => document.querySelector('#ll-step input[type=number]')?.value")
+        # the range a step button moves (scripts.STEP_BY moves nothing past its ends), and what has the focus
+        said["range"] = page.evaluate(
+            "() => { const r = document.querySelector('#ll-step input[type=range]');"
+            " return r && [r.min, r.value, r.max, document.activeElement?.id || document.activeElement?.tagName]; }"
+        )
         toasts = page.locator('[data-testid="toast-body"]').all_inner_texts()
         raise AssertionError(f"step {step} never showed; the page says {said}, toasts {toasts}") from None
 

@@ -139,10 +139,12 @@ def show_progress_then_stop(page, screenshot: Path) -> str:
     assert page.is_disabled("#ll-run") and page.is_disabled("#ll-race-run") and page.is_enabled("#ll-run-stop")
     page.wait_for_function("() => document.activeElement.id === 'll-run-stop'")
     page.locator("#ll-controls").screenshot(path=str(screenshot))
-    # Enter on Stop: a key waits for a busy page in its queue, where a click's wait for the button to scroll into
-    # view gave up after 10 s beside the load tests. Pressed on Stop itself, not wherever the focus is: a Run that
-    # ended meanwhile hands the focus back to Run, and Enter there would start another
-    page.locator("#ll-run-stop").press("Enter")
+    # Stop pressed in the page, in one go with the check that it is still on. A Run that ended meanwhile hands the
+    # focus back to Run, and Playwright's Enter on a disabled Stop goes to the focused element (checked on two plain
+    # buttons): it started another Run (a clean clone's make test, 2026-12-06, found Stop on after the Run came back,
+    # and the next test's page then stepped nothing for 120 s). A mouse click's wait for the button to scroll into view
+    # gave up after 10 s beside the load tests.
+    page.evaluate("() => { const stop = document.querySelector('#ll-run-stop'); if (!stop.disabled) stop.click(); }")
     try:
         page.wait_for_function(  # stopped, or (a short answer) ended while photographed
             "() => !document.querySelector('#ll-run').disabled && ['Stopped: the Run ended before', 'of model time']"
