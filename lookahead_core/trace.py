@@ -45,9 +45,10 @@ from .working_state import plain_passes
 
 @dataclass(frozen=True)
 class DecodingPlan:
-    """One decoding, settled before its first pass and carried down to it: the request as it runs, the step mode
-    it runs in and why that is not the mode asked for ("" when it is: Runtime.in_mode, asked once), the fixed
-    shape of its passes (the eager step runs the rows it feeds instead), and whether its steps are recorded."""
+    """One decoding, settled before its first pass and carried down to it (`settle`): the request as it runs (with
+    the runtime's auto settings, their W, N, G), the step mode it runs in and why that is not the mode asked for
+    ("" when it is), the fixed shape of its passes (the eager step runs the rows it feeds instead), and whether its
+    steps are recorded. What a record says of a decoding's settings and mode is read from its plan."""
 
     request: DecodeRequest
     mode: StepMode
@@ -66,11 +67,14 @@ class DecodingPlan:
 def settle(
     lm: LoadedModel, prompt_ids: list[int], request: DecodeRequest, runtime: Runtime, *, recorded: bool
 ) -> DecodingPlan:
-    """Validate the request (DecodingError names what is missing or out of range) and settle how it runs."""
+    """Validate the request (DecodingError names what is missing or out of range) and settle how it runs: the one
+    place a decoding's step mode (Runtime.in_mode: fixed.chosen_mode, once per runtime) and its auto settings' W, N,
+    G (Runtime.settled) are decided. A plan's own request settles to the same plan."""
     if not runtime.has(METHODS[request.method].needs):
         raise DecodingError(METHODS[request.method].missing)
-    check_request(prompt_ids, request.max_new_tokens, lm.context_length, reach(request, runtime))
     settled = runtime.in_mode(lm.model)
+    request = settled.settled(request)
+    check_request(prompt_ids, request.max_new_tokens, lm.context_length, reach(request, runtime))
     return DecodingPlan(
         request, settled.mode, settled.mode_note, step_shape(request, runtime, len(prompt_ids)), recorded
     )
@@ -196,11 +200,11 @@ def warm_up_prompts(
     """Of `prompts` (decoded in turn with `request` by `methods`), those whose warm-ups run every fixed shape the
     timed runs will: the first, then each that takes a cache bucket none before it took (the eager step has no
     fixed shapes: the first alone)."""
-    fixed_shapes = runtime.in_mode(lm.model).mode != StepMode.EAGER
     seen, chosen = set(), []
     for ids in prompts:
-        shapes = {step_shape(replace(request, method=method), runtime, len(ids)) for method in methods}
-        if not chosen or (fixed_shapes and not shapes <= seen):
+        plans = [settle(lm, ids, replace(request, method=method), runtime, recorded=False) for method in methods]
+        shapes = {plan.shape for plan in plans}
+        if not chosen or (any(plan.mode != StepMode.EAGER for plan in plans) and not shapes <= seen):
             chosen.append(ids)
         seen |= shapes
     return chosen
@@ -258,7 +262,7 @@ def tracing(
     prefill, the prefill's): once it says True, decoding stops there and the trace is partial, its stop reason
     DEADLINE.
     """
-    plan = settle(lm, prompt_ids, runtime.settled(request), runtime, recorded=True)
+    plan = settle(lm, prompt_ids, request, runtime, recorded=True)
     request = plan.request
     steps, cut = [], False
     started = time.time()
@@ -334,7 +338,7 @@ def recording_run(
     """
     method = request.method
     methods = (method, Method.GREEDY)
-    yield from warming_up(lm, prompt_ids, runtime.settled(request), runtime, methods, 1, parts, warm_until)
+    yield from warming_up(lm, prompt_ids, request, runtime, methods, 1, parts, warm_until)
 
     def deadline(of: Method) -> Callable[[float], bool] | None:
         return None if until is None else lambda upcoming: until(of, upcoming)

@@ -153,8 +153,9 @@ def bench_set(lm, args, methods, where: tuple, auto, first_set: bool, found: Fin
     rows += report_rows(report, name, dtype)
     ids = encode_prompt(lm.tokenizer, prompts[0]["prompt"], prompts[0]["chat"])
     for method in [m.method for m in methods if m.method is not None]:
-        settled = replace(runtime.settled(request), method=method)
-        split = print_split(lm, ids, settled, runtime, args.profile, dtype == "float32" and first_set)
+        split = print_split(
+            lm, ids, replace(request, method=method), runtime, args.profile, dtype == "float32" and first_set
+        )
         key = (dtype, runtime.mode, method)
         found.host[key] = max(found.host.get(key, 0.0), split)
 

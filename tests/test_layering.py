@@ -218,3 +218,48 @@ def test_no_function_outside_the_tests_runs_past_60_lines(package):
         and node.end_lineno - node.lineno + 1 > LONGEST_FUNCTION
     ]
     assert not longer, longer
+
+
+# What settles a decoding, and who may ask (issue 62): trace.settle is the one caller of Runtime.settled (the auto
+# settings' W, N, G), and of Runtime.in_mode (the step mode) but for the builders that settle a runtime's mode once.
+SETTLING = {
+    "settled": {("lookahead_core/trace.py", "settle")},
+    "in_mode": {
+        ("lookahead_core/trace.py", "settle"),
+        ("lab/train/heads.py", "runtime_for"),
+        ("scripts/host_share.py", "main"),
+    },
+}
+
+
+def callers(tree: ast.AST, attribute: str, where: str) -> set[tuple[str, str]]:
+    """The functions of a module (its path `where`) that call a method named `attribute` on anything."""
+    found = set()
+    for function in ast.walk(tree):
+        if isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef):
+            for node in ast.walk(function):
+                if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == attribute:
+                    found.add((where, function.name))
+    return found
+
+
+def settling_callers(paths: list[Path]) -> dict[str, set[tuple[str, str]]]:
+    """For each method of SETTLING, the (module's path from the root, function) pairs among `paths` that call it."""
+    trees = {
+        str(path.relative_to(ROOT) if path.is_relative_to(ROOT) else path.name): ast.parse(path.read_text())
+        for path in paths
+    }
+    return {name: set().union(*(callers(tree, name, where) for where, tree in trees.items())) for name in SETTLING}
+
+
+def test_a_decodings_settings_and_mode_are_settled_in_one_place():
+    paths = [ROOT / "app.py", *(path for package in PROJECT for path in modules(package))]
+    found = settling_callers(paths)
+    assert found == SETTLING
+
+
+def test_the_settling_check_finds_a_race_that_settles_its_own_request(tmp_path):
+    racing = tmp_path / "race.py"
+    racing.write_text("def racing(request, runtime):\n    return runtime.settled(request)\n")
+    found = settling_callers([ROOT / "lookahead_core" / "trace.py", racing])
+    assert found["settled"] == SETTLING["settled"] | {("race.py", "racing")}

@@ -33,9 +33,10 @@ import torch
 from lab.measure.busy import CpuWatch
 from lab.measure.datasets import encode_item
 from lab.measure.timing import rate, ratio_of_medians, spread_of
+from lookahead_core.decoding import DecodingError
 from lookahead_core.divergence import divergence
 from lookahead_core.forward import synchronize
-from lookahead_core.methods import method_settings, reach
+from lookahead_core.methods import method_settings
 from lookahead_core.models import LoadedModel, encode_prompt
 from lookahead_core.records import (
     METHODS,
@@ -45,6 +46,7 @@ from lookahead_core.records import (
     BenchResult,
     BenchSettings,
     BenchTotals,
+    Method,
     Needs,
     Spread,
     StepMode,
@@ -60,6 +62,7 @@ from lookahead_core.trace import (
     candidate_tokens,
     lean_steps,
     machine_facts,
+    settle,
     summarize,
     warm_up,
     warm_up_prompts,
@@ -323,13 +326,17 @@ def acceptance(results: list[BenchResult]) -> float | None:
 def encoded_prompts(
     lm: LoadedModel, prompts: list[dict], methods: list[BenchMethod], request: DecodeRequest, runtime: Runtime
 ) -> list[list[int]]:
-    """Each prompt's token ids; ValueError naming a prompt too long for the model's context with the methods' reach."""
+    """Each prompt's token ids; ValueError naming a prompt one of this engine's entrants cannot decode as asked (too
+    long for the model's context with that method's reach), each entrant settled on it as its rounds will be
+    (trace.settle) before any is run."""
     encoded = [encode_item(lm.tokenizer, p) for p in prompts]
     engine = [m.method for m in methods if m.method is not None]
-    farthest = max((reach(replace(request, method=m), runtime) for m in engine), default=0)
     for item, ids in zip(prompts, encoded, strict=True):
-        if lm.context_length is not None and len(ids) + request.max_new_tokens + farthest > lm.context_length:
-            raise ValueError(f"prompt {item['id']} has {len(ids)} tokens: too long for the model's context")
+        try:
+            for method in engine:
+                settle(lm, ids, replace(request, method=method), runtime, recorded=False)
+        except DecodingError as refused:
+            raise ValueError(f"prompt {item['id']} has {len(ids)} tokens: {refused}") from None
     return encoded
 
 
@@ -356,7 +363,6 @@ def run_bench(
     methods = check_methods(methods)
     check_repeats(repeats)
     check_runtime(methods, runtime)
-    request = runtime.settled(request)
     encoded = encoded_prompts(lm, prompts, methods, request, runtime)
     settings = bench_settings(lm, methods, baseline_of(methods), request, runtime, (dataset, repeats))
     warm_up_all(lm, methods, encoded, request, replace(runtime, store=None))
@@ -436,9 +442,11 @@ def bench_settings(
     runtime: Runtime,
     prompts: tuple[str, int],
 ) -> BenchSettings:
-    """What the bench ran with, as its report keeps it: `prompts` is the prompt set's name and the rounds run."""
+    """What the bench ran with, as its report keeps it: `prompts` is the prompt set's name and the rounds run; the
+    settings and step mode as trace.settle settles its decodings (on a one-token prompt: no prompt changes them)."""
     dataset, repeats = prompts
-    settled = runtime.in_mode(lm.model)
+    settled = settle(lm, [0], replace(request, method=Method.GREEDY), runtime, recorded=False)
+    request = settled.request
     return BenchSettings(
         dataset=dataset,
         methods=methods,

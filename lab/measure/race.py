@@ -21,20 +21,21 @@ from dataclasses import replace
 from lab.measure.busy import CpuWatch
 from lab.measure.timing import ROUND_MARGIN, Lap, later_rounds, shown_round, timing_of
 from lookahead_core.costs import StepCosts
-from lookahead_core.decoding import check_request
 from lookahead_core.forward import synchronize
-from lookahead_core.methods import method_settings, reach
+from lookahead_core.methods import method_settings
 from lookahead_core.models import LoadedModel
 from lookahead_core.records import METHODS, Method, RaceLane, RaceRecord, StepTally, raced_on
 from lookahead_core.request import DecodeRequest
 from lookahead_core.runtime import Runtime
 from lookahead_core.tokens import text_pieces
 from lookahead_core.trace import (
+    DecodingPlan,
     Progress,
     candidate_tokens,
     finished,
-    lean_steps,
     machine_facts,
+    planned_steps,
+    settle,
     summarize,
     warming_up,
 )
@@ -54,15 +55,16 @@ ROUNDS = 3  # rounds a race runs: fewer only when they do not fit its time
 def timed_lane(
     lm: LoadedModel,
     prompt_ids,
-    request: DecodeRequest,
+    plan: DecodingPlan,
     runtime: Runtime,
     part: int,
     parts: int,
     until: Callable[[float], bool] | None = None,
     stop_at: int | None = None,
 ) -> Generator[Progress, None, tuple[RaceLane, Lap]]:
-    """Decode once, timed with nothing drawn and no step recorded (the lean path: each step tallied), a Progress
-    after every step; return the lane's figures (speedup and exact filled in later) and its lap.
+    """Decode once as `plan` settled it (trace.settle, not recorded), timed with nothing drawn and no step recorded
+    (the lean path: each step tallied), a Progress after every step; return the lane's figures (speedup and exact
+    filled in later) and its lap.
 
     The clock runs only while a step runs, up to the device's sync: whatever the consumer does with
     a Progress is not charged to the method. The step figures leave out the prefill, which all
@@ -72,9 +74,9 @@ def timed_lane(
     (a later round cut short to fit: its request, and so its shape, stay the first round's).
     The runtime's `learn` takes the step tallies at the end (the budget's prices).
     """
-    method, max_new_tokens = request.method, stop_at or request.max_new_tokens
+    method, max_new_tokens = plan.request.method, stop_at or plan.request.max_new_tokens
     tokens, seconds, records = [0], [0.0], []
-    steps = lean_steps(lm, prompt_ids, request, runtime)
+    steps = planned_steps(lm, prompt_ids, plan, runtime)
     synchronize(lm.device)
     partial = False
     while stop_at is None or tokens[-1] < stop_at:  # a lap cut to `stop_at` ends whole, before the deadline is asked
@@ -157,12 +159,11 @@ def racing(
     shortest). Sampled, every method draws with the same settings and seed, so outputs are not compared (`exact`
     is None).
     """
-    request = runtime.settled(request)
     deadline = runtime.deadline
     watch = CpuWatch()
     methods = raced(runtime, lm.device.type)
-    farthest = max(reach(replace(request, method=m), runtime) for m in methods)
-    check_request(prompt_ids, request.max_new_tokens, lm.context_length, farthest)  # before any warm-up is spent
+    # each lane settled once, before any warm-up is spent: its request checked, its W, N, G and step mode decided
+    plans = {m: settle(lm, prompt_ids, replace(request, method=m), runtime, recorded=False) for m in methods}
     parts = len(methods) * (1 + planned_rounds)
     warm = deadline.share(len(methods) + 1) if deadline is not None else None  # all warm-ups: one lane's share
     for part, method in enumerate(methods, 1):
@@ -184,18 +185,17 @@ def racing(
             if deadline is not None:
                 until = deadline.share(len(methods) - i) if not rounds else deadline.passed
             part = len(methods) * (1 + len(rounds)) + i + 1
-            lane = replace(request, method=method)
-            laps.append((yield from timed_lane(lm, prompt_ids, lane, runtime, part, parts, until, length)))
+            laps.append((yield from timed_lane(lm, prompt_ids, plans[method], runtime, part, parts, until, length)))
         if rounds and any(lap.partial for _, lap in laps):
             break  # a later round cut short by the deadline is not counted
         rounds.append(laps)
         longest = max(longest, time.perf_counter() - started)
-    return race_record(lm, request, runtime, rounds, watch, costs, length or 0)
+    return race_record(lm, plans, runtime, rounds, watch, costs, length or 0)
 
 
 def race_record(
     lm: LoadedModel,
-    request: DecodeRequest,
+    plans: dict[Method, DecodingPlan],
     runtime: Runtime,
     rounds: list[list[tuple[RaceLane, Lap]]],
     watch: CpuWatch,
@@ -203,7 +203,7 @@ def race_record(
     later_tokens: int = 0,
 ) -> RaceRecord:
     """The race's record: the lanes of the round shown (the first, whole one where `later_tokens` cut the later
-    rounds), and every round's figures in its Timing."""
+    rounds), every round's figures in its Timing, and the settings and step mode the lanes' plans settled."""
     laps = [[lap for _, lap in r] for r in rounds]
     shown = 0 if later_tokens else shown_round(laps, Method.LOOKAHEAD)
     deadline = runtime.deadline
@@ -211,10 +211,11 @@ def race_record(
     timing = timing_of(laps, shown, watch.reading(), budget, later_tokens)
     lanes = [lane for lane, _ in rounds[shown]]
     greedy = lanes[0]
+    plan = plans[greedy.method]  # every lane's request but its method is the same, and so is every lane's mode
+    request = plan.request
     for lane, figures in zip(lanes, timing.methods, strict=True):
         lane.speedup = figures.speedup.median
         lane.exact = same_as_far_as_both_wrote(lane, greedy) if request.sampling.is_greedy else None
-    settled = runtime.in_mode(lm.model)
     return RaceRecord(
         lanes=lanes,
         settings=method_settings(request, runtime, [lane.method for lane in lanes]),
@@ -224,8 +225,8 @@ def race_record(
         ran_at=time.strftime("%Y-%m-%dT%H:%M:%S"),
         sampling=request.sampling.record(),
         timing=timing,
-        mode=settled.mode,
-        mode_note=settled.mode_note,
+        mode=plan.mode,
+        mode_note=plan.mode_note,
     )
 
 

@@ -22,7 +22,7 @@ from lookahead_core.models import LoadedModel
 from lookahead_core.records import Method, Progress, Run, StopReason, Trace
 from lookahead_core.request import DecodeRequest
 from lookahead_core.runtime import Runtime
-from lookahead_core.trace import RUN_PARTS, recording_run
+from lookahead_core.trace import RUN_PARTS, recording_run, settle
 
 RUN_ROUNDS = 3  # rounds a Run times at most, when they fit its time
 
@@ -63,15 +63,15 @@ def timed_run(
     longest = sum(lap.seconds[-1] for lap in rounds[0])
     # decided once: every later round whole (each while it fits), or every one cut to what they all fit
     length = later_rounds(rounds[0], longest, deadline.left(), RUN_ROUNDS - 1)
-    timed = runtime.settled(request)
+    # each later round's decodings settled once (trace.settle), as round 1's were
+    plans = [settle(lm, prompt_ids, replace(request, method=method), runtime, recorded=False) for method in methods]
     while len(rounds) < RUN_ROUNDS and length != 0:
         if length is None and deadline.left() < ROUND_MARGIN * longest:
             break
         part = RUN_PARTS + len(methods) * (len(rounds) - 1)
         laps = []
-        for i, method in enumerate(methods, 1):
-            lane = replace(timed, method=method)
-            _, lap = yield from timed_lane(lm, prompt_ids, lane, runtime, part + i, parts, deadline.passed, length)
+        for i, plan in enumerate(plans, 1):
+            _, lap = yield from timed_lane(lm, prompt_ids, plan, runtime, part + i, parts, deadline.passed, length)
             laps.append(lap)
         if any(lap.partial for lap in laps):
             break  # a round the deadline stopped is not counted

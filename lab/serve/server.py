@@ -34,7 +34,6 @@ from lab.serve.questions import Answers
 from lab.serve.requests import MAX_NEW_TOKENS, InputError, ModelRequest
 from lab.serve.shelf import Shelf
 from lab.serve.threads import running_on
-from lookahead_core import fixed
 from lookahead_core.costs import shape_costs, step_costs
 from lookahead_core.models import encode_prompt, load_model
 from lookahead_core.records import METHODS, Method, Needs, Progress, RaceRecord, Run, Timing, raced_on
@@ -139,10 +138,9 @@ def timed_race(
     held = MODEL.get(request.model, request.dtype)
     d = request.decode
     lm = held.lm
-    mode = fixed.chosen_mode(lm.model, held.mode)[0]
-    costs = step_costs(lm, mode=mode)
+    costs = step_costs(lm, mode=held.mode)  # the curve of the mode the held model's runs take (asked: held.mode)
     prompt_ids = encode_prompt(lm.tokenizer, request.prompt, request.chat)
-    auto = auto_settings(lm, mode=mode) if d.auto else None  # as a Run's: the adopted settings, where adopted
+    auto = auto_settings(lm, mode=held.mode) if d.auto else None  # as a Run's: the adopted settings, where adopted
     runtime = held.runtime(
         raced_on(lm.device.type), tokens=d.draft_tokens, auto=auto, costs=shape_costs(lm, held.mode), store=store
     )
