@@ -147,9 +147,23 @@ def shown_step(page) -> int | None:
     return int(words[1]) if len(words) > 1 and words[0] == "Step" and words[1].isdigit() else None
 
 
+# What reached the page of each press, counted by the page from the first press on (window.llPresses): touch ends,
+# clicks and keys by their target's id, and the step range's input events; a failed wait says them
+COUNTING = """() => {
+  if (window.llPresses) return;
+  const counts = window.llPresses = {};
+  const note = (kind) => (event) => {
+    const key = `${kind} ${event.target?.id || event.target?.closest?.('[id]')?.id || event.target?.tagName}`;
+    counts[key] = (counts[key] || 0) + 1;
+  };
+  for (const kind of ["touchend", "click", "keydown", "input"]) document.addEventListener(kind, note(kind), true);
+}"""
+
+
 def press_to_step(page, press: Callable[[], None], step: int) -> None:
     """`press` a step control (a click, a key, a tap) once, then wait until the caption shows step `step`: a press
-    that moves nothing fails (wait_for_step says what the page shows instead)."""
+    that moves nothing fails (wait_for_step says what the page shows instead, and what of the presses reached it)."""
+    page.evaluate(COUNTING)
     press()
     wait_for_step(page, step)
 

@@ -10,6 +10,7 @@ import pytest
 
 from lookahead_core.models import DEFAULT_MODEL
 from scripts.serving import ERROR_TOAST, open_page, running_app
+from tests.browser.test_back_row import AT_REST
 from tests.test_bench import char_tokenizer
 from tests.tiny import tiny_model
 
@@ -35,6 +36,11 @@ def page(browser, served):
     page.locator("#ll-tune").scroll_into_view_if_needed()
     page.get_by_role("radio", name="your prompts").check()
     page.get_by_text("Your own prompts, the methods and lookahead's W and N").click()
+    # typed once the opened settings are drawn and at rest: beside two burners the prompts typed at once were gone
+    # by the time the sweep was sent, the windows typed after them kept (2026-12-06)
+    page.wait_for_selector("#ll-tune-prompts textarea", state="visible")
+    page.evaluate("() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)))")
+    page.evaluate(AT_REST)
     yield page
     assert not errors
     page.close()
