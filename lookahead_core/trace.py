@@ -80,6 +80,13 @@ def settle(
     )
 
 
+def plan_of_any_prompt(lm: LoadedModel, request: DecodeRequest, runtime: Runtime) -> DecodingPlan:
+    """`request` settled as plain decoding on a one-token prompt: the settings (the auto settings' W, N, G in place)
+    and the step mode every decoding of it takes, which no prompt changes; what a bench's or a tune map's report says
+    its decodings ran with."""
+    return settle(lm, [0], replace(request, method=Method.GREEDY), runtime, recorded=False)
+
+
 def decode_steps(
     lm: LoadedModel, prompt_ids: list[int], request: DecodeRequest, runtime: Runtime = NOTHING
 ) -> Iterator[StepRecord]:

@@ -46,7 +46,6 @@ from lookahead_core.records import (
     BenchResult,
     BenchSettings,
     BenchTotals,
-    Method,
     Needs,
     Spread,
     StepMode,
@@ -62,6 +61,7 @@ from lookahead_core.trace import (
     candidate_tokens,
     lean_steps,
     machine_facts,
+    plan_of_any_prompt,
     settle,
     summarize,
     warm_up,
@@ -445,7 +445,7 @@ def bench_settings(
     """What the bench ran with, as its report keeps it: `prompts` is the prompt set's name and the rounds run; the
     settings and step mode as trace.settle settles its decodings (on a one-token prompt: no prompt changes them)."""
     dataset, repeats = prompts
-    settled = settle(lm, [0], replace(request, method=Method.GREEDY), runtime, recorded=False)
+    settled = plan_of_any_prompt(lm, request, runtime)
     request = settled.request
     return BenchSettings(
         dataset=dataset,

@@ -32,7 +32,7 @@ from lookahead_core.records import Method as M
 from lookahead_core.records.tune import HeldOut, TuneCell, TunePlain, TuneReport, cell_label
 from lookahead_core.request import DecodeRequest
 from lookahead_core.runtime import Runtime
-from lookahead_core.trace import candidate_tokens, lean_steps, machine_facts, settle, warm_up
+from lookahead_core.trace import candidate_tokens, lean_steps, machine_facts, plan_of_any_prompt, settle, warm_up
 from lookahead_core.tuning import AutoSettings, make_planner
 
 Settings = dict[str, int]
@@ -380,7 +380,7 @@ def prepared(
     """The sweep's fixed parts: the curve (a resumed sweep's own), the cells' runtime with lookahead planned
     as auto settings plan it here and each fixed shape widened on that curve, and the references."""
     costs = sweep_curve(saved, auto.costs)
-    shaped = settle(lm, [0], replace(base, method=M.GREEDY), runtime, recorded=False).mode != StepMode.EAGER
+    shaped = plan_of_any_prompt(lm, base, runtime).mode != StepMode.EAGER
     plan = lambda: make_planner(auto.planner, costs)  # noqa: E731
     planned = replace(runtime, auto=None, plan=plan, costs=costs if shaped else None)
     return Sweep(
@@ -497,7 +497,7 @@ def tuning(
     chosen = chosen_cells(cells)
     look = cells[chosen[M.LOOKAHEAD]] if M.LOOKAHEAD in chosen else None
     held = yield from held_out_check(lm, sweep, look, options, first + 2 + len(cells) + ran, total)
-    settled = settle(lm, [0], replace(base, method=M.GREEDY), runtime, recorded=False)  # the mode its decodings ran
+    settled = plan_of_any_prompt(lm, base, runtime)  # the mode its decodings ran
     return TuneReport(
         dataset=options.dataset,
         prompts=[name for name, _ in prompts],
