@@ -333,18 +333,28 @@ def test_greedy_lookahead_with_each_way_equals_generate(family, way, monkeypatch
 # make test keeps two ways on the real model (10-15 s each on the 2-core Xeon): nn.Linear, and the panels, whose sums
 # split the columns; make test-slow takes every way, and test_greedy_lookahead_with_each_way_equals_generate above
 # every way on three tiny families.
+@pytest.fixture(scope="module")
+def real_references(default_model) -> dict[tuple[int, ...], list[int]]:
+    """`generate`'s 24 greedy tokens on SmolLM2 for each of REAL_PROMPTS, computed once for every way below:
+    `generate` runs transformers' own kernel, never the engine's view, whichever way the view is forced to take."""
+    lm = default_model
+    prompts = [tuple(lm.tokenizer.encode(text)) for text in REAL_PROMPTS]
+    return {prompt: greedy_reference(lm.model, list(prompt), 24, None) for prompt in prompts}
+
+
+REAL_PROMPTS = ("def fibonacci(n):\n", "The capital of France is")
+
+
 @pytest.mark.parametrize("way", slow_but(WAY_NAMES, "nn.Linear", "panels of 16"))
-def test_every_way_gives_generates_tokens_on_the_real_model(default_model, way, monkeypatch):
+def test_every_way_gives_generates_tokens_on_the_real_model(default_model, real_references, way, monkeypatch):
     """Whichever way a machine keeps, greedy decoding and lookahead (passes of 1 to a few dozen rows, and the
     prefill's hundreds) write `generate`'s tokens on SmolLM2 in float32."""
     lm = default_model
     forced(lm.model, way, monkeypatch)
-    prompts = [lm.tokenizer.encode(text) for text in ("def fibonacci(n):\n", "The capital of France is")]
     lookahead = DecodeRequest(lookahead=LookaheadConfig(window=4, ngram=4, guesses=4), max_new_tokens=24)
-    for prompt in prompts:
-        reference = greedy_reference(lm.model, prompt, 24, None)
+    for prompt, reference in real_references.items():
         for request in (lookahead, DecodeRequest(method=Method.GREEDY, max_new_tokens=24)):
-            assert summarize(list(decode_steps(lm, prompt, request))).new_token_ids == reference, (way, request)
+            assert summarize(list(decode_steps(lm, list(prompt), request))).new_token_ids == reference, (way, request)
     assert products_in_force(lm.model).groups[0].ways[0] == way
 
 
