@@ -49,7 +49,7 @@ from lab.serve.holding import chosen_threads
 from lab.train.heads import NONE_SHIP, Aids, runtime_for, ships
 from lab.tune_cli import add_tune_options, tune
 from lookahead_core.config import LookaheadConfig, LookupConfig, SettingsError, SuffixConfig, check_draft_tokens
-from lookahead_core.costs import shape_costs
+from lookahead_core.costs import SettledMode, settled_mode
 from lookahead_core.decoding import DecodingError
 from lookahead_core.draft import DEFAULT_DRAFT, DEFAULT_DRAFT_TOKENS, SELF_DRAFTS
 from lookahead_core.eagle import EAGLE
@@ -288,14 +288,14 @@ def asked_lookup(args: argparse.Namespace) -> LookupConfig:
 
 
 def chosen_settings(
-    asked: LookaheadConfig | None, lm, mode: StepMode | None = None
+    asked: LookaheadConfig | None, lm, settled: SettledMode
 ) -> tuple[LookaheadConfig, AutoSettings | None]:
-    """The settings asked for, or (asked None) the auto choice for this model and device in the step mode asked
-    for (None: the device's default), said on stderr."""
+    """The settings asked for, or (asked None) the auto choice for this model and device in its `settled` step
+    mode, said on stderr."""
     if asked is not None:
         return asked, None
     with waiting("auto settings: this hardware's step costs (measured once per model, device and dtype, then cached)"):
-        auto = auto_settings(lm, mode=mode)
+        auto = auto_settings(lm, settled)
     print(f"auto: {settings_words(auto.settings())}", file=sys.stderr)
     return auto.config, auto
 
@@ -325,10 +325,11 @@ def generate(args: argparse.Namespace) -> None:
     method = asked_method(args)
     lm = loaded(args)
     window = METHODS[method].window
-    config, auto = chosen_settings(asked, lm, args.mode) if window else (asked or LookaheadConfig(), None)
+    settled = mode_of(lm, args)
+    config, auto = chosen_settings(asked, lm, settled) if window else (asked or LookaheadConfig(), None)
     needs = METHODS[method].needs  # a draft model, a layer or heads to load first
     with waiting(f"{METHODS[method].name}: loading its {needs}") if needs != Needs.NOTHING else nullcontext():
-        runtime = replace(asked_runtime(lm, [method], auto, args), store=suffix_store(args))
+        runtime = replace(asked_runtime(lm, [method], auto, args, settled), store=suffix_store(args))
     request = DecodeRequest(
         method=method, lookahead=config, lookup=lookup, suffix=suffix, max_new_tokens=args.max_new_tokens
     )
@@ -475,7 +476,9 @@ def plain_words(summary, plain: Timed | None) -> str:
     )
 
 
-def bench_runtime(lm, args: argparse.Namespace, methods: list[BenchMethod], auto: AutoSettings | None) -> Runtime:
+def bench_runtime(
+    lm, args: argparse.Namespace, methods: list[BenchMethod], auto: AutoSettings | None, settled: SettledMode
+) -> Runtime:
     """What the bench's entrants run with. Of the default methods, Medusa and EAGLE are left out (said on stderr,
     and dropped from `methods`) where no heads or layer ship for this model; asked for by name, they must run."""
     given = {Needs.HEADS: args.heads, Needs.LAYER: args.eagle}
@@ -487,7 +490,7 @@ def bench_runtime(lm, args: argparse.Namespace, methods: list[BenchMethod], auto
                 methods.remove(method)
     engine = [m.method for m in methods if m.method is not None]
     drafted = [Method.SPECULATIVE] if Needs.DRAFT in needs(methods) else []
-    return asked_runtime(lm, engine + drafted, auto, args)
+    return asked_runtime(lm, engine + drafted, auto, args, settled)
 
 
 def bench(args: argparse.Namespace) -> None:
@@ -507,8 +510,9 @@ def bench(args: argparse.Namespace) -> None:
     if not prompts:
         raise ValueError(f"no prompts in {args.dataset}")
     lm = loaded(args)
-    config, auto = chosen_settings(asked, lm, args.mode)
-    runtime = replace(bench_runtime(lm, args, methods, auto), store=suffix_store(args))
+    settled = mode_of(lm, args)
+    config, auto = chosen_settings(asked, lm, settled)
+    runtime = replace(bench_runtime(lm, args, methods, auto, settled), store=suffix_store(args))
     request = DecodeRequest(
         lookahead=config, lookup=lookup, suffix=suffix, sampling=sampling, max_new_tokens=args.max_new_tokens
     )
@@ -579,11 +583,16 @@ def summary_table(report: BenchReport) -> str:
     return "\n".join(lines)
 
 
-def asked_runtime(lm, methods, auto: AutoSettings | None, args: argparse.Namespace) -> Runtime:
-    """What `methods` run with, from the command line's draft, heads, EAGLE layer and step mode."""
-    mode = None if args.mode is None else StepMode(args.mode)
-    aids = Aids(lm, draft_name=args.draft_model, heads_path=args.heads, layer_path=args.eagle, mode=mode)
-    return runtime_for(lm, methods, aids, tokens=args.draft_tokens, auto=auto, mode=mode, costs=shape_costs(lm, mode))
+def mode_of(lm, args: argparse.Namespace) -> SettledMode:
+    """The command line's step mode (--mode; None: the device's default), settled once for the command with its
+    curve (costs.settled_mode)."""
+    return settled_mode(lm, None if args.mode is None else StepMode(args.mode))
+
+
+def asked_runtime(lm, methods, auto: AutoSettings | None, args: argparse.Namespace, settled: SettledMode) -> Runtime:
+    """What `methods` run with, from the command line's draft, heads and EAGLE layer, in its `settled` step mode."""
+    aids = Aids(lm, draft_name=args.draft_model, heads_path=args.heads, layer_path=args.eagle, settled=settled)
+    return runtime_for(lm, methods, aids, tokens=args.draft_tokens, auto=auto, settled=settled)
 
 
 def main(argv: list[str] | None = None) -> int:

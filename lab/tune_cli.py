@@ -16,9 +16,9 @@ from lab.measure.tune import SWEPT, TuneGrid, TuneOptions, check_grid, tuning
 from lab.outputs import writable
 from lab.train.heads import Aids, runtime_for, ships
 from lookahead_core.config import LookaheadConfig
-from lookahead_core.costs import shape_costs
+from lookahead_core.costs import settled_mode
 from lookahead_core.models import encode_prompt, load_model
-from lookahead_core.records import METHODS, Method
+from lookahead_core.records import METHODS, Method, StepMode
 from lookahead_core.records.tune import TuneReport
 from lookahead_core.request import DecodeRequest
 from lookahead_core.tuning import adopt, regime_settings
@@ -139,10 +139,10 @@ def tune(args: argparse.Namespace) -> None:
     heads = args.heads is not None or ships(lm, METHODS[Method.MEDUSA].needs)
     grid = grid if heads else replace(grid, tree_sizes=())  # Medusa only where it has heads
     swept = [m for m in SWEPT if SWEPT[m].settings(grid)]
-    runtime = runtime_for(
-        lm, swept, Aids(lm, draft_name=args.draft_model, heads_path=args.heads), costs=shape_costs(lm)
-    )
-    auto = regime_settings(lm, refresh=not args.cached_costs)
+    settled = settled_mode(lm, refresh=not args.cached_costs)  # the device's default step, its curve measured again
+    aids = Aids(lm, draft_name=args.draft_model, heads_path=args.heads, settled=settled)
+    runtime = runtime_for(lm, swept, aids, settled=settled)
+    auto = regime_settings(settled)
     checkpoint = Path(args.checkpoint) if args.checkpoint else None
     options = TuneOptions(
         dataset=args.dataset,
@@ -158,7 +158,7 @@ def tune(args: argparse.Namespace) -> None:
     print(tune_table(report))
     written(report, args)
     if args.adopt:
-        adopt_chosen(lm, report, args.json or "(not saved)")
+        adopt_chosen(lm, report, settled.mode, args.json or "(not saved)")
 
 
 def run_printed(work) -> TuneReport:
@@ -181,11 +181,11 @@ def written(report: TuneReport, args: argparse.Namespace) -> None:
         Path(args.html).write_text(tune_page(report))
 
 
-def adopt_chosen(lm, report: TuneReport, source: str) -> None:
-    """Auto settings take the report's chosen lookahead cell and planner for this model, device and dtype;
-    ValueError where the map chose none (no exact lookahead cell)."""
+def adopt_chosen(lm, report: TuneReport, mode: StepMode, source: str) -> None:
+    """Auto settings take the report's chosen lookahead cell and planner for this model, device, dtype and the step
+    `mode` the map ran; ValueError where the map chose none (no exact lookahead cell)."""
     cell = report.chosen_cell(Method.LOOKAHEAD)
     if cell is None:
         raise ValueError("no exact lookahead cell to adopt")
-    path = adopt(lm, LookaheadConfig(**cell.settings), report.planner, source)
+    path = adopt(lm, mode, LookaheadConfig(**cell.settings), report.planner, source)
     print(f"auto settings here now take {cell.label} ({report.planner} plan): {path}", file=sys.stderr)

@@ -18,7 +18,7 @@ import json
 import re
 import statistics
 import time
-from functools import partial
+from functools import cached_property, partial
 
 import torch
 
@@ -172,35 +172,56 @@ def costs_path(lm: LoadedModel, mode: StepMode = StepMode.EAGER):
     return cache_root() / "step-costs" / f"{key}-v{CURVE_VERSION}.json"
 
 
-def step_costs(lm: LoadedModel, refresh: bool = False, mode: StepMode | None = None) -> StepCosts:
-    """The cost curve of this model on this device and dtype in the step mode a run asking for `mode` takes
-    (fixed.chosen_mode; None: the device's default; compiled: the CUDA graph's): from the cache, or measured now
-    and cached. Where a wider shape fails in that mode, the mode is marked failed for the model (its runs then go
-    eager, saying why) and the eager curve is returned."""
-    asked = chosen_mode(lm.model, mode)[0]
-    mode = StepMode.CUDA_GRAPH if asked == StepMode.COMPILED else asked
+@dataclasses.dataclass(frozen=True)
+class SettledMode:
+    """The step mode a model's runs take when asked for one, why it is not the one asked ("" where it is), and
+    that mode's cost curve (the CUDA graph's for the compiled mode): settled together by `settled_mode`, once for
+    a held model, a command or a check, and carried to every runtime, price and auto setting made for it."""
+
+    lm: LoadedModel = dataclasses.field(repr=False, compare=False)
+    mode: StepMode
+    note: str
+    measured: StepCosts | None = dataclasses.field(default=None, repr=False)  # the curve, where settling measured it
+
+    @cached_property
+    def costs(self) -> StepCosts:
+        """The mode's curve: the one settling measured, else (the eager step's, which no shape can fail) read from
+        the cache or measured on first use: a run at given W, N, G needs none."""
+        return self.measured if self.measured is not None else step_costs(self.lm, self.mode)
+
+    @property
+    def shape_costs(self) -> StepCosts | None:
+        """The costs a fixed shape is widened on (Runtime.costs): None for the eager step, which has no shape. A
+        CPU's fixed-shape curve rises, so there it widens nothing."""
+        return None if self.mode == StepMode.EAGER else self.costs
+
+
+def settled_mode(lm: LoadedModel, asked: StepMode | None = None, refresh: bool = False) -> SettledMode:
+    """The step mode a run of `lm` asking for `asked` takes (fixed.chosen_mode; None: the device's default) with its
+    cost curve (`refresh`: measured again). A mode other than the eager step has its curve measured here, from the
+    cache or now: where a wider shape fails, the mode is marked failed for the model and the settled mode is the
+    eager step, saying why. A settled mode asked again settles to itself."""
+    mode, note = chosen_mode(lm.model, asked)
+    if mode == StepMode.EAGER:
+        return SettledMode(lm, mode, note, step_costs(lm, mode, refresh) if refresh else None)
+    try:
+        return SettledMode(lm, mode, note, step_costs(lm, mode, refresh))
+    except Exception as error:  # a wider shape's capture failed: the mode fails on this model, its runs go eager
+        failed(lm.model, mode, error)
+        return settled_mode(lm, asked, refresh)
+
+
+def step_costs(lm: LoadedModel, mode: StepMode, refresh: bool = False) -> StepCosts:
+    """The cost curve of `lm` on its device and dtype in the settled step `mode` (compiled: the CUDA graph's): from
+    the cache, or measured now (`refresh`: measured again) and cached. Raises what a failing wider shape raised."""
+    mode = StepMode.CUDA_GRAPH if mode == StepMode.COMPILED else mode
     path = costs_path(lm, mode)
     if path.exists() and not refresh:
         try:
             return StepCosts(**json.loads(path.read_text()))  # the same fields as the records' curve
         except (ValueError, TypeError):
             pass  # a damaged cache file is measured again
-    try:
-        costs = measure_step_costs(lm, mode=mode)
-    except Exception as error:  # a wider shape's capture failed: the mode fails on this model, its runs go eager
-        if mode == StepMode.EAGER:
-            raise
-        failed(lm.model, asked, error)
-        return step_costs(lm, refresh, StepMode.EAGER)
+    costs = measure_step_costs(lm, mode=mode)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(dataclasses.asdict(costs), indent=1))
     return costs
-
-
-def shape_costs(lm: LoadedModel, mode: StepMode | None = None) -> StepCosts | None:
-    """The step costs a fixed shape is widened on (Runtime.costs): the curve of the step mode a run asking for
-    `mode` takes (measured once, cached); None for the eager step, which has no shape. A CPU's fixed-shape curve
-    rises, so there it widens nothing."""
-    if chosen_mode(lm.model, mode)[0] == StepMode.EAGER:
-        return None
-    return step_costs(lm, mode=mode)

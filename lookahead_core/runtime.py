@@ -79,8 +79,8 @@ class Runtime:
 
     def in_mode(self, model) -> Runtime:
         """This runtime with its step mode settled for `model`: the mode its decodings run and why that is not the
-        mode asked (fixed.chosen_mode, asked here once; a settled runtime is returned as it is). The lab's builders
-        settle it, so a bench's, a race's and a tune's reports say the mode their decodings ran."""
+        mode asked (fixed.chosen_mode, asked here once; a settled runtime is returned as it is): trace.settle's, for
+        a runtime built without a settled mode (the lab's builders give theirs one, costs.settled_mode)."""
         if self.mode_note is not None:
             return self
         mode, note = chosen_mode(model, self.mode)

@@ -15,8 +15,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .config import LookaheadConfig, SettingsError
-from .costs import StepCosts, costs_path, step_costs
-from .fixed import chosen_mode
+from .costs import SettledMode, StepCosts, costs_path
 from .models import LoadedModel
 from .planning import CostAwarePlanner, FullPlanner, StepPlanner
 from .records import LookaheadSettings, PlannerKind, Regime, StepMode
@@ -84,29 +83,27 @@ def choose_settings(costs: StepCosts, mode: StepMode = StepMode.EAGER) -> AutoSe
     return AutoSettings(config, planner, regime, ratio, costs)
 
 
-def regime_settings(lm: LoadedModel, refresh: bool = False, mode: StepMode | None = None) -> AutoSettings:
-    """The regime's choice for this model on its device and dtype, from the cost curve of the step mode a run
-    asking for `mode` takes (measured once, cached), adopted settings aside: what a tune map compares its own
-    choice with. The mode is read after the curve: one that failed on the curve's wider shapes runs eagerly."""
-    costs = step_costs(lm, refresh, mode)
-    return choose_settings(costs, chosen_mode(lm.model, mode)[0])
+def regime_settings(settled: SettledMode) -> AutoSettings:
+    """The regime's choice for a model on its device and dtype, from the cost curve of its settled step mode,
+    adopted settings aside: what a tune map compares its own choice with."""
+    return choose_settings(settled.costs, settled.mode)
 
 
-def auto_settings(lm: LoadedModel, refresh: bool = False, mode: StepMode | None = None) -> AutoSettings:
-    """Auto settings for this model on its device and dtype in the step mode a run asking for `mode` takes: the
-    regime's choice (regime_settings), or the settings a tune map chose here and was told to adopt (`adopt`)."""
-    auto = regime_settings(lm, refresh, mode)
-    tuned = adopted(lm, mode)
+def auto_settings(lm: LoadedModel, settled: SettledMode) -> AutoSettings:
+    """Auto settings for `lm` on its device and dtype in its settled step mode: the regime's choice
+    (regime_settings), or the settings a tune map chose here and was told to adopt (`adopt`)."""
+    auto = regime_settings(settled)
+    tuned = adopted(lm, settled.mode)
     if tuned is None:
         return auto
     config, planner, source = tuned
     return replace(auto, config=config, planner=planner, adopted=source)
 
 
-def tuned_path(lm: LoadedModel, mode: StepMode | None = None) -> Path:
-    """Where a tune map's chosen lookahead settings for this model, device, dtype and the step mode a run asking
-    for `mode` takes (None: the device's default) are kept: beside that mode's curve."""
-    path = costs_path(lm, chosen_mode(lm.model, mode)[0])
+def tuned_path(lm: LoadedModel, mode: StepMode) -> Path:
+    """Where a tune map's chosen lookahead settings for this model, device, dtype and settled step `mode` are kept:
+    beside that mode's curve."""
+    path = costs_path(lm, mode)
     return path.with_name(path.stem + "-tuned.json")
 
 
@@ -115,18 +112,18 @@ def identity(lm: LoadedModel) -> dict:
     return {"model": lm.name, "hardware": facts["device_name"], "dtype": facts["dtype"]}
 
 
-def adopt(lm: LoadedModel, config: LookaheadConfig, planner: PlannerKind, source: str) -> Path:
+def adopt(lm: LoadedModel, mode: StepMode, config: LookaheadConfig, planner: PlannerKind, source: str) -> Path:
     """Keep `config` and `planner` (a tune map's chosen cell, from the report at `source`) as this model's auto
-    settings on this device and dtype; returns the file written."""
-    path = tuned_path(lm)
+    settings on this device and dtype in the settled step `mode` its map ran; returns the file written."""
+    path = tuned_path(lm, mode)
     path.parent.mkdir(parents=True, exist_ok=True)
     chosen = {"window": config.window, "ngram": config.ngram, "guesses": config.guesses, "planner": planner.value}
     path.write_text(json.dumps(identity(lm) | chosen | {"source": source}, indent=1))
     return path
 
 
-def adopted(lm: LoadedModel, mode: StepMode | None = None) -> tuple[LookaheadConfig, PlannerKind, str] | None:
-    """The adopted settings for this model, device, dtype and step mode (tuned_path); None where none were
+def adopted(lm: LoadedModel, mode: StepMode) -> tuple[LookaheadConfig, PlannerKind, str] | None:
+    """The adopted settings for this model, device, dtype and settled step mode (tuned_path); None where none were
     adopted, or the file names another model, device or dtype, or does not read as settings."""
     path = tuned_path(lm, mode)
     if not path.exists():

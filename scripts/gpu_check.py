@@ -62,8 +62,7 @@ from lab.train.heads import runtime_for
 from lookahead_core import fixed
 from lookahead_core import products as engine_products
 from lookahead_core.capture import graphed
-from lookahead_core.costs import shape_costs
-from lookahead_core.fixed import chosen_mode
+from lookahead_core.costs import SettledMode, settled_mode
 from lookahead_core.forward import synchronize
 from lookahead_core.models import encode_prompt, load_model
 from lookahead_core.records import METHODS, Method, StepMode
@@ -107,13 +106,16 @@ def main() -> None:
         print(
             f"# {facts.model} on {facts.device_name}, {dtype}, torch {facts.torch}, transformers {facts.transformers}"
         )
-        autos = {asked: measured_auto(lm, asked, refresh=args.device == "cuda") for asked in args.modes}
+        refresh = args.device == "cuda"
+        modes = {asked: settled_mode(lm, asked and StepMode(asked), refresh) for asked in args.modes}
+        autos = {asked: measured_auto(settled) for asked, settled in modes.items()}
         for asked, auto in autos.items():
-            found.curves[dtype, chosen_mode(lm.model, asked)[0]] = {n: auto.costs.relative(n) for n in COST_POINTS}
+            found.curves[dtype, modes[asked].mode] = {n: auto.costs.relative(n) for n in COST_POINTS}
         sets = args.sets if dtype == "float32" or args.half_sets is None else args.half_sets
         for name, asked in [(name, mode) for name in sets for mode in args.modes]:
             try:
-                bench_set(lm, args, methods, (name, dtype, asked), autos[asked], name == sets[0], found, rows)
+                where = (name, dtype, asked)
+                bench_set(lm, args, methods, where, (modes[asked], autos[asked]), name == sets[0], found, rows)
             except Exception:  # one bench's failure (a capture, say) is a finding: print it, go on with the next
                 traceback.print_exc()
                 print(f"  FAILED: {name} {dtype} {asked or 'default mode'}", flush=True)
@@ -130,14 +132,15 @@ def main() -> None:
     print_targets(rows, found, args.device)
 
 
-def bench_set(lm, args, methods, where: tuple, auto, first_set: bool, found: Findings, rows: list) -> None:
-    """One prompt set in one mode (`where`: the set's name, the dtype, the mode asked): its bench, written under
-    --out and its rows added to `rows`, then each method's step split on its first prompt (with the levers on the
-    first set in float32), the host's share of each kept in `found`."""
+def bench_set(lm, args, methods, where: tuple, settings: tuple, first_set: bool, found: Findings, rows: list) -> None:
+    """One prompt set in one mode (`where`: the set's name, the dtype, the mode asked; `settings`: that mode settled
+    and its auto settings): its bench, written under --out and its rows added to `rows`, then each method's step
+    split on its first prompt (with the levers on the first set in float32), the host's share of each kept in
+    `found`."""
     name, dtype, asked = where
+    settled, auto = settings
     prompts = load_prompts(name, args.limit)
-    costs = shape_costs(lm, None if asked is None else StepMode(asked))
-    runtime = runtime_for(lm, list(METHODS), auto=auto, mode=asked, costs=costs)
+    runtime = runtime_for(lm, list(METHODS), auto=auto, settled=settled)
     runtime = replace(runtime, store=SuffixStore())  # suffix decoding's store warm, as the CLI's default
     request = DecodeRequest(max_new_tokens=args.max_new_tokens)
     report = run_bench(lm, prompts, methods, request, runtime, dataset=name, repeats=args.repeats)
@@ -247,11 +250,11 @@ def drawn(run, race) -> None:
         draw(race)
 
 
-def measured_auto(lm, asked: str | None, refresh: bool):
-    """The auto settings from the step-cost curve of the mode a run asking for `asked` takes, said as they are
-    chosen (a smoke test on a CPU reuses the cached curve)."""
-    auto = regime_settings(lm, refresh, asked)
-    costs, mode = auto.costs, chosen_mode(lm.model, asked)[0]
+def measured_auto(settled: SettledMode):
+    """The auto settings from the step-cost curve of a `settled` mode (measured again on CUDA; a smoke test on a CPU
+    reuses the cached curve), said as they are chosen."""
+    auto = regime_settings(settled)
+    costs, mode = auto.costs, settled.mode
     curve = ", ".join(f"{n}: {costs.relative(n):.2f}x" for n in COST_POINTS)
     print(f"# {mode}: one step of n tokens, in 1-token steps ({costs.seconds[0] * 1e3:.1f} ms): {curve}")
     print(

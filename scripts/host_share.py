@@ -29,6 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from lab.measure.datasets import load_prompts
 from lab.train.heads import SHIPPED_HEADS, SHIPPED_LABEL
 from lookahead_core import trace
+from lookahead_core.costs import settled_mode
 from lookahead_core.medusa import load_heads, make_medusa
 from lookahead_core.models import encode_prompt, load_model
 from lookahead_core.records import Method, StepKind, StepMode
@@ -75,7 +76,8 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     lm = load_model(device="cpu", dtype="float32")
     heads = make_medusa(load_heads(SHIPPED_HEADS, lm.model, lm.name, label=SHIPPED_LABEL))
-    runtime = Runtime(heads=heads, mode=args.mode).in_mode(lm.model)
+    settled = settled_mode(lm, args.mode and StepMode(args.mode))
+    runtime = Runtime(heads=heads, mode=settled.mode, mode_note=settled.note)
     prompts = [encode_prompt(lm.tokenizer, p["prompt"], p["chat"]) for p in load_prompts("humaneval", args.prompts)]
     found = paths(runtime)
     host = {(m, p): [] for m in METHODS for p in found}

@@ -258,13 +258,16 @@ def test_replay_does_not_wait_behind_model_work(url):
 
 @pytest.fixture
 def steep_costs(monkeypatch):
-    """A CPU-like cost table, so Run and the race need not measure the curve (the decoding is timed for real)."""
+    """A CPU-like cost table as the held model's settled curve, so Run and the race need not measure the curve (the
+    decoding is timed for real)."""
+    from lookahead_core.costs import SettledMode
     from lookahead_core.tuning import choose_settings
 
     from .tiny import cost_table
 
-    monkeypatch.setattr(server, "step_costs", lambda lm, mode=None: cost_table(0.05))
-    monkeypatch.setattr(server, "auto_settings", lambda lm, mode=None: choose_settings(cost_table(0.05)))
+    held = server.MODEL.get()
+    monkeypatch.setattr(held, "kept", SettledMode(held.lm, held.settled.mode, held.settled.note, cost_table(0.05)))
+    monkeypatch.setattr(server, "auto_settings", lambda lm, settled: choose_settings(cost_table(0.05)))
 
 
 @pytest.mark.usefixtures("one_round")

@@ -222,24 +222,27 @@ def test_a_reserve_is_kept_back_from_the_shares_for_what_no_check_can_stop():
 
 def test_a_curve_cached_on_a_busier_machine_is_measured_again_when_the_model_loads(tiny_lm, monkeypatch):
     from lab.serve import budget
-    from lookahead_core.costs import measure_step_costs
+    from lookahead_core.costs import SettledMode, StepCosts, measure_step_costs
+    from lookahead_core.records import StepMode
 
     honest = measure_step_costs(tiny_lm, repeats=1)
     busy = cost_table(0.05)
     busy.seconds = [100 * s for s in honest.seconds]  # cached beside other work: 100x what a step takes now
     asked = []
 
-    def cached(lm, refresh=False, mode=None):
-        asked.append(refresh)
-        return honest if refresh else busy
+    def settled(curve: StepCosts) -> SettledMode:
+        return SettledMode(tiny_lm, StepMode.EAGER, "", curve)
 
-    monkeypatch.setattr(budget, "step_costs", cached)
+    def again(lm, mode, refresh=False):
+        asked.append(refresh)
+        return settled(honest)
+
+    monkeypatch.setattr(budget, "settled_mode", again)
     monkeypatch.setattr(budget, "encode_prompt", lambda tokenizer, text, chat: [1, 2, 3, 4])  # a char tokenizer
-    prices = budget.warmed_prices(tiny_lm, None)
-    assert asked == [False, True] and prices.costs is honest  # otherwise every request would be refused
+    prices, renewed = budget.warmed_prices(tiny_lm, None, settled(busy))
+    assert asked == [True] and prices.costs is honest is renewed.costs  # otherwise every request would be refused
     asked.clear()
     quick = cost_table(0.05)
     quick.seconds = [s / 100 for s in honest.seconds]  # measured quieter than now: the prices learn the rest
-    monkeypatch.setattr(budget, "step_costs", lambda lm, refresh=False, mode=None: asked.append(refresh) or quick)
-    prices = budget.warmed_prices(tiny_lm, None)
-    assert prices.costs is quick and asked == [False] and prices.scale > 1
+    prices, kept = budget.warmed_prices(tiny_lm, None, settled(quick))
+    assert prices.costs is quick is kept.costs and asked == [] and prices.scale > 1

@@ -834,12 +834,16 @@ def test_the_step_cost_curve_is_measured_in_the_mode_that_runs_and_kept_apart(tm
     modes = []
     real = costs.capture_for
     monkeypatch.setattr(costs, "capture_for", lambda mode: modes.append(mode) or real(mode))
-    curve = costs.step_costs(lm, mode=StepMode.CUDA_GRAPH)
+    settled = costs.settled_mode(lm, StepMode.CUDA_GRAPH)
+    curve = settled.costs
+    assert settled.mode == StepMode.FIXED and "needs a CUDA device" in settled.note
     assert modes == [StepMode.FIXED] * len(costs.SIZES) and curve.sizes == list(costs.SIZES)
     assert min(curve.seconds) > 0
     assert costs.costs_path(lm, StepMode.FIXED).exists() and not costs.costs_path(lm).exists()
     assert fixed.STEPS.get(lm.model) is None, "the curve's steps were its own, freed with it"
-    costs.step_costs(lm)
+    eager = costs.settled_mode(lm)
+    assert eager.mode == StepMode.EAGER and not costs.costs_path(lm).exists(), "measured when first asked for"
+    assert eager.costs.sizes == list(costs.SIZES)
     assert len(modes) == len(costs.SIZES) and costs.costs_path(lm).exists()
 
 
@@ -848,10 +852,10 @@ def test_a_runtime_widens_on_the_curve_of_a_fixed_shape_mode_and_the_eager_step_
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     lm = tiny_model("llama")
-    widened = costs.shape_costs(lm, StepMode.CUDA_GRAPH)  # on a CPU: the fixed step, uncaptured
-    assert widened == costs.step_costs(lm, mode=StepMode.FIXED) and costs.costs_path(lm, StepMode.FIXED).exists()
-    assert costs.shape_costs(lm, StepMode.EAGER) is None
-    assert costs.shape_costs(lm) is None, "a CPU's default step is eager"
+    widened = costs.settled_mode(lm, StepMode.CUDA_GRAPH).shape_costs  # on a CPU: the fixed step, uncaptured
+    assert widened == costs.step_costs(lm, StepMode.FIXED) and costs.costs_path(lm, StepMode.FIXED).exists()
+    assert costs.settled_mode(lm, StepMode.EAGER).shape_costs is None
+    assert costs.settled_mode(lm).shape_costs is None, "a CPU's default step is eager"
     assert not costs.costs_path(lm).exists(), "the eager step measures no curve for a shape it does not have"
 
 
@@ -873,11 +877,12 @@ def test_a_mode_whose_wider_shape_fails_in_the_curve_sends_runs_eager_and_the_cu
         return real(self, span)
 
     monkeypatch.setattr(fixed.FixedStep, "forward", refusing)
-    curve = costs.step_costs(lm, mode=StepMode.FIXED)
+    settled = costs.settled_mode(lm, StepMode.FIXED)
+    assert settled.mode == StepMode.EAGER and "OutOfMemoryError: CUDA out of memory" in settled.note
+    assert settled.costs.sizes == list(costs.SIZES)
     assert costs.costs_path(lm).exists() and not costs.costs_path(lm, StepMode.FIXED).exists()
-    assert curve.sizes == list(costs.SIZES)
     mode, note = fixed.chosen_mode(lm.model, StepMode.FIXED)
-    assert mode == StepMode.EAGER and "OutOfMemoryError: CUDA out of memory" in note and "ran eagerly" in note
+    assert (mode, note) == (settled.mode, settled.note) and "ran eagerly" in note
     trace = record_trace(lm, PROMPTS[0], request(Method.GREEDY), Runtime(mode=StepMode.FIXED))
     assert (trace.meta.mode, trace.meta.mode_note) == (StepMode.EAGER, note)
 

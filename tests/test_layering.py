@@ -221,24 +221,25 @@ def test_no_function_outside_the_tests_runs_past_60_lines(package):
 
 
 # What settles a decoding, and who may ask (issue 62): trace.settle is the one caller of Runtime.settled (the auto
-# settings' W, N, G), and of Runtime.in_mode (the step mode) but for the builders that settle a runtime's mode once.
+# settings' W, N, G) and of Runtime.in_mode (the step mode of a runtime that came unsettled); the step mode asked of
+# fixed.chosen_mode by in_mode and by costs.settled_mode alone (a held model's, a command's or a check's mode, settled
+# once with its curve and carried down), and a curve read by settled_mode and the SettledMode it made alone.
 SETTLING = {
     "settled": {("lookahead_core/trace.py", "settle")},
-    "in_mode": {
-        ("lookahead_core/trace.py", "settle"),
-        ("lab/train/heads.py", "runtime_for"),
-        ("scripts/host_share.py", "main"),
-    },
+    "in_mode": {("lookahead_core/trace.py", "settle")},
+    "chosen_mode": {("lookahead_core/runtime.py", "in_mode"), ("lookahead_core/costs.py", "settled_mode")},
+    "step_costs": {("lookahead_core/costs.py", "settled_mode"), ("lookahead_core/costs.py", "costs")},
 }
 
 
-def callers(tree: ast.AST, attribute: str, where: str) -> set[tuple[str, str]]:
-    """The functions of a module (its path `where`) that call a method named `attribute` on anything."""
+def callers(tree: ast.AST, name: str, where: str) -> set[tuple[str, str]]:
+    """The functions of a module (its path `where`) that call a function or a method named `name`."""
     found = set()
     for function in ast.walk(tree):
         if isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef):
             for node in ast.walk(function):
-                if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == attribute:
+                called = node.func if isinstance(node, ast.Call) else None
+                if getattr(called, "attr", None) == name or getattr(called, "id", None) == name:
                     found.add((where, function.name))
     return found
 
@@ -263,3 +264,10 @@ def test_the_settling_check_finds_a_race_that_settles_its_own_request(tmp_path):
     racing.write_text("def racing(request, runtime):\n    return runtime.settled(request)\n")
     found = settling_callers([ROOT / "lookahead_core" / "trace.py", racing])
     assert found["settled"] == SETTLING["settled"] | {("race.py", "racing")}
+
+
+def test_the_settling_check_finds_a_server_that_asks_the_mode_itself(tmp_path):
+    serving = tmp_path / "server.py"
+    serving.write_text("def record(lm):\n    return chosen_mode(lm, None)\n")
+    found = settling_callers([ROOT / "lookahead_core" / "costs.py", serving])
+    assert found["chosen_mode"] == {("lookahead_core/costs.py", "settled_mode"), ("server.py", "record")}

@@ -167,9 +167,10 @@ def test_the_readme_front_matter_names_real_versions():
 
 def test_on_zero_gpu_the_servers_work_runs_eagerly_and_elsewhere_takes_the_devices_default(tiny_lm, monkeypatch):
     """ZeroGPU places the weights anew for each call, and a CUDA graph replays the addresses it recorded: the server's
-    model is held in the eager step there (Held.mode, carried to its runtimes, aids and probes), and the engine's own
-    default per device is left as it is (it was patched at import). On a device whose default is a fixed-shape step
-    (the CPU stands in for CUDA here), a Run held so decodes eagerly, one held with the default in the fixed step."""
+    model is held in the eager step there (Held.mode, settled once and carried to its runtimes, aids and probes), and
+    the engine's own default per device is left as it is (it was patched at import). On a device whose default is a
+    fixed-shape step (the CPU stands in for CUDA here), a Run held so decodes eagerly, one held with the default in
+    the fixed step."""
     assert space.step_mode(True) == StepMode.EAGER and space.step_mode(False) is None
     assert server.MODEL._mode is space.step_mode(server.ZERO_GPU) and fixed.DEFAULT_MODES == {
         "cuda": StepMode.CUDA_GRAPH
@@ -177,9 +178,9 @@ def test_on_zero_gpu_the_servers_work_runs_eagerly_and_elsewhere_takes_the_devic
     monkeypatch.setitem(fixed.DEFAULT_MODES, "cpu", StepMode.FIXED)
     for mode, ran in ((StepMode.EAGER, StepMode.EAGER), (None, StepMode.FIXED)):
         held = Held(tiny_lm, mode=mode)
-        assert held.aids.mode == mode
-        runtime = held.runtime([Method.LOOKAHEAD]).in_mode(tiny_lm.model)
-        assert runtime.mode == ran
+        assert held.settled.mode == ran and held.aids.settled is held.settled
+        runtime = held.runtime([Method.LOOKAHEAD])
+        assert (runtime.mode, runtime.mode_note) == (ran, "")
         request = DecodeRequest(method=Method.LOOKAHEAD, lookahead=LookaheadConfig(3, 3, 3), max_new_tokens=4)
         assert record_trace(tiny_lm, [1, 2, 3], request, held.runtime([Method.LOOKAHEAD])).meta.mode == ran
 

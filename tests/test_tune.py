@@ -17,6 +17,7 @@ from lab.measure.payoff import Decoded, best, predicted_speedup, relative_cost, 
 from lab.measure.tune import MAX_CELLS, TuneGrid, TuneOptions, check_grid, repriced, timed_indices, tuning
 from lookahead_core import tuning as auto_tuning
 from lookahead_core.config import LookaheadConfig, SettingsError
+from lookahead_core.costs import SettledMode
 from lookahead_core.records import Busy, Machine, Method, PlannerKind, SchemaError, Spread, StepCostCurve, StepMode
 from lookahead_core.records.tune import TUNE_VERSION, HeldOut, TuneCell, TunePlain, TuneReport, read_tune_report
 from lookahead_core.request import DecodeRequest
@@ -228,17 +229,17 @@ def test_the_cli_refuses_out_of_range_options_before_loading_a_model(capsys, mon
 
 @pytest.fixture
 def cached(tmp_path, monkeypatch):
-    """A tiny model whose cached curve is steep (W=4, N=8 by the regime), in a cache of its own."""
+    """A tiny model's eager step settled with a steep curve (W=4, N=8 by the regime), in a cache of its own."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    monkeypatch.setattr(auto_tuning, "step_costs", lambda lm, refresh=False, mode=None: cost_table(0.2))
     lm = tiny_model("llama")
-    return lm
+    return SettledMode(lm, StepMode.EAGER, "", cost_table(0.2))
 
 
 def test_auto_settings_take_the_adopted_settings_for_this_model_device_and_dtype(cached):
-    assert auto_tuning.auto_settings(cached).config == choose_settings(cost_table(0.2)).config
-    adopt(cached, LookaheadConfig(window=3, ngram=4, guesses=3), PlannerKind.FULL, "docs/bench/x.json")
-    auto = auto_tuning.auto_settings(cached)
+    lm = cached.lm
+    assert auto_tuning.auto_settings(lm, cached).config == choose_settings(cost_table(0.2)).config
+    adopt(lm, cached.mode, LookaheadConfig(window=3, ngram=4, guesses=3), PlannerKind.FULL, "docs/bench/x.json")
+    auto = auto_tuning.auto_settings(lm, cached)
     assert (auto.config, auto.planner, auto.adopted) == (
         LookaheadConfig(3, 4, 3),
         PlannerKind.FULL,
@@ -247,14 +248,15 @@ def test_auto_settings_take_the_adopted_settings_for_this_model_device_and_dtype
 
 
 def test_settings_adopted_for_another_model_or_damaged_are_ignored(cached):
-    path = adopt(cached, LookaheadConfig(window=3, ngram=4, guesses=3), PlannerKind.FULL, "x")
+    lm = cached.lm
+    path = adopt(lm, cached.mode, LookaheadConfig(window=3, ngram=4, guesses=3), PlannerKind.FULL, "x")
     data = json.loads(path.read_text())
     path.write_text(json.dumps(data | {"model": "another"}))
-    assert adopted(cached) is None
+    assert adopted(lm, cached.mode) is None
     path.write_text(json.dumps(data | {"window": 0}))
-    assert adopted(cached) is None
+    assert adopted(lm, cached.mode) is None
     path.write_text("{not json")
-    assert auto_tuning.auto_settings(cached).adopted is None
+    assert auto_tuning.auto_settings(lm, cached).adopted is None
 
 
 # ---------------------------------------------------------------- a sweep on a tiny model
@@ -377,7 +379,7 @@ def test_the_cli_maps_writes_the_report_and_the_page_and_adopts_the_choice(tmp_p
     captured = capsys.readouterr()
     assert "] lookahead W=3 N=3 G=3" in captured.err and "predicted / measured" in captured.out
     chosen = made.chosen_cell(Method.LOOKAHEAD).settings
-    assert adopted(load_model(str(folder), device="cpu"))[0] == LookaheadConfig(**chosen)
+    assert adopted(load_model(str(folder), device="cpu"), StepMode.EAGER)[0] == LookaheadConfig(**chosen)
 
 
 def test_the_shipped_maps_read_back_each_measured_where_it_says():

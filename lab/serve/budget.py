@@ -27,10 +27,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from lab.measure.timing import ROUND_MARGIN, SHORTEST_ROUND
-from lookahead_core.costs import StepCosts, step_costs
+from lookahead_core.costs import SettledMode, StepCosts, settled_mode
 from lookahead_core.draft import Draft
 from lookahead_core.models import LoadedModel, encode_prompt
-from lookahead_core.records import METHODS, Fit, Method, StepKind, StepMode, StepRecord
+from lookahead_core.records import METHODS, Fit, Method, StepKind, StepRecord
 from lookahead_core.request import DecodeRequest
 from lookahead_core.runtime import Runtime
 from lookahead_core.trace import WARM_UP_TOKENS, decode_steps, warm_up
@@ -157,9 +157,9 @@ class Deadline:
 WARM_UP_PROMPT = "def fibonacci(n):\n"
 
 
-def warmed_prices(lm: LoadedModel, draft: Draft, mode: StepMode | None = None) -> Prices:
-    """Warm a freshly loaded model up once (a few tokens of every method, the draft's too, in step mode `mode`: the
-    held model's) and price its work.
+def warmed_prices(lm: LoadedModel, draft: Draft, settled: SettledMode) -> tuple[Prices, SettledMode]:
+    """Warm a freshly loaded model up once (a few tokens of every method, the draft's too, in its `settled` step
+    mode) and price its work; returns the prices and the settled mode they price (the same, or measured again).
 
     The step-cost curve is measured once per model, device and dtype, then read from the cache. It may have
     been measured on a busier machine than this one is now (or a busier moment): the prices learn at once from
@@ -168,25 +168,28 @@ def warmed_prices(lm: LoadedModel, draft: Draft, mode: StepMode | None = None) -
     step could teach the prices otherwise.
     """
     prompt_ids = encode_prompt(lm.tokenizer, WARM_UP_PROMPT, chat=False)
-    runtime = Runtime(draft=draft, mode=mode)
+    runtime = Runtime(draft=draft, mode=settled.mode, mode_note=settled.note)
     methods = [method for method, entry in METHODS.items() if runtime.has(entry.needs)]
     request = DecodeRequest(max_new_tokens=WARM_UP_TOKENS)
     warm_up(lm, prompt_ids, request, runtime, methods)
     plain = replace(request, method=Method.GREEDY)
-    prices = Prices(step_costs(lm, mode=mode))
+    prices = Prices(settled.costs)
     prices.learn(list(decode_steps(lm, prompt_ids, plain, runtime)))
     if prices.scale * BUSY_SCALE < 1:
-        prices = Prices(step_costs(lm, refresh=True, mode=mode))
-        prices.learn(list(decode_steps(lm, prompt_ids, plain, runtime)))
-    return prices
+        settled = settled_mode(lm, settled.mode, refresh=True)
+        prices = Prices(settled.costs)
+        renewed = replace(runtime, mode=settled.mode, mode_note=settled.note)
+        prices.learn(list(decode_steps(lm, prompt_ids, plain, renewed)))
+    return prices, settled
 
 
-def probe(lm: LoadedModel, prices: Prices, mode: StepMode | None = None) -> None:
-    """Renew the prices from PROBE_TOKENS plain steps of the warm-up prompt in step mode `mode`, timed now: a
-    fraction of a second that keeps a request from being judged by a moment that has passed."""
+def probe(lm: LoadedModel, prices: Prices, settled: SettledMode) -> None:
+    """Renew the prices from PROBE_TOKENS plain steps of the warm-up prompt in the `settled` step mode, timed now:
+    a fraction of a second that keeps a request from being judged by a moment that has passed."""
     prompt_ids = encode_prompt(lm.tokenizer, WARM_UP_PROMPT, chat=False)
     plain = DecodeRequest(max_new_tokens=PROBE_TOKENS, method=Method.GREEDY)
-    prices.learn(list(decode_steps(lm, prompt_ids, plain, Runtime(mode=mode))), renew=True)
+    runtime = Runtime(mode=settled.mode, mode_note=settled.note)
+    prices.learn(list(decode_steps(lm, prompt_ids, plain, runtime)), renew=True)
 
 
 def prefill_seconds(prices: Prices, prompt_tokens: int) -> float:

@@ -24,6 +24,7 @@ from lab.serve.budget import (
 )
 from lab.serve.threads import ThreadChoice, torch_threads
 from lab.train.heads import Aids, runtime_for, ships
+from lookahead_core.costs import SettledMode, settled_mode
 from lookahead_core.draft import DEFAULT_DRAFT_TOKENS
 from lookahead_core.models import DEFAULT_MODEL, DTYPES, LoadedModel, encode_prompt, load_model
 from lookahead_core.records import METHODS, Fit, Machine, Method, Needs, StepKind, StepMode, raced_on
@@ -36,19 +37,33 @@ AIDED = {Needs.NOTHING, Needs.DRAFT}  # what every held model's methods have (th
 
 @dataclass
 class Held:
-    """One loaded model and what is made from it: its prices on this hardware (None: not priced) and, each on
-    first use, its bfloat16 copy (the speculative draft) and its Medusa heads and EAGLE layer, where they ship
-    (`aids`). Its work asks for step mode `mode` (None: the device's default, fixed.default_mode): the server's
-    (lab.serve.space.step_mode), settled here once and carried to every runtime, curve and probe."""
+    """One loaded model and what is made from it: its prices on this hardware (None: not priced), its settled
+    step mode and, each on first use, its bfloat16 copy (the speculative draft) and its Medusa heads and EAGLE
+    layer, where they ship (`aids`). Its work asks for step mode `mode` (None: the device's default,
+    fixed.default_mode): the server's (lab.serve.space.step_mode), settled once with its curve (`settled`) and
+    carried to every runtime, price and probe."""
 
     lm: LoadedModel
     prices: Prices | None = None
     threads: ThreadChoice | None = None  # the torch threads its work runs on (None: a GPU's, or not chosen yet)
     mode: StepMode | None = None
-    aids: Aids = field(init=False)
+    kept: SettledMode | None = field(default=None, init=False)
+    made: Aids | None = field(default=None, init=False)
 
-    def __post_init__(self) -> None:
-        self.aids = Aids(self.lm, mode=self.mode)
+    @property
+    def settled(self) -> SettledMode:
+        """The step mode this model's runs take, why, and its curve (costs.settled_mode), settled on first use,
+        before any request's time starts (a GPU's first curve is measured then), and kept."""
+        if self.kept is None:
+            self.kept = settled_mode(self.lm, self.mode)
+        return self.kept
+
+    @property
+    def aids(self) -> Aids:
+        """The draft, heads and layer made for this model (its heads fitted to its settled curve), kept."""
+        if self.made is None:
+            self.made = Aids(self.lm, settled=self.settled)
+        return self.made
 
     def admit(self, prompt_tokens: int, decodings: int, seconds: float) -> int:
         """The one gate of every card's model work (a Run, a race, a sweep), asked before its time starts: the torch
@@ -71,14 +86,14 @@ class Held:
         """BudgetError for work that does not fit (budget.check_budget), judged on fresh prices: renewed by a probe
         first where asked or where their evidence is stale, and again before a refusal on evidence not just taken."""
         if renew or self.prices.age() > FRESH_SECONDS:
-            probe(self.lm, self.prices, self.mode)
+            probe(self.lm, self.prices, self.settled)
         try:
             check_budget(self.prices, prompt_tokens, decodings, seconds, self.load_words())
         except BudgetError:
             if self.prices.age() < FRESH_SECONDS / 2:
                 raise
             # judged on the machine as it is this moment, never on a moment passed
-            probe(self.lm, self.prices, self.mode)
+            probe(self.lm, self.prices, self.settled)
             check_budget(self.prices, prompt_tokens, decodings, seconds, self.load_words())
 
     def runtime(self, methods, **given) -> Runtime:
@@ -86,7 +101,7 @@ class Held:
         from the run, its step mode, and without heads or a layer where none ship (`Runtime.has` says); `given` the
         rest."""
         learn = self.prices.learn if self.prices is not None else None
-        return runtime_for(self.lm, methods, self.aids, learn=learn, lenient=True, mode=self.mode, **given)
+        return runtime_for(self.lm, methods, self.aids, learn=learn, lenient=True, settled=self.settled, **given)
 
     def load_words(self) -> str:
         """What other programs used of this CPU at the latest reading, as a clause for a refusal (or nothing)."""
@@ -122,7 +137,7 @@ class ModelHolder:
             if self._warm and self._held.prices is None:
                 held = self._held
                 held.threads = chosen_threads(held.lm)
-                held.prices = warmed_prices(held.lm, held.aids.draft(DEFAULT_DRAFT_TOKENS), held.mode)
+                held.prices, held.kept = warmed_prices(held.lm, held.aids.draft(DEFAULT_DRAFT_TOKENS), held.settled)
             return self._held
 
     def put(self, lm: LoadedModel) -> None:

@@ -34,7 +34,6 @@ from lab.serve.questions import Answers
 from lab.serve.requests import MAX_NEW_TOKENS, InputError, ModelRequest
 from lab.serve.shelf import Shelf
 from lab.serve.threads import running_on
-from lookahead_core.costs import shape_costs, step_costs
 from lookahead_core.models import encode_prompt, load_model
 from lookahead_core.records import METHODS, Method, Needs, Progress, RaceRecord, Run, Timing, raced_on
 from lookahead_core.request import DecodeRequest
@@ -110,13 +109,12 @@ def record(request: ModelRequest, store: SuffixStore | None = None) -> Iterator[
     held = MODEL.get(request.model, request.dtype)
     d = request.decode
     lm = held.lm
-    auto = auto_settings(lm, mode=held.mode) if d.auto and METHODS[d.method].window else None
-    costs = shape_costs(lm, held.mode)
+    auto = auto_settings(lm, held.settled) if d.auto and METHODS[d.method].window else None
     prompt_ids = encode_prompt(lm.tokenizer, request.prompt, request.chat)
     threads = held.admit(len(prompt_ids), decodings=2, seconds=RUN_SECONDS)
     started = time.perf_counter()  # a model's first load, cost curve and probe are not the request's: it starts here
     deadline = Deadline(RUN_SECONDS, reserve=RESERVE)
-    runtime = held.runtime([d.method], tokens=d.draft_tokens, auto=auto, deadline=deadline, costs=costs, store=store)
+    runtime = held.runtime([d.method], tokens=d.draft_tokens, auto=auto, deadline=deadline, store=store)
     needs = METHODS[d.method].needs
     if not runtime.has(needs):
         raise InputError(NOT_SHIPPED[needs])
@@ -138,12 +136,10 @@ def timed_race(
     held = MODEL.get(request.model, request.dtype)
     d = request.decode
     lm = held.lm
-    costs = step_costs(lm, mode=held.mode)  # the curve of the mode the held model's runs take (asked: held.mode)
+    costs = held.settled.costs  # the curve of the mode the held model's runs take
     prompt_ids = encode_prompt(lm.tokenizer, request.prompt, request.chat)
-    auto = auto_settings(lm, mode=held.mode) if d.auto else None  # as a Run's: the adopted settings, where adopted
-    runtime = held.runtime(
-        raced_on(lm.device.type), tokens=d.draft_tokens, auto=auto, costs=shape_costs(lm, held.mode), store=store
-    )
+    auto = auto_settings(lm, held.settled) if d.auto else None  # as a Run's: the adopted settings, where adopted
+    runtime = held.runtime(raced_on(lm.device.type), tokens=d.draft_tokens, auto=auto, store=store)
     lanes = raced(runtime, lm.device.type)
     threads = held.admit(len(prompt_ids), decodings=len(lanes), seconds=RACE_SECONDS)
     started = time.perf_counter()  # a model's first load, cost curve and probe are not the request's: it starts here

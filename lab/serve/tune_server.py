@@ -20,7 +20,6 @@ from lab.serve import server
 from lab.serve.budget import Deadline
 from lab.serve.requests import InputError, check_prompt, model_of, new_tokens_of, short, whole_number
 from lab.serve.threads import running_on
-from lookahead_core.costs import shape_costs
 from lookahead_core.models import encode_prompt
 from lookahead_core.records import Method
 from lookahead_core.records.tune import TuneReport
@@ -115,13 +114,13 @@ def mapping(request: TuneRequest) -> Iterator[TuneProgress | tuple[TuneReport, f
     and last the report with the seconds it took. Medusa is swept only where heads ship for the model."""
     held = server.MODEL.get(request.model, request.dtype)
     lm = held.lm
-    auto, costs = regime_settings(lm, mode=held.mode), shape_costs(lm, held.mode)
+    auto = regime_settings(held.settled)
     prompts = [(name, encode_prompt(lm.tokenizer, text, chat)) for name, text, chat in request.prompts]
     threads = held.admit(max(len(ids) for _, ids in prompts), decodings=1, seconds=TUNE_SECONDS)
     started, deadline = time.perf_counter(), Deadline(TUNE_SECONDS)
     decode = DecodeRequest(max_new_tokens=request.max_new_tokens)
     swept = [method for method in SWEPT if SWEPT[method].settings(request.grid)]
-    runtime = held.runtime(swept, deadline=deadline, costs=costs)  # a draft, heads: made only for a method swept
+    runtime = held.runtime(swept, deadline=deadline)  # a draft, heads: made only for a method swept
     options = TuneOptions(
         dataset=", ".join(p[0] for p in request.prompts), rounds=ROUNDS, sample=2, stop=deadline.passed
     )

@@ -23,7 +23,7 @@ from lab.serve.budget import Deadline
 from lab.serve.stores import example_name, examples_store
 from lab.train.heads import runtime_for
 from lookahead_core.config import LookaheadConfig, LookupConfig
-from lookahead_core.costs import shape_costs
+from lookahead_core.costs import settled_mode
 from lookahead_core.draft import DEFAULT_DRAFT_TOKENS
 from lookahead_core.models import LoadedModel, encode_prompt, load_model
 from lookahead_core.records import METHODS, Method, Run
@@ -44,10 +44,11 @@ PAUSE_SECONDS = 60.0  # the wait before recording a busy measurement again
 def preset_runtime(lm: LoadedModel, item: dict, request: DecodeRequest) -> Runtime:
     """What the preset's method runs with (auto: lookahead at this hardware's auto settings); suffix decoding
     matches what a new visitor's store holds, the other examples' outputs on this model (lab.serve.stores)."""
-    auto = auto_settings(lm) if request.auto and METHODS[request.method].window else None
+    settled = settled_mode(lm)  # the device's default step
+    auto = auto_settings(lm, settled) if request.auto and METHODS[request.method].window else None
     tokens = item.get("draft_tokens", DEFAULT_DRAFT_TOKENS)
     deadline = Deadline(EXAMPLE_SECONDS)
-    runtime = runtime_for(lm, [request.method], tokens=tokens, auto=auto, deadline=deadline, costs=shape_costs(lm))
+    runtime = runtime_for(lm, [request.method], tokens=tokens, auto=auto, deadline=deadline, settled=settled)
     if request.method != Method.SUFFIX:
         return runtime
     return replace(runtime, store=examples_store(lm.name, leaving_out=example_name(item)))

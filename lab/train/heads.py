@@ -12,12 +12,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from lookahead_core.costs import StepCosts, step_costs
+from lookahead_core.costs import SettledMode, settled_mode
 from lookahead_core.draft import DEFAULT_DRAFT, DEFAULT_DRAFT_TOKENS, Draft, make_draft
 from lookahead_core.eagle import EAGLE, load_eagle
 from lookahead_core.medusa import Medusa, fitted_medusa, load_heads
 from lookahead_core.models import DEFAULT_MODEL, LoadedModel
-from lookahead_core.records import METHODS, Method, Needs, StepMode, StepRecord
+from lookahead_core.records import METHODS, Method, Needs, StepRecord
 from lookahead_core.runtime import Deadline, Runtime
 from lookahead_core.suffix import SuffixStore
 from lookahead_core.tuning import AutoSettings
@@ -46,18 +46,19 @@ def ships(lm: LoadedModel, needs: Needs) -> bool:
     return lm.name == DEFAULT_MODEL and shipped[needs].exists()
 
 
-def medusa_for(lm: LoadedModel, path: str | Path | None = None, mode: StepMode | None = None) -> Medusa:
+def medusa_for(lm: LoadedModel, path: str | Path | None = None, settled: SettledMode | None = None) -> Medusa:
     """Medusa for `lm`: the heads at `path` (default: the shipped heads, for the embedded model only) with the
-    tree fitted to this hardware's measured step costs in the step mode a run asking for `mode` takes (None: the
-    device's default). NoHeads when none are given and none ship for `lm`; MedusaError (one line) for heads
-    trained for another model."""
+    tree fitted to this hardware's measured step costs in the `settled` step mode (None: the device's default,
+    settled now). NoHeads when none are given and none ship for `lm`; MedusaError (one line) for heads trained for
+    another model."""
     if path is None:
         if not ships(lm, Needs.HEADS):
             raise NoHeads(NONE_SHIP[Needs.HEADS].format(name=lm.name))
         heads = load_heads(SHIPPED_HEADS, lm.model, lm.name, label=SHIPPED_LABEL)
     else:
         heads = load_heads(path, lm.model, lm.name)
-    return fitted_medusa(heads, step_costs(lm, mode=mode).fitted_relative)
+    settled = settled if settled is not None else settled_mode(lm)
+    return fitted_medusa(heads, settled.costs.fitted_relative)
 
 
 def eagle_draft(lm: LoadedModel, tokens: int = DEFAULT_DRAFT_TOKENS, path: str | Path | None = None) -> Draft:
@@ -76,15 +77,15 @@ def eagle_draft(lm: LoadedModel, tokens: int = DEFAULT_DRAFT_TOKENS, path: str |
 class Aids:
     """What a model's guessing methods run with besides it, each made on first use and kept for the next run:
     its draft model (`draft_name`, by default its bfloat16 copy), its Medusa heads with the tree fitted to the
-    step costs of `mode` (None: the device's default) and its EAGLE layer, from the files at `heads_path` and
-    `layer_path` (None: the shipped ones, for the embedded model only; NoHeads for any other, raised each time
-    they are asked for)."""
+    step costs of the `settled` step mode (None: the device's default) and its EAGLE layer, from the files at
+    `heads_path` and `layer_path` (None: the shipped ones, for the embedded model only; NoHeads for any other,
+    raised each time they are asked for)."""
 
     lm: LoadedModel
     draft_name: str = DEFAULT_DRAFT
     heads_path: str | Path | None = None
     layer_path: str | Path | None = None
-    mode: StepMode | None = None
+    settled: SettledMode | None = None
     made: dict[Needs, Draft | Medusa | NoHeads] = field(default_factory=dict)
 
     def draft(self, tokens: int) -> Draft:
@@ -99,7 +100,7 @@ class Aids:
 
     def heads(self) -> Medusa:
         """The Medusa heads, fitted to this hardware; NoHeads where none are given or ship."""
-        return self.kept(Needs.HEADS, lambda: medusa_for(self.lm, self.heads_path, self.mode))
+        return self.kept(Needs.HEADS, lambda: medusa_for(self.lm, self.heads_path, self.settled))
 
     def kept(self, needs: Needs, make: Callable[[], Draft | Medusa]):
         if needs not in self.made:
@@ -123,8 +124,7 @@ def runtime_for(
     auto: AutoSettings | None = None,
     deadline: Deadline | None = None,
     learn: Callable[[list[StepRecord], Method], None] | None = None,
-    mode: str | None = None,
-    costs: StepCosts | None = None,
+    settled: SettledMode | None = None,
     store: SuffixStore | None = None,
     lenient: bool = False,
 ) -> Runtime:
@@ -132,13 +132,13 @@ def runtime_for(
     `aids` (by default the draft model, the shipped heads and the shipped layer, made now), drafting `tokens`
     per step; where heads or a layer are missing, NoHeads, or with `lenient` a runtime without them
     (`Runtime.has` says: a race leaves the method out, a Run refuses it). With the auto settings, deadline,
-    learning, step mode (None: the device's default, fixed.default_mode), the step costs its fixed shapes widen
-    on (costs.shape_costs for the mode: none for the eager step; read before a request's time starts, since a
-    GPU's first curve is measured then) and the store of earlier outputs suffix decoding matches (None: a run's
-    own text alone); its mode settled (Runtime.in_mode: the mode run, and why)."""
+    learning, the `settled` step mode (costs.settled_mode: the mode, why, and the curve its fixed shapes widen on;
+    settled before a request's time starts, since a GPU's first curve is measured then; None: each decoding settles
+    the device's default, trace.settle) and the store of earlier outputs suffix decoding matches (None: a run's own
+    text alone)."""
     needs = {METHODS[method].needs for method in methods}
-    mode = None if mode is None else StepMode(mode)
-    aids = aids if aids is not None else Aids(lm, mode=mode)
+    aids = aids if aids is not None else Aids(lm, settled=settled)
+    modes = {} if settled is None else {"mode": settled.mode, "mode_note": settled.note, "costs": settled.shape_costs}
 
     def made(need: Needs, make: Callable[[], object]):
         if need not in needs:
@@ -158,6 +158,5 @@ def runtime_for(
         store=store,
         deadline=deadline,
         learn=learn,
-        mode=mode,
-        costs=costs,
-    ).in_mode(lm.model)  # settled after the curve, which may have found the mode failing on a wider shape
+        **modes,
+    )
