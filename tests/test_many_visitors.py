@@ -26,6 +26,7 @@ from gradio_client import Client
 from gradio_client.utils import Status
 
 from lab.serve import server
+from lab.serve.requests import MAX_NEW_TOKENS
 from lookahead_core.models import DEFAULT_MODEL
 from scripts.serving import running_app
 from ui.race import RACE_AUTO
@@ -322,12 +323,17 @@ def test_past_the_lines_bound_a_client_is_told_the_lab_is_busy_and_each_waiting_
     one measures, three wait each told its place and an estimate, four are refused with the lab's message. The
     line's real bound (lab.serve.line.CAPACITY, a class) works the same; three keep the test short."""
     monkeypatch.setattr(server.LINE, "capacity", 3)
+    # The most tokens, and the clients connected before the first asks: on the app's model a Run of 64 tokens ended
+    # before the eighth client (each reads the app's config first) had asked, and the eighth took a freed place
+    # (places seen {1: {1}, 3: {3}, 7: {1}}, make test on the 2-core Xeon, 2026-12-06)
     requests = [
-        run_form(f"{PROMPT} Call it fib_{i}.", window=3, ngram=3, guesses=3, max_new_tokens=64) for i in range(8)
+        run_form(f"{PROMPT} Call it fib_{i}.", window=3, ngram=3, guesses=3, max_new_tokens=MAX_NEW_TOKENS)
+        for i in range(8)
     ]
+    clients = [Client(url, verbose=False) for _ in requests]
     jobs = []
-    for request in requests:  # in order: the first takes the model before the second asks
-        jobs.append(Client(url, verbose=False).submit(**request, api_name="/run"))
+    for client, request in zip(clients, requests, strict=True):  # in order: the first takes the model first
+        jobs.append(client.submit(**request, api_name="/run"))
         time.sleep(0.3)
     places: dict[int, set[int]] = {}
     deadline = time.monotonic() + 60
