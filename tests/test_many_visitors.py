@@ -26,7 +26,6 @@ from gradio_client import Client
 from gradio_client.utils import Status
 
 from lab.serve import server
-from lab.serve.requests import MAX_NEW_TOKENS
 from lookahead_core.models import DEFAULT_MODEL
 from scripts.serving import running_app
 from ui.race import RACE_AUTO
@@ -323,12 +322,19 @@ def test_past_the_lines_bound_a_client_is_told_the_lab_is_busy_and_each_waiting_
     one measures, three wait each told its place and an estimate, four are refused with the lab's message. The
     line's real bound (lab.serve.line.CAPACITY, a class) works the same; three keep the test short."""
     monkeypatch.setattr(server.LINE, "capacity", 3)
-    # The most tokens, and the clients connected before the first asks: on the app's model a Run of 64 tokens ended
-    # before the eighth client (each reads the app's config first) had asked, and the eighth took a freed place
-    # (places seen {1: {1}, 3: {3}, 7: {1}}, make test on the 2-core Xeon, 2026-12-06)
+    # The first Run holds the model until the line has been seen full: by its tokens alone it did not. On the app's
+    # model a Run of 64 tokens ended before the eighth client asked, and the eighth took the freed place (places seen
+    # {1: {1}, 3: {3}, 7: {1}}); with 256 tokens, beside two burners, the seventh did ({..., 6: {1}}; fresh clones'
+    # make test on the 2-core Xeon, 2026-12-06). The clients connect before the first asks.
+    released, record = threading.Event(), server.record
+
+    def held_until_released(*args, **kwargs):
+        released.wait(90)
+        yield from record(*args, **kwargs)
+
+    monkeypatch.setattr(server, "record", held_until_released)
     requests = [
-        run_form(f"{PROMPT} Call it fib_{i}.", window=3, ngram=3, guesses=3, max_new_tokens=MAX_NEW_TOKENS)
-        for i in range(8)
+        run_form(f"{PROMPT} Call it fib_{i}.", window=3, ngram=3, guesses=3, max_new_tokens=64) for i in range(8)
     ]
     clients = [Client(url, verbose=False) for _ in requests]
     jobs = []
@@ -344,6 +350,7 @@ def test_past_the_lines_bound_a_client_is_told_the_lab_is_busy_and_each_waiting_
                 places.setdefault(i, set()).add(place)
         time.sleep(0.2)
     refused = [str(job.result()[NOTICE]) for job in jobs if job.done()]
+    released.set()
     for job in jobs:
         job.cancel()
     print(f"\n8 questions on a line of 3: places seen {places}; refused: {len(refused)}, {refused[:1]}")
