@@ -232,25 +232,28 @@ SETTLING = {
 }
 
 
-def callers(tree: ast.AST, name: str, where: str) -> set[tuple[str, str]]:
-    """The functions of a module (its path `where`) that call a function or a method named `name`."""
-    found = set()
+def callers(tree: ast.AST, where: str) -> dict[str, set[tuple[str, str]]]:
+    """For each name of SETTLING, the functions of a module (its path `where`) that call a function or a method so
+    named, in one walk of each function."""
+    found: dict[str, set[tuple[str, str]]] = {name: set() for name in SETTLING}
     for function in ast.walk(tree):
         if isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef):
             for node in ast.walk(function):
                 called = node.func if isinstance(node, ast.Call) else None
-                if getattr(called, "attr", None) == name or getattr(called, "id", None) == name:
-                    found.add((where, function.name))
+                name = getattr(called, "attr", None) or getattr(called, "id", None)
+                if name in found:
+                    found[name].add((where, function.name))
     return found
 
 
 def settling_callers(paths: list[Path]) -> dict[str, set[tuple[str, str]]]:
-    """For each method of SETTLING, the (module's path from the root, function) pairs among `paths` that call it."""
-    trees = {
-        str(path.relative_to(ROOT) if path.is_relative_to(ROOT) else path.name): ast.parse(path.read_text())
-        for path in paths
-    }
-    return {name: set().union(*(callers(tree, name, where) for where, tree in trees.items())) for name in SETTLING}
+    """For each name of SETTLING, the (module's path from the root, function) pairs among `paths` that call it."""
+    found: dict[str, set[tuple[str, str]]] = {name: set() for name in SETTLING}
+    for path in paths:
+        where = str(path.relative_to(ROOT) if path.is_relative_to(ROOT) else path.name)
+        for name, pairs in callers(ast.parse(path.read_text()), where).items():
+            found[name] |= pairs
+    return found
 
 
 def test_a_decodings_settings_and_mode_are_settled_in_one_place():
