@@ -138,6 +138,7 @@ class ModelHolder:
                 held = self._held
                 held.threads = chosen_threads(held.lm)
                 held.prices, held.kept = warmed_prices(held.lm, held.aids.draft(DEFAULT_DRAFT_TOKENS), held.settled)
+                held.aids.settled = held.kept  # a curve measured again: the heads, made on first use, fit to it
             return self._held
 
     def put(self, lm: LoadedModel) -> None:
