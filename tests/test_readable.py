@@ -17,7 +17,7 @@ from visuals import library, pool, race, replay
 from visuals.library import ASSETS
 from visuals.mask import mask_svg
 from visuals.palette import SMALLEST_TEXT
-from visuals.progress import tokens_per_step_figure
+from visuals.progress import tokens_per_step_html
 from visuals.tune import curves_figure, method_figure
 
 # A code point drawn in emoji presentation by default, or a pictograph but ▶ and ◀ (the step buttons: DejaVu Sans
@@ -66,8 +66,15 @@ def assert_readable_figure(figure) -> None:
     assert sizes and min(sizes) >= SMALLEST_TEXT, sizes
 
 
-def test_the_progress_chart_draws_every_text_at_the_smallest_size_or_larger(run):
-    assert_readable_figure(tokens_per_step_figure(run))
+def test_the_progress_chart_draws_every_text_at_the_smallest_size_or_larger_at_its_own_size(run):
+    """Every label at 14 units, and the SVG never narrower than its viewBox: a unit is a CSS pixel or more as
+    drawn."""
+    chart = tokens_per_step_html(run)
+    width = re.search(r'viewBox="0 0 (\S+) (\S+)"', chart).group(1)
+    assert f'style="min-width:{width}px"' in chart
+    texts = re.findall(r"<text [^>]*>", chart)
+    assert texts and all(re.search(r'font-size="(\d+)"', text) for text in texts)
+    assert min(float(s) for s in re.findall(r'font-size="([^"]+)"', chart)) >= SMALLEST_TEXT
 
 
 def test_the_tune_maps_and_the_race_draw_every_text_at_the_smallest_size_or_larger():

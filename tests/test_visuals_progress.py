@@ -5,6 +5,9 @@ from __future__ import annotations
 import re
 from html import escape
 
+import pytest
+
+from lookahead_core.records import TokenSource
 from tests.visual_checks import greedy_only
 from visuals import progress, replay
 
@@ -23,24 +26,45 @@ def test_progress_counts_passes_against_greedy(run):
         assert escape(ours.meta.machine.device_name) in html
 
 
-def test_tokens_per_step_chart_is_small_and_plain(run):
-    figure = progress.tokens_per_step_figure(run)
-    assert figure.layout.height <= 300  # 14 px labels (a projector): the legend may take two lines
-    assert figure.layout.template.to_plotly_json() == {"data": {"scatter": [{"type": "scatter"}]}}
-    stacked = [sum(values) for values in zip(*(bar.y for bar in figure.data), strict=True)]
-    assert stacked == [len(r.committed) for r in run.trace.steps]
-    legend = figure.layout.legend  # above the plot, below the title: it covered the tallest bars and the title
-    assert legend.yanchor == "bottom" and legend.y >= 1 and legend.x == 0 and figure.layout.margin.t >= 50
+def bars(chart: str) -> list[tuple[str, list[tuple[str, float]]]]:
+    """Each bar of the chart: its tooltip, and its rectangles' (fill, height) from the bottom up."""
+    groups = re.findall(r"<g><title>([^<]*)</title>(.*?)</g>", chart)
+    return [
+        (tip, [(f, float(h)) for h, f in re.findall(r'height="([^"]+)" fill="url\(#ll-fill-(\w+)\)', rects)])
+        for tip, rects in groups
+    ]
+
+
+def test_tokens_per_step_chart_stacks_each_pass_by_source(run):
+    """A bar a forward pass: its rectangles, bottom up, one a source it committed, each as tall as its count;
+    its tooltip says the same."""
+    chart = progress.tokens_per_step_html(run)
+    drawn = bars(chart)
+    assert len(drawn) == len(run.trace.steps)
+    tallest = max(range(len(drawn)), key=lambda i: len(run.trace.steps[i].committed))
+    unit = sum(height for _, height in drawn[tallest][1]) / len(run.trace.steps[tallest].committed)
+    for (tip, rects), record in zip(drawn, run.trace.steps, strict=True):
+        counts = [(s.value, record.sources.count(s)) for s in TokenSource if record.sources.count(s)]
+        assert [fill for fill, _ in rects] == [kind for kind, _ in counts]
+        assert tip.startswith(f"step {record.step}: {len(record.committed)} token")
+        for (_, height), (_, count) in zip(rects, counts, strict=True):
+            assert height == pytest.approx(count * unit, abs=0.11)
 
 
 def test_the_chart_says_in_words_what_it_draws(run):
-    """Its text alternative: passes by tokens committed, and tokens by source, the chart's own numbers."""
+    """Its text alternative: passes by tokens committed, and tokens by source, the chart's own numbers; each
+    source's fill is its colour with black marks over it (the guaranteed tokens' plain), never colour alone."""
     words = progress.chart_words(run)
-    figure = progress.tokens_per_step_figure(run)
+    chart = progress.tokens_per_step_html(run)
     committed = [len(r.committed) for r in run.trace.steps if r.committed]
     passes = sum(int(n) for n in re.findall(r"(\d+) committed \d+", words))
     assert passes == len(committed) and f"over the {len(committed)} passes" in words
     by_source = words.split("by source: ")[1]
     assert sum(int(n) for n in re.findall(r"(\d+) ", by_source)) == sum(committed)
-    assert all(bar.marker.pattern.fgcolor == "#000000" for bar in figure.data)
+    assert f'role="img" aria-label="{escape(words)}"' in chart
+    fills = {kind: tile for kind, tile in re.findall(r'<pattern id="ll-fill-(\w+)"[^>]*>(.*?)</pattern>', chart)}
+    sampled = {"sampled"} if run.trace.meta.sampling is not None else set()
+    assert set(fills) == {"guaranteed", "accepted", "bonus"} | sampled  # a greedy run draws nothing sampled
+    assert all('"#000"' in tile for kind, tile in fills.items() if kind != "guaranteed")
+    assert len({tile for tile in fills.values()}) == len(fills)
     assert escape(words) in progress.progress_html(run, 0)

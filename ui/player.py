@@ -14,7 +14,7 @@ from lab.serve.server import SESSION_SECONDS
 from lookahead_core.records import Run
 from visuals import library, replay
 from visuals.cards import card_head_html
-from visuals.progress import tokens_per_step_figure
+from visuals.progress import tokens_per_step_html
 from visuals.summary import notice_html, summary_html
 
 PLAY, PAUSE = "▶ Play", "❚❚ Pause"  # drawn by DejaVu Sans: "⏸" is in no font Debian's chromium has by default
@@ -42,7 +42,7 @@ class Panels:
     """The step's caption, its panels by name (replay.PANELS, the caption first) and the tokens-per-step chart."""
 
     shown: dict[str, gr.HTML]
-    chart: gr.Plot
+    chart: gr.HTML
 
 
 def build_replay(first: Run) -> Replay:
@@ -100,7 +100,7 @@ def build_panels(first: Run) -> Panels:
             shown["output"] = panel_card("output", html)
         with gr.Column(scale=1, elem_classes="ll-card"):
             shown["progress"] = panel_card("progress", html)
-            chart = gr.Plot(tokens_per_step_figure(first), show_label=False, container=False)
+            chart = gr.HTML(tokens_per_step_html(first), elem_id="ll-chart")
     with gr.Row(equal_height=False), gr.Column(elem_classes="ll-card"):
         shown["mask"] = panel_card("mask", html)
     return Panels({name: shown[name] for name in replay.PANELS}, chart)
@@ -130,7 +130,7 @@ def loaded(page, run: Run, index: int = 0) -> dict:
     """A newly loaded run: its summary and chart, the step slider's range, the panels; playback stops."""
     r = page.replay
     slider = gr.Slider(value=index, maximum=max(replay.last_step(run), 1))
-    updates = {r.run: run, r.step: slider, r.summary: summary_html(run), page.panels.chart: tokens_per_step_figure(run)}
+    updates = {r.run: run, r.step: slider, r.summary: summary_html(run), page.panels.chart: tokens_per_step_html(run)}
     return updates | shown_step(page, run, index) | playback(page, False)
 
 

@@ -5,7 +5,7 @@ The HTML file carries the panels of every step, rendered here by the same functi
 play, slider, keyboard, `#step=K` in the address), draw a PNG of the step, and switch the high-contrast
 view (its button, or `?contrast=high` in the address). All CSS and JS are
 inline and nothing is fetched, so the file replays the run offline, exactly as the app showed it.
-The tokens-per-step chart (Plotly, several MB of JS) is left out; the progress panel tells the same.
+The tokens-per-step chart, the same for every step, sits under the progress panel, as in the app.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from .cards import CARD_ROWS, card_head_html
 from .library import ASSETS
 from .markup import escape
 from .palette import marks_css
+from .progress import tokens_per_step_html
 from .summary import plain_name, summary_html
 
 SPEEDS = (0.5, 1, 2, 4, 8)  # steps per second offered by the player; 2 is chosen, as in the app
@@ -54,15 +55,17 @@ def run_title(run: Run) -> str:
 
 
 def slide_html(run: Run, index: int) -> str:
-    """Step `index` as one slide: a title line, the caption and the six panel cards (no controls).
+    """Step `index` as one slide: a title line, the caption and the six panel cards, the chart under the progress
+    (no controls).
 
     Element ids are the app's (`ll-caption`, `ll-window`, ...), so a test can compare the two.
     """
     index = replay.clamp_step(run, index)
     shown = replay.panels(run, index)
+    chart = {"progress": f'<div id="ll-chart">{tokens_per_step_html(run)}</div>'}
     cards = "".join(
         f'<section class="ll-card"><div class="ll-card-head">{card_head_html(name)}</div>'
-        f'<div id="ll-{name}">{shown[name]}</div></section>'
+        f'<div id="ll-{name}">{shown[name]}</div>{chart.get(name, "")}</section>'
         for row in CARD_ROWS
         for name in row
     )

@@ -65,7 +65,7 @@ MARKS: dict[str, tuple[str, str]] = {
     "output": ("", "solid"),
 }
 
-# kind -> the fill pattern of its bars in a Plotly chart (the chart's mark; Plotly's pattern shapes)
+# kind -> the pattern over its bars' colour in a chart (visuals.progress: '/' hatched, 'x' cross-hatched, '.' dotted)
 PATTERNS: dict[str, str] = {"guaranteed": "", "accepted": "/", "bonus": "x", "sampled": "."}
 
 LEGENDS: dict[str, tuple[str, ...]] = {

@@ -7,13 +7,13 @@ Seconds are the ones both runs measured, on the machine the trace names.
 
 from __future__ import annotations
 
-import plotly.graph_objects as go
+from typing import NamedTuple
 
 from lookahead_core.records import METHODS, Run, TokenSource
 
 from .caption import plural
 from .divergence import divergence_words
-from .markup import escape
+from .markup import escape, scroll_region
 from .palette import KINDS, PATTERNS, SMALLEST_TEXT, marked_label
 
 
@@ -85,39 +85,135 @@ def progress_html(run: Run, index: int) -> str:
     )
 
 
-def tokens_per_step_figure(run: Run) -> go.Figure:
-    """Stacked bars: tokens each forward pass committed, split by how they were produced."""
-    steps = run.trace.steps
-    x = [r.step for r in steps]
-    figure = go.Figure()
-    present = {source for r in steps for source in r.sources}
-    for source in (s for s in TokenSource if s in present or s != TokenSource.SAMPLED):
+# The tokens-per-step chart: its viewBox CHART_WIDTH wide, drawn as wide as its card but never narrower (a unit is a
+# CSS pixel or more, so its text is SMALLEST_TEXT at least as drawn; a narrower card scrolls it, style.css): the
+# legend's lines, then the plot, its tick labels left of it and under it
+CHART_WIDTH, PLOT_HEIGHT = 420, 160
+LEFT, RIGHT, UNDER = 36, 8, 44
+LEGEND_LINE = 24
+GLYPH = 9.5  # about the width of a character at 16 px (the high-contrast view), to lay out the legend
+MOST_TICKS = 8
+# a pattern's tile: what it draws in black over the kind's colour (PATTERNS' marks)
+TILES = {
+    "/": '<path d="M-1,1 l2,-2 M0,6 l6,-6 M5,7 l2,-2" stroke="#000" stroke-width="1.2"/>',
+    "x": '<path d="M-1,1 l2,-2 M0,6 l6,-6 M5,7 l2,-2 M-1,5 l2,2 M0,0 l6,6 M5,-1 l2,2" stroke="#000"/>',
+    ".": '<circle cx="3" cy="3" r="1.2" fill="#000"/>',
+}
+GREEDY_LINE = 'stroke-dasharray="3 3" stroke-width="1.5"'
+
+
+class Frame(NamedTuple):
+    """Where the plot lies in the chart: its top, its x axis's height, a pass's slot and a token's height."""
+
+    top: float
+    axis: float
+    slot: float
+    unit: float
+
+
+def charted_sources(run: Run) -> list[TokenSource]:
+    """The sources the chart draws and its legend names: each but SAMPLED always, SAMPLED where the run drew."""
+    present = {source for r in run.trace.steps for source in r.sources}
+    return [source for source in TokenSource if source in present or source != TokenSource.SAMPLED]
+
+
+def tick_every(largest: int) -> int:
+    """The interval of at most MOST_TICKS ticks from 0 to `largest` (1, 2 or 5 times a power of ten)."""
+    scale = 1
+    while True:
+        for every in (scale, 2 * scale, 5 * scale):
+            if largest // every < MOST_TICKS:
+                return every
+        scale *= 10
+
+
+def fills_svg(sources: list[TokenSource]) -> str:
+    """Each source's fill: its colour, with its pattern's marks over it (never colour alone)."""
+    patterns = []
+    for source in sources:
         kind = source.value
-        figure.add_bar(
-            x=x,
-            y=[r.sources.count(source) for r in steps],
-            name=marked_label(kind),
-            marker={"color": KINDS[kind][0], "pattern": {"shape": PATTERNS[kind], "fgcolor": "#000000"}},
+        tile = TILES.get(PATTERNS[kind], "")
+        patterns.append(
+            f'<pattern id="ll-fill-{kind}" width="6" height="6" patternUnits="userSpaceOnUse">'
+            f'<rect width="6" height="6" fill="{KINDS[kind][0]}"/>{tile}</pattern>'
         )
-    figure.add_hline(
-        y=1,
-        line_dash="dot",
-        line_color="#555",
-        annotation_text="greedy:<br>1 a pass",
-        annotation_position="right",  # in the right margin, beside the line's end: drawn inside, it lay on the bars
-        annotation_font_size=SMALLEST_TEXT,
+    return f"<defs>{''.join(patterns)}</defs>"
+
+
+def legend_svg(sources: list[TokenSource]) -> tuple[str, int]:
+    """The legend: a swatch and the marked label of each source, then greedy's line, on as many lines as they
+    take; and the height of those lines."""
+    swatch = '<rect x="0" y="4" width="16" height="16" fill="url(#ll-fill-{})" stroke="#000"/>'
+    items = [(swatch.format(s.value), marked_label(s.value)) for s in sources]
+    items.append((f'<path class="ll-axis" d="M0,12 h16" {GREEDY_LINE}/>', "greedy: 1 token a pass"))
+    parts, x, y = [], 0, 0
+    for swatch, label in items:
+        width = 22 + GLYPH * len(label)
+        if x and x + width > CHART_WIDTH:
+            x, y = 0, y + LEGEND_LINE
+        parts.append(
+            f'<g transform="translate({x},{y})">{swatch}'
+            f'<text x="22" y="17" font-size="{SMALLEST_TEXT}">{escape(label)}</text></g>'
+        )
+        x += width + 16
+    return "".join(parts), y + LEGEND_LINE
+
+
+def axes_svg(steps: int, tallest: int, frame: Frame) -> str:
+    """The y axis (tokens) and the x axis (steps), with their ticks."""
+    right = CHART_WIDTH - RIGHT
+    parts = [f'<path class="ll-axis" d="M{LEFT},{frame.top} V{frame.axis} H{right}"/>']
+    for value in range(0, tallest + 1, tick_every(tallest)):
+        y = frame.axis - value * frame.unit
+        parts.append(
+            f'<text x="{LEFT - 6}" y="{y + 5:.1f}" font-size="{SMALLEST_TEXT}" text-anchor="end">{value}</text>'
+        )
+    for step in range(0, steps, tick_every(steps - 1)):
+        x = LEFT + (step + 0.5) * frame.slot
+        parts.append(
+            f'<path class="ll-axis" d="M{x:.1f},{frame.axis} v4"/><text x="{x:.1f}" y="{frame.axis + 18}" '
+            f'font-size="{SMALLEST_TEXT}" text-anchor="middle">{step}</text>'
+        )
+    return "".join(parts) + (
+        f'<text x="{(LEFT + right) / 2}" y="{frame.axis + UNDER - 4}" font-size="{SMALLEST_TEXT}" '
+        'text-anchor="middle">step</text>'
     )
-    figure.update_layout(
-        template="none",
-        barmode="stack",
-        height=290,
-        margin={"l": 44, "r": 78, "t": 72, "b": 44},  # the title, then the legend: each a line of its own
-        title={"text": "Tokens committed per forward pass", "font": {"size": 17}, "x": 0.01, "y": 0.98},
-        # above the plot, never on a bar; SMALLEST_TEXT at least anywhere: a projector washes out small text
-        legend={"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 0, "font": {"size": SMALLEST_TEXT}},
-        xaxis={"title": {"text": "step"}, "tickfont": {"size": SMALLEST_TEXT}},
-        yaxis={"tickfont": {"size": SMALLEST_TEXT}, "dtick": 1, "rangemode": "tozero"},
-        bargap=0.15,
-        font={"size": SMALLEST_TEXT},
+
+
+def bars_svg(run: Run, sources: list[TokenSource], frame: Frame) -> str:
+    """Each forward pass's bar: the tokens it committed stacked by source, its numbers in its tooltip."""
+    parts, width = [], max(frame.slot * 0.85, 1.0)
+    for index, record in enumerate(run.trace.steps):
+        x, top = LEFT + index * frame.slot + (frame.slot - width) / 2, frame.axis
+        counts = [(source, record.sources.count(source)) for source in sources if record.sources.count(source)]
+        said = ", ".join(f"{count} {KINDS[source.value][1]}" for source, count in counts)
+        rects = []
+        for source, count in counts:
+            top -= count * frame.unit
+            rects.append(
+                f'<rect x="{x:.1f}" y="{top:.1f}" width="{width:.1f}" height="{count * frame.unit:.1f}" '
+                f'fill="url(#ll-fill-{source.value})" stroke="#000" stroke-width="0.5"/>'
+            )
+        tip = f"step {record.step}: {plural(len(record.committed), 'token')}" + (f" ({said})" if said else "")
+        parts.append(f"<g><title>{escape(tip)}</title>{''.join(rects)}</g>")
+    return "".join(parts)
+
+
+def tokens_per_step_html(run: Run) -> str:
+    """Stacked bars: the tokens each forward pass committed, split by how they were produced, and greedy's one a
+    pass dotted over them; its title above, its words (`chart_words`) its text alternative."""
+    sources = charted_sources(run)
+    steps = max(len(run.trace.steps), 1)
+    tallest = max([len(r.committed) for r in run.trace.steps] + [2])
+    legend, legend_height = legend_svg(sources)
+    top = legend_height + 10
+    frame = Frame(top, top + PLOT_HEIGHT, (CHART_WIDTH - RIGHT - LEFT) / steps, PLOT_HEIGHT / tallest)
+    height = frame.axis + UNDER
+    greedy = frame.axis - frame.unit
+    svg = (
+        f'<svg class="ll-chart" viewBox="0 0 {CHART_WIDTH} {height}" style="min-width:{CHART_WIDTH}px" '
+        f'role="img" aria-label="{escape(chart_words(run))}">{fills_svg(sources)}{legend}'
+        f"{axes_svg(steps, tallest, frame)}{bars_svg(run, sources, frame)}"
+        f'<path class="ll-axis" d="M{LEFT},{greedy:.1f} H{CHART_WIDTH - RIGHT}" {GREEDY_LINE}/></svg>'
     )
-    return figure
+    return f'<p class="ll-chart-title">Tokens committed per forward pass</p>{scroll_region(svg, "tokens per pass")}'
