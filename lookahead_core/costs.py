@@ -80,7 +80,7 @@ class StepCosts(StepCostCurve):
         for (a, ta), (b, tb) in itertools.pairwise(zip(sizes, seconds, strict=True)):
             if tokens <= b:
                 return ta + (tb - ta) * (tokens - a) / (b - a)
-        slope = (seconds[-1] - seconds[-2]) / (sizes[-1] - sizes[-2])
+        slope = max((seconds[-1] - seconds[-2]) / (sizes[-1] - sizes[-2]), 0.0)  # never cheaper than the widest
         return seconds[-1] + slope * (tokens - sizes[-1])
 
 

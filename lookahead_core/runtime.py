@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Protocol
 
-from .costs import StepCosts
+from .costs import SettledMode, StepCosts
 from .draft import Draft
 from .fixed import chosen_mode
 from .medusa import Medusa
@@ -76,6 +76,12 @@ class Runtime:
         if self.plan is not None:
             return self.plan()
         return self.auto.make_planner() if self.auto is not None else None
+
+    @classmethod
+    def in_settled(cls, settled: SettledMode, **parts) -> Runtime:
+        """A runtime of `parts` in the `settled` step mode (costs.settled_mode): the mode, why it is not the one
+        asked, and the curve its fixed shapes widen on."""
+        return cls(mode=settled.mode, mode_note=settled.note, costs=settled.shape_costs, **parts)
 
     def in_mode(self, model) -> Runtime:
         """This runtime with its step mode settled for `model`: the mode its decodings run and why that is not the

@@ -77,7 +77,7 @@ def main() -> None:
     lm = load_model(device="cpu", dtype="float32")
     heads = make_medusa(load_heads(SHIPPED_HEADS, lm.model, lm.name, label=SHIPPED_LABEL))
     settled = settled_mode(lm, args.mode and StepMode(args.mode))
-    runtime = Runtime(heads=heads, mode=settled.mode, mode_note=settled.note)
+    runtime = Runtime.in_settled(settled, heads=heads)
     prompts = [encode_prompt(lm.tokenizer, p["prompt"], p["chat"]) for p in load_prompts("humaneval", args.prompts)]
     found = paths(runtime)
     host = {(m, p): [] for m in METHODS for p in found}

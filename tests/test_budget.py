@@ -3,6 +3,8 @@ that holds while it works; prices that learn from every step, and are renewed by
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from lab.measure.timing import SHORTEST_ROUND
@@ -17,6 +19,7 @@ from lab.serve.budget import (
     prefill_seconds,
 )
 from lookahead_core.config import LookaheadConfig
+from lookahead_core.costs import StepCosts
 from lookahead_core.records import DraftRecord, Method, StepKind, StepRecord, StepTally
 from lookahead_core.request import DecodeRequest
 from lookahead_core.trace import Progress, recording_run
@@ -222,7 +225,7 @@ def test_a_reserve_is_kept_back_from_the_shares_for_what_no_check_can_stop():
 
 def test_a_curve_cached_on_a_busier_machine_is_measured_again_when_the_model_loads(tiny_lm, monkeypatch):
     from lab.serve import budget
-    from lookahead_core.costs import SettledMode, StepCosts, measure_step_costs
+    from lookahead_core.costs import SettledMode, measure_step_costs
     from lookahead_core.records import StepMode
 
     honest = measure_step_costs(tiny_lm, repeats=1)
@@ -246,3 +249,15 @@ def test_a_curve_cached_on_a_busier_machine_is_measured_again_when_the_model_loa
     quick.seconds = [s / 100 for s in honest.seconds]  # measured quieter than now: the prices learn the rest
     prices, kept = budget.warmed_prices(tiny_lm, None, settled(quick))
     assert prices.costs is quick is kept.costs and asked == [] and prices.scale > 1
+
+
+def test_a_pass_wider_than_the_curve_costs_no_less_than_its_widest_size():
+    """Past its widest size a curve goes on along its last two sizes, but never down: a curve measured on a busy
+    moment (its widest size timed below the one before) put a 256-token pass at -1.28 one-token steps (stop 69's
+    GPU check on the CPU)."""
+    bent = StepCosts(
+        sizes=[1, 64, 128], seconds=[0.05, 0.2, 0.1], context=256, hardware="h", model="m", dtype="d", measured_at="t"
+    )
+    assert bent.seconds_for(256) == bent.seconds_for(128) == 0.1 and bent.relative(1024) == pytest.approx(2.0)
+    rising = replace(bent, seconds=[0.05, 0.1, 0.2])
+    assert rising.seconds_for(256) == pytest.approx(0.4)

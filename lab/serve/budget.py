@@ -168,7 +168,7 @@ def warmed_prices(lm: LoadedModel, draft: Draft, settled: SettledMode) -> tuple[
     step could teach the prices otherwise.
     """
     prompt_ids = encode_prompt(lm.tokenizer, WARM_UP_PROMPT, chat=False)
-    runtime = Runtime(draft=draft, mode=settled.mode, mode_note=settled.note)
+    runtime = Runtime.in_settled(settled, draft=draft)
     methods = [method for method, entry in METHODS.items() if runtime.has(entry.needs)]
     request = DecodeRequest(max_new_tokens=WARM_UP_TOKENS)
     warm_up(lm, prompt_ids, request, runtime, methods)
@@ -178,7 +178,7 @@ def warmed_prices(lm: LoadedModel, draft: Draft, settled: SettledMode) -> tuple[
     if prices.scale * BUSY_SCALE < 1:
         settled = settled_mode(lm, settled.mode, refresh=True)
         prices = Prices(settled.costs)
-        renewed = replace(runtime, mode=settled.mode, mode_note=settled.note)
+        renewed = Runtime.in_settled(settled, draft=draft)
         prices.learn(list(decode_steps(lm, prompt_ids, plain, renewed)))
     return prices, settled
 
@@ -188,7 +188,7 @@ def probe(lm: LoadedModel, prices: Prices, settled: SettledMode) -> None:
     a fraction of a second that keeps a request from being judged by a moment that has passed."""
     prompt_ids = encode_prompt(lm.tokenizer, WARM_UP_PROMPT, chat=False)
     plain = DecodeRequest(max_new_tokens=PROBE_TOKENS, method=Method.GREEDY)
-    runtime = Runtime(mode=settled.mode, mode_note=settled.note)
+    runtime = Runtime.in_settled(settled)
     prices.learn(list(decode_steps(lm, prompt_ids, plain, runtime)), renew=True)
 
 

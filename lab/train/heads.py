@@ -138,7 +138,6 @@ def runtime_for(
     text alone)."""
     needs = {METHODS[method].needs for method in methods}
     aids = aids if aids is not None else Aids(lm, settled=settled)
-    modes = {} if settled is None else {"mode": settled.mode, "mode_note": settled.note, "costs": settled.shape_costs}
 
     def made(need: Needs, make: Callable[[], object]):
         if need not in needs:
@@ -150,13 +149,13 @@ def runtime_for(
                 return None
             raise
 
-    return Runtime(
-        auto=auto,
-        draft=made(Needs.DRAFT, lambda: aids.draft(tokens)),
-        layer=made(Needs.LAYER, lambda: aids.layer(tokens)),
-        heads=made(Needs.HEADS, aids.heads),
-        store=store,
-        deadline=deadline,
-        learn=learn,
-        **modes,
-    )
+    parts = {
+        "auto": auto,
+        "draft": made(Needs.DRAFT, lambda: aids.draft(tokens)),
+        "layer": made(Needs.LAYER, lambda: aids.layer(tokens)),
+        "heads": made(Needs.HEADS, aids.heads),
+        "store": store,
+        "deadline": deadline,
+        "learn": learn,
+    }
+    return Runtime(**parts) if settled is None else Runtime.in_settled(settled, **parts)
