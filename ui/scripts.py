@@ -114,8 +114,46 @@ DROPDOWN_TAB = """
 # A focus that falls to the page's body because Gradio disabled or redrew the focused control (Run while it runs, a
 # preset chosen with Enter) goes back to it once it can take it (the same id or name), or meanwhile to another button
 # of its row (Run's Stop, and back): a keyboard user is not sent to the top of the page. A click elsewhere is left be.
+# A key pressed within HANDED_MS of the focus being handed to another button was meant for the one switched off (Enter
+# on Stop as the Run ends would start another Run; a second Enter on Run as it starts would stop it): it does nothing,
+# and a status line under the row (there before any words, for a screen reader) says so and to press again.
 FOCUS_KEPT = """
 () => {
+  const HANDED_MS = 800;
+  let handed = { at: 0, from: null, to: null, note: null };
+  let swallowed = null;
+  const named = (button) => (button.getAttribute("aria-label") || button.innerText || "").trim();
+  const statusUnder = (row) => {
+    let note = row.nextElementSibling;
+    if (!note || !note.classList.contains("ll-handed-note")) {
+      note = Object.assign(document.createElement("p"), { className: "ll-note ll-handed-note" });
+      note.setAttribute("role", "status");
+      row.after(note);
+    }
+    return note;
+  };
+  const hand = (from, to) => {
+    const row = to.closest(".row");
+    handed = { at: Date.now(), from, to, note: row ? statusUnder(row) : null };
+    if (handed.note) handed.note.textContent = "";  // an earlier key's words are not this handing's
+  };
+  document.addEventListener("keydown", (event) => {
+    if ((event.key !== "Enter" && event.key !== " ") || event.target !== handed.to) return;
+    if (Date.now() - handed.at > HANDED_MS) return;
+    event.preventDefault();
+    event.stopImmediatePropagation();
+    swallowed = event.key;
+    handed.at = 0;
+    if (handed.note) {
+      const [from, to] = [named(handed.from), named(handed.to)];
+      handed.note.textContent = `“${from}” was switched off just before that key, which reached “${to}” and did ` +
+        `nothing: press it again to use “${to}”.`;
+    }
+  }, true);
+  document.addEventListener("keyup", (event) => {  // Space presses a button as it is released
+    if (event.key === " " && swallowed === " ") event.preventDefault();
+    swallowed = null;
+  }, true);
   let pointed = { at: 0, on: null };
   let moved = 0;  // the latest click, key or wheel: what the visitor did after a loss ends its wait
   document.addEventListener("pointerdown", (event) => { pointed = { at: Date.now(), on: event.target }; }, true);
@@ -141,6 +179,7 @@ FOCUS_KEPT = """
       const other = row && [...row.querySelectorAll("button")].find((button) => button !== lost && usable(button));
       const target = usable(again) ? again : other;
       if (target) target.focus({ preventScroll: true });
+      if (target && target !== again) hand(lost, target);
       else if (tries-- > 0) setTimeout(restore, 200);
     };
     setTimeout(restore, 0);

@@ -126,3 +126,47 @@ def test_the_offline_html_replay(desktop, browser, tmp_path):
         assert audited(offline, "the offline HTML replay") == {}
     finally:
         context.close()
+
+
+HANDED = "() => document.querySelector('.ll-handed-note')?.innerText.includes('did nothing')"
+FOCUSED = "id => document.activeElement?.id === id"
+
+
+def said_it_did_nothing(page) -> None:
+    """The status line under Run's row says the key did nothing (written as the key is pressed), else fail with
+    what the note under Run says the key did."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    try:
+        page.wait_for_function(HANDED, timeout=10_000)
+    except PlaywrightTimeout:
+        said = page.inner_text("#ll-run-notice")
+        raise AssertionError(f"the key was not held: the note under Run says {said!r}") from None
+
+
+@pytest.mark.usefixtures("one_round")
+def test_a_key_meant_for_a_button_switched_off_as_the_focus_moved_does_nothing_and_says_so(desktop):
+    """Enter on Run hands the focus to Stop as the Run starts: a second Enter at once (a double press) stops
+    nothing. The Run ends and hands the focus back to Run: Enter at once (meant for Stop) starts no other Run. Each
+    time the status line under Run's row says so. A key pressed later than ui/scripts.FOCUS_KEPT's HANDED_MS runs."""
+    page, errors = desktop
+    page.fill("#ll-controls textarea", "Count from one to a hundred:")
+    max_tokens = page.locator("#ll-max input[type=number]")
+    max_tokens.fill("96")
+    max_tokens.press("Enter")
+    page.focus("#ll-run")
+    page.keyboard.press("Enter")
+    page.wait_for_function(FOCUSED, arg="ll-run-stop")
+    page.keyboard.press("Enter")
+    said_it_did_nothing(page)
+    assert "“■ Stop”" in page.inner_text(".ll-handed-note")  # the key reached Stop, and did nothing
+    page.wait_for_function(FOCUSED, arg="ll-run", timeout=120_000)  # the Run ended: the focus handed back to Run
+    page.keyboard.press("Enter")
+    said_it_did_nothing(page)
+    assert "Stopped" not in page.inner_text("#ll-run-notice")  # the first key stopped nothing
+    page.wait_for_timeout(1000)
+    assert page.is_enabled("#ll-run") and page.is_disabled("#ll-run-stop")  # the second started no Run
+    page.keyboard.press("Enter")  # past HANDED_MS: a key the visitor meant
+    page.wait_for_function("() => document.querySelector('#ll-run').disabled")
+    page.wait_for_function(FOCUSED, arg="ll-run", timeout=120_000)
+    assert errors == []
