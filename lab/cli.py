@@ -38,8 +38,8 @@ from lab.measure.bench import (
     Timed,
     check_methods,
     check_repeats,
+    engine_methods,
     first_answer,
-    needs,
     run_bench,
     run_generate,
 )
@@ -488,9 +488,7 @@ def bench_runtime(
                 missing = NONE_SHIP[entrant_needs(method)].format(name=lm.name)
                 print(f"note: {method} left out: {missing}", file=sys.stderr)
                 methods.remove(method)
-    engine = [m.method for m in methods if m.method is not None]
-    drafted = [Method.SPECULATIVE] if Needs.DRAFT in needs(methods) else []
-    return asked_runtime(lm, engine + drafted, auto, args, settled)
+    return asked_runtime(lm, engine_methods(methods), auto, args, settled)
 
 
 def bench(args: argparse.Namespace) -> None:

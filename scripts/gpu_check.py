@@ -56,7 +56,7 @@ from torch.profiler import ProfilerActivity
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from lab.measure.bench import ENTRANTS, REPEATS, check_methods, run_bench
+from lab.measure.bench import ENTRANTS, REPEATS, check_methods, engine_methods, run_bench
 from lab.measure.datasets import load_prompts
 from lab.train.heads import runtime_for
 from lookahead_core import fixed
@@ -140,7 +140,7 @@ def bench_set(lm, args, methods, where: tuple, settings: tuple, first_set: bool,
     name, dtype, asked = where
     settled, auto = settings
     prompts = load_prompts(name, args.limit)
-    runtime = runtime_for(lm, list(METHODS), auto=auto, settled=settled)
+    runtime = runtime_for(lm, engine_methods(methods), auto=auto, settled=settled)  # the draft, heads, layer asked
     runtime = replace(runtime, store=SuffixStore())  # suffix decoding's store warm, as the CLI's default
     request = DecodeRequest(max_new_tokens=args.max_new_tokens)
     report = run_bench(lm, prompts, methods, request, runtime, dataset=name, repeats=args.repeats)

@@ -46,6 +46,7 @@ from lookahead_core.records import (
     BenchResult,
     BenchSettings,
     BenchTotals,
+    Method,
     Needs,
     Spread,
     StepMode,
@@ -231,6 +232,13 @@ def check_methods(names: list[str]) -> list[BenchMethod]:
 def needs(methods: list[BenchMethod]) -> set[Needs]:
     """What the entrants run with besides the model, together."""
     return {entrant_needs(method) for method in methods}
+
+
+def engine_methods(methods: list[BenchMethod]) -> list[Method]:
+    """The engine's methods a runtime for these entrants is built for: each engine entrant's, and speculative
+    decoding's where a peer borrows its draft (hf-assisted)."""
+    engine = [method.method for method in methods if method.method is not None]
+    return engine + ([Method.SPECULATIVE] if Needs.DRAFT in needs(methods) and Method.SPECULATIVE not in engine else [])
 
 
 def check_runtime(methods: list[BenchMethod], runtime: Runtime) -> None:
