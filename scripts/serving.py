@@ -123,6 +123,7 @@ def wait_for_step(page, step: int) -> None:
             " return r && [r.min, r.value, r.max, document.activeElement?.id || document.activeElement?.tagName]; }"
         )
         said["presses"] = page.evaluate("() => window.llPresses ?? null")  # tests/browser/chromium.press_to_step's
+        said["timeline"] = page.evaluate("() => window.llTimeline ?? null")
         toasts = page.locator('[data-testid="toast-body"]').all_inner_texts()
         raise AssertionError(f"step {step} never showed; the page says {said}, toasts {toasts}") from None
 

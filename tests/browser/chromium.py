@@ -148,15 +148,34 @@ def shown_step(page) -> int | None:
 
 
 # What reached the page of each press, counted by the page from the first press on (window.llPresses): touch ends,
-# clicks and keys by their target's id, and the step range's input events; a failed wait says them
+# clicks and keys by their target's id, and the step range's input events; and the page's last 40 happenings in order
+# (window.llTimeline): each such event with the range's value as it came, and each request the page sent with what it
+# sent and when its answer came. A failed wait says them (a phone's second tap moved nothing once in three clean runs,
+# 2026-12-07, its counts no help: touchend, click and input twice each, the range back at 1).
 COUNTING = """() => {
   if (window.llPresses) return;
   const counts = window.llPresses = {};
+  const timeline = window.llTimeline = [];
+  const start = performance.now();
+  const log = (entry) => {
+    timeline.push(`${Math.round(performance.now() - start)} ms ${entry}`);
+    timeline.splice(0, timeline.length - 40);
+  };
+  const range = () => document.querySelector("#ll-step input[type=range]")?.value;
   const note = (kind) => (event) => {
     const key = `${kind} ${event.target?.id || event.target?.closest?.('[id]')?.id || event.target?.tagName}`;
     counts[key] = (counts[key] || 0) + 1;
+    log(`${key} (range ${range()})`);
   };
   for (const kind of ["touchend", "click", "keydown", "input"]) document.addEventListener(kind, note(kind), true);
+  const sent = window.fetch;
+  window.fetch = async (...args) => {
+    const body = typeof args[1]?.body === "string" ? args[1].body.slice(0, 90) : "";
+    log(`sent ${String(args[0]).split("/").slice(-2).join("/")} ${body}`);
+    const answer = await sent(...args);
+    log(`answered ${answer.status} ${String(args[0]).split("/").slice(-2).join("/")} (range ${range()})`);
+    return answer;
+  };
 }"""
 
 
