@@ -178,9 +178,12 @@ FOCUS_KEPT = """
         || (name && document.querySelector(`[aria-label="${CSS.escape(name)}"]`));
       const other = row && [...row.querySelectorAll("button")].find((button) => button !== lost && usable(button));
       const target = usable(again) ? again : other;
-      if (target) target.focus({ preventScroll: true });
-      if (target && target !== again) hand(lost, target);
-      else if (tries-- > 0) setTimeout(restore, 200);
+      if (!target) {
+        if (tries-- > 0) setTimeout(restore, 200);
+        return;
+      }
+      target.focus({ preventScroll: true });
+      if (target !== again) hand(lost, target);
     };
     setTimeout(restore, 0);
   }, true);
