@@ -109,6 +109,7 @@ def asked_grid(args: argparse.Namespace) -> TuneGrid:
         draft_tokens=args.draft_k if "speculative" in names else (),
         tree_sizes=args.tree_sizes if "medusa" in names else (),
         suffixes=args.suffixes if "suffix" in names else (),
+        named=tuple(names),
     )
     check_grid(grid)
     return grid

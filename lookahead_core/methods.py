@@ -1,29 +1,33 @@
-"""The engine's half of the method table: how each guessing method proposes, and how far its rows reach.
+"""One spec per method: what it is (its entry in the method table, records.METHODS: its names and words, what it
+needs, its branch, its look), how the engine runs it (`Guessing`: its proposer, its reach and rows, its settings as
+records hold them) and its device-resident form (working_state.Resident), registered in one place (`register`).
 
-Keyed by the same `Method` as `records.METHODS` (what each method is and needs); `decode_steps` in
-trace.py asks both, so a new method is one entry in each. Greedy has no entry here: it guesses nothing and
-runs the plain loop (decoding.greedy_steps).
+The records, the visuals, the bench, the race and the Run read the tables a registration fills (records.METHODS,
+GUESSING, working_state.RESIDENT), so a method added with `register` (a new name from `Method.add`) runs wherever
+the built-in ones do. Greedy guesses nothing: its spec has no Guessing, and it runs the plain loop
+(decoding.greedy_steps).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
 
-from .config import LookaheadConfig
+from .config import LookaheadConfig, LookupConfig, SuffixConfig
 from .decoding import GuessingDecoder
 from .draft import DraftProposer
 from .eagle import EagleProposer
 from .fixed import Shape, shape_for
 from .forward import Passes
 from .lookup import PromptLookupProposer
-from .medusa import MedusaProposer
+from .medusa import MedusaProposer, make_medusa
 from .proposers import JacobiProposer, Proposer
-from .records import LookaheadSettings, LookupSettings, Method, MethodSettings, SuffixSettings
+from .records import METHODS, LookaheadSettings, LookupSettings, Method, MethodEntry, MethodSettings, SuffixSettings
 from .request import DecodeRequest
 from .runtime import Runtime
 from .suffix import SuffixProposer, store_settings
-from .working_state import OnDeviceDecoder, takes
+from .working_state import RESIDENT, OnDeviceDecoder, Resident, takes
 
 MakeProposer = Callable[[list[int]], Proposer]  # the proposer, built once the prefill committed the first token
 
@@ -101,46 +105,166 @@ def suffix_settings(request: DecodeRequest, runtime: Runtime) -> SuffixSettings:
     return store_settings(request.suffix, runtime.store.texts() if runtime.store is not None else ())
 
 
-GUESSING: dict[Method, Guessing] = {
-    Method.LOOKAHEAD: Guessing(
-        jacobi,
-        lambda request, runtime: lookahead_reach(request.lookahead),
-        lambda request, runtime: lookahead_settings(request, runtime),
-        lambda request, runtime: request.lookahead.tokens_per_step,
+Settings = dict[str, int]  # one cell's settings in a tune map, by name (TuneCell.settings)
+
+
+@dataclass(frozen=True)
+class Swept:
+    """How the tune map sweeps a method: `settings(grid)` its cells' settings from the lab's TuneGrid (none: left out),
+    `request(base, settings)` and `runtime(runtime, settings)` what one cell decodes with."""
+
+    settings: Callable[[object], list[Settings]]
+    request: Callable[[DecodeRequest, Settings], DecodeRequest]
+    runtime: Callable[[Runtime, Settings], Runtime]
+
+
+def same_runtime(runtime: Runtime, settings: Settings) -> Runtime:
+    return runtime
+
+
+@dataclass(frozen=True, kw_only=True)
+class MethodSpec:
+    """One method, whole: `entry` what it is and how the lab names and draws it (records: what the visuals read),
+    `guessing` how the engine proposes and verifies with it (None: plain decoding), `resident` how its timed steps
+    run on the device (None: on the host), `swept` how the tune map sweeps its settings (None: it is not swept)."""
+
+    entry: MethodEntry
+    guessing: Guessing | None = None
+    resident: Resident | None = None
+    swept: Swept | None = None
+
+    @property
+    def method(self) -> Method:
+        return self.entry.method
+
+
+GUESSING: dict[Method, Guessing] = {}
+SWEPT: dict[Method, Swept] = {}
+SPECS: dict[Method, MethodSpec] = {}
+
+
+def register(spec: MethodSpec) -> MethodSpec:
+    """Add `spec`'s method everywhere a method is read: its name to `Method` (and so to the bench's entrants), its
+    entry to records.METHODS, its Guessing to GUESSING, its device form to working_state.RESIDENT, its sweep to
+    SWEPT."""
+    method = Method.add(spec.method.value, spec.method.name)
+    SPECS[method], METHODS[method] = spec, spec.entry
+    for table, part in ((GUESSING, spec.guessing), (RESIDENT, spec.resident), (SWEPT, spec.swept)):
+        if part is not None:
+            table[method] = part
+    return spec
+
+
+@contextmanager
+def registered(spec: MethodSpec) -> Iterator[MethodSpec]:
+    """`spec` registered while the block runs, then removed from every table (a method tried for a while)."""
+    register(spec)
+    try:
+        yield spec
+    finally:
+        for table in (SPECS, METHODS, GUESSING, RESIDENT, SWEPT):
+            table.pop(spec.method, None)
+        Method.remove(spec.method.value)
+
+
+# The built-in methods, each gathered from where its halves must live: its entry in records (torch-free, for the
+# visuals), its device form in working_state (beside the device twins it shares)
+BUILT_IN = (
+    MethodSpec(entry=METHODS[Method.GREEDY]),
+    MethodSpec(
+        entry=METHODS[Method.LOOKAHEAD],
+        guessing=Guessing(
+            jacobi,
+            lambda request, runtime: lookahead_reach(request.lookahead),
+            lambda request, runtime: lookahead_settings(request, runtime),
+            lambda request, runtime: request.lookahead.tokens_per_step,
+        ),
+        resident=RESIDENT[Method.LOOKAHEAD],
+        swept=Swept(
+            lambda g: [{"window": w, "ngram": n, "guesses": w} for w in g.windows for n in g.ngrams],
+            lambda r, s: replace(
+                r, method=Method.LOOKAHEAD, lookahead=LookaheadConfig(s["window"], s["ngram"], s["guesses"])
+            ),
+            same_runtime,
+        ),
     ),
-    Method.PROMPT_LOOKUP: Guessing(
-        prompt_lookup,
-        lambda request, runtime: request.lookup.tokens,
-        lambda request, runtime: lookup_settings(request),
-        lambda request, runtime: 1 + request.lookup.tokens * request.lookup.candidates,
+    MethodSpec(
+        entry=METHODS[Method.PROMPT_LOOKUP],
+        guessing=Guessing(
+            prompt_lookup,
+            lambda request, runtime: request.lookup.tokens,
+            lambda request, runtime: lookup_settings(request),
+            lambda request, runtime: 1 + request.lookup.tokens * request.lookup.candidates,
+        ),
+        resident=RESIDENT[Method.PROMPT_LOOKUP],
+        swept=Swept(
+            lambda g: [{"ngram": n, "tokens": k} for n, k in g.lookups],
+            lambda r, s: replace(
+                r, method=Method.PROMPT_LOOKUP, lookup=LookupConfig(ngram=s["ngram"], tokens=s["tokens"])
+            ),
+            same_runtime,
+        ),
     ),
-    Method.SPECULATIVE: Guessing(
-        draft_chain,
-        lambda request, runtime: runtime.draft.tokens,
-        lambda request, runtime: runtime.draft.settings(),
-        lambda request, runtime: 1 + runtime.draft.tokens,
+    MethodSpec(
+        entry=METHODS[Method.SPECULATIVE],
+        guessing=Guessing(
+            draft_chain,
+            lambda request, runtime: runtime.draft.tokens,
+            lambda request, runtime: runtime.draft.settings(),
+            lambda request, runtime: 1 + runtime.draft.tokens,
+        ),
+        swept=Swept(
+            lambda g: [{"tokens": k} for k in g.draft_tokens],
+            lambda r, s: replace(r, method=Method.SPECULATIVE, draft_tokens=s["tokens"]),
+            lambda rt, s: replace(rt, draft=replace(rt.draft, tokens=s["tokens"])),
+        ),
     ),
-    Method.EAGLE: Guessing(
-        eagle_chain,
-        lambda request, runtime: runtime.layer.tokens,
-        lambda request, runtime: runtime.layer.settings(),
-        lambda request, runtime: 1 + runtime.layer.tokens,
-        keep_hidden=True,
+    MethodSpec(
+        entry=METHODS[Method.EAGLE],
+        guessing=Guessing(
+            eagle_chain,
+            lambda request, runtime: runtime.layer.tokens,
+            lambda request, runtime: runtime.layer.settings(),
+            lambda request, runtime: 1 + runtime.layer.tokens,
+            keep_hidden=True,
+        ),
+        resident=RESIDENT[Method.EAGLE],
     ),
-    Method.MEDUSA: Guessing(
-        heads_tree,
-        lambda request, runtime: runtime.heads.reach,
-        lambda request, runtime: runtime.heads.settings(),
-        lambda request, runtime: 1 + len(runtime.heads.tree),
-        keep_hidden=True,
+    MethodSpec(
+        entry=METHODS[Method.MEDUSA],
+        guessing=Guessing(
+            heads_tree,
+            lambda request, runtime: runtime.heads.reach,
+            lambda request, runtime: runtime.heads.settings(),
+            lambda request, runtime: 1 + len(runtime.heads.tree),
+            keep_hidden=True,
+        ),
+        resident=RESIDENT[Method.MEDUSA],
+        swept=Swept(
+            lambda g: [{"tree_size": n} for n in g.tree_sizes],
+            lambda r, s: replace(r, method=Method.MEDUSA),
+            lambda rt, s: replace(rt, heads=make_medusa(rt.heads.heads, s["tree_size"])),
+        ),
     ),
-    Method.SUFFIX: Guessing(
-        suffix_tree,
-        lambda request, runtime: request.suffix.tree_size,
-        lambda request, runtime: suffix_settings(request, runtime),
-        lambda request, runtime: 1 + request.suffix.tree_size,
+    MethodSpec(
+        entry=METHODS[Method.SUFFIX],
+        guessing=Guessing(
+            suffix_tree,
+            lambda request, runtime: request.suffix.tree_size,
+            lambda request, runtime: suffix_settings(request, runtime),
+            lambda request, runtime: 1 + request.suffix.tree_size,
+        ),
+        swept=Swept(
+            lambda g: [{"tree_size": n, "alpha": a} for n, a in g.suffixes],
+            lambda r, s: replace(
+                r, method=Method.SUFFIX, suffix=SuffixConfig(tree_size=s["tree_size"], alpha=s["alpha"])
+            ),
+            same_runtime,
+        ),
     ),
-}
+)
+for built_in in BUILT_IN:
+    register(built_in)
 
 
 def reach(request: DecodeRequest, runtime: Runtime) -> int:
@@ -151,10 +275,9 @@ def reach(request: DecodeRequest, runtime: Runtime) -> int:
 
 def method_settings(request: DecodeRequest, runtime: Runtime, methods: Iterable[Method]) -> MethodSettings:
     """The settings of `methods` as records hold them, each with the request's and the runtime's (the others None:
-    a trace's are its own method's, a race's its lanes', a bench's its entrants')."""
-    return MethodSettings(
-        **{method.name.lower(): GUESSING[method].recorded(request, runtime) for method in methods if method in GUESSING}
-    )
+    a trace's are its own method's, a race's its lanes', a bench's its entrants'; a method that records none, None)."""
+    recorded = {method: GUESSING[method].recorded(request, runtime) for method in methods if method in GUESSING}
+    return MethodSettings(**{method.name.lower(): kept for method, kept in recorded.items() if kept is not None})
 
 
 def step_rows(request: DecodeRequest, runtime: Runtime) -> int:

@@ -26,7 +26,7 @@ from lookahead_core.records import (
     unversioned_bench_report,
 )
 from visuals.bench import bench_report_html, overview_figure, settings_words
-from visuals.looks import LOOKS, look
+from visuals.looks import look
 
 from .conftest import assert_same_types, heavy_but
 
@@ -180,12 +180,13 @@ def test_a_current_report_reads_as_written():
 
 
 def test_every_entrant_has_one_look_and_a_shared_hue_is_told_apart_by_its_hatching():
-    """visuals.looks is the one place a method is given its look: the race, the bench and the tune map read it."""
-    assert set(LOOKS) == set(BenchMethod)
-    seen = {(look.hue, look.pattern) for look in LOOKS.values()}
-    assert len(seen) == len(LOOKS), "two entrants with one hue and one hatching: told apart by colour alone, or not"
-    assert all(look(method) == LOOKS[BenchMethod(method.value)] for method in Method)
-    tuned = [LOOKS[BenchMethod(m.value)].marker for m in (Method.LOOKAHEAD, Method.PROMPT_LOOKUP, Method.SUFFIX)]
+    """The method table's entries (records.METHODS, records.PEERS) are the one place a method is given its look:
+    the race, the bench and the tune map read it through visuals.looks."""
+    looks = {entrant: look(entrant) for entrant in BenchMethod}
+    seen = {(drawn.hue, drawn.pattern) for drawn in looks.values()}
+    assert len(seen) == len(looks), "two entrants with one hue and one hatching: told apart by colour alone, or not"
+    assert all(drawn.hue.startswith("#") for drawn in looks.values())
+    tuned = [look(m).marker for m in (Method.LOOKAHEAD, Method.PROMPT_LOOKUP, Method.SUFFIX)]
     assert len(set(tuned)) == len(tuned)
     markers = [look(method).marker for method in Method]
     assert len(set(markers)) == len(markers), "two methods' points of one shape: told apart by colour alone"

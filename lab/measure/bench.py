@@ -225,7 +225,7 @@ def check_methods(names: list[str]) -> list[BenchMethod]:
     known = {method.value: method for method in BenchMethod}
     unknown = [name for name in names if name not in known]
     if unknown or not names:
-        raise ValueError(f"unknown method(s) {', '.join(unknown) or '(none)'}: choose from {', '.join(ENTRANTS)}")
+        raise ValueError(f"unknown method(s) {', '.join(unknown) or '(none)'}: choose from {', '.join(BenchMethod)}")
     return [known[name] for name in names]
 
 

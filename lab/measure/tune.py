@@ -25,7 +25,8 @@ from lab.measure.timing import rate, ratio_of_medians
 from lookahead_core.config import LookaheadConfig, LookupConfig, SettingsError, SuffixConfig, check_draft_tokens
 from lookahead_core.costs import StepCosts
 from lookahead_core.forward import synchronize
-from lookahead_core.medusa import MAX_TREE_SIZE, make_medusa
+from lookahead_core.medusa import MAX_TREE_SIZE
+from lookahead_core.methods import SWEPT
 from lookahead_core.models import LoadedModel
 from lookahead_core.records import METHODS, Machine, StepKind, StepMode
 from lookahead_core.records import Method as M
@@ -41,8 +42,9 @@ Settings = dict[str, int]
 @dataclass(frozen=True, kw_only=True)
 class TuneGrid:
     """The settings swept: lookahead's windows x n-gram sizes (G = W), prompt lookup's (n-gram, tokens) pairs,
-    the draft's k, Medusa's tree sizes and suffix decoding's (tree size, alpha) pairs. An empty tuple leaves that
-    method out."""
+    the draft's k, Medusa's tree sizes and suffix decoding's (tree size, alpha) pairs; and the methods asked for by
+    name (`named`). An empty tuple leaves that method out. Each method's spec says how its cells are read from the
+    grid (lookahead_core.methods.Swept)."""
 
     windows: tuple[int, ...] = (2, 3, 4, 6, 8)
     ngrams: tuple[int, ...] = (3, 4, 5, 7)
@@ -50,53 +52,11 @@ class TuneGrid:
     draft_tokens: tuple[int, ...] = (2, 4, 6)
     tree_sizes: tuple[int, ...] = (4, 16, 32)
     suffixes: tuple[tuple[int, int], ...] = ((8, 1), (24, 2), (48, 4))
+    named: tuple[str, ...] = ()  # the methods asked for: a method a spec added (methods.register) is swept where named
 
     @property
     def size(self) -> int:
-        others = (self.lookups, self.draft_tokens, self.tree_sizes, self.suffixes)
-        return len(self.windows) * len(self.ngrams) + sum(len(settings) for settings in others)
-
-
-@dataclass(frozen=True)
-class Swept:
-    """How one method is swept: its settings from the grid, and the request and runtime of one setting."""
-
-    settings: Callable[[TuneGrid], list[Settings]]
-    request: Callable[[DecodeRequest, Settings], DecodeRequest]
-    runtime: Callable[[Runtime, Settings], Runtime]
-
-
-def same_runtime(runtime: Runtime, settings: Settings) -> Runtime:
-    return runtime
-
-
-SWEPT: dict[M, Swept] = {
-    M.LOOKAHEAD: Swept(
-        lambda g: [{"window": w, "ngram": n, "guesses": w} for w in g.windows for n in g.ngrams],
-        lambda r, s: replace(r, method=M.LOOKAHEAD, lookahead=LookaheadConfig(s["window"], s["ngram"], s["guesses"])),
-        same_runtime,
-    ),
-    M.PROMPT_LOOKUP: Swept(
-        lambda g: [{"ngram": n, "tokens": k} for n, k in g.lookups],
-        lambda r, s: replace(r, method=M.PROMPT_LOOKUP, lookup=LookupConfig(ngram=s["ngram"], tokens=s["tokens"])),
-        same_runtime,
-    ),
-    M.SPECULATIVE: Swept(
-        lambda g: [{"tokens": k} for k in g.draft_tokens],
-        lambda r, s: replace(r, method=M.SPECULATIVE, draft_tokens=s["tokens"]),
-        lambda rt, s: replace(rt, draft=replace(rt.draft, tokens=s["tokens"])),
-    ),
-    M.MEDUSA: Swept(
-        lambda g: [{"tree_size": n} for n in g.tree_sizes],
-        lambda r, s: replace(r, method=M.MEDUSA),
-        lambda rt, s: replace(rt, heads=make_medusa(rt.heads.heads, s["tree_size"])),
-    ),
-    M.SUFFIX: Swept(
-        lambda g: [{"tree_size": n, "alpha": a} for n, a in g.suffixes],
-        lambda r, s: replace(r, method=M.SUFFIX, suffix=SuffixConfig(tree_size=s["tree_size"], alpha=s["alpha"])),
-        same_runtime,
-    ),
-}
+        return sum(len(swept.settings(self)) for swept in SWEPT.values())
 
 
 def swept_cells(grid: TuneGrid, runtime: Runtime) -> list[tuple[M, Settings]]:

@@ -91,6 +91,7 @@ def grid_of(methods, windows, ngrams) -> TuneGrid:
         draft_tokens=whole.draft_tokens if Method.SPECULATIVE.value in names else (),
         tree_sizes=whole.tree_sizes if Method.MEDUSA.value in names else (),
         suffixes=whole.suffixes if Method.SUFFIX.value in names else (),
+        named=tuple(names),
     )
     check_grid(grid, most=TUNE_CELLS)
     return grid

@@ -1,4 +1,4 @@
-"""Records to and from JSON: `to_data`/`to_json` write enums as their values; `from_json`/`from_data`
+"""Records to and from JSON: `to_data`/`to_json` write enums (and open names) as their values; `from_json`/`from_data`
 check the schema version, then decode every field by its type hint, and raise SchemaError naming the
 field that does not fit. `Document`, the top-level records' base, reads and writes JSON through them.
 """
@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .legacy import upgraded
-from .names import SCHEMA_VERSION, UPGRADABLE, SchemaError
+from .names import SCHEMA_VERSION, UPGRADABLE, OpenName, OpenNames, SchemaError
 
 
 class Document:
@@ -34,7 +34,7 @@ def to_data(record: Any) -> Any:
     """A record as plain JSON data (enums as their values)."""
     if dataclasses.is_dataclass(record):
         return {f.name: to_data(getattr(record, f.name)) for f in dataclasses.fields(record)}
-    if isinstance(record, enum.Enum):
+    if isinstance(record, enum.Enum | OpenName):
         return record.value
     if isinstance(record, list | tuple):
         return [to_data(item) for item in record]
@@ -96,7 +96,7 @@ def decoder(kind: Any) -> Callable[[Any, str], Any]:
         return mapped(*args)
     if dataclasses.is_dataclass(kind):
         return record(kind)
-    if isinstance(kind, type) and issubclass(kind, enum.Enum):
+    if isinstance(kind, OpenNames) or isinstance(kind, type) and issubclass(kind, enum.Enum):
         return member(kind)
     if kind is float:
         return number
@@ -133,8 +133,10 @@ def mapped(key: Any, item: Any) -> Callable[[Any, str], Any]:
     return decode_dict
 
 
-def member(kind: type[enum.Enum]) -> Callable[[Any, str], Any]:
-    def decode_member(value: Any, where: str) -> enum.Enum:
+def member(kind: type) -> Callable[[Any, str], Any]:
+    """An enum's decoder, or an open set of names' (a Method, a BenchMethod)."""
+
+    def decode_member(value: Any, where: str) -> Any:
         try:
             return kind(value)
         except ValueError:

@@ -1,10 +1,11 @@
-"""The method table: one entry per decoding method, the one place that says what each method is, and beside it
-the bench's peers (transformers' own `generate`), each with what it needs.
+"""The method table: one entry per decoding method, what each method is, and beside it the bench's peers
+(transformers' own `generate`), each with what it needs and how it is drawn.
 
 What a method needs besides the model (a draft, heads, a layer), how it proposes (which branch of a step's token
-tree its guesses fill), whether it races and plans its steps, and its names and words. Plain Python, read
-by the visuals as the records are; the engine's half (how each method proposes, how far its rows reach) is
-`lookahead_core.methods`, keyed by the same `Method`; how the bench calls a peer's `generate` is `lab.measure.bench`'s.
+tree its guesses fill), whether it races and plans its steps, its names and words, and its look. Plain Python, read
+by the visuals as the records are. An entry is one part of a method's spec (`lookahead_core.methods.MethodSpec`,
+whose `register` adds a method's entry here with its engine parts); the built-in methods' entries are listed here;
+how the bench calls a peer's `generate` is `lab.measure.bench`'s.
 """
 
 from __future__ import annotations
@@ -24,9 +25,22 @@ class Needs(enum.StrEnum):
     HEADS = "heads"  # Medusa heads trained for the model
 
 
+@dataclass(frozen=True)
+class Look:
+    """How a method or peer is drawn wherever it is (the race's lanes, the bench's bars, the tune map's markers): its
+    hue, one of visuals.palette's Okabe-Ito colours by name in lower case; its hatching where another entrant has its
+    hue ("": none; never colour alone); its marker and its line's dash (Plotly's names). Every engine method has a
+    marker and a dash of its own, so that the race's lines and points are told apart by shape as well as hue."""
+
+    hue: str
+    pattern: str = ""
+    marker: str = "circle"
+    dash: str = "solid"
+
+
 @dataclass(frozen=True, kw_only=True)
 class MethodEntry:
-    """One method: what it needs, how it proposes, and how the lab names it.
+    """One method: what it needs, how it proposes, and how the lab names and draws it (`look`).
 
     `branch` is the part of a step's token tree its guesses fill (None: plain decoding guesses nothing);
     `window` whether it keeps the Jacobi window and n-gram pool (with a planner and auto settings);
@@ -43,6 +57,7 @@ class MethodEntry:
     short: str
     needs: Needs
     branch: Branch | None
+    look: Look
     window: bool = False
     raced: bool = True
     gpu_raced: bool | None = None
@@ -64,13 +79,21 @@ class MethodEntry:
 METHODS: dict[Method, MethodEntry] = {
     entry.method: entry
     for entry in (
-        MethodEntry(method=Method.GREEDY, name="Greedy", short="greedy", needs=Needs.NOTHING, branch=None),
+        MethodEntry(
+            method=Method.GREEDY,
+            name="Greedy",
+            short="greedy",
+            needs=Needs.NOTHING,
+            branch=None,
+            look=Look("blue", marker="x"),
+        ),
         MethodEntry(
             method=Method.LOOKAHEAD,
             name="Lookahead",
             short="lookahead",
             needs=Needs.NOTHING,
             branch=Branch.WINDOW,
+            look=Look("sky", marker="circle", dash="dash"),
             window=True,
             prefill="Every n-gram of the prompt goes into the pool.",
         ),
@@ -80,6 +103,7 @@ METHODS: dict[Method, MethodEntry] = {
             short="prompt lookup",
             needs=Needs.NOTHING,
             branch=Branch.GUESS,
+            look=Look("green", marker="square", dash="dot"),
             proposes=(
                 "Prompt lookup has no Jacobi window: each step looks for the last few tokens earlier in the prompt "
                 "and the output, and guesses that what followed them there comes again. See Verification."
@@ -95,6 +119,7 @@ METHODS: dict[Method, MethodEntry] = {
             short="speculative",
             needs=Needs.DRAFT,
             branch=Branch.DRAFT,
+            look=Look("purple", marker="diamond", dash="dashdot"),
             gpu_raced=False,
             unraced=(
                 "on a GPU a draft of the model's own size costs a full step per drafted token, so EAGLE's one-layer "
@@ -114,6 +139,7 @@ METHODS: dict[Method, MethodEntry] = {
             short="medusa",
             needs=Needs.HEADS,
             branch=Branch.HEADS,
+            look=Look("black", marker="triangle-up", dash="longdash"),
             missing="Medusa decoding needs heads trained for this model: give them (python -m lab.medusa)",
             proposes=(
                 "Medusa has no Jacobi window: small heads read the model's own last hidden state and guess the next "
@@ -127,6 +153,8 @@ METHODS: dict[Method, MethodEntry] = {
             short="eagle",
             needs=Needs.LAYER,
             branch=Branch.DRAFT,
+            # speculative decoding too, its draft an EAGLE layer (a race runs one of the two)
+            look=Look("purple", pattern="/", marker="triangle-down", dash="dashdot"),
             raced=False,
             gpu_raced=True,
             unraced=(
@@ -147,6 +175,7 @@ METHODS: dict[Method, MethodEntry] = {
             short="suffix",
             needs=Needs.NOTHING,
             branch=Branch.SUFFIX,
+            look=Look("vermillion", marker="star", dash="longdashdot"),
             proposes=(
                 "Suffix decoding has no Jacobi window: each step finds the longest stretch of the sequence's end that "
                 "occurred before (in the prompt, the output, or an earlier run's output) and guesses a tree of what "
@@ -175,11 +204,13 @@ def raced_on(device: str) -> tuple[Method, ...]:
 @dataclass(frozen=True, kw_only=True)
 class PeerEntry:
     """A bench peer: transformers' own `generate` as a user would otherwise run it. `needs` what it runs with
-    besides the model (assisted generation drafts with the engine's draft model), `missing` the refusal when that
+    besides the model (assisted generation drafts with the engine's draft model), `look` how it is drawn (a peer of a
+    method's family shares its hue, hatched), `missing` the refusal when that
     is not there, `settings_of` the engine method whose settings it runs with (assisted generation: speculative
     decoding's draft; None: its own, from `lab.measure.bench`)."""
 
     peer: BenchMethod
+    look: Look
     needs: Needs = Needs.NOTHING
     missing: str = ""
     settings_of: Method | None = None
@@ -188,17 +219,24 @@ class PeerEntry:
 PEERS: dict[BenchMethod, PeerEntry] = {
     entry.peer: entry
     for entry in (
-        PeerEntry(peer=BenchMethod.HF_GREEDY),
-        PeerEntry(peer=BenchMethod.HF_STATIC),
-        PeerEntry(peer=BenchMethod.HF_PROMPT_LOOKUP),
+        PeerEntry(peer=BenchMethod.HF_GREEDY, look=Look("grey")),
+        PeerEntry(peer=BenchMethod.HF_STATIC, look=Look("grey", pattern="x")),  # plain generate too, a static cache
+        PeerEntry(peer=BenchMethod.HF_PROMPT_LOOKUP, look=Look("orange")),
         PeerEntry(
             peer=BenchMethod.HF_ASSISTED,
+            look=Look("purple", pattern="x"),  # speculative decoding too, by transformers, with the same draft
             needs=Needs.DRAFT,
             missing="it needs a draft model",
             settings_of=Method.SPECULATIVE,
         ),
     )
 }
+
+
+def entrant_look(entrant: BenchMethod | str) -> Look:
+    """How a bench entrant (an engine method, a peer, or its value) is drawn."""
+    entrant = BenchMethod(entrant)
+    return METHODS[entrant.method].look if entrant.method is not None else PEERS[entrant].look
 
 
 def entrant_needs(entrant: BenchMethod) -> Needs:

@@ -36,8 +36,99 @@ class SchemaError(ValueError):
     """A record does not fit this schema; the message names the field and what was wrong."""
 
 
-class Method(enum.StrEnum):
-    """A decoding method. All but greedy guess tokens and verify them in one pass, each its own way."""
+class OpenNames(type):
+    """The type of an open set of names: read as an enum is (`for m in Method`, `Method("lookahead")`,
+    `Method.LOOKAHEAD`, `"lookahead" in Method`, `m.value`, `m.name`), over a set that grows when a method is
+    registered (`Method.add`), so that a method's spec alone adds it to the records, the bench and the race.
+
+    A name is a `str`: it is its value in JSON, in a dict's keys and in comparisons; each value has one member."""
+
+    def __init__(cls, name, bases, namespace) -> None:
+        super().__init__(name, bases, namespace)
+        cls._members = {}
+        for attribute, value in namespace.items():
+            if attribute.isupper() and isinstance(value, str):
+                setattr(cls, attribute, cls.add(value, attribute))
+
+    def __iter__(cls):
+        return iter(cls.listed())
+
+    def __len__(cls) -> int:
+        return len(cls.listed())
+
+    def __contains__(cls, value) -> bool:
+        return isinstance(value, str) and any(member == value for member in cls.listed())
+
+    def __getattr__(cls, attribute: str):
+        if attribute.isupper():
+            for member in cls.listed():
+                if member.name == attribute:
+                    return member
+        raise AttributeError(attribute)
+
+
+class OpenName(str, metaclass=OpenNames):
+    """A member of an open set of names (OpenNames): `value` its text, `name` its constant's name."""
+
+    _name: str
+
+    def __new__(cls, value):
+        for member in cls.listed():
+            if member == value:
+                return member
+        raise ValueError(f"{value!r} is not a valid {cls.__name__}")
+
+    @classmethod
+    def add(cls, value: str, name: str | None = None):
+        """The member of `value`, made and listed last where it is new; `name` its constant's name (by default the
+        value in capitals, "-" as "_")."""
+        if value not in cls._members:
+            cls._members[value] = cls.made(value, name)
+        return cls._members[value]
+
+    @classmethod
+    def remove(cls, value: str) -> None:
+        """Unlist `value`'s member (a method registered for a while: lookahead_core.methods.registered)."""
+        cls._members.pop(value, None)
+
+    @classmethod
+    def made(cls, value: str, name: str | None = None):
+        member = str.__new__(cls, value)
+        member._name = name or value.upper().replace("-", "_")
+        return member
+
+    @classmethod
+    def listed(cls) -> list:
+        """Every member, in the order they were added."""
+        return list(cls._members.values())
+
+    @property
+    def value(self) -> str:
+        return str.__str__(self)
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    def __str__(self) -> str:
+        return self.value
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__}.{self.name}: {self.value!r}>"
+
+    def __reduce__(self):
+        return type(self), (self.value,)
+
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
+
+
+class Method(OpenName):
+    """A decoding method. All but greedy guess tokens and verify them in one pass, each its own way. A method's spec
+    (lookahead_core.spec) adds its name with `Method.add`."""
 
     LOOKAHEAD = "lookahead"  # Jacobi window + n-gram pool
     GREEDY = "greedy"  # plain autoregressive decoding (greedy or sampled)
@@ -48,26 +139,32 @@ class Method(enum.StrEnum):
     SUFFIX = "suffix"  # a tree of what followed the longest match of the sequence's end, here and in earlier outputs
 
 
-class BenchMethod(enum.StrEnum):
-    """A bench entrant: this engine's methods (the values of Method) and, prefixed hf-, transformers' own
-    `generate` as a user would otherwise run it: the peers."""
+class BenchMethod(OpenName):
+    """A bench entrant: this engine's methods (every Method, greedy first) and, prefixed hf-, transformers' own
+    `generate` as a user would otherwise run it: the peers (listed last)."""
 
-    GREEDY = "greedy"
-    LOOKAHEAD = "lookahead"
-    PROMPT_LOOKUP = "prompt-lookup"
-    SPECULATIVE = "speculative"
-    MEDUSA = "medusa"
-    EAGLE = "eagle"  # speculative decoding with an EAGLE layer on the model's own features as its draft
-    SUFFIX = "suffix"  # suffix decoding (schema 12)
     HF_GREEDY = "hf-greedy"  # generate(do_sample=False), or sampled with the same P
     HF_STATIC = "hf-static"  # the same with cache_implementation="static": compiled by transformers on CUDA only
     HF_PROMPT_LOOKUP = "hf-prompt-lookup"  # generate(prompt_lookup_num_tokens=...)
     HF_ASSISTED = "hf-assisted"  # generate(assistant_model=...) with the speculative method's draft
+    _engine: dict = {}  # the entrants of the engine's methods, by value, made as Method lists them
+
+    @classmethod
+    def listed(cls) -> list:
+        methods = [Method.GREEDY, *(method for method in Method if method != Method.GREEDY)]
+        return [cls.of_method(method) for method in methods] + list(cls._members.values())
+
+    @classmethod
+    def of_method(cls, method: Method) -> BenchMethod:
+        """The entrant that runs `method` (made once per method)."""
+        if method.value not in cls._engine:
+            cls._engine[method.value] = cls.made(method.value, method.name)
+        return cls._engine[method.value]
 
     @property
     def method(self) -> Method | None:
         """This engine's method that the entrant runs (the method of the same name); None for a peer."""
-        return next((method for method in Method if method.value == self.value), None)
+        return Method(self.value) if self.value in Method else None
 
 
 class StepMode(enum.StrEnum):
@@ -123,8 +220,9 @@ class GuessSource(enum.StrEnum):
     EARLIER = "earlier"  # suffix decoding: what followed the match in an earlier run's output (its store)
 
 
-class GuessReason(enum.StrEnum):
-    """Why a candidate was verified."""
+class GuessReason(OpenName):
+    """Why a candidate was verified (open: a method's spec may add its own reason with `GuessReason.add`; the
+    verification panel then says "picked by its <reason>")."""
 
     TWO_TOKEN_KEY = "two-token key"  # a pool n-gram whose key and preceding token both match
     ONE_TOKEN_KEY = "one-token key"  # a pool n-gram whose key matches the current token
