@@ -233,6 +233,8 @@ def assert_same_types(recorded, read, where: str = "run") -> None:
     elif isinstance(recorded, list):
         for i, (a, b) in enumerate(zip(recorded, read, strict=True)):
             assert_same_types(a, b, f"{where}[{i}]")
+    elif hasattr(type(recorded), "plain"):  # a record that writes itself (MethodSettings): what it holds
+        assert_same_types(recorded.by_name, read.by_name, where)
     elif isinstance(recorded, dict):  # keys too: a bench report's are BenchMethods, in run order
         for key, read_key in zip(recorded, read, strict=True):
             assert_same_types(key, read_key, f"{where} key {key}")

@@ -9,7 +9,7 @@ it here, and the test would fail where that table is read.
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import pytest
 
@@ -37,6 +37,7 @@ from lookahead_core.runtime import Runtime
 from lookahead_core.tuning import choose_settings
 from visuals import replay
 from visuals.looks import look
+from visuals.methods import recorded_words
 from visuals.summary import summary_html
 from visuals.tune import method_figure
 
@@ -46,6 +47,13 @@ from .tiny import cost_table
 REPEATED = 3  # the tokens repeated: a guess is the sequence's last three tokens
 TEXT = "The cat sat on the mat. The cat sat on the mat. The cat"  # the app's 2-layer model ends in ",  and" again
 REQUEST = DecodeRequest(max_new_tokens=40)
+
+
+@dataclass(kw_only=True)
+class RepeatSettings:
+    """What the method records of its settings: the tokens it repeats."""
+
+    tokens: int
 
 
 class RepeatProposer:
@@ -75,6 +83,7 @@ def repeat_spec() -> MethodSpec:
         needs=Needs.NOTHING,
         branch=Branch.GUESS,
         look=Look("yellow", pattern=".", marker="hexagon", dash="dot"),
+        settings=RepeatSettings,
         proposes="Repeat has no Jacobi window: it guesses that the last three tokens come again.",
         no_pool="Repeat keeps no n-gram pool: its one guess is the sequence's last three tokens.",
         prefill="Repeat reads nothing from the prompt.",
@@ -82,7 +91,7 @@ def repeat_spec() -> MethodSpec:
     guessing = Guessing(
         proposer=lambda model, prompt_ids, request, runtime: lambda sequence: RepeatProposer(),
         reach=lambda request, runtime: REPEATED,
-        recorded=lambda request, runtime: None,
+        recorded=lambda request, runtime: RepeatSettings(tokens=REPEATED),
         rows=lambda request, runtime: 1 + REPEATED,
     )
     swept = Swept(  # one cell, where the grid names it: the method has no settings to sweep
@@ -109,6 +118,8 @@ def test_a_run_of_the_added_method_is_exact_and_its_replay_draws_every_panel(app
     accepted = sum(step.verification.accepted for step in run.trace.steps[1:] if step.verification)
     assert accepted > 0, "the output repeats: some guess should have been accepted (else exactness proves nothing)"
     again = Run.from_json(run.to_json())
+    assert again.trace.meta.settings.of(repeat) == RepeatSettings(tokens=REPEATED)
+    assert recorded_words(again.trace.meta.settings) == f"tokens={REPEATED}"
     for index in range(len(again.trace.steps)):
         panels = replay.panels(again, index)
         assert not any(replay.UNDRAWABLE in html for html in panels.values()), index

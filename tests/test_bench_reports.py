@@ -49,6 +49,8 @@ def assert_holds(full, part, where: str = "report") -> None:
     """Every key and value of `part` is in `full` (which may hold more: fields with defaults)."""
     if isinstance(part, dict):
         for key, value in part.items():
+            if value is None and where.endswith(".by_method"):
+                continue  # a method that did not run: null in files until 2026-12-07, left out since
             assert key in full, f"{where}: {key!r} was lost"
             assert_holds(full[key], value, f"{where}.{key}")
     elif isinstance(part, list):

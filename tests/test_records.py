@@ -15,7 +15,9 @@ import pytest
 from lookahead_core import records
 from lookahead_core.config import LookaheadConfig
 from lookahead_core.records import (
+    METHODS,
     SCHEMA_VERSION,
+    LookupSettings,
     Method,
     MethodSettings,
     PlannerKind,
@@ -29,6 +31,7 @@ from lookahead_core.records import (
     Verdict,
     to_data,
 )
+from lookahead_core.records.codec import decode
 from lookahead_core.request import DecodeRequest
 from lookahead_core.runtime import Runtime
 from lookahead_core.trace import record_run, record_trace
@@ -161,14 +164,24 @@ def test_a_version_4_run_reads_as_a_run_timed_once(run):
     assert read.schema_version == SCHEMA_VERSION and read.timing is None and read.trace == run.trace
 
 
-def test_method_settings_has_a_field_for_each_guessing_method_named_as_the_method():
-    """Records keep each method's settings keyed by method (schema 14): a new method needs its field, and `of` reads
-    it by the method (greedy has none)."""
-    fields = [f.name for f in dataclasses.fields(MethodSettings)]
-    assert fields == [method.name.lower() for method in Method if method != Method.GREEDY]
-    held = MethodSettings(**{name: name for name in fields})
+def test_method_settings_holds_each_guessing_methods_settings_named_as_the_method():
+    """Records keep each method's settings keyed by method (schema 14), each of the type its entry names: `of` and
+    the attribute of its name read it (greedy has none), JSON keys it by that name, and a name no method keeps
+    settings under is refused, in the constructor as in a file."""
+    types = {method: METHODS[method].settings for method in Method}
+    assert types[Method.GREEDY] is None and all(types[m] is not None for m in Method if m != Method.GREEDY)
+    held = MethodSettings(**{method.name.lower(): method.name.lower() for method in Method if method != Method.GREEDY})
     assert all(held.of(method) == method.name.lower() for method in Method if method != Method.GREEDY)
-    assert held.of(Method.GREEDY) is None
+    assert held.of(Method.GREEDY) is None and held.prompt_lookup == "prompt_lookup"
+    assert MethodSettings().suffix is None and held.without(Method.SUFFIX).suffix is None
+    with pytest.raises(TypeError, match="'greedy'"):
+        MethodSettings(greedy=1)
+    lookup = LookupSettings(ngram=3, tokens=10, candidates=1)
+    data = to_data(MethodSettings(prompt_lookup=lookup))
+    assert data == {"prompt_lookup": {"ngram": 3, "tokens": 10, "candidates": 1}}
+    assert decode(MethodSettings, data, "settings") == MethodSettings(prompt_lookup=lookup)
+    with pytest.raises(SchemaError, match="settings: unknown field 'greedy'"):
+        decode(MethodSettings, data | {"greedy": {}}, "settings")
 
 
 @pytest.mark.parametrize("method", [Method.SPECULATIVE, Method.EAGLE])
@@ -180,7 +193,7 @@ def test_a_version_13_trace_keeps_its_draft_under_its_own_method(run, method):
     old["meta"] |= {"method": method.value, "settings": None, "draft": draft | {"tokens": 4}}
     settings = Trace.from_json(json.dumps(old)).meta.settings
     assert settings.of(method).model == draft["model"] and settings.of(method).tokens == 4
-    assert [f.name for f in dataclasses.fields(settings) if getattr(settings, f.name)] == [method.name.lower()]
+    assert list(settings.by_name) == [method.name.lower()]
 
 
 RACES = sorted((Path(__file__).resolve().parent.parent / "docs" / "bench" / "races").glob("*.json"))

@@ -19,7 +19,7 @@ from lab.measure.race import race
 from lab.measure.timing import Lap, timing_of
 from lookahead_core.config import LookaheadConfig
 from lookahead_core.costs import StepCosts
-from lookahead_core.records import METHODS, Busy, Method
+from lookahead_core.records import METHODS, Busy, Method, MethodSettings
 from lookahead_core.request import DecodeRequest
 from lookahead_core.runtime import Runtime
 from visuals.looks import look
@@ -288,9 +288,7 @@ def test_both_cards_say_where_lookaheads_settings_came_from(raced):
     (run_line,) = texts(summary_html(auto), r'<p class="ll-settings-line">(.*?)</p>')
     assert AUTO_ORIGIN in run_line and "A race takes the same unless you pick otherwise on its card." in run_line
     by_hand = dataclasses.replace(auto.trace.meta.settings.lookahead, regime=None)
-    meta = dataclasses.replace(
-        auto.trace.meta, settings=dataclasses.replace(auto.trace.meta.settings, lookahead=by_hand)
-    )
+    meta = dataclasses.replace(auto.trace.meta, settings=MethodSettings(lookahead=by_hand))
     (run_line,) = texts(
         summary_html(dataclasses.replace(auto, trace=dataclasses.replace(auto.trace, meta=meta))),
         r'<p class="ll-settings-line">(.*?)</p>',

@@ -7,7 +7,6 @@ shows its single figures and says so.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
 
 import plotly.graph_objects as go
 import plotly.io as pio
@@ -129,7 +128,7 @@ def settings_words(settings: BenchSettings) -> str:
         if method is not None:
             borrowers.setdefault(method, []).append(METHODS[method].name if entrant.method == method else entrant.value)
     names = {method: " and ".join(named) for method, named in borrowers.items()}
-    return f"{lookahead} {sentence_words(replace(settings.by_method, lookahead=None), names)}".strip()
+    return f"{lookahead} {sentence_words(settings.by_method.without(Method.LOOKAHEAD), names)}".strip()
 
 
 def bench_report_html(report: BenchReport) -> str:

@@ -7,6 +7,8 @@ match's place).
 
 from __future__ import annotations
 
+import dataclasses
+
 from lookahead_core.records import (
     METHODS,
     CandidateRecord,
@@ -79,8 +81,8 @@ def sentence_words(settings: MethodSettings, names: dict[Method, str] | None = N
     copy 10.", each named as `names` names it (default: the method's name)."""
     names = names or {}
     return " ".join(
-        f"{names.get(method, METHODS[method].name)}: {words(settings.of(method))}."
-        for method, words in SENTENCE_WORDS.items()
+        f"{names.get(method, METHODS[method].name)}: {SENTENCE_WORDS.get(method, field_words)(settings.of(method))}."
+        for method in METHODS
         if settings.of(method)
     )
 
@@ -88,7 +90,14 @@ def sentence_words(settings: MethodSettings, names: dict[Method, str] | None = N
 def recorded_words(settings: MethodSettings) -> str:
     """The methods' settings in a few characters, e.g. "W=7 N=5 G=7" or "draft bf16-self, k=4" (a trace holds its
     own method's alone; "" for greedy's)."""
-    return ", ".join(words(settings.of(method)) for method, words in SETTINGS_WORDS.items() if settings.of(method))
+    return ", ".join(
+        SETTINGS_WORDS.get(method, field_words)(settings.of(method)) for method in METHODS if settings.of(method)
+    )
+
+
+def field_words(settings) -> str:
+    """A method's settings with no words of their own here (a method a spec added), each field as name=value."""
+    return " ".join(f"{field.name}={getattr(settings, field.name)}" for field in dataclasses.fields(settings))
 
 
 def no_window_html(method: Method) -> str:

@@ -1,7 +1,8 @@
 """The record schema: the one contract between the engine and everything above it, in plain Python (no
 torch), so a trace can be read, checked and drawn with no model. Its modules: `names` (the version and
-the enums), `methods` (the method table), `step`, `run`, `timing`, `race`, `bench`, `live` (never saved),
-`codec` (JSON) and `legacy` (older files). Every public name is re-exported here: import from `lookahead_core.records`.
+the enums), `methods` (the method table), `settings` (each method's settings), `step`, `run`, `timing`, `race`,
+`bench`, `live` (never saved), `codec` (JSON) and `legacy` (older files). Every public name is re-exported here:
+import from `lookahead_core.records`.
 """
 
 from .bench import BenchPrompt, BenchReport, BenchResult, BenchSettings, BenchTotals
@@ -43,22 +44,17 @@ from .names import (
 from .race import RaceLane, RaceRecord
 from .run import (
     Divergence,
-    DraftSettings,
-    LookaheadSettings,
-    LookupSettings,
     Machine,
-    MedusaSettings,
     MethodSettings,
     ProductChoice,
     ProductGroup,
     Run,
     SamplingRecord,
-    StepCostCurve,
-    SuffixSettings,
     Summary,
     Trace,
     TraceMeta,
 )
+from .settings import DraftSettings, LookaheadSettings, LookupSettings, MedusaSettings, StepCostCurve, SuffixSettings
 from .step import (
     CandidateRecord,
     DraftRecord,

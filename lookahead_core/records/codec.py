@@ -31,7 +31,9 @@ class Document:
 
 
 def to_data(record: Any) -> Any:
-    """A record as plain JSON data (enums as their values)."""
+    """A record as plain JSON data (enums as their values; a record with a `plain` of its own: that)."""
+    if hasattr(type(record), "plain"):
+        return record.plain()
     if dataclasses.is_dataclass(record):
         return {f.name: to_data(getattr(record, f.name)) for f in dataclasses.fields(record)}
     if isinstance(record, enum.Enum | OpenName):
@@ -94,6 +96,8 @@ def decoder(kind: Any) -> Callable[[Any, str], Any]:
         return listed(args[0])
     if origin is dict:
         return mapped(*args)
+    if isinstance(kind, type) and hasattr(kind, "decoded"):  # a record that reads itself (run.MethodSettings)
+        return kind.decoded
     if dataclasses.is_dataclass(kind):
         return record(kind)
     if isinstance(kind, OpenNames) or isinstance(kind, type) and issubclass(kind, enum.Enum):

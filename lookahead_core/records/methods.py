@@ -14,6 +14,7 @@ import enum
 from dataclasses import dataclass
 
 from .names import BenchMethod, Branch, Method
+from .settings import DraftSettings, LookaheadSettings, LookupSettings, MedusaSettings, SuffixSettings
 
 
 class Needs(enum.StrEnum):
@@ -43,6 +44,7 @@ class MethodEntry:
     """One method: what it needs, how it proposes, and how the lab names and draws it (`look`).
 
     `branch` is the part of a step's token tree its guesses fill (None: plain decoding guesses nothing);
+    `settings` the type of its settings as records hold them (MethodSettings; None: it records none);
     `window` whether it keeps the Jacobi window and n-gram pool (with a planner and auto settings);
     `raced` whether the race runs it on a CPU (given what it needs) and `gpu_raced` on a GPU (None: as on a CPU):
     a draft model of the target's own size costs a full step per drafted token on a GPU, where a step of one
@@ -58,6 +60,7 @@ class MethodEntry:
     needs: Needs
     branch: Branch | None
     look: Look
+    settings: type | None = None
     window: bool = False
     raced: bool = True
     gpu_raced: bool | None = None
@@ -94,6 +97,7 @@ METHODS: dict[Method, MethodEntry] = {
             needs=Needs.NOTHING,
             branch=Branch.WINDOW,
             look=Look("sky", marker="circle", dash="dash"),
+            settings=LookaheadSettings,
             window=True,
             prefill="Every n-gram of the prompt goes into the pool.",
         ),
@@ -104,6 +108,7 @@ METHODS: dict[Method, MethodEntry] = {
             needs=Needs.NOTHING,
             branch=Branch.GUESS,
             look=Look("green", marker="square", dash="dot"),
+            settings=LookupSettings,
             proposes=(
                 "Prompt lookup has no Jacobi window: each step looks for the last few tokens earlier in the prompt "
                 "and the output, and guesses that what followed them there comes again. See Verification."
@@ -120,6 +125,7 @@ METHODS: dict[Method, MethodEntry] = {
             needs=Needs.DRAFT,
             branch=Branch.DRAFT,
             look=Look("purple", marker="diamond", dash="dashdot"),
+            settings=DraftSettings,
             gpu_raced=False,
             unraced=(
                 "on a GPU a draft of the model's own size costs a full step per drafted token, so EAGLE's one-layer "
@@ -140,6 +146,7 @@ METHODS: dict[Method, MethodEntry] = {
             needs=Needs.HEADS,
             branch=Branch.HEADS,
             look=Look("black", marker="triangle-up", dash="longdash"),
+            settings=MedusaSettings,
             missing="Medusa decoding needs heads trained for this model: give them (python -m lab.medusa)",
             proposes=(
                 "Medusa has no Jacobi window: small heads read the model's own last hidden state and guess the next "
@@ -155,6 +162,7 @@ METHODS: dict[Method, MethodEntry] = {
             branch=Branch.DRAFT,
             # speculative decoding too, its draft an EAGLE layer (a race runs one of the two)
             look=Look("purple", pattern="/", marker="triangle-down", dash="dashdot"),
+            settings=DraftSettings,
             raced=False,
             gpu_raced=True,
             unraced=(
@@ -176,6 +184,7 @@ METHODS: dict[Method, MethodEntry] = {
             needs=Needs.NOTHING,
             branch=Branch.SUFFIX,
             look=Look("vermillion", marker="star", dash="longdashdot"),
+            settings=SuffixSettings,
             proposes=(
                 "Suffix decoding has no Jacobi window: each step finds the longest stretch of the sequence's end that "
                 "occurred before (in the prompt, the output, or an earlier run's output) and guesses a tree of what "

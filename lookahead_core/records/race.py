@@ -8,7 +8,8 @@ from dataclasses import dataclass
 
 from .codec import Document
 from .names import SCHEMA_VERSION, Method, StepMode
-from .run import Machine, MethodSettings, SamplingRecord, StepCostCurve
+from .run import Machine, MethodSettings, SamplingRecord
+from .settings import StepCostCurve
 from .timing import Timing
 
 

@@ -7,109 +7,70 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .codec import Document
-from .names import SCHEMA_VERSION, Method, PlannerKind, Regime, StepMode, StopReason
+from .codec import Document, decode, expect, to_data
+from .methods import METHODS
+from .names import SCHEMA_VERSION, Method, SchemaError, StepMode, StopReason
 from .step import StepRecord
 from .timing import Timing
 
 
-@dataclass(kw_only=True)
-class StepCostCurve:
-    """Median seconds of one forward pass for each number of tokens fed, after `context` cached tokens."""
-
-    sizes: list[int]
-    seconds: list[float]
-    context: int
-    hardware: str
-    model: str
-    dtype: str
-    measured_at: str
-
-
-@dataclass(kw_only=True)
-class LookaheadSettings:
-    """Lookahead's W, N, G, the planner that chose each step's input, and the auto choice if any.
-
-    With auto settings, `regime` is how the measured `step_costs` sorted this hardware: a
-    `probe_tokens`-token step costs `probe_ratio` 1-token steps. The curve is what a cost-aware
-    planner weighed, so the run can be decoded again, plan for plan.
-    """
-
-    window: int
-    ngram: int
-    guesses: int
-    planner: PlannerKind = PlannerKind.FULL
-    regime: Regime | None = None
-    probe_tokens: int | None = None
-    probe_ratio: float | None = None
-    step_costs: StepCostCurve | None = None
-
-
-@dataclass(kw_only=True)
-class LookupSettings:
-    """Prompt lookup: match the last `ngram` tokens (down to 1) earlier in the sequence, propose the
-    `tokens` that followed, from up to `candidates` distinct matches (most recent first)."""
-
-    ngram: int
-    tokens: int
-    candidates: int
-
-
-@dataclass(kw_only=True)
-class DraftSettings:
-    """Speculative decoding: the draft model (a name such as "bf16-self", a hub id or a folder), its
-    dtype, and how many tokens it drafts per step."""
-
-    model: str
-    dtype: str
-    tokens: int
-
-
-@dataclass(kw_only=True)
-class MedusaSettings:
-    """Medusa decoding: the heads (where they came from, the model they were trained for, K) and the sparse
-    tree's size (nodes after c) and depth."""
-
-    heads: str
-    model: str
-    count: int
-    tree_size: int
-    tree_depth: int
-
-
-@dataclass(kw_only=True)
-class SuffixSettings:
-    """Suffix decoding: the tree's size at most, alpha (a tree holds at most alpha x the match's length nodes),
-    the least probability a node is grown with, the longest match looked for, and what its store of earlier
-    outputs held when the run began (their names; empty: a cold store) and their tokens."""
-
-    tree_size: int
-    alpha: float
-    min_probability: float
-    longest_match: int
-    store: list[str]
-    store_tokens: int
-
-
-@dataclass(kw_only=True)
 class MethodSettings:
-    """Each guessing method's settings, keyed by method: one field per Method but greedy (which has none), named as
-    the method (`Method.name` in lower case), holding that method's settings where it ran and None elsewhere.
+    """Each guessing method's settings, keyed by method: each held by the method's name in lower case (`Method.name`:
+    "lookahead", "prompt_lookup", ...: its key in JSON), of the type its entry names (MethodEntry.settings), only
+    where the method ran. An attribute of a method's name (`settings.lookahead`) is its settings, or None.
 
     A trace keeps its own method's, a race each raced method's, a bench each entrant's (the speculative draft is
-    hf-assisted's too). Lookahead's is the auto choice, with the curve behind it, where the settings were auto.
+    hf-assisted's too). Lookahead's is the auto choice, with the curve behind it, where the settings were auto. A
+    method a spec registers (lookahead_core.methods.register) records its own settings here too, read back as its
+    entry's type.
     """
 
-    lookahead: LookaheadSettings | None = None
-    prompt_lookup: LookupSettings | None = None
-    speculative: DraftSettings | None = None
-    medusa: MedusaSettings | None = None
-    eagle: DraftSettings | None = None  # the EAGLE layer (its name) and k
-    suffix: SuffixSettings | None = None
+    __slots__ = ("by_name",)
+
+    def __init__(self, **by_name) -> None:
+        unknown = sorted(set(by_name) - set(settings_types()))
+        if unknown:
+            raise TypeError(f"MethodSettings: no method keeps settings as {unknown[0]!r}")
+        self.by_name = {name: settings for name, settings in by_name.items() if settings is not None}
 
     def of(self, method: Method):
         """`method`'s settings (None where it did not run, and for greedy)."""
-        return getattr(self, method.name.lower(), None)
+        return self.by_name.get(method.name.lower())
+
+    def without(self, method: Method) -> MethodSettings:
+        """These settings less `method`'s."""
+        return MethodSettings(**{name: kept for name, kept in self.by_name.items() if name != method.name.lower()})
+
+    def __getattr__(self, name: str):
+        if name in settings_types():
+            return self.by_name.get(name)
+        raise AttributeError(name)
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, MethodSettings) and self.by_name == other.by_name
+
+    def __repr__(self) -> str:
+        return f"MethodSettings({', '.join(f'{name}={kept!r}' for name, kept in self.by_name.items())})"
+
+    def plain(self) -> dict:
+        """As JSON data (codec.to_data): each method's settings by its name."""
+        return {name: to_data(kept) for name, kept in self.by_name.items()}
+
+    @classmethod
+    def decoded(cls, value, where: str) -> MethodSettings:
+        """Read from JSON data (codec.decode): each key a method's name, its value of that method's settings type."""
+        types = settings_types()
+        held = {}
+        for name, kept in expect(value, dict, where).items():
+            if name not in types:
+                raise SchemaError(f"{where}: unknown field {name!r}")
+            held[name] = None if kept is None else decode(types[name], kept, f"{where}.{name}")
+        return cls(**held)
+
+
+def settings_types() -> dict[str, type]:
+    """Each method's settings type by the method's name in lower case: the method table's, as registered now."""
+    return {method.name.lower(): entry.settings for method, entry in METHODS.items() if entry.settings is not None}
 
 
 @dataclass(kw_only=True)

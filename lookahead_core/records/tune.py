@@ -12,7 +12,8 @@ from dataclasses import dataclass
 
 from .codec import decode, parse_json, to_json
 from .names import Method, PlannerKind, SchemaError, StepMode
-from .run import Machine, StepCostCurve
+from .run import Machine
+from .settings import StepCostCurve
 from .timing import Busy, Spread
 
 TUNE_VERSION = 2
