@@ -51,15 +51,15 @@ from lab.tune_cli import add_tune_options, tune
 from lookahead_core.config import LookaheadConfig, LookupConfig, SettingsError, SuffixConfig, check_draft_tokens
 from lookahead_core.costs import SettledMode, settled_mode
 from lookahead_core.decoding import DecodingError
-from lookahead_core.draft import DEFAULT_DRAFT, DEFAULT_DRAFT_TOKENS, SELF_DRAFTS
-from lookahead_core.eagle import EAGLE
-from lookahead_core.methods import method_settings
+from lookahead_core.methods.draft import DEFAULT_DRAFT, DEFAULT_DRAFT_TOKENS, SELF_DRAFTS
+from lookahead_core.methods.eagle import EAGLE
+from lookahead_core.methods.suffix import SuffixStore
 from lookahead_core.models import ModelLoadError, encode_prompt, load_model, unicode_problem
 from lookahead_core.records import METHODS, BenchMethod, BenchReport, Branch, Method, Needs, StepMode, entrant_needs
 from lookahead_core.request import DecodeRequest
 from lookahead_core.runtime import Runtime
 from lookahead_core.sampling import SamplingConfig
-from lookahead_core.suffix import SuffixStore
+from lookahead_core.spec import method_settings
 from lookahead_core.trace import decode_steps, summarize
 from lookahead_core.tuning import AutoSettings, auto_settings
 from visuals.divergence import divergence_words

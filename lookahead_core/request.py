@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .config import PROMPT_LOOKUP, SUFFIX, LookaheadConfig, LookupConfig, SuffixConfig
-from .draft import DEFAULT_DRAFT_TOKENS
+from .methods.draft import DEFAULT_DRAFT_TOKENS
 from .records import Method
 from .sampling import GREEDY, SamplingConfig
 

@@ -15,13 +15,13 @@ from dataclasses import dataclass, replace
 from typing import Protocol
 
 from .costs import SettledMode, StepCosts
-from .draft import Draft
 from .fixed import chosen_mode
-from .medusa import Medusa
+from .methods.draft import Draft
+from .methods.medusa import Medusa
+from .methods.suffix import SuffixStore
 from .planning import StepPlanner
 from .records import METHODS, Method, Needs, StepMode, StepRecord, StepTally
 from .request import DecodeRequest
-from .suffix import SuffixStore
 from .tuning import AutoSettings
 
 

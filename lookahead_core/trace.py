@@ -18,7 +18,6 @@ import transformers
 from .decoding import DecodingError, check_request, greedy_steps
 from .divergence import divergence
 from .fixed import Shape, step_passes
-from .methods import guessing_decoder, method_settings, reach, step_rows, step_shape
 from .models import LoadedModel
 from .products import products_in_force
 from .records import (
@@ -39,6 +38,7 @@ from .records import (
 )
 from .request import DecodeRequest
 from .runtime import NOTHING, Runtime
+from .spec import guessing_decoder, method_settings, reach, step_rows, step_shape
 from .tokens import text_pieces, vocab_for
 from .working_state import plain_passes
 

@@ -46,13 +46,13 @@ from transformers.cache_utils import Cache, DynamicCache
 
 from .config import LookaheadConfig, LookupConfig
 from .decoding import GuessingDecoder
-from .draft import Draft
 from .fixed import FixedPasses, FixedStep, SpanLayer, one_line, padded_tree
 from .forward import Pass
 from .layout import chain_layout, tree_layout, window_geometry
-from .medusa import Medusa, tree_widths
+from .methods.draft import Draft
+from .methods.medusa import Medusa, tree_widths
+from .methods.pool import NGramPool
 from .planning import FullPlanner
-from .pool import NGramPool
 from .records import Method, StepKind, StepTally
 from .request import DecodeRequest
 from .verify import commit

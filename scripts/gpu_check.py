@@ -64,10 +64,10 @@ from lookahead_core import products as engine_products
 from lookahead_core.capture import graphed
 from lookahead_core.costs import SettledMode, settled_mode
 from lookahead_core.forward import synchronize
+from lookahead_core.methods.suffix import SuffixStore
 from lookahead_core.models import encode_prompt, load_model
 from lookahead_core.records import METHODS, Method, StepMode
 from lookahead_core.request import DecodeRequest
-from lookahead_core.suffix import SuffixStore
 from lookahead_core.trace import lean_steps, machine_facts
 from lookahead_core.tuning import regime_settings
 from lookahead_core.working_state import RESIDENT

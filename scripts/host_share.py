@@ -30,7 +30,7 @@ from lab.measure.datasets import load_prompts
 from lab.train.heads import SHIPPED_HEADS, SHIPPED_LABEL
 from lookahead_core import trace
 from lookahead_core.costs import settled_mode
-from lookahead_core.medusa import load_heads, make_medusa
+from lookahead_core.methods.medusa import load_heads, make_medusa
 from lookahead_core.models import encode_prompt, load_model
 from lookahead_core.records import Method, StepKind, StepMode
 from lookahead_core.request import DecodeRequest

@@ -1,5 +1,5 @@
 """A method added through its spec alone: "repeat the last n-gram" (guess that the text's last N tokens come again),
-registered with `lookahead_core.methods.registered` from this file, with no other edit anywhere, runs in a Run and
+registered with `lookahead_core.spec.registered` from this file, with no other edit anywhere, runs in a Run and
 its replay's panels, in the race, in the bench and in the tune map, exact as every method is; and is gone from every
 table after.
 
@@ -18,7 +18,6 @@ from lab.measure.race import race
 from lab.measure.timed_run import timed_run
 from lab.measure.tune import TuneGrid, TuneOptions, tuning
 from lab.serve.budget import Deadline
-from lookahead_core.methods import GUESSING, SPECS, SWEPT, Guessing, MethodSpec, Swept, registered, same_runtime
 from lookahead_core.proposers import Candidate, Proposal, ProposerReport, chain_branch
 from lookahead_core.records import (
     METHODS,
@@ -34,6 +33,7 @@ from lookahead_core.records import (
 )
 from lookahead_core.request import DecodeRequest
 from lookahead_core.runtime import Runtime
+from lookahead_core.spec import GUESSING, SPECS, SWEPT, Guessing, MethodSpec, Swept, registered, same_runtime
 from lookahead_core.tuning import choose_settings
 from visuals import replay
 from visuals.looks import look

@@ -20,8 +20,8 @@ from lab.measure.bench import ENTRANTS, Timed, check_methods
 from lookahead_core import costs as cost_module
 from lookahead_core import fixed
 from lookahead_core.config import LookaheadConfig
-from lookahead_core.eagle import eagle_for, save_eagle
-from lookahead_core.medusa import heads_for, save_heads
+from lookahead_core.methods.eagle import eagle_for, save_eagle
+from lookahead_core.methods.medusa import heads_for, save_heads
 from lookahead_core.records import (
     BenchMethod,
     BenchReport,
@@ -587,7 +587,7 @@ def test_where_hf_static_compiles_its_warm_up_asks_for_the_largest_cache_the_rou
 def test_a_warm_suffix_store_holds_the_earlier_prompts_outputs_never_a_prompts_own(tiny_folder, tmp_path, monkeypatch):
     """The bench's store grows prompt by prompt: prompt k's suffix rounds see the outputs of prompts 1..k-1 only
     (never its own, which a later round would copy); --suffix-store cold gives each prompt its own text alone."""
-    from lookahead_core import suffix as suffix_module
+    from lookahead_core.methods import suffix as suffix_module
 
     seen = []
     real = suffix_module.SuffixProposer.__init__

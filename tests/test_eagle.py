@@ -20,14 +20,22 @@ from lab.train.eagle import Sequence, TrainSettings, draft_vocabulary, sequences
 from lab.train.training import RunClock
 from lookahead_core import verify as verify_module
 from lookahead_core.decoding import DecodingError
-from lookahead_core.draft import Draft
-from lookahead_core.eagle import EAGLE, HEADER_KEY, EagleProposer, eagle_for, load_eagle, save_eagle, stored_bits
-from lookahead_core.medusa import MedusaError, output_logits
+from lookahead_core.methods.draft import Draft
+from lookahead_core.methods.eagle import (
+    EAGLE,
+    HEADER_KEY,
+    EagleProposer,
+    eagle_for,
+    load_eagle,
+    save_eagle,
+    stored_bits,
+)
+from lookahead_core.methods.medusa import MedusaError, output_logits
+from lookahead_core.methods.stored import GROUP, kept, whole
 from lookahead_core.records import BenchMethod, Method
 from lookahead_core.request import DecodeRequest
 from lookahead_core.runtime import Runtime
 from lookahead_core.sampling import GREEDY, SamplingConfig
-from lookahead_core.stored import GROUP, kept, whole
 from lookahead_core.trace import decode_steps, summarize
 
 from .test_bench import char_tokenizer

@@ -11,7 +11,7 @@ from lab.measure.datasets import load_prompts
 from lab.train.distillation import SPOT_PROMPTS
 from lab.train.eagle import spot_check
 from lab.train.heads import SHIPPED_EAGLE, SHIPPED_EAGLE_RECORD
-from lookahead_core.eagle import eagle_for, load_eagle
+from lookahead_core.methods.eagle import eagle_for, load_eagle
 from lookahead_core.models import encode_prompt
 
 pytestmark = pytest.mark.slow

@@ -12,7 +12,7 @@ import torch
 from lab.train.heads import eagle_draft
 from lookahead_core.config import LookaheadConfig
 from lookahead_core.decoding import DecodingError
-from lookahead_core.draft import make_draft
+from lookahead_core.methods.draft import make_draft
 from lookahead_core.models import ModelLoadError, encode_prompt, load_model
 from lookahead_core.records import Method, StepRecord, StopReason
 from lookahead_core.request import DecodeRequest

@@ -26,15 +26,15 @@ from lookahead_core import runtime as runtime_module
 from lookahead_core import trace as trace_module
 from lookahead_core.config import LookaheadConfig
 from lookahead_core.costs import StepCosts
-from lookahead_core.draft import make_draft
 from lookahead_core.forward import Pass, prefill
 from lookahead_core.layout import chain_layout, tree_layout
-from lookahead_core.medusa import load_heads, make_medusa
-from lookahead_core.methods import guessing_decoder
+from lookahead_core.methods.draft import make_draft
+from lookahead_core.methods.medusa import load_heads, make_medusa
 from lookahead_core.records import BenchMethod, Method, RaceRecord, StepMode, to_data
 from lookahead_core.request import DecodeRequest
 from lookahead_core.runtime import Runtime
 from lookahead_core.sampling import SamplingConfig
+from lookahead_core.spec import guessing_decoder
 from lookahead_core.trace import (
     WARM_UP_TOKENS,
     decode_steps,

@@ -18,7 +18,7 @@ from lab.train.distillation import DataSource
 from lab.train.medusa import TrainSettings, head_targets, train
 from lookahead_core import verify as verify_module
 from lookahead_core.decoding import DecodingError
-from lookahead_core.medusa import (
+from lookahead_core.methods.medusa import (
     MedusaError,
     MedusaProposer,
     heads_for,
@@ -299,7 +299,7 @@ def test_the_cli_decodes_with_heads_and_refuses_heads_of_another_model_in_one_li
 def test_the_fitted_tree_is_wide_where_width_is_free_and_narrow_where_each_row_costs():
     """On a GPU-like curve (flat) the tree grows to its limit; on a CPU-like one (each row costs as much as
     the first) it keeps only nodes likelier than the cost they add; a no-guess tree is never chosen."""
-    from lookahead_core.medusa import MAX_TREE_SIZE, fitted_tree_size
+    from lookahead_core.methods.medusa import MAX_TREE_SIZE, fitted_tree_size
 
     accuracy = [[0.6, 0.2, 0.1], [0.5, 0.2], [0.4]]
     assert fitted_tree_size(accuracy, lambda rows: 1.0) == min(MAX_TREE_SIZE, 3 + 3 * 2 + 3 * 2 * 1)

@@ -11,7 +11,7 @@ from lab.measure.datasets import load_prompts
 from lab.train.distillation import SPOT_PROMPTS
 from lab.train.heads import SHIPPED_HEADS, SHIPPED_RECORD
 from lab.train.medusa import spot_check
-from lookahead_core.medusa import heads_for, load_heads
+from lookahead_core.methods.medusa import heads_for, load_heads
 from lookahead_core.models import encode_prompt
 
 pytestmark = pytest.mark.slow

@@ -15,8 +15,8 @@ import pytest
 
 from lookahead_core.config import PROMPT_LOOKUP, LookupConfig, SettingsError
 from lookahead_core.decoding import DecodingError
-from lookahead_core.draft import Draft, DraftError, DraftProposer, check_tokenizers, make_draft
-from lookahead_core.lookup import PromptLookupProposer, find_matches
+from lookahead_core.methods.draft import Draft, DraftError, DraftProposer, check_tokenizers, make_draft
+from lookahead_core.methods.lookup import PromptLookupProposer, find_matches
 from lookahead_core.proposers import StepContext
 from lookahead_core.records import Branch, GuessReason, GuessSource, Method, Verdict
 from lookahead_core.request import DecodeRequest

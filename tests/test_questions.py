@@ -19,9 +19,9 @@ from lab.serve import line as line_module
 from lab.serve.line import Line, LineFull
 from lab.serve.questions import Answer, Answers, LabBusy, Waiting, answered, in_line, question, rounded, store_digest
 from lab.serve.requests import ModelRequest
+from lookahead_core.methods.suffix import SuffixStore
 from lookahead_core.records import Busy, Method
 from lookahead_core.request import DecodeRequest
-from lookahead_core.suffix import SuffixStore
 
 from .test_timing import rounds_of
 

@@ -17,7 +17,7 @@ from transformers import AutoModelForCausalLM, LlamaConfig
 
 from lookahead_core import verify as verify_module
 from lookahead_core.config import LookaheadConfig, LookupConfig, SettingsError, SuffixConfig
-from lookahead_core.draft import Draft
+from lookahead_core.methods.draft import Draft
 from lookahead_core.models import LoadedModel
 from lookahead_core.records import Draw, GuessReason, GuessSource, Method, TokenSource
 from lookahead_core.request import DecodeRequest

@@ -1,11 +1,11 @@
-"""A draft's matrices kept in 8 and 4 bits (lookahead_core.stored): what comes back, and within what."""
+"""A draft's matrices kept in 8 and 4 bits (lookahead_core.methods.stored): what comes back, and within what."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from lookahead_core.stored import GROUP, kept, packed, restored, whole
+from lookahead_core.methods.stored import GROUP, kept, packed, restored, whole
 
 
 @pytest.mark.parametrize("bits", [8, 4])

@@ -12,11 +12,7 @@ import torch
 
 from lookahead_core.config import SettingsError, SuffixConfig
 from lookahead_core.layout import CURRENT
-from lookahead_core.models import encode_prompt
-from lookahead_core.records import GuessSource, Method, Trace
-from lookahead_core.request import DecodeRequest
-from lookahead_core.runtime import Runtime
-from lookahead_core.suffix import (
+from lookahead_core.methods.suffix import (
     PRIOR,
     SuffixStore,
     SuffixText,
@@ -27,6 +23,10 @@ from lookahead_core.suffix import (
     suffix_branch,
     trust_key,
 )
+from lookahead_core.models import encode_prompt
+from lookahead_core.records import GuessSource, Method, Trace
+from lookahead_core.request import DecodeRequest
+from lookahead_core.runtime import Runtime
 from lookahead_core.trace import decode_steps, lean_steps, record_trace, summarize
 from tests.tiny import tiny_model
 

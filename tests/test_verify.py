@@ -11,9 +11,11 @@ from __future__ import annotations
 import pytest
 
 from lookahead_core.decoding import lay_out
+from lookahead_core.methods.lookahead import guess_branch, window_branch
+from lookahead_core.methods.pool import Guess
+from lookahead_core.methods.window import JacobiWindow
 from lookahead_core.planning import Plan
-from lookahead_core.pool import Guess
-from lookahead_core.proposers import Candidate, Proposal, guess_branch, window_branch
+from lookahead_core.proposers import Candidate, Proposal
 from lookahead_core.recorder import commit_sources, verification_record
 from lookahead_core.records import (
     Draw,
@@ -26,7 +28,6 @@ from lookahead_core.records import (
     Verdict,
 )
 from lookahead_core.verify import StepVerdict, commit, verify
-from lookahead_core.window import JacobiWindow
 
 
 def guess(tokens: list[int], first_row: int, lane: int) -> Candidate:

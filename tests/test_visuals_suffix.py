@@ -15,11 +15,11 @@ from html import escape, unescape
 import pytest
 
 from lookahead_core.config import SuffixConfig
+from lookahead_core.methods.suffix import SuffixStore
 from lookahead_core.records import Branch, GuessSource, Method, Run, SchemaError, StepKind
 from lookahead_core.request import DecodeRequest
 from lookahead_core.runtime import Runtime
 from lookahead_core.sampling import SamplingConfig
-from lookahead_core.suffix import SuffixStore
 from lookahead_core.trace import record_run
 from tests.visual_checks import PRESETS, example, tiny_lm
 from visuals import caption, export, library, replay, summary

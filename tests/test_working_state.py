@@ -29,12 +29,12 @@ from lab.measure.datasets import encode_item, load_prompts
 from lab.train.heads import SHIPPED_HEADS, SHIPPED_LABEL, eagle_draft
 from lookahead_core import capture, working_state
 from lookahead_core.config import LookaheadConfig, LookupConfig
-from lookahead_core.draft import Draft
-from lookahead_core.eagle import EAGLE, eagle_for
 from lookahead_core.fixed import Shape
-from lookahead_core.lookup import find_matches
-from lookahead_core.medusa import load_heads, make_medusa
-from lookahead_core.pool import NGramPool
+from lookahead_core.methods.draft import Draft
+from lookahead_core.methods.eagle import EAGLE, eagle_for
+from lookahead_core.methods.lookup import find_matches
+from lookahead_core.methods.medusa import load_heads, make_medusa
+from lookahead_core.methods.pool import NGramPool
 from lookahead_core.records import GuessSource, Method, StepMode
 from lookahead_core.request import DecodeRequest
 from lookahead_core.runtime import Runtime

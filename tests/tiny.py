@@ -9,9 +9,9 @@ import torch
 from transformers import AutoModelForCausalLM, GPT2Config, LlamaConfig, Qwen2Config
 
 from lookahead_core.costs import StepCosts
-from lookahead_core.draft import Draft
-from lookahead_core.eagle import EAGLE, eagle_for
-from lookahead_core.medusa import Medusa, heads_for, make_medusa
+from lookahead_core.methods.draft import Draft
+from lookahead_core.methods.eagle import EAGLE, eagle_for
+from lookahead_core.methods.medusa import Medusa, heads_for, make_medusa
 from lookahead_core.models import LoadedModel
 from lookahead_core.runtime import Runtime
 

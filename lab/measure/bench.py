@@ -36,7 +36,6 @@ from lab.measure.timing import rate, ratio_of_medians, spread_of
 from lookahead_core.decoding import DecodingError
 from lookahead_core.divergence import divergence
 from lookahead_core.forward import synchronize
-from lookahead_core.methods import method_settings
 from lookahead_core.models import LoadedModel, encode_prompt
 from lookahead_core.records import (
     METHODS,
@@ -57,6 +56,7 @@ from lookahead_core.records import (
 from lookahead_core.request import DecodeRequest
 from lookahead_core.runtime import Runtime
 from lookahead_core.sampling import GREEDY, SamplingConfig
+from lookahead_core.spec import method_settings
 from lookahead_core.trace import (
     WARM_UP_TOKENS,
     candidate_tokens,

@@ -22,11 +22,11 @@ from lab.measure.busy import CpuWatch
 from lab.measure.timing import ROUND_MARGIN, Lap, later_rounds, shown_round, timing_of
 from lookahead_core.costs import StepCosts
 from lookahead_core.forward import synchronize
-from lookahead_core.methods import method_settings
 from lookahead_core.models import LoadedModel
 from lookahead_core.records import METHODS, Method, RaceLane, RaceRecord, StepTally, raced_on
 from lookahead_core.request import DecodeRequest
 from lookahead_core.runtime import Runtime
+from lookahead_core.spec import method_settings
 from lookahead_core.tokens import text_pieces
 from lookahead_core.trace import (
     DecodingPlan,

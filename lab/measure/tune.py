@@ -25,14 +25,14 @@ from lab.measure.timing import rate, ratio_of_medians
 from lookahead_core.config import LookaheadConfig, LookupConfig, SettingsError, SuffixConfig, check_draft_tokens
 from lookahead_core.costs import StepCosts
 from lookahead_core.forward import synchronize
-from lookahead_core.medusa import MAX_TREE_SIZE
-from lookahead_core.methods import SWEPT
+from lookahead_core.methods.medusa import MAX_TREE_SIZE
 from lookahead_core.models import LoadedModel
 from lookahead_core.records import METHODS, Machine, StepKind, StepMode
 from lookahead_core.records import Method as M
 from lookahead_core.records.tune import HeldOut, TuneCell, TunePlain, TuneReport, cell_label
 from lookahead_core.request import DecodeRequest
 from lookahead_core.runtime import Runtime
+from lookahead_core.spec import SWEPT
 from lookahead_core.trace import candidate_tokens, lean_steps, machine_facts, plan_of_any_prompt, settle, warm_up
 from lookahead_core.tuning import AutoSettings, make_planner
 
@@ -44,7 +44,7 @@ class TuneGrid:
     """The settings swept: lookahead's windows x n-gram sizes (G = W), prompt lookup's (n-gram, tokens) pairs,
     the draft's k, Medusa's tree sizes and suffix decoding's (tree size, alpha) pairs; and the methods asked for by
     name (`named`). An empty tuple leaves that method out. Each method's spec says how its cells are read from the
-    grid (lookahead_core.methods.Swept)."""
+    grid (lookahead_core.spec.Swept)."""
 
     windows: tuple[int, ...] = (2, 3, 4, 6, 8)
     ngrams: tuple[int, ...] = (3, 4, 5, 7)
@@ -52,7 +52,7 @@ class TuneGrid:
     draft_tokens: tuple[int, ...] = (2, 4, 6)
     tree_sizes: tuple[int, ...] = (4, 16, 32)
     suffixes: tuple[tuple[int, int], ...] = ((8, 1), (24, 2), (48, 4))
-    named: tuple[str, ...] = ()  # the methods asked for: a method a spec added (methods.register) is swept where named
+    named: tuple[str, ...] = ()  # the methods asked for: a method a spec added (spec.register) is swept where named
 
     @property
     def size(self) -> int:

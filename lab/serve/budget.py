@@ -28,7 +28,7 @@ from dataclasses import replace
 
 from lab.measure.timing import ROUND_MARGIN, SHORTEST_ROUND
 from lookahead_core.costs import SettledMode, StepCosts, settled_mode
-from lookahead_core.draft import Draft
+from lookahead_core.methods.draft import Draft
 from lookahead_core.models import LoadedModel, encode_prompt
 from lookahead_core.records import METHODS, Fit, Method, StepKind, StepRecord
 from lookahead_core.request import DecodeRequest

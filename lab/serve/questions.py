@@ -24,7 +24,7 @@ from functools import partial
 from lab.measure.timing import pooled
 from lab.serve.line import Line, LineFull, Ticket
 from lab.serve.requests import InputError, ModelRequest
-from lookahead_core.suffix import SuffixStore
+from lookahead_core.methods.suffix import SuffixStore
 
 FRESH_SECONDS = float(os.environ.get("LOOKAHEAD_SHARED_SECONDS", "300"))  # the operator's freshness window
 KEPT = 64  # answers held at most (the least recently asked go first): bounded memory however many questions

@@ -34,10 +34,10 @@ from lab.serve.questions import Answers
 from lab.serve.requests import MAX_NEW_TOKENS, InputError, ModelRequest
 from lab.serve.shelf import Shelf
 from lab.serve.threads import running_on
+from lookahead_core.methods.suffix import SuffixStore
 from lookahead_core.models import encode_prompt, load_model
 from lookahead_core.records import METHODS, Method, Needs, Progress, RaceRecord, Run, Timing, raced_on
 from lookahead_core.request import DecodeRequest
-from lookahead_core.suffix import SuffixStore
 from lookahead_core.tuning import auto_settings
 
 ZERO_GPU = space.on_zero_gpu(spaces)

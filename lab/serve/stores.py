@@ -18,8 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import cache
 
+from lookahead_core.methods.suffix import SuffixStore, SuffixText
 from lookahead_core.records import Run
-from lookahead_core.suffix import SuffixStore, SuffixText
 from visuals.library import example_path, example_run, load_presets
 
 VISITOR_TOKENS = 4_096  # a visitor's store: the examples' outputs (about 600 tokens) and their latest Runs'

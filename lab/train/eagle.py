@@ -4,7 +4,7 @@ the next token) and, through the model's frozen output layer, its next greedy ch
 with EAGLE's loss: smooth L1 on the feature plus `token_weight` x cross-entropy on the model's choice, the
 input features jittered by uniform noise (EAGLE's way to make a layer that will read its own predictions
 tolerate their errors). The layer drafts from the `vocabulary` tokens the model chose most often on the
-training text (lookahead_core.eagle).
+training text (lookahead_core.methods.eagle).
 
     python -m lab.eagle train [--prompts FILE --source NAME --licence LICENCE] [--out FOLDER]
 
@@ -32,8 +32,8 @@ from lab.train.distillation import (
     write_record,
 )
 from lab.train.training import RunClock, TrainingLoop
-from lookahead_core.eagle import EagleLayer, draft_head, eagle_for, save_eagle
-from lookahead_core.medusa import output_logits
+from lookahead_core.methods.eagle import EagleLayer, draft_head, eagle_for, save_eagle
+from lookahead_core.methods.medusa import output_logits
 from lookahead_core.models import LoadedModel
 
 LAYER = "eagle.safetensors"

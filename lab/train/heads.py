@@ -13,13 +13,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from lookahead_core.costs import SettledMode, settled_mode
-from lookahead_core.draft import DEFAULT_DRAFT, DEFAULT_DRAFT_TOKENS, Draft, make_draft
-from lookahead_core.eagle import EAGLE, load_eagle
-from lookahead_core.medusa import Medusa, fitted_medusa, load_heads
+from lookahead_core.methods.draft import DEFAULT_DRAFT, DEFAULT_DRAFT_TOKENS, Draft, make_draft
+from lookahead_core.methods.eagle import EAGLE, load_eagle
+from lookahead_core.methods.medusa import Medusa, fitted_medusa, load_heads
+from lookahead_core.methods.suffix import SuffixStore
 from lookahead_core.models import DEFAULT_MODEL, LoadedModel
 from lookahead_core.records import METHODS, Method, Needs, StepRecord
 from lookahead_core.runtime import Deadline, Runtime
-from lookahead_core.suffix import SuffixStore
 from lookahead_core.tuning import AutoSettings
 
 SHIPPED = Path(__file__).resolve().parents[2] / "assets" / "heads"

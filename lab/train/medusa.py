@@ -29,7 +29,7 @@ from lab.train.distillation import (
     write_record,
 )
 from lab.train.training import RunClock, TrainingLoop
-from lookahead_core.medusa import DEFAULT_HEADS, MedusaHeads, heads_for, save_heads
+from lookahead_core.methods.medusa import DEFAULT_HEADS, MedusaHeads, heads_for, save_heads
 from lookahead_core.models import LoadedModel
 
 DECAY = 0.8  # head k's loss weighs 0.8^k (Medusa-1)

@@ -88,7 +88,7 @@ class OpenName(str, metaclass=OpenNames):
 
     @classmethod
     def remove(cls, value: str) -> None:
-        """Unlist `value`'s member (a method registered for a while: lookahead_core.methods.registered)."""
+        """Unlist `value`'s member (a method registered for a while: lookahead_core.spec.registered)."""
         cls._members.pop(value, None)
 
     @classmethod

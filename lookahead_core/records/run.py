@@ -21,7 +21,7 @@ class MethodSettings:
 
     A trace keeps its own method's, a race each raced method's, a bench each entrant's (the speculative draft is
     hf-assisted's too). Lookahead's is the auto choice, with the curve behind it, where the settings were auto. A
-    method a spec registers (lookahead_core.methods.register) records its own settings here too, read back as its
+    method a spec registers (lookahead_core.spec.register) records its own settings here too, read back as its
     entry's type.
     """
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from dataclasses import dataclass
 
-from .records import GuessReason, GuessSource
+from ..records import GuessReason, GuessSource
 
 
 @dataclass

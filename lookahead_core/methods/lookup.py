@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .config import LookupConfig
-from .proposers import Candidate, Outcome, Proposal, ProposedBranch, ProposerReport, StepContext, chain_branch
-from .records import GuessReason, GuessSource
+from ..config import LookupConfig
+from ..proposers import Candidate, Outcome, Proposal, ProposedBranch, ProposerReport, StepContext, chain_branch
+from ..records import GuessReason, GuessSource
 
 
 @dataclass(frozen=True)

@@ -23,10 +23,10 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from .config import SuffixConfig
-from .layout import CURRENT
-from .proposers import Candidate, Outcome, Proposal, ProposedBranch, ProposerReport, StepContext
-from .records import (
+from ..config import SuffixConfig
+from ..layout import CURRENT
+from ..proposers import Candidate, Outcome, Proposal, ProposedBranch, ProposerReport, StepContext
+from ..records import (
     Branch,
     GuessReason,
     GuessSource,

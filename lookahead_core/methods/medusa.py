@@ -25,10 +25,10 @@ from safetensors.torch import save_file
 from torch import nn
 from torch.nn import functional
 
-from .config import SettingsError
-from .layout import CURRENT
-from .proposers import Candidate, Outcome, Proposal, ProposedBranch, ProposerReport, StepContext
-from .records import Branch, GuessReason, GuessSource, HeadGuesses, HeadsRecord, MedusaSettings
+from ..config import SettingsError
+from ..layout import CURRENT
+from ..proposers import Candidate, Outcome, Proposal, ProposedBranch, ProposerReport, StepContext
+from ..records import Branch, GuessReason, GuessSource, HeadGuesses, HeadsRecord, MedusaSettings
 
 TreePath = tuple[int, ...]  # (i1, .., id): head 1's i1-th choice, then head 2's i2-th, ..., head d's id-th
 HEADER_KEY = "lookahead-lab.medusa"

@@ -12,7 +12,7 @@ A trained layer drafts from a vocabulary of its own: the tokens the model chose 
 text (FR-Spec's frequency-ranked draft vocabulary). Its guesses go through those rows of the output layer
 only: on the 2-core CPU the full 49,152-row product cost 6.4 ms per drafted token, 8,192 rows 0.3 ms. A token
 outside it cannot be drafted, and verification still commits it. The layer is saved as safetensors, its
-matrices in 4 and 8 bits (lookahead_core.stored), with a header naming the model it was trained for, and refuses
+matrices in 4 and 8 bits (lookahead_core.methods.stored), with a header naming the model it was trained for, and refuses
 to load for another.
 """
 
@@ -29,15 +29,15 @@ from torch import nn
 from transformers import DynamicCache, LlamaConfig, LlamaModel
 from transformers.cache_utils import Cache
 
+from ..forward import output_device
+from ..proposers import Outcome, Proposal, ProposerReport, StepContext
+from ..sampling import SamplingConfig
 from .draft import Draft, draft_chain, draft_token, drafted_record
-from .forward import output_device
 from .medusa import HeadsTarget, MedusaError, logit_transform, read_checked, target_of
-from .proposers import Outcome, Proposal, ProposerReport, StepContext
-from .sampling import SamplingConfig
 from .stored import packed, restored
 
 HEADER_KEY = "lookahead-lab.eagle"
-FORMAT = 2  # 1: every weight in float16; 2: its matrices in fewer bits (lookahead_core.stored)
+FORMAT = 2  # 1: every weight in float16; 2: its matrices in fewer bits (lookahead_core.methods.stored)
 EAGLE = "eagle"  # the draft name that asks for an EAGLE layer (the shipped one, or --eagle PATH)
 
 
@@ -170,7 +170,7 @@ def eagle_for(model, name: str) -> EagleLayer:
 
 
 def stored_bits(name: str) -> int:
-    """The bits a matrix of the layer is kept in on disk (lookahead_core.stored): its MLP's 4, the rest 8."""
+    """The bits a matrix of the layer is kept in on disk (lookahead_core.methods.stored): its MLP's 4, the rest 8."""
     return 4 if ".mlp." in name else 8
 
 

@@ -18,12 +18,12 @@ from dataclasses import dataclass
 
 import torch
 
-from .config import check_draft_tokens
-from .forward import extend, new_cache, output_device
-from .models import LoadedModel, ModelLoadError, load_model
-from .proposers import Candidate, Outcome, Proposal, ProposedBranch, ProposerReport, StepContext, chain_branch
-from .records import Branch, DraftRecord, DraftSettings, GuessReason, GuessSource
-from .sampling import SamplingConfig, draw, probabilities
+from ..config import check_draft_tokens
+from ..forward import extend, new_cache, output_device
+from ..models import LoadedModel, ModelLoadError, load_model
+from ..proposers import Candidate, Outcome, Proposal, ProposedBranch, ProposerReport, StepContext, chain_branch
+from ..records import Branch, DraftRecord, DraftSettings, GuessReason, GuessSource
+from ..sampling import SamplingConfig, draw, probabilities
 
 SELF_DRAFTS = ("bf16-self",)
 DEFAULT_DRAFT = "bf16-self"

@@ -16,17 +16,18 @@ from dataclasses import dataclass, replace
 
 from .config import LookaheadConfig, LookupConfig, SuffixConfig
 from .decoding import GuessingDecoder
-from .draft import DraftProposer
-from .eagle import EagleProposer
 from .fixed import Shape, shape_for
 from .forward import Passes
-from .lookup import PromptLookupProposer
-from .medusa import MedusaProposer, make_medusa
-from .proposers import JacobiProposer, Proposer
+from .methods.draft import DraftProposer
+from .methods.eagle import EagleProposer
+from .methods.lookahead import JacobiProposer
+from .methods.lookup import PromptLookupProposer
+from .methods.medusa import MedusaProposer, make_medusa
+from .methods.suffix import SuffixProposer, store_settings
+from .proposers import Proposer
 from .records import METHODS, LookaheadSettings, LookupSettings, Method, MethodEntry, MethodSettings, SuffixSettings
 from .request import DecodeRequest
 from .runtime import Runtime
-from .suffix import SuffixProposer, store_settings
 from .working_state import RESIDENT, OnDeviceDecoder, Resident, takes
 
 MakeProposer = Callable[[list[int]], Proposer]  # the proposer, built once the prefill committed the first token
