@@ -23,12 +23,12 @@ from functools import cached_property, partial
 import torch
 
 from .attention import attention_plan
-from .capture import capture_for
-from .fixed import FixedPasses, chosen_mode, failed, shape_for
-from .forward import forward_tree, keep_rows, prefill
+from .device.capture import capture_for
+from .device.fixed import FixedPasses, chosen_mode, failed, shape_for
+from .device.forward import forward_tree, keep_rows, prefill
+from .device.product_ways import SIZES, fingerprint
 from .layout import chain_layout
 from .models import LoadedModel, cache_root
-from .product_ways import SIZES, fingerprint
 from .records import StepCostCurve, StepMode
 
 CONTEXT = 256  # a prompt plus a few dozen new tokens: where the bench's steps run

@@ -20,7 +20,7 @@ from dataclasses import replace
 import torch
 
 from .attention import attention_plan
-from .forward import EagerPasses, Pass, Passes, output_device
+from .device.forward import EagerPasses, Pass, Passes, output_device
 from .layout import CURRENT, tree_layout
 from .planning import FullPlanner, Plan, StepPlanner
 from .proposers import Candidate, Outcome, Proposal, Proposer, StepContext, StepInput

@@ -13,7 +13,7 @@ import math
 
 import torch
 
-from .forward import prefill
+from .device.forward import prefill
 from .models import LoadedModel
 from .records import Divergence
 from .tokens import token_text

@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from typing import Protocol
 
 from .costs import SettledMode, StepCosts
-from .fixed import chosen_mode
+from .device.fixed import chosen_mode
 from .methods.draft import Draft
 from .methods.medusa import Medusa
 from .methods.suffix import SuffixStore

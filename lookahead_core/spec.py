@@ -16,8 +16,8 @@ from dataclasses import dataclass, replace
 
 from .config import LookaheadConfig, LookupConfig, SuffixConfig
 from .decoding import GuessingDecoder
-from .fixed import Shape, shape_for
-from .forward import Passes
+from .device.fixed import Shape, shape_for
+from .device.forward import Passes
 from .methods.draft import DraftProposer
 from .methods.eagle import EagleProposer
 from .methods.lookahead import JacobiProposer

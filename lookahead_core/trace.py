@@ -16,10 +16,10 @@ import torch
 import transformers
 
 from .decoding import DecodingError, check_request, greedy_steps
+from .device.fixed import Shape, step_passes
+from .device.products import products_in_force
 from .divergence import divergence
-from .fixed import Shape, step_passes
 from .models import LoadedModel
-from .products import products_in_force
 from .records import (
     ENGINE_VERSION,
     METHODS,

@@ -46,8 +46,8 @@ from transformers.cache_utils import Cache, DynamicCache
 
 from .config import LookaheadConfig, LookupConfig
 from .decoding import GuessingDecoder
-from .fixed import FixedPasses, FixedStep, SpanLayer, one_line, padded_tree
-from .forward import Pass
+from .device.fixed import FixedPasses, FixedStep, SpanLayer, one_line, padded_tree
+from .device.forward import Pass
 from .layout import chain_layout, tree_layout, window_geometry
 from .methods.draft import Draft
 from .methods.medusa import Medusa, tree_widths

@@ -59,11 +59,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from lab.measure.bench import ENTRANTS, REPEATS, check_methods, engine_methods, run_bench
 from lab.measure.datasets import load_prompts
 from lab.train.heads import runtime_for
-from lookahead_core import fixed
-from lookahead_core import products as engine_products
-from lookahead_core.capture import graphed
 from lookahead_core.costs import SettledMode, settled_mode
-from lookahead_core.forward import synchronize
+from lookahead_core.device import fixed
+from lookahead_core.device import products as engine_products
+from lookahead_core.device.capture import graphed
+from lookahead_core.device.forward import synchronize
 from lookahead_core.methods.suffix import SuffixStore
 from lookahead_core.models import encode_prompt, load_model
 from lookahead_core.records import METHODS, Method, StepMode
@@ -375,8 +375,8 @@ def print_split(lm, ids: list[int], request: DecodeRequest, runtime, profile: bo
     device (the timed lanes' step: the "pass" is the whole device step, its state's work included) and on the host
     (the step before issue 45's item 2: the pass alone, then the host's work). Greedy and lookahead are split once
     more there with every pass reading the whole cache (`Runtime.spans` False: the step before item 3's spans), and
-    with `levers` on CUDA once with each of the engine's CUDA levers off (lookahead_core.products.LEVERS: what each
-    gives; the check asks it on its first float32 set, a lease's seconds being few). Each
+    with `levers` on CUDA once with each of the engine's CUDA levers off (lookahead_core.device.products.LEVERS: what
+    each gives; the check asks it on its first float32 set, a lease's seconds being few). Each
     split also says what its decoding took whole, its prefill step, and what lay outside its steps (settling the
     plan, the buffers, the working state, the end): a bench's ms/step holds them, the pass's median does not.
     Returns the host's rest of the step as timed lanes run it (the first split: its state on the device where it
@@ -419,8 +419,8 @@ def print_split(lm, ids: list[int], request: DecodeRequest, runtime, profile: bo
 
 @contextmanager
 def lever_off(lm, lever: str | None, warm):
-    """The engine with CUDA lever `lever` (lookahead_core.products.LEVERS) off, its view and fixed steps made anew
-    for it and again after it (so that nothing recorded with it off is kept), each time warmed by `warm` (a
+    """The engine with CUDA lever `lever` (lookahead_core.device.products.LEVERS) off, its view and fixed steps made
+    anew for it and again after it (so that nothing recorded with it off is kept), each time warmed by `warm` (a
     decoding, untimed: the buffers made, the spans recorded, so the timed one meets what the others met); None: as
     it is."""
     if lever is None:

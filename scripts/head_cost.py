@@ -20,7 +20,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from lookahead_core.forward import keep_rows, new_cache, plain_head
+from lookahead_core.device.forward import keep_rows, new_cache, plain_head
 from lookahead_core.models import device_name, load_model
 
 

@@ -7,7 +7,7 @@ which is fastest for a few rows depends on the CPU, so the engine times them on 
 the fastest per group of layers and row count. This prints, as Markdown:
 1. every way's seconds for one product of every linear layer of the model (the head among them), by row count,
    as the engine's choice timed them (product_ways.time_ways), and the ways it kept for most of the weights;
-2. one engine pass (lookahead_core.forward.forward_tree) of each size after a `context`-token prefix, with
+2. one engine pass (lookahead_core.device.forward.forward_tree) of each size after a `context`-token prefix, with
    nn.Linear's product throughout and with the engine's choice, interleaved round by round.
 """
 
@@ -24,12 +24,10 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from lookahead_core import products  # noqa: E402
 from lookahead_core.attention import attention_plan  # noqa: E402
-from lookahead_core.forward import forward_tree, keep_rows, prefill  # noqa: E402
-from lookahead_core.layout import chain_layout  # noqa: E402
-from lookahead_core.models import device_name, load_model  # noqa: E402
-from lookahead_core.product_ways import (  # noqa: E402
+from lookahead_core.device import products  # noqa: E402
+from lookahead_core.device.forward import forward_tree, keep_rows, prefill  # noqa: E402
+from lookahead_core.device.product_ways import (  # noqa: E402
     ProductTable,
     layer_groups,
     one_way_choice,
@@ -37,6 +35,8 @@ from lookahead_core.product_ways import (  # noqa: E402
     time_ways,
     ways_for,
 )
+from lookahead_core.layout import chain_layout  # noqa: E402
+from lookahead_core.models import device_name, load_model  # noqa: E402
 from visuals.timing import products_words  # noqa: E402
 
 

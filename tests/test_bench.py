@@ -18,8 +18,8 @@ from lab.cli import asked_settings, build_parser, labelled, main, summary_table
 from lab.measure import bench as bench_module
 from lab.measure.bench import ENTRANTS, Timed, check_methods
 from lookahead_core import costs as cost_module
-from lookahead_core import fixed
 from lookahead_core.config import LookaheadConfig
+from lookahead_core.device import fixed
 from lookahead_core.methods.eagle import eagle_for, save_eagle
 from lookahead_core.methods.medusa import heads_for, save_heads
 from lookahead_core.records import (

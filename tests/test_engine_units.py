@@ -11,7 +11,7 @@ from transformers import DynamicCache
 
 from lookahead_core.config import LookaheadConfig, SettingsError
 from lookahead_core.decoding import lay_out
-from lookahead_core.forward import keep_rows, tree_mask
+from lookahead_core.device.forward import keep_rows, tree_mask
 from lookahead_core.layout import CURRENT, chain_layout, tree_layout, visible_rows, window_geometry
 from lookahead_core.methods.lookahead import guess_branch, window_branch
 from lookahead_core.methods.pool import Guess, NGramPool, chosen_guesses

@@ -1,5 +1,5 @@
-"""The fixed-shape step (lookahead_core/fixed.py) on the CPU: every method's output equals `generate` on tiny Llama,
-Qwen2 and GPT-2 models and on the real model; its records equal the eager step's, so a replay cannot tell the
+"""The fixed-shape step (lookahead_core/device/fixed.py) on the CPU: every method's output equals `generate` on tiny
+Llama, Qwen2 and GPT-2 models and on the real model; its records equal the eager step's, so a replay cannot tell the
 modes apart; the committed cache equals a plain run's; the step traces whole under torch.compile and does not
 recompile across prompt lengths; a model it cannot drive runs eagerly and says why. Each check has a negative
 control that shows it can fail: a wrong copy-down, a second bucket, a sliding-window model.
@@ -21,12 +21,12 @@ from lab.measure.bench import bench_settings
 from lab.measure.race import race
 from lab.tools import families
 from lab.train.heads import SHIPPED_HEADS, eagle_draft
-from lookahead_core import capture, fixed
 from lookahead_core import runtime as runtime_module
 from lookahead_core import trace as trace_module
 from lookahead_core.config import LookaheadConfig
 from lookahead_core.costs import StepCosts
-from lookahead_core.forward import Pass, prefill
+from lookahead_core.device import capture, fixed
+from lookahead_core.device.forward import Pass, prefill
 from lookahead_core.layout import chain_layout, tree_layout
 from lookahead_core.methods.draft import make_draft
 from lookahead_core.methods.medusa import load_heads, make_medusa

@@ -100,7 +100,7 @@ def test_the_split_times_each_resident_methods_step_with_its_state_on_the_device
         "split eagle (state on the host)",
     ]
     assert all("its prefill step" in line and "outside its steps" in line for line in lines)
-    from lookahead_core import fixed, products
+    from lookahead_core.device import fixed, products
 
     assert lm.model in fixed.STEPS and lm.model in products.VIEWS
     warmed = []

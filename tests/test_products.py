@@ -1,6 +1,6 @@
-"""The engine's own products (lookahead_core.products): the engine runs a CPU model's passes on its own view
+"""The engine's own products (lookahead_core.device.products): the engine runs a CPU model's passes on its own view
 of it, where the float32 linear layers take their rows the way measured fastest on this machine
-(lookahead_core.product_ways), the same values to float rounding. The model object is left as loaded (no forward
+(lookahead_core.device.product_ways), the same values to float rounding. The model object is left as loaded (no forward
 rebound, no attribute, no hook), so `generate` runs transformers' own kernel, and the view follows what is done
 to the model. The choice itself is tested on injected timings, with no clock."""
 
@@ -14,10 +14,10 @@ import pytest
 import torch
 from torch import nn
 
-from lookahead_core import product_ways, products
 from lookahead_core.config import LookaheadConfig
-from lookahead_core.product_ways import SIZES, WAYS, ProductTable, available_ways, measure_choice
-from lookahead_core.products import EngineLinear, EngineView, engine_model, products_in_force
+from lookahead_core.device import product_ways, products
+from lookahead_core.device.product_ways import SIZES, WAYS, ProductTable, available_ways, measure_choice
+from lookahead_core.device.products import EngineLinear, EngineView, engine_model, products_in_force
 from lookahead_core.records import Method, StepMode
 from lookahead_core.request import DecodeRequest
 from lookahead_core.runtime import Runtime
@@ -104,7 +104,7 @@ def test_a_group_keeps_one_packed_copy_the_one_that_serves_it_best():
 
 
 def test_without_a_compiler_the_panel_ways_are_not_offered(monkeypatch):
-    from lookahead_core import panel_kernel
+    from lookahead_core.device import panel_kernel
 
     monkeypatch.setattr(panel_kernel, "compiler", lambda: None)
     panel_kernel.panel_library.cache_clear()
@@ -421,7 +421,7 @@ def test_a_sibling_on_another_input_takes_its_own_product_and_a_changed_weight_a
 def test_a_fixed_step_records_its_passes_again_when_the_view_is_built_anew(monkeypatch):
     """A capture holds the products of the view it recorded (on CUDA, the fused copies): a weight changed after it
     must be recorded again, or the replays would use the old copy."""
-    from lookahead_core import capture
+    from lookahead_core.device import capture
 
     lm = tiny_model("llama")
     fused(monkeypatch)

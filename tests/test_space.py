@@ -21,8 +21,8 @@ from lab.serve import server, space
 from lab.serve.budget import Prices
 from lab.serve.holding import Held
 from lab.serve.requests import ModelRequest
-from lookahead_core import fixed
 from lookahead_core.config import LookaheadConfig
+from lookahead_core.device import fixed
 from lookahead_core.models import DEFAULT_MODEL
 from lookahead_core.records import Method, Progress, RaceRecord, Run, StepMode
 from lookahead_core.request import DecodeRequest

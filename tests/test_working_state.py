@@ -27,9 +27,10 @@ import torch
 
 from lab.measure.datasets import encode_item, load_prompts
 from lab.train.heads import SHIPPED_HEADS, SHIPPED_LABEL, eagle_draft
-from lookahead_core import capture, working_state
+from lookahead_core import working_state
 from lookahead_core.config import LookaheadConfig, LookupConfig
-from lookahead_core.fixed import Shape
+from lookahead_core.device import capture
+from lookahead_core.device.fixed import Shape
 from lookahead_core.methods.draft import Draft
 from lookahead_core.methods.eagle import EAGLE, eagle_for
 from lookahead_core.methods.lookup import find_matches

@@ -34,8 +34,8 @@ from lab.measure.busy import CpuWatch
 from lab.measure.datasets import encode_item
 from lab.measure.timing import rate, ratio_of_medians, spread_of
 from lookahead_core.decoding import DecodingError
+from lookahead_core.device.forward import synchronize
 from lookahead_core.divergence import divergence
-from lookahead_core.forward import synchronize
 from lookahead_core.models import LoadedModel, encode_prompt
 from lookahead_core.records import (
     METHODS,

@@ -21,7 +21,7 @@ from dataclasses import replace
 from lab.measure.busy import CpuWatch
 from lab.measure.timing import ROUND_MARGIN, Lap, later_rounds, shown_round, timing_of
 from lookahead_core.costs import StepCosts
-from lookahead_core.forward import synchronize
+from lookahead_core.device.forward import synchronize
 from lookahead_core.models import LoadedModel
 from lookahead_core.records import METHODS, Method, RaceLane, RaceRecord, StepTally, raced_on
 from lookahead_core.request import DecodeRequest

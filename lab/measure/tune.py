@@ -24,7 +24,7 @@ from lab.measure.payoff import Decoded, predicted_speedup, relative_cost
 from lab.measure.timing import rate, ratio_of_medians
 from lookahead_core.config import LookaheadConfig, LookupConfig, SettingsError, SuffixConfig, check_draft_tokens
 from lookahead_core.costs import StepCosts
-from lookahead_core.forward import synchronize
+from lookahead_core.device.forward import synchronize
 from lookahead_core.methods.medusa import MAX_TREE_SIZE
 from lookahead_core.models import LoadedModel
 from lookahead_core.records import METHODS, Machine, StepKind, StepMode

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import torch
 
 from ..config import check_draft_tokens
-from ..forward import extend, new_cache, output_device
+from ..device.forward import extend, new_cache, output_device
 from ..models import LoadedModel, ModelLoadError, load_model
 from ..proposers import Candidate, Outcome, Proposal, ProposedBranch, ProposerReport, StepContext, chain_branch
 from ..records import Branch, DraftRecord, DraftSettings, GuessReason, GuessSource

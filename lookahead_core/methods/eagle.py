@@ -29,7 +29,7 @@ from torch import nn
 from transformers import DynamicCache, LlamaConfig, LlamaModel
 from transformers.cache_utils import Cache
 
-from ..forward import output_device
+from ..device.forward import output_device
 from ..proposers import Outcome, Proposal, ProposerReport, StepContext
 from ..sampling import SamplingConfig
 from .draft import Draft, draft_chain, draft_token, drafted_record

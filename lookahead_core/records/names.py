@@ -168,7 +168,7 @@ class BenchMethod(OpenName):
 
 
 class StepMode(enum.StrEnum):
-    """How the engine ran its forward passes after the prefill (lookahead_core/fixed.py); the tokens and the
+    """How the engine ran its forward passes after the prefill (lookahead_core/device/fixed.py); the tokens and the
     step records are the same in every mode, only the time differs."""
 
     EAGER = "eager"  # the dynamic step: as many rows as fed, the cache cropped (the only mode before schema 9)

@@ -90,7 +90,7 @@ class ProductGroup:
 
 @dataclass(kw_only=True)
 class ProductChoice:
-    """How the engine takes a model's linear products on this machine (lookahead_core.product_ways): each way
+    """How the engine takes a model's linear products on this machine (lookahead_core.device.product_ways): each way
     timed here for each group of layers at each size, the fastest kept per size. `fingerprint` is what the
     measurement holds for (the CPU's model and flags, cores, torch, its threads, dtype); above the largest
     size a product is nn.Linear's."""

@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 import torch
 
-from .records import StepMode
+from ..records import StepMode
 
 WARM_UP_RUNS = 3  # before a capture: lazy initialisations (cuBLAS handles, workspace) must not be recorded
 

@@ -22,8 +22,8 @@ from pathlib import Path
 
 import torch
 
+from ..models import cache_root
 from .cpu import cpu_flags, cpu_model
-from .models import cache_root
 
 SOURCE = Path(__file__).with_name("panel_rows.cpp")
 BUILD_SECONDS = 120  # a compile that takes longer than this is given up (the way is then not offered)

@@ -30,11 +30,11 @@ import torch
 from torch import nn
 from torch.nn.functional import linear
 
+from ..models import cache_root
+from ..records import ProductChoice, ProductGroup, SchemaError, to_data
+from ..records.codec import decode
 from .cpu import cpu_flags, cpu_model
-from .models import cache_root
 from .panel_kernel import bound_panel_rows, pack_panels, panel_library
-from .records import ProductChoice, ProductGroup, SchemaError, to_data
-from .records.codec import decode
 
 SIZES = (1, 2, 4, 8, 12, 16, 24, 32, 48, 64, 96, 128)  # the row counts timed, here and on the step-cost curve
 ROUNDS = 3  # timed rounds per way and size, after one untimed round that warms kernels and packs

@@ -34,8 +34,8 @@ from torch import nn
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.nn.functional import linear
 
+from ..records import ProductChoice
 from .product_ways import ProductTable, product_choice
-from .records import ProductChoice
 
 
 class EngineLinear(nn.Linear):

@@ -31,12 +31,12 @@ from functools import lru_cache, partial
 import torch
 from transformers.cache_utils import Cache, DynamicCache, StaticLayer
 
-from .attention import FULL, SLIDING, AttentionPlan, UnsupportedModel, attention_plan
+from ..attention import FULL, SLIDING, AttentionPlan, UnsupportedModel, attention_plan
+from ..layout import StepLayout, chain_layout
+from ..records import StepMode
 from .capture import as_it_is, capture_for
 from .forward import EagerPasses, Pass, plain_head, prefill, synchronize
-from .layout import StepLayout, chain_layout
 from .products import attention_kernels, engine_model
-from .records import StepMode
 
 SMALLEST_BUCKET = 256  # committed positions of the smallest static cache; each bucket after it doubles
 SPAN = 64  # a pass's key columns are a multiple of this: each span a recording, a pass reading what L + T fills
