@@ -22,7 +22,7 @@ from scripts.serving import (
     screenshot_step,
     wait_for_step,
 )
-from tests.browser.chromium import press_to_step, run_on_model, shown_step
+from tests.browser.chromium import FOCUS_TRAIL, press_to_step, run_on_model, shown_step
 
 SCREENSHOT = Path(__file__).resolve().parents[2] / "out" / "screenshot.png"
 WARNING_TOAST = '[data-testid="toast-body"].warning'
@@ -130,6 +130,7 @@ def show_progress_then_stop(page, screenshot: Path) -> str:
     """Press Run (by keyboard: Enter on it), wait for its progress bar, photograph it, press Stop (the note under
     Run then says what stopped); the progress text shown. Run, disabled while it runs, hands its focus to Stop
     (ui/scripts.FOCUS_KEPT: Gradio's disabling dropped it on the page's body)."""
+    page.evaluate(FOCUS_TRAIL)
     page.focus("#ll-run")
     page.keyboard.press("Enter")
     shown = page.wait_for_function(  # read in the same poll: Gradio's own status text replaces it between steps
@@ -137,7 +138,14 @@ def show_progress_then_stop(page, screenshot: Path) -> str:
         "return t.includes(' of ') && t.includes('new tokens') ? t : null; }"
     ).json_value()
     assert page.is_disabled("#ll-run") and page.is_disabled("#ll-race-run") and page.is_enabled("#ll-run-stop")
-    page.wait_for_function("() => document.activeElement.id === 'll-run-stop'")
+    try:
+        page.wait_for_function("() => document.activeElement.id === 'll-run-stop'")
+    except PlaywrightTimeout:
+        focused = page.evaluate("() => document.activeElement?.id || document.activeElement?.tagName")
+        trail = page.evaluate("() => window.llFocusTrail")
+        notice = page.inner_text("#ll-run-notice")
+        said = f"the focus never reached Stop: it is on {focused!r}; the note says {notice!r}; {trail}"
+        raise AssertionError(said) from None
     page.locator("#ll-controls").screenshot(path=str(screenshot))
     # Stop pressed in the page, in one go with the check that it is still on. A Run that ended meanwhile hands the
     # focus back to Run, and Playwright's Enter on a disabled Stop goes to the focused element (checked on two plain
