@@ -141,7 +141,6 @@ class MethodSpec:
 
 GUESSING: dict[Method, Guessing] = {}
 SWEPT: dict[Method, Swept] = {}
-SPECS: dict[Method, MethodSpec] = {}
 
 
 def register(spec: MethodSpec) -> MethodSpec:
@@ -149,7 +148,7 @@ def register(spec: MethodSpec) -> MethodSpec:
     entry to records.METHODS, its Guessing to GUESSING, its device form to working_state.RESIDENT, its sweep to
     SWEPT."""
     method = Method.add(spec.method.value, spec.method.name)
-    SPECS[method], METHODS[method] = spec, spec.entry
+    METHODS[method] = spec.entry
     for table, part in ((GUESSING, spec.guessing), (RESIDENT, spec.resident), (SWEPT, spec.swept)):
         if part is not None:
             table[method] = part
@@ -163,7 +162,7 @@ def registered(spec: MethodSpec) -> Iterator[MethodSpec]:
     try:
         yield spec
     finally:
-        for table in (SPECS, METHODS, GUESSING, RESIDENT, SWEPT):
+        for table in (METHODS, GUESSING, RESIDENT, SWEPT):
             table.pop(spec.method, None)
         Method.remove(spec.method.value)
 

@@ -8,24 +8,14 @@ by its hatching and its name, never by colour alone.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import replace
 
-from lookahead_core.records import BenchMethod, Method, entrant_look
+from lookahead_core.records import BenchMethod, Look, Method, entrant_look
 
 from . import palette
 
 
-@dataclass(frozen=True)
-class Look:
-    """An entrant's look as drawn: its hue as a colour, its hatching ("": none), its marker and its line's dash."""
-
-    hue: str
-    pattern: str = ""
-    marker: str = "circle"
-    dash: str = "solid"
-
-
 def look(method: Method | BenchMethod | str) -> Look:
-    """The look of `method` (an engine method, a bench entrant or its value)."""
+    """The look of `method` (an engine method, a bench entrant or its value), its hue as the palette's colour."""
     entry = entrant_look(method)
-    return Look(getattr(palette, entry.hue.upper()), entry.pattern, entry.marker, entry.dash)
+    return replace(entry, hue=getattr(palette, entry.hue.upper()))
