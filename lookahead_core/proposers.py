@@ -19,12 +19,10 @@ from typing import Protocol
 from .layout import CURRENT, StepLayout
 from .records import (
     Branch,
-    DraftRecord,
     GuessReason,
     GuessSource,
-    HeadsRecord,
+    MethodReport,
     PoolRecord,
-    SuffixRecord,
     WindowRecord,
 )
 from .verify import StepVerdict
@@ -155,9 +153,7 @@ class ProposerReport:
 
     window: WindowRecord | None = None
     pool: PoolRecord | None = None
-    draft: DraftRecord | None = None
-    heads: HeadsRecord | None = None
-    suffix: SuffixRecord | None = None
+    method_report: MethodReport | None = None  # what the method did before the pass (records.reports)
 
 
 class Proposer(Protocol):

@@ -111,10 +111,8 @@ def step_record(facts: StepFacts) -> StepRecord:
         window=report.window,
         pool=report.pool,
         verification=verification_record(fed.candidates, verdict, facts.argmax),
-        draft=report.draft,
         sliding=sliding_record(facts.attention, fed.layout, facts.position),
-        heads=report.heads,
-        suffix=report.suffix,
+        method_report=report.method_report,
     )
 
 

@@ -1,6 +1,7 @@
 """A record's data as an older schema version wrote it, for the tests that read older files: each method's settings
-in a field of its own (before version 14, when MethodSettings gathered them), the version relabelled, and the
-facts that version did not have left out."""
+in a field of its own (before version 14, when MethodSettings gathered them), each step's method report in a field
+of its own (before version 15, when StepRecord.method_report took them), the version relabelled, and the facts that
+version did not have left out."""
 
 from __future__ import annotations
 
@@ -16,10 +17,28 @@ def flat_meta(meta: dict) -> dict:
     return {key: value for key, value in meta.items() if key != "settings"} | flat
 
 
+# Before version 15, a step gave its method's report the field of the report's kind.
+FLAT_REPORT = {"speculative": "draft", "eagle": "draft", "medusa": "heads", "suffix": "suffix"}
+
+
+def flat_step(step: dict) -> dict:
+    """A step as version 14 wrote it."""
+    report = step.get("method_report")
+    kept = {key: value for key, value in step.items() if key != "method_report"}
+    return kept if report is None else kept | {FLAT_REPORT[step["method"]]: report}
+
+
+def flat_trace(trace: dict, version: int) -> dict:
+    """A trace's data as schema `version` wrote it."""
+    if version <= 14:
+        trace = trace | {"steps": [flat_step(step) for step in trace["steps"]]}
+    return trace | {"meta": flat_meta(trace["meta"])} if version <= 13 else trace
+
+
 def older_run(data: dict, version: int, without: tuple[str, ...] = ()) -> dict:
     """A Run's data (`to_data` of it) as schema `version` wrote it, with every field named in `without` left out,
     wherever it is."""
-    flat = data | {part: data[part] | {"meta": flat_meta(data[part]["meta"])} for part in ("trace", "greedy")}
+    flat = data | {part: flat_trace(data[part], version) for part in ("trace", "greedy")}
     return relabelled(flat, version, without)
 
 

@@ -1,5 +1,6 @@
 """A method added through its spec alone: "repeat the last n-gram" (guess that the text's last N tokens come again),
-registered with `lookahead_core.spec.registered` from this file, with no other edit anywhere, runs in a Run and
+registered with `lookahead_core.spec.registered` from this file, with no other edit anywhere, runs in a Run (its own
+step report read back as its type) and
 its replay's panels, in the race, in the bench and in the tune map, exact as every method is; and is gone from every
 table after.
 
@@ -57,22 +58,36 @@ class RepeatSettings:
     tokens: int
 
 
+@dataclass(kw_only=True)
+class RepeatReport:
+    """What the method records of each step (its StepRecord.method_report): the n-gram it repeated, and its time."""
+
+    repeated: list[int]
+    seconds: float
+
+    def token_ids(self) -> set[int]:
+        return set(self.repeated)
+
+
 class RepeatProposer:
     """Guesses that the sequence's last REPEATED tokens come again, as one chain after c."""
 
+    def __init__(self) -> None:
+        self.repeated: tuple[int, ...] = ()
+
     def propose(self, context) -> Proposal:
-        tokens = tuple(context.sequence[-REPEATED:])
-        if len(tokens) < REPEATED:
+        self.repeated = tuple(context.sequence[-REPEATED:])
+        if len(self.repeated) < REPEATED:
             return Proposal(None)
         reason = GuessReason.add("last n-gram again")
-        candidate = Candidate(tokens, tuple(range(REPEATED)), GuessSource.OUTPUT, reason, 0)
+        candidate = Candidate(self.repeated, tuple(range(REPEATED)), GuessSource.OUTPUT, reason, 0)
         return Proposal(None, [chain_branch(candidate)])
 
     def observe(self, outcome) -> None:
         """Nothing to learn: the next guess is read off the sequence."""
 
     def report(self, outcome) -> ProposerReport:
-        return ProposerReport()
+        return ProposerReport(method_report=RepeatReport(repeated=list(self.repeated), seconds=0.0))
 
 
 def repeat_spec() -> MethodSpec:
@@ -85,6 +100,7 @@ def repeat_spec() -> MethodSpec:
         branch=Branch.GUESS,
         look=Look("yellow", pattern=".", marker="hexagon", dash="dot"),
         settings=RepeatSettings,
+        report=RepeatReport,
         proposes="Repeat has no Jacobi window: it guesses that the last three tokens come again.",
         no_pool="Repeat keeps no n-gram pool: its one guess is the sequence's last three tokens.",
         prefill="Repeat reads nothing from the prompt.",
@@ -120,6 +136,10 @@ def test_a_run_of_the_added_method_is_exact_and_its_replay_draws_every_panel(app
     assert accepted > 0, "the output repeats: some guess should have been accepted (else exactness proves nothing)"
     again = Run.from_json(run.to_json())
     assert again.trace.meta.settings.of(repeat) == RepeatSettings(tokens=REPEATED)
+    reports = [step.report(RepeatReport) for step in again.trace.steps[1:]]  # its own report, read back as its type
+    assert reports == [step.method_report for step in run.trace.steps[1:]] and all(reports)
+    guessed = [step.verification.candidates[0].tokens for step in again.trace.steps[1:]]
+    assert [report.repeated for report in reports] == guessed
     assert recorded_words(again.trace.meta.settings) == f"tokens={REPEATED}"
     for index in range(len(again.trace.steps)):
         panels = replay.panels(again, index)

@@ -118,7 +118,7 @@ def decode_step(fed: int, seconds: float, draft: tuple[int, float] | None = None
         stop=None,
         forward_seconds=seconds,
         step_seconds=seconds,
-        draft=passes,
+        method_report=passes,
     )
 
 

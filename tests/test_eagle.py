@@ -32,7 +32,7 @@ from lookahead_core.methods.eagle import (
 )
 from lookahead_core.methods.medusa import MedusaError, output_logits
 from lookahead_core.methods.stored import GROUP, kept, whole
-from lookahead_core.records import BenchMethod, Method
+from lookahead_core.records import BenchMethod, DraftRecord, Method
 from lookahead_core.request import DecodeRequest
 from lookahead_core.runtime import Runtime
 from lookahead_core.sampling import GREEDY, SamplingConfig
@@ -90,7 +90,7 @@ def test_greedy_eagle_equals_greedy_generate(family, tmp_path):
         output, steps = eagle_output(lm, draft, prompt, max_new_tokens, eos)
         assert output == reference, f"case {case}: {prompt} k={draft.tokens} {max_new_tokens} eos={eos}"
         accepted += sum(s.verification.accepted for s in steps[1:])
-        rejected += sum(s.verification.accepted < len(s.draft.tokens) for s in steps[1:])
+        rejected += sum(s.verification.accepted < len(s.report(DraftRecord).tokens) for s in steps[1:])
     assert accepted and rejected, "verification never both accepted and rejected: the test would not catch a bug"
 
 
@@ -164,7 +164,7 @@ def test_each_first_draft_reads_the_true_features_of_every_committed_position(tm
     for position, feature in predicted_at.items():
         torch.testing.assert_close(feature, scratch[position], atol=1e-4, rtol=1e-4)
     first_guesses = output_logits(lm.model, scratch).argmax(dim=-1).tolist()
-    assert all(step.draft.tokens[0] == first_guesses[step.position - 1] for step in steps[1:])
+    assert all(step.report(DraftRecord).tokens[0] == first_guesses[step.position - 1] for step in steps[1:])
 
 
 @pytest.mark.heavy  # seconds: kept out of make test-quick's minute
@@ -191,7 +191,7 @@ def test_a_layer_drafts_only_from_its_vocabulary_and_stays_exact(tmp_path):
     draft.model.vocabulary = torch.tensor(sorted(set(reference))[::2])  # half of the tokens the model will write
     output, steps = eagle_output(lm, draft, prompt, 30)
     assert output == reference
-    drafted = {token for step in steps[1:] for token in step.draft.tokens}
+    drafted = {token for step in steps[1:] for token in step.report(DraftRecord).tokens}
     assert drafted <= set(draft.model.vocabulary.tolist()) and any(s.verification.accepted for s in steps[1:])
 
 

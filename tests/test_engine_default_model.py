@@ -14,7 +14,7 @@ from lookahead_core.config import LookaheadConfig
 from lookahead_core.decoding import DecodingError
 from lookahead_core.methods.draft import make_draft
 from lookahead_core.models import ModelLoadError, encode_prompt, load_model
-from lookahead_core.records import Method, StepRecord, StopReason
+from lookahead_core.records import DraftRecord, Method, StepRecord, StopReason
 from lookahead_core.request import DecodeRequest
 from lookahead_core.runtime import Runtime
 from lookahead_core.trace import decode_steps, summarize
@@ -168,7 +168,10 @@ def test_the_shipped_eagle_layer_drafts_exactly_in_float32(default_model, name):
     request = DecodeRequest(method=Method.EAGLE, max_new_tokens=MAX_NEW_TOKENS)
     steps = list(decode_steps(default_model, ids, request, Runtime(layer=eagle_draft(default_model))))
     assert summarize(steps).new_token_ids == reference(default_model, name)
-    assert all(s.draft is not None for s in steps[1:]) and sum(s.verification.accepted for s in steps[1:]) > 0
+    assert (
+        all(s.report(DraftRecord) is not None for s in steps[1:])
+        and sum(s.verification.accepted for s in steps[1:]) > 0
+    )
 
 
 def test_greedy_decoder_equals_hf_greedy(default_model):

@@ -22,6 +22,7 @@ from lookahead_core.methods.window import JacobiWindow
 from lookahead_core.planning import CostAwarePlanner
 from lookahead_core.proposers import StepContext
 from lookahead_core.records import Method, StepMode, StepRecord, StepTally
+from lookahead_core.records import reports as step_reports
 from lookahead_core.records import step as step_records
 from lookahead_core.request import DecodeRequest
 from lookahead_core.runtime import Runtime
@@ -105,7 +106,10 @@ def test_the_steps_decide_something_worth_comparing(lm):
 
 
 RECORD_CLASSES = [
-    c for c in vars(step_records).values() if dataclasses.is_dataclass(c) and c.__module__ == step_records.__name__
+    c
+    for module in (step_records, step_reports)
+    for c in vars(module).values()
+    if dataclasses.is_dataclass(c) and c.__module__ == module.__name__
 ]
 
 
@@ -121,7 +125,7 @@ def counted(init, name: str, counts: Counter):
 
 @pytest.fixture
 def built(monkeypatch) -> Counter:
-    """Every record class of a step (records/step.py) spied on: how many of each were built."""
+    """Every record class of a step (records/step.py, records/reports.py) spied on: how many of each were built."""
     counts = Counter()
     for cls in RECORD_CLASSES:
         monkeypatch.setattr(cls, "__init__", counted(cls.__init__, cls.__name__, counts))

@@ -29,7 +29,7 @@ from lookahead_core.methods.medusa import (
     sparse_tree,
     tree_branch,
 )
-from lookahead_core.records import Branch, Method, Needs, StepKind
+from lookahead_core.records import Branch, HeadsRecord, Method, Needs, StepKind
 from lookahead_core.request import DecodeRequest
 from lookahead_core.runtime import Runtime
 from lookahead_core.sampling import GREEDY, SamplingConfig
@@ -318,7 +318,7 @@ def test_each_step_records_the_heads_choices_with_their_probabilities_and_the_tr
     sequence = list(prompt)
     for step in steps:
         if step.kind == StepKind.DECODE:
-            record = step.heads
+            record = step.report(HeadsRecord)
             assert record.tree == [list(path) for path in medusa.tree] and record.seconds > 0
             fed = [row.token for row in step.rows if row.branch == Branch.HEADS]
             assert fed == [record.heads[len(p) - 1].tokens[p[-1]] for p in record.tree]
@@ -330,7 +330,7 @@ def test_each_step_records_the_heads_choices_with_their_probabilities_and_the_tr
                 assert guesses.tokens == want.indices.tolist()
                 torch.testing.assert_close(torch.tensor(guesses.probabilities), want.values, atol=1e-5, rtol=1e-4)
         sequence += step.committed
-    assert all(s.heads is None for s in steps if s.kind != StepKind.DECODE)
+    assert all(s.report(HeadsRecord) is None for s in steps if s.kind != StepKind.DECODE)
 
 
 def test_the_one_runtime_builder_refuses_missing_heads_or_leaves_them_out_and_looks_once(monkeypatch):

@@ -18,7 +18,7 @@ from lookahead_core.decoding import DecodingError
 from lookahead_core.methods.draft import Draft, DraftError, DraftProposer, check_tokenizers, make_draft
 from lookahead_core.methods.lookup import PromptLookupProposer, find_matches
 from lookahead_core.proposers import StepContext
-from lookahead_core.records import Branch, GuessReason, GuessSource, Method, Verdict
+from lookahead_core.records import Branch, DraftRecord, GuessReason, GuessSource, Method, Verdict
 from lookahead_core.request import DecodeRequest
 from lookahead_core.runtime import Runtime
 from lookahead_core.sampling import GREEDY
@@ -70,11 +70,12 @@ def test_speculative_steps_record_the_draft_chain():
     for record in steps[1:]:
         (chain,) = record.verification.candidates
         assert chain.source == GuessSource.DRAFT and chain.reason == GuessReason.DRAFT_MODEL
-        assert len(chain.tokens) == len(chain.draft_probabilities) == record.draft.forward_passes == 4
+        assert len(chain.tokens) == len(chain.draft_probabilities) == record.report(DraftRecord).forward_passes == 4
         assert all(0 < q <= 1 for q in chain.draft_probabilities)
         assert [row.branch for row in record.rows] == [Branch.CURRENT] + [Branch.DRAFT] * 4
         assert record.window is None and record.pool is None
-        assert record.draft.tokens == chain.tokens and record.draft.seconds > 0
+        draft = record.report(DraftRecord)
+        assert draft.tokens == chain.tokens and draft.seconds > 0
     assert any(r.verification.candidates[0].verdict == Verdict.WON for r in steps[1:])
 
 
@@ -93,8 +94,8 @@ def test_a_step_cut_short_by_low_confidence_drafts_fewer_tokens():
     sure, unsure = tiny_draft("llama", 6, 0.0), tiny_draft("llama", 6, 1.01)
     _, sure_steps = family_output(lm, Method.SPECULATIVE, [1, 2, 3], 12, None, draft=sure)
     _, unsure_steps = family_output(lm, Method.SPECULATIVE, [1, 2, 3], 12, None, draft=unsure)
-    assert all(r.draft.forward_passes == 6 for r in sure_steps[1:])
-    assert all(r.draft.forward_passes == 1 for r in unsure_steps[1:])  # below the floor after one token
+    assert all(r.report(DraftRecord).forward_passes == 6 for r in sure_steps[1:])
+    assert all(r.report(DraftRecord).forward_passes == 1 for r in unsure_steps[1:])  # below the floor after one token
 
 
 def test_prompt_lookup_takes_the_longest_key_then_the_latest_match():

@@ -17,6 +17,8 @@ from lookahead_core.config import LookaheadConfig
 from lookahead_core.records import (
     METHODS,
     SCHEMA_VERSION,
+    DraftRecord,
+    HeadsRecord,
     LookupSettings,
     Method,
     MethodSettings,
@@ -153,7 +155,7 @@ def test_a_version_3_run_reads_as_a_run_of_a_model_without_sliding_layers(run):
         for key in ("layers", "sliding_layers", "sliding_window"):
             trace["meta"]["machine"].pop(key)
     read = Run.from_json(json.dumps(old))
-    assert read.schema_version == read.trace.schema_version == SCHEMA_VERSION == 14
+    assert read.schema_version == read.trace.schema_version == SCHEMA_VERSION == 15
     assert read.trace.meta.machine.layers == 0 and all(s.sliding is None for s in read.trace.steps)
     assert read.trace.steps == run.trace.steps
 
@@ -194,6 +196,37 @@ def test_a_version_13_trace_keeps_its_draft_under_its_own_method(run, method):
     settings = Trace.from_json(json.dumps(old)).meta.settings
     assert settings.of(method).model == draft["model"] and settings.of(method).tokens == 4
     assert list(settings.by_name) == [method.name.lower()]
+
+
+DRAFTED = {"tokens": [5, 6], "forward_passes": 2, "seconds": 0.01}
+
+
+def test_a_steps_method_report_reads_back_as_its_methods_report_type(run):
+    """A step's method report is one entry (schema 15), read as the type its method's entry names: a speculative
+    step's as a DraftRecord; a method that reports nothing (lookahead) refuses one, naming the step."""
+    data = to_data(run.trace)
+    data["steps"][1] |= {"method": "speculative", "method_report": DRAFTED}
+    step = Trace.from_json(json.dumps(data)).steps[1]
+    assert step.method_report == DraftRecord(**DRAFTED) and step.report(DraftRecord) == step.method_report
+    assert step.report(HeadsRecord) is None and step.draft_seconds == 0.01 and {5, 6} <= step.token_ids()
+    data["steps"][1]["method"] = "lookahead"
+    with pytest.raises(SchemaError, match=r"trace.steps\[1\].method_report: lookahead reports nothing of its own"):
+        Trace.from_json(json.dumps(data))
+    data["steps"][1] |= {"method": "speculative", "method_report": DRAFTED | {"tokens": ["x"]}}
+    with pytest.raises(SchemaError, match=r"trace.steps\[1\].method_report.tokens\[0\]: expected int"):
+        Trace.from_json(json.dumps(data))
+
+
+def test_a_version_14_step_gives_its_draft_heads_or_suffix_field_as_its_method_report(run):
+    """Before schema 15 a step gave a draft, Medusa's heads and suffix decoding's tree each a field of its own: the
+    one it holds reads as its method report; a step holding two is refused, naming the second."""
+    old = older_run(to_data(run), 14)["trace"]
+    old["steps"][1] |= {"method": "speculative", "draft": DRAFTED, "heads": None, "suffix": None}
+    assert "method_report" not in json.dumps(old)
+    assert Trace.from_json(json.dumps(old)).steps[1].method_report == DraftRecord(**DRAFTED)
+    old["steps"][1]["heads"] = {"heads": [], "tree": [], "seconds": 0.0}
+    with pytest.raises(SchemaError, match=r"trace.steps\[1\]: unknown field 'draft'"):
+        Trace.from_json(json.dumps(old))
 
 
 RACES = sorted((Path(__file__).resolve().parent.parent / "docs" / "bench" / "races").glob("*.json"))

@@ -24,7 +24,7 @@ from lookahead_core.methods.suffix import (
     trust_key,
 )
 from lookahead_core.models import encode_prompt
-from lookahead_core.records import GuessSource, Method, Trace
+from lookahead_core.records import GuessSource, Method, SuffixRecord, Trace
 from lookahead_core.request import DecodeRequest
 from lookahead_core.runtime import Runtime
 from lookahead_core.trace import decode_steps, lean_steps, record_trace, summarize
@@ -164,7 +164,7 @@ def test_a_tiny_model_decodes_the_same_tokens_lean_and_recorded_with_a_warm_stor
     lean = list(lean_steps(lm, prompt, request, Runtime(store=store)))
     assert summarize(recorded).new_token_ids == summarize(lean).new_token_ids == greedy.new_token_ids
     assert summarize(recorded).steps < greedy.steps  # the earlier output is followed, many tokens a pass
-    assert any(n.source == GuessSource.EARLIER for r in recorded[1:] for n in r.suffix.nodes)
+    assert any(n.source == GuessSource.EARLIER for r in recorded[1:] for n in r.report(SuffixRecord).nodes)
 
 
 def test_an_earlier_output_of_another_tokenizer_is_left_out():
@@ -181,8 +181,9 @@ def test_an_earlier_output_of_another_tokenizer_is_left_out():
         store.add("another model's", [*greedy.new_token_ids, extra])
         steps = list(decode_steps(lm, prompt, request, Runtime(store=store)))
         assert summarize(steps).new_token_ids == greedy.new_token_ids
-        assert any(o.source == GuessSource.EARLIER for r in steps[1:] for o in r.suffix.occurrences) == matched
-        assert steps[-1].suffix.store_texts == int(matched)
+        earlier = (o.source == GuessSource.EARLIER for r in steps[1:] for o in r.report(SuffixRecord).occurrences)
+        assert any(earlier) == matched
+        assert steps[-1].report(SuffixRecord).store_texts == int(matched)
 
 
 @pytest.mark.parametrize("name", ["code-edit", "chat"])
@@ -202,4 +203,4 @@ def test_suffix_decoding_equals_hf_greedy_on_the_real_model_cold_and_warm(defaul
     assert cold.summary.new_token_ids == warm.summary.new_token_ids == reference
     assert warm.summary.steps < cold.summary.steps
     assert cold.meta.settings.suffix.store == [] and warm.meta.settings.suffix.store == ["an earlier run"]
-    assert Trace.from_json(warm.to_json()).steps[3].suffix == warm.steps[3].suffix
+    assert Trace.from_json(warm.to_json()).steps[3].report(SuffixRecord) == warm.steps[3].report(SuffixRecord)

@@ -16,7 +16,7 @@ import pytest
 from gradio_client import Client
 
 from lab.serve.stores import run_name
-from lookahead_core.records import GuessSource, Method, Run
+from lookahead_core.records import GuessSource, Method, Run, SuffixRecord
 from scripts.serving import running_app
 from visuals import export, replay
 
@@ -49,7 +49,7 @@ def suffix_run(
 
 def named(run: Run) -> set[str]:
     """Every earlier run a suffix run's records name: its store's texts and each step's occurrences."""
-    steps = [step.suffix for step in run.trace.steps if step.suffix is not None]
+    steps = suffix_reports(run)
     return set(run.trace.meta.settings.suffix.store) | {o.text for s in steps for o in s.occurrences if o.text}
 
 
@@ -68,7 +68,7 @@ def test_a_visitors_runs_feed_their_own_store_and_never_another_visitors(url):
     assert shipped and set(again.trace.meta.settings.suffix.store) == shipped | {
         mine
     }  # the examples' outputs, and A's run
-    earlier = [o for s in again.trace.steps if s.suffix for o in s.suffix.occurrences if o.text == mine]
+    earlier = [o for s in suffix_reports(again) for o in s.occurrences if o.text == mine]
     assert earlier and all(o.source == GuessSource.EARLIER for o in earlier)
     assert again.trace.summary.steps < first.greedy.summary.steps  # A's own output, followed many tokens a pass
     assert mine == "your run 1: Repeat <i>zebra</i> quartz twice,…"
@@ -79,7 +79,7 @@ def test_a_visitors_runs_feed_their_own_store_and_never_another_visitors(url):
     assert not any(name.startswith("your run") for name in named(theirs)), named(theirs)
     assert set(theirs.trace.meta.settings.suffix.store) == shipped
     assert "your run" not in all_panels(theirs) and "your run" not in "".join(map(str, shown))
-    assert "zebra" not in "".join(f"{o.text}" for s in theirs.trace.steps if s.suffix for o in s.suffix.occurrences)
+    assert "zebra" not in "".join(f"{o.text}" for s in suffix_reports(theirs) for o in s.occurrences)
 
 
 def test_a_suffix_run_and_its_export_show_the_panel(url):
@@ -90,11 +90,16 @@ def test_a_suffix_run_and_its_export_show_the_panel(url):
     assert list(shown[PANELS]) == replay.panel_values(run, 0)
     settings = run.trace.meta.settings.suffix  # the Run card's sliders reach the run and bound every tree
     assert (settings.tree_size, settings.alpha) == (6, 2.5)
-    assert all(len(s.suffix.nodes) <= 6 for s in run.trace.steps if s.suffix is not None)
-    index = next(i for i, s in enumerate(run.trace.steps) if s.suffix is not None and s.suffix.nodes)
+    assert all(len(s.nodes) <= 6 for s in suffix_reports(run))
+    index = next(i for i, s in enumerate(run.trace.steps) if (r := s.report(SuffixRecord)) is not None and r.nodes)
     stepped = client.predict(index, api_name="/scrub")
     pool = list(stepped[PANELS])[replay.PANELS.index("pool")]
     assert pool == replay.panels(run, index)["pool"] and "the tree of what followed the match" in pool
     page, _ = client.predict(index, api_name="/html")
     assert Path(page).read_text() == export.standalone_html(run, index)
     assert 'class="ll-tree ll-tree-root"' in Path(page).read_text()
+
+
+def suffix_reports(run) -> list[SuffixRecord]:
+    """Suffix decoding's report of each step of `run` that has one."""
+    return [report for step in run.trace.steps if (report := step.report(SuffixRecord)) is not None]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from lookahead_core.records import METHODS, Method
+from lookahead_core.records import METHODS, HeadsRecord, Method
 from tests.visual_checks import PRESETS, example
 from visuals import methods, replay
 from visuals.heads import heads_html
@@ -34,7 +34,7 @@ def test_the_heads_panel_shows_each_heads_choices_and_marks_the_accepted_one_in_
     index = next(i for i, s in enumerate(run.trace.steps) if s.verification and s.verification.accepted)
     record = run.trace.steps[index]
     html = replay.panels(run, index)["pool"]
-    for guesses in record.heads.heads:
+    for guesses in record.report(HeadsRecord).heads:
         assert f"head {guesses.head} " in html and f"{guesses.probabilities[0]:.0%}" in html
     assert html.count("✓ accepted") == record.verification.accepted
     assert f"{record.verification.accepted} of the heads' guesses matched" in shown_text(html)

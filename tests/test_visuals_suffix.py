@@ -16,7 +16,7 @@ import pytest
 
 from lookahead_core.config import SuffixConfig
 from lookahead_core.methods.suffix import SuffixStore
-from lookahead_core.records import Branch, GuessSource, Method, Run, SchemaError, StepKind
+from lookahead_core.records import Branch, GuessSource, Method, Run, SchemaError, StepKind, SuffixRecord
 from lookahead_core.request import DecodeRequest
 from lookahead_core.runtime import Runtime
 from lookahead_core.sampling import SamplingConfig
@@ -80,7 +80,7 @@ def test_the_accepted_nodes_are_the_winners_matched_rows_and_marked_in_words(run
         winner = verification.candidates[verification.winner]
         nodes = accepted_nodes(record)
         assert nodes == tuple(r - first for r in winner.rows[: winner.matched])
-        assert [record.suffix.nodes[n].token for n in nodes] == winner.tokens[: winner.matched]
+        assert [record.report(SuffixRecord).nodes[n].token for n in nodes] == winner.tokens[: winner.matched]
         assert html.count("✓ accepted</span>") == len(nodes) == verification.accepted
         assert html.count('class="ll-tok ll-accepted"') == len(nodes)  # the chip's mark as well as the words
         accepted_somewhere = True
@@ -90,11 +90,11 @@ def test_the_accepted_nodes_are_the_winners_matched_rows_and_marked_in_words(run
 def test_the_match_its_occurrences_and_every_node_are_shown(runs):
     run = runs["greedy"]
     vocab = run.trace.vocab
-    index = max(decode_indices(run), key=lambda i: len(run.trace.steps[i].suffix.nodes))
+    index = max(decode_indices(run), key=lambda i: len(run.trace.steps[i].report(SuffixRecord).nodes))
     record = run.trace.steps[index]
     html = suffix_html(record, vocab)
     text = shown_text(html)
-    suffix = record.suffix
+    suffix = record.report(SuffixRecord)
     assert f"the last {caption.plural(len(suffix.match), 'token')}" in text
     assert f"occurred {caption.plural(suffix.found, 'time')} before" in text
     match = re.search(r'<span class="ll-match">(.*?)</span> occurred', html).group(1)
@@ -118,8 +118,8 @@ def test_each_occurrence_says_where_it_was_in_words_and_with_a_mark(runs):
             html = suffix_html(record, run.trace.vocab)
             items = re.findall(r'<ul class="ll-occurrences">(.*?)</ul>', html)
             listed = re.findall(r"<li>(.*?)</li>", items[0]) if items else []
-            assert len(listed) == len(record.suffix.occurrences)
-            for occurrence, item in zip(record.suffix.occurrences, listed, strict=True):
+            assert len(listed) == len(record.report(SuffixRecord).occurrences)
+            for occurrence, item in zip(record.report(SuffixRecord).occurrences, listed, strict=True):
                 mark, words = {
                     GuessSource.PROMPT: ("¶", "this prompt"),
                     GuessSource.OUTPUT: ("✎", "this output"),
@@ -166,20 +166,20 @@ def test_a_run_file_of_schema_11_reads_and_shows_as_it_did():
     for part in (data, data["trace"], data["greedy"]):
         part["schema_version"] = 11
     old = library.read_run(json.dumps(data).encode())
-    assert old.trace.meta.settings.suffix is None and all(step.suffix is None for step in old.trace.steps)
+    assert old.trace.meta.settings.suffix is None and all(step.report(SuffixRecord) is None for step in old.trace.steps)
     for index in range(replay.last_step(old) + 1):
         assert replay.panels(old, index) == replay.panels(example("study-tips-medusa"), index)
 
 
 def test_a_crafted_tree_is_refused_and_a_deep_one_draws_without_recursion(runs):
     run = runs["greedy"]
-    index = next(i for i in decode_indices(run) if len(run.trace.steps[i].suffix.nodes) > 1)
+    index = next(i for i in decode_indices(run) if len(run.trace.steps[i].report(SuffixRecord).nodes) > 1)
     data = json.loads(run.to_json())
-    nodes = data["trace"]["steps"][index]["suffix"]["nodes"]
+    nodes = data["trace"]["steps"][index]["method_report"]["nodes"]
     nodes[0]["parent"] = 1  # a node under one after it: the panel could not nest it
     with pytest.raises(SchemaError, match="a node of its suffix tree points at a node that is not before it"):
         library.read_run(json.dumps(data).encode())
     record = run.trace.steps[index]
-    chain = [dataclasses.replace(record.suffix.nodes[0], parent=i - 1) for i in range(3000)]
-    deep = dataclasses.replace(record, suffix=dataclasses.replace(record.suffix, nodes=chain))
+    chain = [dataclasses.replace(record.report(SuffixRecord).nodes[0], parent=i - 1) for i in range(3000)]
+    deep = dataclasses.replace(record, method_report=dataclasses.replace(record.report(SuffixRecord), nodes=chain))
     assert suffix_html(deep, run.trace.vocab).count('<li class="ll-node') == 3000

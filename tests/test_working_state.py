@@ -36,7 +36,7 @@ from lookahead_core.methods.eagle import EAGLE, eagle_for
 from lookahead_core.methods.lookup import find_matches
 from lookahead_core.methods.medusa import load_heads, make_medusa
 from lookahead_core.methods.pool import NGramPool
-from lookahead_core.records import GuessSource, Method, StepMode
+from lookahead_core.records import DraftRecord, GuessSource, Method, StepMode
 from lookahead_core.request import DecodeRequest
 from lookahead_core.runtime import Runtime
 from lookahead_core.trace import decode_steps, lean_steps
@@ -420,7 +420,7 @@ def eagle_compared(lm, prompt, request, runtime, chains: list) -> tuple[list, li
     chains.clear()
     recorded = list(decode_steps(lm, prompt, request, runtime))
     on_device = [decided(s) for s in lean_steps(lm, prompt, request, runtime)]
-    return [decided(s) for s in recorded], on_device, [s.draft.tokens for s in recorded[2:]], list(chains)
+    return [decided(s) for s in recorded], on_device, [s.report(DraftRecord).tokens for s in recorded[2:]], list(chains)
 
 
 @pytest.mark.heavy  # seconds: kept out of make test-quick's minute

@@ -17,13 +17,16 @@ import pytest
 
 from lookahead_core.records import (
     CandidateRecord,
+    DraftRecord,
     GuessReason,
     GuessSource,
+    HeadsRecord,
     Method,
     PlanReason,
     Run,
     StepKind,
     StepRecord,
+    SuffixRecord,
     TokenSource,
     Trace,
     Verdict,
@@ -254,18 +257,18 @@ def check_caption(trace: Trace, index: int) -> None:
     assert ("Decoding stops" in html) == (record.stop is not None)
     assert f"Step {index} of {len(trace.steps) - 1}" in html
     if trace.meta.method == Method.SPECULATIVE:
-        drafted = caption.plural(len(record.draft.tokens), "token")
+        drafted = caption.plural(len(record.report(DraftRecord).tokens), "token")
         assert f"The draft model drafted {drafted}" in html
         assert (f"the target agreed with the first {winner.matched}" in html) == (winner is not None)
         return
     if trace.meta.method == Method.MEDUSA:
-        nodes = caption.plural(len(record.heads.tree), "node")
+        nodes = caption.plural(len(record.report(HeadsRecord).tree), "node")
         assert f"The heads' guesses filled a tree of {nodes}" in html
         said = f"; path {winner.lane + 1} matched {caption.plural(winner.matched, 'token')}" if winner else "; path"
         assert (said in html) == (winner is not None)
         return
     if trace.meta.method == Method.SUFFIX:
-        found = f"The last {caption.plural(len(record.suffix.match), 'token')} occurred"
+        found = f"The last {caption.plural(len(record.report(SuffixRecord).match), 'token')} occurred"
         assert found in html or "The last token occurs nowhere earlier" in html
         said = f"; path {winner.lane + 1} matched {caption.plural(winner.matched, 'token')}" if winner else "; path"
         assert (said in html) == (winner is not None)

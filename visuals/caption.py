@@ -9,7 +9,18 @@ tree or the tree of what followed the longest match did.
 
 from __future__ import annotations
 
-from lookahead_core.records import METHODS, GuessSource, PlanReason, StepKind, StepRecord, TokenSource, Trace
+from lookahead_core.records import (
+    METHODS,
+    DraftRecord,
+    GuessSource,
+    HeadsRecord,
+    PlanReason,
+    StepKind,
+    StepRecord,
+    SuffixRecord,
+    TokenSource,
+    Trace,
+)
 
 from .markup import escape
 from .methods import STOP_WORDS, candidate_kind, draft_words
@@ -40,15 +51,15 @@ def guesses_clause(record: StepRecord, vocab: dict) -> str:
     """Prompt lookup's matches, the draft's chain or the heads' tree, and how far the winner matched."""
     candidates = record.verification.candidates
     winner = winner_of(record)
-    if record.draft is not None:
-        drafted, passes = len(record.draft.tokens), plural(record.draft.forward_passes, "pass", "passes")
+    if (draft := record.report(DraftRecord)) is not None:
+        drafted, passes = len(draft.tokens), plural(draft.forward_passes, "pass", "passes")
         clause = f"The draft model drafted {plural(drafted, 'token')} in {passes}"
         return clause + (f"; the target agreed with the first {winner.matched}" if winner else "; the first was wrong")
-    if record.heads is not None:
+    if (heads := record.report(HeadsRecord)) is not None:
         paths = plural(len(candidates), "path")
-        clause = f"The heads' guesses filled a tree of {plural(len(record.heads.tree), 'node')}: {paths} verified"
+        clause = f"The heads' guesses filled a tree of {plural(len(heads.tree), 'node')}: {paths} verified"
         return clause + (f"; path {winner.lane + 1} matched {plural(winner.matched, 'token')}" if winner else "")
-    if record.suffix is not None:
+    if record.report(SuffixRecord) is not None:
         return suffix_clause(record)
     if not candidates:
         return "The last tokens occur nowhere earlier in the text, so nothing was verified"
@@ -58,7 +69,7 @@ def guesses_clause(record: StepRecord, vocab: dict) -> str:
 
 def suffix_clause(record: StepRecord) -> str:
     """Suffix decoding: the longest match, how often it occurred, its tree and how far the winning path matched."""
-    suffix, winner = record.suffix, winner_of(record)
+    suffix, winner = record.report(SuffixRecord), winner_of(record)
     if not suffix.nodes:
         if not suffix.match:
             return "The last token occurs nowhere earlier, in this run or the earlier ones, so nothing was verified"
@@ -221,7 +232,7 @@ def step_header(trace: Trace, index: int) -> str:
     record = trace.steps[index]
     last = len(trace.steps) - 1
     millis = record.forward_seconds * 1000
-    draft = f" · {draft_words(record)}" if record.draft is not None else ""
+    draft = f" · {draft_words(record)}" if record.report(DraftRecord) is not None else ""
     return (
         f"Step {record.step} of {last} · position {record.position} · "
         f"{plural(record.tokens_fed, 'token')} fed · forward pass {millis:.0f} ms on {trace.meta.machine.device_name}"

@@ -8,7 +8,7 @@ is "not fed". Marks and words, not colour alone, tell them apart.
 
 from __future__ import annotations
 
-from lookahead_core.records import Branch, StepKind, StepRecord, Verdict
+from lookahead_core.records import Branch, HeadsRecord, StepKind, StepRecord, Verdict
 
 from .markup import escape, scroll_region
 from .tokens import chip, named
@@ -21,7 +21,7 @@ def accepted_path(record: StepRecord) -> tuple[int, ...]:
         return ()
     rows = won[0].rows[: won[0].matched]
     first = next(i for i, row in enumerate(record.rows) if row.branch == Branch.HEADS)  # the tree's first node
-    return tuple(record.heads.tree[rows[-1] - first]) if rows else ()
+    return tuple(record.report(HeadsRecord).tree[rows[-1] - first]) if rows else ()
 
 
 def choice_cell(
@@ -29,7 +29,7 @@ def choice_cell(
 ) -> str:
     """One choice: its token chip, its probability, and whether it was accepted (on `path`, the accepted
     path), fed, or left out."""
-    used = any(len(p) >= head and p[head - 1] == rank for p in record.heads.tree)
+    used = any(len(p) >= head and p[head - 1] == rank for p in record.report(HeadsRecord).tree)
     if len(path) >= head and path[head - 1] == rank:
         state, mark, kind = "accepted", "✓ accepted", "accepted"
     elif used:
@@ -45,12 +45,13 @@ def choice_cell(
 
 def heads_html(record: StepRecord, vocab: dict[str, str]) -> str:
     """The heads panel for one Medusa step: one row per head, its choices best first."""
-    if record.kind == StepKind.PREFILL or record.heads is None:
+    heads = record.report(HeadsRecord)
+    if record.kind == StepKind.PREFILL or heads is None:
         return (
             '<p class="ll-empty">The heads read the hidden state of the row behind the current token: the first '
             "pass gives it, so their first guesses are verified from step 1.</p>"
         )
-    heads, path = record.heads, accepted_path(record)
+    path = accepted_path(record)
     widest = max(len(h.tokens) for h in heads.heads)
     ranks = "".join(f'<th scope="col">choice {r + 1}</th>' for r in range(widest))
     rows = []

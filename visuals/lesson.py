@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 
-from lookahead_core.records import GuessSource, Method, Run, TokenSource
+from lookahead_core.records import GuessSource, Method, Run, SuffixRecord, TokenSource
 
 from . import library, replay
 from .sources import run_origins
@@ -46,7 +46,7 @@ def facts(run: Run, index: int) -> dict[str, str]:
     maps' (where both are shipped)."""
     trace, greedy = run.trace, run.greedy
     record = trace.steps[index]
-    verification = record.verification
+    verification, suffix = record.verification, record.report(SuffixRecord)
     meta = trace.meta
     matched = run_origins(trace).matched  # the run's matched guess tokens, by where each guess came from
     return {
@@ -68,8 +68,8 @@ def facts(run: Run, index: int) -> dict[str, str]:
         "prompt_tokens": str(matched["prompt"]),
         "output_tokens": str(matched["output"]),
         "earlier_tokens": str(matched["earlier"]),  # suffix decoding: what followed in earlier runs' outputs
-        "match": str(len(record.suffix.match)) if record.suffix else "0",
-        "found": str(record.suffix.found) if record.suffix else "0",
+        "match": str(len(suffix.match)) if suffix else "0",
+        "found": str(suffix.found) if suffix else "0",
         "store": str(len(meta.settings.suffix.store)) if meta.settings.suffix else "0",
     } | map_facts()
 

@@ -236,8 +236,8 @@ def check_step(step: StepRecord, where: str) -> None:
                 raise SchemaError(f"{where}: a candidate does not have one row and one match for each of its tokens")
     for part, count in parts(step).items():
         at_most(count, STEP_PARTS[part], f"{part} in {where}")
-    if step.suffix is not None:
-        check_suffix(step.suffix, where)
+    if (suffix := step.report(SuffixRecord)) is not None:
+        check_suffix(suffix, where)
     if step.window is not None and (len(step.window.origins) != len(step.window.levels) or not step.window.levels):
         raise SchemaError(f"{where}: its window does not name the step each level came from")
 
@@ -261,7 +261,7 @@ def parts(step: StepRecord) -> dict[str, int]:
         "pool tokens": sum(1 + len(e.continuation) for e in pool.entries + pool.added + pool.evicted) if pool else 0,
         "candidate tokens": len(v.block) + sum(len(c.tokens) + len(c.expected) for c in v.candidates) if v else 0,
         "sampling draws": sum(len(p.draws) for p in v.positions) if v else 0,
-        "suffix tokens": len(s.match) + len(s.nodes) + len(s.occurrences) if (s := step.suffix) else 0,
+        "suffix tokens": len(s.match) + len(s.nodes) + len(s.occurrences) if (s := step.report(SuffixRecord)) else 0,
     }
 
 

@@ -12,6 +12,7 @@ import dataclasses
 from lookahead_core.records import (
     METHODS,
     CandidateRecord,
+    DraftRecord,
     DraftSettings,
     GuessReason,
     GuessSource,
@@ -153,7 +154,8 @@ def candidate_why(candidate: CandidateRecord) -> str:
 
 def draft_words(record: StepRecord) -> str:
     """What the draft model did before this step's pass, e.g. "draft: 4 passes, 96 ms"."""
-    if record.draft is None:
+    draft = record.report(DraftRecord)
+    if draft is None:
         return ""
-    passes = record.draft.forward_passes
-    return f"draft: {passes} pass{'es' if passes != 1 else ''}, {record.draft.seconds * 1000:.0f} ms"
+    passes = draft.forward_passes
+    return f"draft: {passes} pass{'es' if passes != 1 else ''}, {draft.seconds * 1000:.0f} ms"

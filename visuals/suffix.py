@@ -10,7 +10,15 @@ colour alone. The tree is a nested list, so a screen reader says each node's dep
 
 from __future__ import annotations
 
-from lookahead_core.records import Branch, GuessSource, StepKind, StepRecord, SuffixNode, SuffixOccurrence
+from lookahead_core.records import (
+    Branch,
+    GuessSource,
+    StepKind,
+    StepRecord,
+    SuffixNode,
+    SuffixOccurrence,
+    SuffixRecord,
+)
 
 from .caption import plural
 from .markup import escape, scroll_region
@@ -64,7 +72,7 @@ def occurrence_item(occurrence: SuffixOccurrence) -> str:
 
 def node_item(record: StepRecord, vocab: dict, index: int, accepted: tuple[int, ...], nested: str) -> str:
     """A node, its count and probability, whether it was accepted, and the list of its children (`nested`)."""
-    node: SuffixNode = record.suffix.nodes[index]
+    node: SuffixNode = record.report(SuffixRecord).nodes[index]
     taken = index in accepted
     state = "✓ accepted" if taken else "not accepted"
     tooltip = (
@@ -81,7 +89,7 @@ def node_item(record: StepRecord, vocab: dict, index: int, accepted: tuple[int, 
 def tree_html(record: StepRecord, vocab: dict) -> str:
     """The tree as a nested list from the match: each node's token, count, probability and whether it was accepted.
     Built from the last node back (a node's parent comes before it), so a deep tree needs no recursion."""
-    nodes, accepted = record.suffix.nodes, accepted_nodes(record)
+    nodes, accepted = record.report(SuffixRecord).nodes, accepted_nodes(record)
     below: dict[int, list[str]] = {}
     for index in reversed(range(len(nodes))):
         children = below.pop(index, [])
@@ -93,7 +101,7 @@ def tree_html(record: StepRecord, vocab: dict) -> str:
 
 def match_words(record: StepRecord, vocab: dict) -> str:
     """The match and how often it occurred, as HTML: its tokens as chips."""
-    suffix = record.suffix
+    suffix = record.report(SuffixRecord)
     if not suffix.match:
         return "<p class='ll-note'>The sequence's last token occurs nowhere before, so there is no match to follow.</p>"
     shown = len(suffix.occurrences)
@@ -107,7 +115,7 @@ def match_words(record: StepRecord, vocab: dict) -> str:
 
 def tree_words(record: StepRecord, vocab: dict) -> str:
     """What the tree held, what it expected and what verification accepted of it."""
-    suffix = record.suffix
+    suffix = record.report(SuffixRecord)
     accepted = len(accepted_nodes(record))
     current = named(vocab, record.committed[0]) if record.committed else ""
     said = (
@@ -127,7 +135,7 @@ def tree_words(record: StepRecord, vocab: dict) -> str:
 
 def store_words(record: StepRecord) -> str:
     """What the store of earlier outputs held, and the lookup's time."""
-    suffix = record.suffix
+    suffix = record.report(SuffixRecord)
     store = (
         f"its store held {plural(suffix.store_texts, 'earlier output')} ({plural(suffix.store_tokens, 'token')})"
         if suffix.store_texts
@@ -138,9 +146,9 @@ def store_words(record: StepRecord) -> str:
 
 def suffix_html(record: StepRecord, vocab: dict[str, str]) -> str:
     """The suffix panel for one step of suffix decoding: the match, its occurrences, the tree and its accepted path."""
-    if record.kind == StepKind.PREFILL or record.suffix is None:
+    suffix = record.report(SuffixRecord)
+    if record.kind == StepKind.PREFILL or suffix is None:
         return f'<p class="ll-empty">{escape(FIRST_STEP)}</p>'
-    suffix = record.suffix
     occurrences = "".join(occurrence_item(o) for o in suffix.occurrences)
     listed = f'<ul class="ll-occurrences">{occurrences}</ul>' if occurrences else ""
     if not suffix.nodes:

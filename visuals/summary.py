@@ -6,7 +6,19 @@ step on this device), since on a CPU a wide window can cost more than it saves.
 
 from __future__ import annotations
 
-from lookahead_core.records import METHODS, Fit, Machine, Method, Progress, Run, Trace
+from lookahead_core.records import (
+    METHODS,
+    DraftRecord,
+    Fit,
+    HeadsRecord,
+    Machine,
+    Method,
+    MethodReport,
+    Progress,
+    Run,
+    SuffixRecord,
+    Trace,
+)
 
 from .caption import plural
 from .markup import escape
@@ -111,15 +123,9 @@ def speed_story(run: Run) -> str:
             "noise, not a finding)"
         )
     story = " ".join(part for part in (verdict_words(run, device), why + ".", figures_words(run)) if part)
-    if any(r.draft is not None for r in decode):
-        drafting = sum(r.draft.seconds for r in decode if r.draft is not None) / len(decode)
-        story += f" Of each step, {drafting:.3f} s on average went to drafting."
-    if any(r.heads is not None for r in decode):
-        heads = sum(r.heads.seconds for r in decode if r.heads is not None) / len(decode)
-        story += f" Of each step, {heads * 1000:.1f} ms on average went to the heads."
-    if any(r.suffix is not None for r in decode):
-        lookup = sum(r.suffix.seconds for r in decode if r.suffix is not None) / len(decode)
-        story += f" Of each step, {lookup * 1000:.2f} ms on average went to finding the match and growing its tree."
+    reports = [r.method_report for r in decode if r.method_report is not None]
+    if reports:
+        story += " " + report_time_words(reports[0], sum(report.seconds for report in reports) / len(decode))
     if METHODS[ours.meta.method].window and all(r.window.warming_up for r in decode):
         story += " The run ended while the window was still warming up, before any n-gram was harvested."
     elif compression < 1.15:
@@ -127,6 +133,17 @@ def speed_story(run: Run) -> str:
     elif run.timing is not None and run.timing.leaders == [Method.GREEDY] and not no_verdict(run.timing, device):
         story += " Guesses were accepted, but each step fed so many tokens that it cost more than they saved."
     return story
+
+
+def report_time_words(report: MethodReport, seconds: float) -> str:
+    """What the method's work before each pass took (its report's `seconds`), on average over the steps."""
+    if isinstance(report, DraftRecord):
+        return f"Of each step, {seconds:.3f} s on average went to drafting."
+    if isinstance(report, HeadsRecord):
+        return f"Of each step, {seconds * 1000:.1f} ms on average went to the heads."
+    if isinstance(report, SuffixRecord):
+        return f"Of each step, {seconds * 1000:.2f} ms on average went to finding the match and growing its tree."
+    return f"Of each step, {seconds * 1000:.2f} ms on average went to making its guesses."
 
 
 def time_figures(run: Run) -> tuple[str, str]:

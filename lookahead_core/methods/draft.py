@@ -161,7 +161,7 @@ class DraftProposer:
             self.cache.crop(-surplus)
 
     def report(self, outcome: Outcome) -> ProposerReport:
-        return ProposerReport(draft=drafted_record(*self.drafted))
+        return ProposerReport(method_report=drafted_record(*self.drafted))
 
 
 def drafted_record(tokens: list[int], seconds: float) -> DraftRecord:

@@ -255,4 +255,4 @@ class EagleProposer:
         """Nothing to keep: the next pass's true features come with the next step's context."""
 
     def report(self, outcome: Outcome) -> ProposerReport:
-        return ProposerReport(draft=drafted_record(*self.drafted))
+        return ProposerReport(method_report=drafted_record(*self.drafted))

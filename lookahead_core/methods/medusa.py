@@ -352,4 +352,6 @@ class MedusaProposer:
 
     def report(self, outcome: Outcome) -> ProposerReport:
         """The heads' guesses with their probabilities, and the tree they filled."""
-        return ProposerReport(heads=HeadsRecord(heads=self.choices.guesses(), tree=self.paths, seconds=self.seconds))
+        return ProposerReport(
+            method_report=HeadsRecord(heads=self.choices.guesses(), tree=self.paths, seconds=self.seconds)
+        )

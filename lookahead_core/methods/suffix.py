@@ -430,7 +430,7 @@ class SuffixProposer:
         """The match with its occurrences, the tree with its counts, and what the store held."""
         speculation = self.speculation
         return ProposerReport(
-            suffix=SuffixRecord(
+            method_report=SuffixRecord(
                 match=self.match,
                 found=len(speculation.found),
                 occurrences=[

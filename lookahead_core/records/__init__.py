@@ -1,8 +1,8 @@
 """The record schema: the one contract between the engine and everything above it, in plain Python (no
 torch), so a trace can be read, checked and drawn with no model. Its modules: `names` (the version and
-the enums), `methods` (the method table), `settings` (each method's settings), `step`, `run`, `timing`, `race`,
-`bench`, `live` (never saved), `codec` (JSON) and `legacy` (older files). Every public name is re-exported here:
-import from `lookahead_core.records`.
+the enums), `methods` (the method table), `settings` (each method's settings), `step`, `reports` (each method's
+part of a step), `run`, `timing`, `race`, `bench`, `live` (never saved), `codec` (JSON) and `legacy` (older files).
+Every public name is re-exported here: import from `lookahead_core.records`.
 """
 
 from .bench import BenchPrompt, BenchReport, BenchResult, BenchSettings, BenchTotals
@@ -42,6 +42,7 @@ from .names import (
     Verdict,
 )
 from .race import RaceLane, RaceRecord
+from .reports import DraftRecord, HeadGuesses, HeadsRecord, MethodReport, SuffixNode, SuffixOccurrence, SuffixRecord
 from .run import (
     Divergence,
     Machine,
@@ -57,10 +58,7 @@ from .run import (
 from .settings import DraftSettings, LookaheadSettings, LookupSettings, MedusaSettings, StepCostCurve, SuffixSettings
 from .step import (
     CandidateRecord,
-    DraftRecord,
     Draw,
-    HeadGuesses,
-    HeadsRecord,
     InputRow,
     NGram,
     PlanRecord,
@@ -69,9 +67,6 @@ from .step import (
     SampledPosition,
     SlidingRecord,
     StepRecord,
-    SuffixNode,
-    SuffixOccurrence,
-    SuffixRecord,
     VerificationRecord,
     WindowRecord,
 )
@@ -84,6 +79,7 @@ __all__ = [
     "SuffixNode",
     "SuffixOccurrence",
     "SuffixRecord",
+    "MethodReport",
     "SuffixSettings",
     "SCHEMA_VERSION",
     "UPGRADABLE",

@@ -1,5 +1,6 @@
 """Older files as this schema version's data: an UPGRADABLE record re-labelled (each version until 13 only added
-facts with defaults; 14 gathered each method's settings into one record keyed by method), and a bench report from
+facts with defaults; 14 gathered each method's settings into one record keyed by method; 15 a step's method report
+into one entry), and a bench report from
 before bench reports were versioned rewritten under today's names and fields. Nothing here decodes: codec checks
 every field of what comes back.
 """
@@ -14,6 +15,8 @@ from .names import SCHEMA_VERSION, BenchMethod, Method
 
 # The last version that gave each method's settings a field of its own (MethodSettings since).
 FLAT_SETTINGS = 13
+# The last version that gave each method's step report a field of its own (StepRecord.method_report since).
+FLAT_REPORTS = 14
 
 
 def upgraded(data: dict, kind: str) -> dict:
@@ -24,6 +27,9 @@ def upgraded(data: dict, kind: str) -> dict:
     if version <= FLAT_SETTINGS:
         for path, gather in FLAT_SETTINGS_AT.get(kind, ()):
             data = within(data, path, gather)
+    if version <= FLAT_REPORTS:
+        for path in TRACES_AT.get(kind, ()):
+            data = within(data, path, gathered_reports)
     return data
 
 
@@ -84,6 +90,31 @@ FLAT_SETTINGS_AT: dict[str, tuple[tuple[tuple[str, ...], Callable[[dict], dict]]
     "RaceRecord": (((), gathered_race),),
     "BenchReport": ((("settings",), gathered_bench),),
 }
+
+
+# Where each document keeps its traces, whose steps carry their method's report.
+TRACES_AT: dict[str, tuple[tuple[str, ...], ...]] = {"Trace": ((),), "Run": (("trace",), ("greedy",))}
+# A step's report's field before schema 15 (each its own; at most one held).
+FLAT_REPORT_FIELDS = ("draft", "heads", "suffix")
+
+
+def gathered_reports(trace: dict) -> dict:
+    """A trace whose steps each gave a draft, Medusa's heads and suffix decoding's tree a field of its own, with
+    the one that is not None as the step's `method_report` (unchanged where `steps` is not a list: decoding says
+    so)."""
+    steps = trace.get("steps")
+    if not isinstance(steps, list):
+        return trace
+    return trace | {"steps": [gathered_report(step) if isinstance(step, dict) else step for step in steps]}
+
+
+def gathered_report(step: dict) -> dict:
+    """A step with its one report as `method_report` (unchanged where it held two: decoding names the field)."""
+    reports = [step[key] for key in FLAT_REPORT_FIELDS if step.get(key) is not None]
+    if len(reports) > 1:
+        return step
+    kept = {key: value for key, value in step.items() if key not in FLAT_REPORT_FIELDS}
+    return kept | ({"method_report": reports[0]} if reports else {})
 
 
 def unversioned_bench_report(data: Any) -> Any:

@@ -14,6 +14,7 @@ import enum
 from dataclasses import dataclass
 
 from .names import BenchMethod, Branch, Method
+from .reports import DraftRecord, HeadsRecord, SuffixRecord
 from .settings import DraftSettings, LookaheadSettings, LookupSettings, MedusaSettings, SuffixSettings
 
 
@@ -44,7 +45,8 @@ class MethodEntry:
     """One method: what it needs, how it proposes, and how the lab names and draws it (`look`).
 
     `branch` is the part of a step's token tree its guesses fill (None: plain decoding guesses nothing);
-    `settings` the type of its settings as records hold them (MethodSettings; None: it records none);
+    `settings` the type of its settings as records hold them (MethodSettings; None: it records none); `report` the
+    type of what it did before each step's pass (StepRecord.method_report, reports.py; None: it reports nothing);
     `window` whether it keeps the Jacobi window and n-gram pool (with a planner and auto settings);
     `raced` whether the race runs it on a CPU (given what it needs) and `gpu_raced` on a GPU (None: as on a CPU):
     a draft model of the target's own size costs a full step per drafted token on a GPU, where a step of one
@@ -61,6 +63,7 @@ class MethodEntry:
     branch: Branch | None
     look: Look
     settings: type | None = None
+    report: type | None = None
     window: bool = False
     raced: bool = True
     gpu_raced: bool | None = None
@@ -126,6 +129,7 @@ METHODS: dict[Method, MethodEntry] = {
             branch=Branch.DRAFT,
             look=Look("purple", marker="diamond", dash="dashdot"),
             settings=DraftSettings,
+            report=DraftRecord,
             gpu_raced=False,
             unraced=(
                 "on a GPU a draft of the model's own size costs a full step per drafted token, so EAGLE's one-layer "
@@ -147,6 +151,7 @@ METHODS: dict[Method, MethodEntry] = {
             branch=Branch.HEADS,
             look=Look("black", marker="triangle-up", dash="longdash"),
             settings=MedusaSettings,
+            report=HeadsRecord,
             missing="Medusa decoding needs heads trained for this model: give them (python -m lab.medusa)",
             proposes=(
                 "Medusa has no Jacobi window: small heads read the model's own last hidden state and guess the next "
@@ -163,6 +168,7 @@ METHODS: dict[Method, MethodEntry] = {
             # speculative decoding too, its draft an EAGLE layer (a race runs one of the two)
             look=Look("purple", pattern="/", marker="triangle-down", dash="dashdot"),
             settings=DraftSettings,
+            report=DraftRecord,
             raced=False,
             gpu_raced=True,
             unraced=(
@@ -185,6 +191,7 @@ METHODS: dict[Method, MethodEntry] = {
             branch=Branch.SUFFIX,
             look=Look("vermillion", marker="star", dash="longdashdot"),
             settings=SuffixSettings,
+            report=SuffixRecord,
             proposes=(
                 "Suffix decoding has no Jacobi window: each step finds the longest stretch of the sequence's end that "
                 "occurred before (in the prompt, the output, or an earlier run's output) and guesses a tree of what "

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import enum
 
-SCHEMA_VERSION = 14
+SCHEMA_VERSION = 15
 # Older versions whose records read as this one: each only added facts with defaults. Version 4 added
 # the sliding-window masks (a version 3 record is one of a model with no sliding layer); version 5 the
 # repeated timings of a Run and a race (a version 4 record timed each method once, and says so); version 6
@@ -23,8 +23,10 @@ SCHEMA_VERSION = 14
 # version 12 suffix decoding: its settings, each step's match and tree (a version 11 record ran none); version 13
 # the methods of a bench whose device step failed and kept their state on the host (a version 12 report kept none);
 # version 14 each method's settings in one record keyed by method, in a trace, a race and a bench (a version 13
-# record gave each its own field: legacy.py gathers them).
-UPGRADABLE = {3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13}
+# record gave each its own field: legacy.py gathers them); version 15 a step's method report as one entry,
+# `method_report`, read as its method's report type (a version 14 step gave a draft, Medusa's heads and suffix
+# decoding's tree each its own field: legacy.py gathers them).
+UPGRADABLE = {3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14}
 # The engine's version, recorded with every trace: raised when a change makes the engine decode faster or slower
 # on the same machine, so a shipped recording says which engine it timed (tests/test_records.py fails when a preset
 # was recorded by an older engine than the one that would replay a Run of it). 1: the engine's own CPU products

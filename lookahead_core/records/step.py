@@ -1,13 +1,30 @@
 """A step's records: one forward pass of the target (StepRecord) and what it holds: the rows fed and
-their mask, the plan, the Jacobi window, the n-gram pool, verification (greedy and sampled), and what
-a draft model or Medusa's heads did before the pass.
+their mask, the plan, the Jacobi window, the n-gram pool, verification (greedy and sampled), and the method's own
+report of what it did before the pass (reports.py).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TypeVar
 
-from .names import Branch, GuessReason, GuessSource, Method, PlanReason, StepKind, StopReason, TokenSource, Verdict
+from .codec import decode, expect, record
+from .methods import METHODS
+from .names import (
+    Branch,
+    GuessReason,
+    GuessSource,
+    Method,
+    PlanReason,
+    SchemaError,
+    StepKind,
+    StopReason,
+    TokenSource,
+    Verdict,
+)
+from .reports import DraftRecord, MethodReport
+
+R = TypeVar("R")
 
 
 @dataclass(kw_only=True)
@@ -181,79 +198,6 @@ class VerificationRecord:
 
 
 @dataclass(kw_only=True)
-class DraftRecord:
-    """What a draft model did before this step's pass: the tokens it drafted, its passes and their time."""
-
-    tokens: list[int]
-    forward_passes: int
-    seconds: float
-
-
-@dataclass(kw_only=True)
-class HeadGuesses:
-    """One Medusa head's top choices this step, best first, with the probabilities its softmax gave them.
-    Head k guesses the token k places after c (head 1: the one right after c)."""
-
-    head: int
-    tokens: list[int]
-    probabilities: list[float]
-
-
-@dataclass(kw_only=True)
-class HeadsRecord:
-    """What Medusa's heads did before this step's pass: each head's top choices, read off the hidden state
-    of the row behind c, the sparse tree they filled (each node a path of choice ranks, head 1's first:
-    [0, 1] is head 1's first choice then head 2's second), and the heads' time."""
-
-    heads: list[HeadGuesses]
-    tree: list[list[int]]
-    seconds: float
-
-
-@dataclass(kw_only=True)
-class SuffixOccurrence:
-    """Where the matched suffix occurred: in this run's prompt or output (`position`, where what followed it
-    starts in the sequence), or in an earlier run's output (`text` names it, `position` counts in it)."""
-
-    source: GuessSource
-    text: str
-    position: int
-
-
-@dataclass(kw_only=True)
-class SuffixNode:
-    """A node of suffix decoding's tree: `token` followed the node `parent` (-1: followed the match itself)
-    `count` times among the occurrences, `probability` its chance of being accepted as the run estimated it (each
-    share down from the match, trusted as far as such nodes were accepted: suffix.Trust; what the tree was grown
-    by), `source` where the latest occurrence through it was."""
-
-    token: int
-    parent: int
-    count: int
-    probability: float
-    source: GuessSource
-
-
-@dataclass(kw_only=True)
-class SuffixRecord:
-    """What suffix decoding did before this step's pass: the longest suffix of the sequence found before
-    (`match`, its tokens), the `found` occurrences of it (up to a few of them listed, latest first), the tree
-    grown from what followed them (nodes in row order after c, at most `budget`: alpha x the match's length,
-    capped by the tree size), its `score` (the tokens it expects accepted: the sum of its nodes' probabilities),
-    what the store of earlier outputs held, and the time it took."""
-
-    match: list[int]
-    found: int
-    occurrences: list[SuffixOccurrence]
-    budget: int
-    nodes: list[SuffixNode]
-    score: float
-    store_texts: int
-    store_tokens: int
-    seconds: float
-
-
-@dataclass(kw_only=True)
 class StepRecord:
     """One forward pass: what it fed, what it verified, what it committed, and how long it took.
 
@@ -275,15 +219,34 @@ class StepRecord:
     window: WindowRecord | None = None
     pool: PoolRecord | None = None
     verification: VerificationRecord | None = None
-    draft: DraftRecord | None = None
     sliding: SlidingRecord | None = None  # None: the model has no sliding-window layer
-    heads: HeadsRecord | None = None  # Medusa's heads (None for the other methods, and before schema 6)
-    suffix: SuffixRecord | None = None  # suffix decoding's match and tree (None for the other methods, and before 12)
+    # what the method did before the pass (reports.py), of the type its entry names (None: it reports nothing, as
+    # greedy and lookahead); in JSON, tagged by this step's `method` (schema 15; before, `draft`, `heads`, `suffix`)
+    method_report: MethodReport | None = None
+
+    @classmethod
+    def decoded(cls, value, where: str) -> StepRecord:
+        """Read from JSON data (codec.decode): every field by its type, the method's report as its method's entry's
+        report type."""
+        value = expect(value, dict, where)
+        report = value.get("method_report")
+        step = record(cls)({k: v for k, v in value.items() if k != "method_report"}, where)
+        if report is not None:
+            kind = METHODS[step.method].report
+            if kind is None:
+                raise SchemaError(f"{where}.method_report: {step.method.value} reports nothing of its own")
+            step.method_report = decode(kind, report, f"{where}.method_report")
+        return step
+
+    def report(self, kind: type[R]) -> R | None:
+        """This step's method report if it is a `kind` (DraftRecord, HeadsRecord, SuffixRecord, ...), else None."""
+        return self.method_report if isinstance(self.method_report, kind) else None
 
     @property
     def draft_seconds(self) -> float:
         """What a draft model's own passes took before this step's pass (0 without a draft)."""
-        return self.draft.seconds if self.draft is not None else 0.0
+        draft = self.report(DraftRecord)
+        return draft.seconds if draft is not None else 0.0
 
     @property
     def drafted_inside(self) -> bool:
@@ -312,10 +275,6 @@ class StepRecord:
         if self.verification is not None:
             ids |= set(self.verification.block)
             ids |= {t for c in self.verification.candidates for t in c.tokens + c.expected}
-        if self.draft is not None:
-            ids |= set(self.draft.tokens)
-        if self.heads is not None:
-            ids |= {t for head in self.heads.heads for t in head.tokens}
-        if self.suffix is not None:
-            ids |= set(self.suffix.match) | {node.token for node in self.suffix.nodes}
+        if self.method_report is not None:
+            ids |= self.method_report.token_ids()
         return ids

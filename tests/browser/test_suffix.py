@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 
+from lookahead_core.records import SuffixRecord
 from scripts.serving import open_page, wait_for_step
 from tests.browser.chromium import wait_for_the_lit_panel_to_rest
 from tests.browser.test_accessibility import DESKTOP, audited
@@ -26,7 +27,9 @@ def tree_step() -> int:
     return next(
         i
         for i, s in enumerate(run.trace.steps)
-        if s.suffix is not None and s.verification.accepted > 1 and any(n.parent >= 0 for n in s.suffix.nodes)
+        if (r := s.report(SuffixRecord)) is not None
+        and s.verification.accepted > 1
+        and any(n.parent >= 0 for n in r.nodes)
     )
 
 
@@ -39,7 +42,7 @@ def test_the_suffix_panel_reads_in_words_and_passes_axe(browser, served_on_app_m
         assert "The longest match" in words and "an earlier run: example:" in words and "✓ accepted" in words
         tree = page.get_by_role("region", name="the tree of what followed the match")
         items = tree.get_by_role("listitem")
-        assert items.count() == len(library.example_run(PRESET).trace.steps[index].suffix.nodes)
+        assert items.count() == len(library.example_run(PRESET).trace.steps[index].report(SuffixRecord).nodes)
         counts = "document.querySelectorAll('#ll-pool li.ll-node > :is(.ll-count, .ll-odds)')"
         sizes = page.evaluate(f"() => Array.from({counts}, count => getComputedStyle(count).fontSize)")
         assert len(set(sizes)) == 1, f"a deeper node is drawn smaller (Gradio's nested-list rule): {sizes}"
