@@ -113,7 +113,8 @@ DROPDOWN_TAB = """
 """
 # A focus that falls to the page's body because Gradio disabled or redrew the focused control (Run while it runs, a
 # preset chosen with Enter) goes back to it once it can take it (the same id or name), or meanwhile to another button
-# of its row (Run's Stop, and back): a keyboard user is not sent to the top of the page. A click elsewhere is left be.
+# of its row (Run's Stop, and back): a keyboard user is not sent to the top of the page. A click elsewhere is left be,
+# as is a focus that leaves a control still usable with no key pressed since the last click.
 # A key pressed within HANDED_MS of the focus being handed to another button was meant for the one switched off (Enter
 # on Stop as the Run ends would start another Run; a second Enter on Run as it starts would stop it): it does nothing,
 # and a status line under the row (there before any words, for a screen reader) says so and to press again.
@@ -155,17 +156,24 @@ FOCUS_KEPT = """
     swallowed = null;
   }, true);
   let pointed = { at: 0, on: null };
+  let keyed = 0;  // the latest key pressed
   let moved = 0;  // the latest click, key or wheel: what the visitor did after a loss ends its wait
   document.addEventListener("pointerdown", (event) => { pointed = { at: Date.now(), on: event.target }; }, true);
+  document.addEventListener("keydown", () => { keyed = Date.now(); }, true);
   ["pointerdown", "keydown", "wheel"].forEach((kind) =>
     document.addEventListener(kind, () => { moved = Date.now(); }, { capture: true, passive: true }));
+  const usable = (element) => element && !element.disabled && element.offsetParent !== null;
   document.addEventListener("focusout", (event) => {
     const lost = event.target;
     if (event.relatedTarget || !(lost instanceof HTMLElement)) return;
     if (Date.now() - pointed.at < 100 && !lost.contains(pointed.on)) return;  // a click elsewhere took it
+    // a control still there and usable, left after a click or with no key pressed (a click on the page's background
+    // answered late, a script's blur): the focus goes where the visitor sent it (given back, it kept a text box focused
+    // that drank the arrow keys meant for the steps: 2026-12-07). Left after a key (a preset chosen with Enter, which
+    // Gradio's list then blurs), or switched off, hidden or redrawn, it is handed on.
+    if (usable(lost) && keyed <= pointed.at) return;
     const name = lost.getAttribute("aria-label");
     const row = lost.closest(".row");
-    const usable = (element) => element && !element.disabled && element.offsetParent !== null;
     // a Run waiting in line enables its Stop when its work starts, which on a busy lab can be minutes away (the line
     // holds 48 requests): it is looked for every 200 ms for 10 minutes, or until the visitor moves (30 s before)
     let tries = 3000;

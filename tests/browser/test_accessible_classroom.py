@@ -42,6 +42,25 @@ def test_the_replay_steps_and_plays_by_keyboard_and_its_caption_is_announced(cla
         page.close()
 
 
+def test_a_text_box_the_focus_left_stays_left_and_the_arrow_keys_step(classroom, browser):
+    """A focus that leaves a control still there and usable with no key pressed (a script's blur, a click on the page's
+    background answered late) stays where it went: ui/scripts.FOCUS_KEPT gave it back to the prompt's box, which
+    then took the arrow keys meant for the steps (a clean clone's make test, 2026-12-07: no step for 120 s). A
+    preset chosen with Enter still keeps its focus (the test below)."""
+    page, errors = open_page(browser, f"{classroom}?preset=python&step=0", DESKTOP)
+    try:
+        wait_for_step(page, 0)
+        page.focus("#ll-controls textarea")
+        page.evaluate("() => document.activeElement.blur()")
+        page.wait_for_timeout(600)  # FOCUS_KEPT looks at once, then every 200 ms
+        assert page.evaluate("() => document.activeElement === document.body"), "the focus went back to the box"
+        page.keyboard.press("ArrowRight")
+        wait_for_step(page, 1)
+        assert errors == []
+    finally:
+        page.close()
+
+
 def exported(page, tmp_path: Path) -> Path:
     with page.expect_download() as download:
         page.click("#ll-html")

@@ -110,7 +110,8 @@ def test_the_race_plays_every_lane_back_to_its_measured_output(browser_page):
     lanes = race_to_end(page)
     names = ["Greedy", "Lookahead", "Prompt lookup", "Speculative decoding", "Medusa heads", "Suffix decoding"]
     assert [lane["name"] for lane in lanes] == names
-    assert all(lane["text"] == lanes[0]["text"] != "" for lane in lanes), "greedy: every method writes the same"
+    shown = {lane["name"]: (lane["text"], lane["count"]) for lane in lanes}
+    assert all(lane["text"] == lanes[0]["text"] != "" for lane in lanes), f"greedy: all write the same: {shown}"
     assert all(lane["count"].startswith("8 tokens") for lane in lanes)
     page.locator("#ll-race-playback").scroll_into_view_if_needed()
     RACE_SCREENSHOT.parent.mkdir(exist_ok=True)
