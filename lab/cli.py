@@ -48,10 +48,17 @@ from lab.outputs import writable
 from lab.serve.holding import chosen_threads
 from lab.train.heads import NONE_SHIP, Aids, runtime_for, ships
 from lab.tune_cli import add_tune_options, tune
-from lookahead_core.config import LookaheadConfig, LookupConfig, SettingsError, SuffixConfig, check_draft_tokens
+from lookahead_core.config import (
+    DEFAULT_DRAFT_TOKENS,
+    LookaheadConfig,
+    LookupConfig,
+    SettingsError,
+    SuffixConfig,
+    check_draft_tokens,
+)
 from lookahead_core.costs import SettledMode, settled_mode
 from lookahead_core.decoding import DecodingError
-from lookahead_core.methods.draft import DEFAULT_DRAFT, DEFAULT_DRAFT_TOKENS, SELF_DRAFTS
+from lookahead_core.methods.draft import DEFAULT_DRAFT, SELF_DRAFTS
 from lookahead_core.methods.eagle import EAGLE
 from lookahead_core.methods.suffix import SuffixStore
 from lookahead_core.models import ModelLoadError, encode_prompt, load_model, unicode_problem

@@ -93,6 +93,11 @@ class SuffixConfig:
             raise SettingsError(f"the suffix tree's least probability must be from 0 to 1, got {probability!r}")
 
 
+# A draft's k. Measured on the 2-core CPU (3 MT-Bench prompts, 128 tokens, bf16-self, no confidence floor): k = 4 ran
+# 1.23x greedy; k = 6, 8, 12 ran 1.17x, 1.14x, 1.15x.
+DEFAULT_DRAFT_TOKENS = 4
+
+
 def check_draft_tokens(tokens: object) -> int:
     """A draft's k: an integer from 1 to MAX_PROPOSED_TOKENS."""
     check_integers(("draft tokens k", tokens, 1))

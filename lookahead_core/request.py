@@ -8,8 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .config import PROMPT_LOOKUP, SUFFIX, LookaheadConfig, LookupConfig, SuffixConfig
-from .methods.draft import DEFAULT_DRAFT_TOKENS
+from .config import DEFAULT_DRAFT_TOKENS, PROMPT_LOOKUP, SUFFIX, LookaheadConfig, LookupConfig, SuffixConfig
 from .records import Method
 from .sampling import GREEDY, SamplingConfig
 

@@ -19,6 +19,7 @@ from lab.measure.race import race
 from lab.measure.timed_run import timed_run
 from lab.measure.tune import TuneGrid, TuneOptions, tuning
 from lab.serve.budget import Deadline
+from lookahead_core.method_spec import Guessing, MethodSpec, Swept, same_runtime
 from lookahead_core.proposers import Candidate, Proposal, ProposerReport, chain_branch
 from lookahead_core.records import (
     METHODS,
@@ -34,7 +35,7 @@ from lookahead_core.records import (
 )
 from lookahead_core.request import DecodeRequest
 from lookahead_core.runtime import Runtime
-from lookahead_core.spec import GUESSING, SWEPT, Guessing, MethodSpec, Swept, registered, same_runtime
+from lookahead_core.spec import GUESSING, SWEPT, registered
 from lookahead_core.tuning import choose_settings
 from lookahead_core.working_state import RESIDENT
 from visuals import replay

@@ -1,4 +1,5 @@
-"""Working state on the device (lookahead_core/working_state.py), run here as torch ops on the CPU.
+"""Working state on the device (lookahead_core/working_state.py and each method's methods/*_on_device.py), run here
+as torch ops on the CPU.
 
 The pool's inserts made at once equal the host pool's made one at a time, entry for entry, in recency order, with
 each entry's preceding token, over random batches that collide, evict and insert again (and a tempting batch rule
@@ -31,26 +32,21 @@ from lookahead_core import working_state
 from lookahead_core.config import LookaheadConfig, LookupConfig
 from lookahead_core.device import capture
 from lookahead_core.device.fixed import Shape
+from lookahead_core.methods import lookahead_on_device, lookup_on_device
 from lookahead_core.methods.draft import Draft
 from lookahead_core.methods.eagle import EAGLE, eagle_for
+from lookahead_core.methods.eagle_on_device import EagleOnDevice
+from lookahead_core.methods.lookahead_on_device import NONE, LookaheadOnDevice, PoolTable
 from lookahead_core.methods.lookup import find_matches
+from lookahead_core.methods.lookup_on_device import PromptLookupOnDevice
 from lookahead_core.methods.medusa import load_heads, make_medusa
+from lookahead_core.methods.medusa_on_device import MedusaOnDevice
 from lookahead_core.methods.pool import NGramPool
 from lookahead_core.records import DraftRecord, GuessSource, Method, StepMode
 from lookahead_core.request import DecodeRequest
 from lookahead_core.runtime import Runtime
 from lookahead_core.trace import decode_steps, lean_steps
-from lookahead_core.working_state import (
-    NONE,
-    EagleOnDevice,
-    LookaheadOnDevice,
-    MedusaOnDevice,
-    OnDeviceDecoder,
-    PlainOnDevice,
-    PlainPassesOnDevice,
-    PoolTable,
-    PromptLookupOnDevice,
-)
+from lookahead_core.working_state import OnDeviceDecoder, PlainOnDevice, PlainPassesOnDevice
 
 from .conftest import heavy_but
 from .test_engine_tiny_models import greedy_reference
@@ -281,7 +277,7 @@ def level_below(init):
 
 @pytest.mark.parametrize(
     "wrong",
-    [(working_state, "output_ngrams", one_late), (LookaheadOnDevice, "__init__", level_below)],
+    [(lookahead_on_device, "output_ngrams", one_late), (LookaheadOnDevice, "__init__", level_below)],
     ids=["output n-grams one late", "update from the level below"],
 )
 def test_a_device_step_that_pools_or_updates_wrong_is_caught(wrong, monkeypatch):
@@ -559,7 +555,7 @@ def test_prompt_lookups_matches_on_the_device_are_the_hosts():
 
 
 def test_a_prompt_lookup_that_offers_a_continuation_twice_is_caught(monkeypatch):
-    monkeypatch.setattr(working_state, "taken", only_the_start_taken)
+    monkeypatch.setattr(lookup_on_device, "taken", only_the_start_taken)
     assert matches_apart(range(300))
 
 

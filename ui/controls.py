@@ -14,8 +14,14 @@ import gradio as gr
 from lab.serve.budget import RACE_SECONDS, RUN_SECONDS
 from lab.serve.requests import RUN_METHODS, InputError, lookahead_of
 from lab.serve.server import CAP, ZERO_GPU
-from lookahead_core.config import MAX_PROPOSED_TOKENS, MAX_TOKENS_PER_STEP, SUFFIX, LookupConfig, SettingsError
-from lookahead_core.methods.draft import DEFAULT_DRAFT_TOKENS
+from lookahead_core.config import (
+    DEFAULT_DRAFT_TOKENS,
+    MAX_PROPOSED_TOKENS,
+    MAX_TOKENS_PER_STEP,
+    SUFFIX,
+    LookupConfig,
+    SettingsError,
+)
 from lookahead_core.records import METHODS, Branch, Method
 from visuals import library
 from visuals.markup import escape

@@ -7,8 +7,7 @@ note saying what it is, and the run itself; the other settings stay as they are.
 from __future__ import annotations
 
 from lab.serve.requests import short
-from lookahead_core.config import LookupConfig
-from lookahead_core.methods.draft import DEFAULT_DRAFT_TOKENS
+from lookahead_core.config import DEFAULT_DRAFT_TOKENS, LookupConfig
 from lookahead_core.records import Method, Run
 from visuals import library, replay
 from visuals.summary import example_note, preset_note

@@ -44,7 +44,7 @@ class TuneGrid:
     """The settings swept: lookahead's windows x n-gram sizes (G = W), prompt lookup's (n-gram, tokens) pairs,
     the draft's k, Medusa's tree sizes and suffix decoding's (tree size, alpha) pairs; and the methods asked for by
     name (`named`). An empty tuple leaves that method out. Each method's spec says how its cells are read from the
-    grid (lookahead_core.spec.Swept)."""
+    grid (lookahead_core.method_spec.Swept)."""
 
     windows: tuple[int, ...] = (2, 3, 4, 6, 8)
     ngrams: tuple[int, ...] = (3, 4, 5, 7)

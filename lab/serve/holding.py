@@ -24,8 +24,8 @@ from lab.serve.budget import (
 )
 from lab.serve.threads import ThreadChoice, torch_threads
 from lab.train.heads import Aids, runtime_for, ships
+from lookahead_core.config import DEFAULT_DRAFT_TOKENS
 from lookahead_core.costs import SettledMode, settled_mode
-from lookahead_core.methods.draft import DEFAULT_DRAFT_TOKENS
 from lookahead_core.models import DEFAULT_MODEL, DTYPES, LoadedModel, encode_prompt, load_model
 from lookahead_core.records import METHODS, Fit, Machine, Method, Needs, StepKind, StepMode, raced_on
 from lookahead_core.request import DecodeRequest

@@ -22,9 +22,8 @@ from lab.measure.timed_run import timed_run
 from lab.serve.budget import Deadline
 from lab.serve.stores import example_name, examples_store
 from lab.train.heads import runtime_for
-from lookahead_core.config import LookaheadConfig, LookupConfig
+from lookahead_core.config import DEFAULT_DRAFT_TOKENS, LookaheadConfig, LookupConfig
 from lookahead_core.costs import settled_mode
-from lookahead_core.methods.draft import DEFAULT_DRAFT_TOKENS
 from lookahead_core.models import LoadedModel, encode_prompt, load_model
 from lookahead_core.records import METHODS, Method, Run
 from lookahead_core.request import DecodeRequest

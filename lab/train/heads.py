@@ -12,8 +12,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from lookahead_core.config import DEFAULT_DRAFT_TOKENS
 from lookahead_core.costs import SettledMode, settled_mode
-from lookahead_core.methods.draft import DEFAULT_DRAFT, DEFAULT_DRAFT_TOKENS, Draft, make_draft
+from lookahead_core.methods.draft import DEFAULT_DRAFT, Draft, make_draft
 from lookahead_core.methods.eagle import EAGLE, load_eagle
 from lookahead_core.methods.medusa import Medusa, fitted_medusa, load_heads
 from lookahead_core.methods.suffix import SuffixStore

@@ -14,24 +14,23 @@ from __future__ import annotations
 
 import copy
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 
-from ..config import check_draft_tokens
+from ..config import DEFAULT_DRAFT_TOKENS, check_draft_tokens
 from ..device.forward import extend, new_cache, output_device
+from ..method_spec import Guessing, MakeProposer, MethodSpec, Swept
 from ..models import LoadedModel, ModelLoadError, load_model
 from ..proposers import Candidate, Outcome, Proposal, ProposedBranch, ProposerReport, StepContext, chain_branch
-from ..records import Branch, DraftRecord, DraftSettings, GuessReason, GuessSource
+from ..records import METHODS, Branch, DraftRecord, DraftSettings, GuessReason, GuessSource, Method
 from ..sampling import SamplingConfig, draw, probabilities
 
 SELF_DRAFTS = ("bf16-self",)
 DEFAULT_DRAFT = "bf16-self"
-# Measured on the 2-core CPU (3 MT-Bench prompts, 128 tokens, bf16-self): k = 4 with no confidence
-# floor ran 1.23x greedy; k = 6, 8, 12 ran 1.17x, 1.14x, 1.15x; a floor of 0.4 (transformers'
-# assistant_confidence_threshold) cost 0.1x or more at every k, since the copy is right far more
-# often than it is sure.
-DEFAULT_DRAFT_TOKENS = 4
+# No confidence floor: a floor of 0.4 (transformers' assistant_confidence_threshold) cost 0.1x or more at every k on
+# the 2-core CPU (3 MT-Bench prompts, 128 tokens, bf16-self), since the copy is right far more often than it is sure
+# (config.DEFAULT_DRAFT_TOKENS, k, was measured with it).
 DEFAULT_CONFIDENCE = 0.0
 
 
@@ -167,3 +166,29 @@ class DraftProposer:
 def drafted_record(tokens: list[int], seconds: float) -> DraftRecord:
     """What a draft drafted before a step's pass, one pass a token, for the step's record."""
     return DraftRecord(tokens=list(tokens), forward_passes=len(tokens), seconds=seconds)
+
+
+# ----------------------------------------------------------------------------------------------
+# Its spec
+
+
+def speculative(model, prompt_ids: list[int], request, runtime) -> MakeProposer:
+    """Speculative decoding: the draft model's chain of k tokens, from a KV cache of its own."""
+    vocabulary = model.get_output_embeddings().weight.shape[0]
+    return lambda sequence: DraftProposer(runtime.draft, sequence, vocabulary, request.sampling)
+
+
+SPEC = MethodSpec(
+    entry=METHODS[Method.SPECULATIVE],
+    guessing=Guessing(
+        speculative,
+        lambda request, runtime: runtime.draft.tokens,
+        lambda request, runtime: runtime.draft.settings(),
+        lambda request, runtime: 1 + runtime.draft.tokens,
+    ),
+    swept=Swept(
+        lambda g: [{"tokens": k} for k in g.draft_tokens],
+        lambda r, s: replace(r, method=Method.SPECULATIVE, draft_tokens=s["tokens"]),
+        lambda rt, s: replace(rt, draft=replace(rt.draft, tokens=s["tokens"])),
+    ),
+)

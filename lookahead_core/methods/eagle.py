@@ -30,8 +30,11 @@ from transformers import DynamicCache, LlamaConfig, LlamaModel
 from transformers.cache_utils import Cache
 
 from ..device.forward import output_device
+from ..method_spec import Guessing, MakeProposer, MethodSpec
 from ..proposers import Outcome, Proposal, ProposerReport, StepContext
+from ..records import METHODS, Method
 from ..sampling import SamplingConfig
+from . import eagle_on_device
 from .draft import Draft, draft_chain, draft_token, drafted_record
 from .medusa import HeadsTarget, MedusaError, logit_transform, read_checked, target_of
 from .stored import packed, restored
@@ -256,3 +259,25 @@ class EagleProposer:
 
     def report(self, outcome: Outcome) -> ProposerReport:
         return ProposerReport(method_report=drafted_record(*self.drafted))
+
+
+# ----------------------------------------------------------------------------------------------
+# Its spec
+
+
+def eagle_chain(model, prompt_ids: list[int], request, runtime) -> MakeProposer:
+    """EAGLE: the layer's chain of k tokens, read off the model's own features (kept from each pass)."""
+    return lambda sequence: EagleProposer(runtime.layer, model, request.sampling)
+
+
+SPEC = MethodSpec(
+    entry=METHODS[Method.EAGLE],
+    guessing=Guessing(
+        eagle_chain,
+        lambda request, runtime: runtime.layer.tokens,
+        lambda request, runtime: runtime.layer.settings(),
+        lambda request, runtime: 1 + runtime.layer.tokens,
+        keep_hidden=True,
+    ),
+    resident=eagle_on_device.RESIDENT,
+)

@@ -1,17 +1,31 @@
 """Lookahead decoding's proposer (Fu et al., ICML 2024): the 2D Jacobi window (window.py) and the n-gram pool
 (pool.py) it feeds, behind the proposer interface (lookahead_core.proposers); the window's columns' trajectories and
-the pool's guesses as the branches a step lays out.
+the pool's guesses as the branches a step lays out; and lookahead's spec (`SPEC`), its device form in
+lookahead_on_device.py.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..config import LookaheadConfig
 from ..layout import window_geometry
+from ..method_spec import Guessing, MakeProposer, MethodSpec, Swept, same_runtime
 from ..proposers import Candidate, Outcome, Proposal, ProposedBranch, ProposerReport, StepContext, chain_branch
-from ..records import Branch, GuessReason, GuessSource, NGram, PoolRecord, WindowRecord
+from ..records import (
+    METHODS,
+    Branch,
+    GuessReason,
+    GuessSource,
+    LookaheadSettings,
+    Method,
+    NGram,
+    PoolRecord,
+    WindowRecord,
+)
 from ..records import PoolEntry as PoolRecordEntry
+from ..request import DecodeRequest
+from . import lookahead_on_device
 from .pool import Guess, NGramPool, PoolEntry, chosen_guesses
 from .window import JacobiWindow
 
@@ -164,3 +178,47 @@ class JacobiProposer:
             inserted.append((key, continuation, source, self.pool.insert(key, continuation, before, source)))
         self.pooled_upto = len(sequence)
         return inserted
+
+
+# ----------------------------------------------------------------------------------------------
+# Its spec
+
+
+def lookahead_reach(config: LookaheadConfig) -> int:
+    """How many positions past the current token a lookahead step's rows can reach.
+
+    The window's deepest row sits W + N - 3 past it (during warm-up and after), a guess's N - 1.
+    """
+    return max(config.window + config.ngram - 3, config.ngram - 1)
+
+
+def lookahead_settings(request: DecodeRequest, runtime) -> LookaheadSettings:
+    """Lookahead's settings as records hold them: the auto choice with its figures, or W, N, G."""
+    if runtime.auto is not None:
+        return runtime.auto.settings()
+    config = request.lookahead
+    return LookaheadSettings(window=config.window, ngram=config.ngram, guesses=config.guesses)
+
+
+def jacobi(model, prompt_ids: list[int], request: DecodeRequest, runtime) -> MakeProposer:
+    """Lookahead: the Jacobi window and the n-gram pool, seeded with the prompt's n-grams."""
+    return lambda sequence: JacobiProposer(request.lookahead, sequence, prompt_ids)
+
+
+SPEC = MethodSpec(
+    entry=METHODS[Method.LOOKAHEAD],
+    guessing=Guessing(
+        jacobi,
+        lambda request, runtime: lookahead_reach(request.lookahead),
+        lookahead_settings,
+        lambda request, runtime: request.lookahead.tokens_per_step,
+    ),
+    resident=lookahead_on_device.RESIDENT,
+    swept=Swept(
+        lambda g: [{"window": w, "ngram": n, "guesses": w} for w in g.windows for n in g.ngrams],
+        lambda r, s: replace(
+            r, method=Method.LOOKAHEAD, lookahead=LookaheadConfig(s["window"], s["ngram"], s["guesses"])
+        ),
+        same_runtime,
+    ),
+)

@@ -9,11 +9,13 @@ the sequence itself is the pool.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..config import LookupConfig
+from ..method_spec import Guessing, MakeProposer, MethodSpec, Swept, same_runtime
 from ..proposers import Candidate, Outcome, Proposal, ProposedBranch, ProposerReport, StepContext, chain_branch
-from ..records import GuessReason, GuessSource
+from ..records import METHODS, GuessReason, GuessSource, LookupSettings, Method
+from . import lookup_on_device
 
 
 @dataclass(frozen=True)
@@ -76,3 +78,34 @@ class PromptLookupProposer:
     def report(self, outcome: Outcome) -> ProposerReport:
         """Nothing of its own for the record: its matches are the candidates verified."""
         return ProposerReport()
+
+
+# ----------------------------------------------------------------------------------------------
+# Its spec
+
+
+def lookup_settings(request) -> LookupSettings:
+    lookup = request.lookup
+    return LookupSettings(ngram=lookup.ngram, tokens=lookup.tokens, candidates=lookup.candidates)
+
+
+def prompt_lookup(model, prompt_ids: list[int], request, runtime) -> MakeProposer:
+    """Prompt lookup: earlier occurrences of the last few tokens in the prompt and the output."""
+    return lambda sequence: PromptLookupProposer(request.lookup, len(prompt_ids))
+
+
+SPEC = MethodSpec(
+    entry=METHODS[Method.PROMPT_LOOKUP],
+    guessing=Guessing(
+        prompt_lookup,
+        lambda request, runtime: request.lookup.tokens,
+        lambda request, runtime: lookup_settings(request),
+        lambda request, runtime: 1 + request.lookup.tokens * request.lookup.candidates,
+    ),
+    resident=lookup_on_device.RESIDENT,
+    swept=Swept(
+        lambda g: [{"ngram": n, "tokens": k} for n, k in g.lookups],
+        lambda r, s: replace(r, method=Method.PROMPT_LOOKUP, lookup=LookupConfig(ngram=s["ngram"], tokens=s["tokens"])),
+        same_runtime,
+    ),
+)

@@ -16,7 +16,7 @@ import itertools
 import json
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import torch
@@ -27,8 +27,10 @@ from torch.nn import functional
 
 from ..config import SettingsError
 from ..layout import CURRENT
+from ..method_spec import Guessing, MakeProposer, MethodSpec, Swept
 from ..proposers import Candidate, Outcome, Proposal, ProposedBranch, ProposerReport, StepContext
-from ..records import Branch, GuessReason, GuessSource, HeadGuesses, HeadsRecord, MedusaSettings
+from ..records import METHODS, Branch, GuessReason, GuessSource, HeadGuesses, HeadsRecord, MedusaSettings, Method
+from . import medusa_on_device
 
 TreePath = tuple[int, ...]  # (i1, .., id): head 1's i1-th choice, then head 2's i2-th, ..., head d's id-th
 HEADER_KEY = "lookahead-lab.medusa"
@@ -306,6 +308,11 @@ class Medusa:
         """How far past c the tree's deepest node sits."""
         return max((len(p) for p in self.tree), default=0)
 
+    @property
+    def widths(self) -> list[int]:
+        """How many choices of each head the tree uses."""
+        return tree_widths(self.tree)
+
     def settings(self) -> MedusaSettings:
         return MedusaSettings(
             heads=self.heads.label,
@@ -337,7 +344,7 @@ class MedusaProposer:
 
     def __init__(self, medusa: Medusa, model) -> None:
         self.medusa, self.model = medusa, model
-        self.widths = tree_widths(medusa.tree)
+        self.widths = medusa.widths
         self.paths = [list(path) for path in medusa.tree]  # the tree as each step's record keeps it
 
     def propose(self, context: StepContext) -> Proposal:
@@ -355,3 +362,30 @@ class MedusaProposer:
         return ProposerReport(
             method_report=HeadsRecord(heads=self.choices.guesses(), tree=self.paths, seconds=self.seconds)
         )
+
+
+# ----------------------------------------------------------------------------------------------
+# Its spec
+
+
+def heads_tree(model, prompt_ids: list[int], request, runtime) -> MakeProposer:
+    """Medusa: the heads' sparse tree, read off the hidden state of the row behind the current token."""
+    return lambda sequence: MedusaProposer(runtime.heads, model)
+
+
+SPEC = MethodSpec(
+    entry=METHODS[Method.MEDUSA],
+    guessing=Guessing(
+        heads_tree,
+        lambda request, runtime: runtime.heads.reach,
+        lambda request, runtime: runtime.heads.settings(),
+        lambda request, runtime: 1 + len(runtime.heads.tree),
+        keep_hidden=True,
+    ),
+    resident=medusa_on_device.RESIDENT,
+    swept=Swept(
+        lambda g: [{"tree_size": n} for n in g.tree_sizes],
+        lambda r, s: replace(r, method=Method.MEDUSA),
+        lambda rt, s: replace(rt, heads=make_medusa(rt.heads.heads, s["tree_size"])),
+    ),
+)

@@ -21,15 +21,18 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..config import SuffixConfig
 from ..layout import CURRENT
+from ..method_spec import Guessing, MakeProposer, MethodSpec, Swept, same_runtime
 from ..proposers import Candidate, Outcome, Proposal, ProposedBranch, ProposerReport, StepContext
 from ..records import (
+    METHODS,
     Branch,
     GuessReason,
     GuessSource,
+    Method,
     SuffixNode,
     SuffixOccurrence,
     SuffixRecord,
@@ -454,3 +457,34 @@ class SuffixProposer:
                 seconds=self.seconds,
             )
         )
+
+
+# ----------------------------------------------------------------------------------------------
+# Its spec
+
+
+def suffix_tree(model, prompt_ids: list[int], request, runtime) -> MakeProposer:
+    """Suffix decoding: the tree of what followed the longest match, in this run's text and the runtime's store."""
+    vocabulary = model.get_output_embeddings().weight.shape[0]
+    return lambda sequence: SuffixProposer(request.suffix, sequence, len(prompt_ids), runtime.store, vocabulary)
+
+
+def suffix_settings(request, runtime) -> SuffixSettings:
+    """Suffix decoding's settings as records hold them, with what the runtime's store holds now."""
+    return store_settings(request.suffix, runtime.store.texts() if runtime.store is not None else ())
+
+
+SPEC = MethodSpec(
+    entry=METHODS[Method.SUFFIX],
+    guessing=Guessing(
+        suffix_tree,
+        lambda request, runtime: request.suffix.tree_size,
+        suffix_settings,
+        lambda request, runtime: 1 + request.suffix.tree_size,
+    ),
+    swept=Swept(
+        lambda g: [{"tree_size": n, "alpha": a} for n, a in g.suffixes],
+        lambda r, s: replace(r, method=Method.SUFFIX, suffix=SuffixConfig(tree_size=s["tree_size"], alpha=s["alpha"])),
+        same_runtime,
+    ),
+)

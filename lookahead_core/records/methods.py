@@ -3,7 +3,7 @@
 
 What a method needs besides the model (a draft, heads, a layer), how it proposes (which branch of a step's token
 tree its guesses fill), whether it races and plans its steps, its names and words, and its look. Plain Python, read
-by the visuals as the records are. An entry is one part of a method's spec (`lookahead_core.spec.MethodSpec`,
+by the visuals as the records are. An entry is one part of a method's spec (`lookahead_core.method_spec.MethodSpec`,
 whose `register` adds a method's entry here with its engine parts); the built-in methods' entries are listed here;
 how the bench calls a peer's `generate` is `lab.measure.bench`'s.
 """
