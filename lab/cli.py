@@ -57,7 +57,6 @@ from lookahead_core.config import (
     check_draft_tokens,
 )
 from lookahead_core.costs import SettledMode, settled_mode
-from lookahead_core.decoding import DecodingError
 from lookahead_core.methods.draft import DEFAULT_DRAFT, SELF_DRAFTS
 from lookahead_core.methods.eagle import EAGLE
 from lookahead_core.methods.suffix import SuffixStore
@@ -67,6 +66,7 @@ from lookahead_core.request import DecodeRequest
 from lookahead_core.runtime import Runtime
 from lookahead_core.sampling import SamplingConfig
 from lookahead_core.spec import method_settings
+from lookahead_core.step.decoding import DecodingError
 from lookahead_core.trace import decode_steps, summarize
 from lookahead_core.tuning import AutoSettings, auto_settings
 from visuals.divergence import divergence_words

@@ -22,14 +22,14 @@ from functools import cached_property, partial
 
 import torch
 
-from .attention import attention_plan
 from .device.capture import capture_for
 from .device.fixed import FixedPasses, chosen_mode, failed, shape_for
 from .device.forward import forward_tree, keep_rows, prefill
 from .device.product_ways import SIZES, fingerprint
-from .layout import chain_layout
 from .models import LoadedModel, cache_root
 from .records import StepCostCurve, StepMode
+from .tree.attention import attention_plan
+from .tree.layout import chain_layout
 
 CONTEXT = 256  # a prompt plus a few dozen new tokens: where the bench's steps run
 PAD_GAIN = 0.9  # a fixed shape is widened only to a size at most this share of its cost (nearer, noise decides)

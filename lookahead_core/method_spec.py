@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .proposers import Proposer
 from .records import Method, MethodEntry
+from .step.proposers import Proposer
 
 MakeProposer = Callable[[list[int]], Proposer]  # the proposer, built once the prefill committed the first token
 Settings = dict[str, int]  # one cell's settings in a tune map, by name (TuneCell.settings)

@@ -19,9 +19,9 @@ from .device.fixed import chosen_mode
 from .methods.draft import Draft
 from .methods.medusa import Medusa
 from .methods.suffix import SuffixStore
-from .planning import StepPlanner
 from .records import METHODS, Method, Needs, StepMode, StepRecord, StepTally
 from .request import DecodeRequest
+from .step.planning import StepPlanner
 from .tuning import AutoSettings
 
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 
-from .decoding import GuessingDecoder
 from .device.fixed import Shape, shape_for
 from .device.forward import Passes
 from .method_spec import Guessing, MethodSpec, Swept
@@ -22,6 +21,7 @@ from .methods import draft, eagle, lookahead, lookup, medusa, suffix
 from .records import METHODS, Method, MethodSettings
 from .request import DecodeRequest
 from .runtime import Runtime
+from .step.decoding import GuessingDecoder
 from .working_state import RESIDENT, OnDeviceDecoder, takes
 
 # Each registered method's guessing and sweep, by method (its device form: working_state.RESIDENT)

@@ -15,7 +15,6 @@ from dataclasses import dataclass, replace
 import torch
 import transformers
 
-from .decoding import DecodingError, check_request, greedy_steps
 from .device.fixed import Shape, step_passes
 from .device.products import products_in_force
 from .divergence import divergence
@@ -39,6 +38,7 @@ from .records import (
 from .request import DecodeRequest
 from .runtime import NOTHING, Runtime
 from .spec import guessing_decoder, method_settings, reach, step_rows, step_shape
+from .step.decoding import DecodingError, check_request, greedy_steps
 from .tokens import text_pieces, vocab_for
 from .working_state import plain_passes
 

@@ -17,8 +17,8 @@ from pathlib import Path
 from .config import LookaheadConfig, SettingsError
 from .costs import SettledMode, StepCosts, costs_path
 from .models import LoadedModel
-from .planning import CostAwarePlanner, FullPlanner, StepPlanner
 from .records import LookaheadSettings, PlannerKind, Regime, StepMode
+from .step.planning import CostAwarePlanner, FullPlanner, StepPlanner
 
 PROBE_TOKENS = 64  # the step width whose relative cost sorts hardware into the regimes below
 FLAT = 1.5  # a 64-token step at most this many 1-token steps: wide steps are almost free

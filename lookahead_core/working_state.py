@@ -23,14 +23,14 @@ from dataclasses import dataclass
 
 import torch
 
-from .decoding import GuessingDecoder
 from .device.fixed import FixedPasses, FixedStep, one_line, padded_tree
 from .device.forward import Pass
-from .layout import chain_layout, tree_layout
 from .method_spec import Resident
 from .records import Method, StepKind, StepTally
 from .request import DecodeRequest
-from .verify import commit
+from .step.decoding import GuessingDecoder
+from .step.verify import commit
+from .tree.layout import chain_layout, tree_layout
 
 
 def at(values: torch.Tensor, index: torch.Tensor) -> torch.Tensor:

@@ -24,7 +24,6 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from lookahead_core.attention import attention_plan  # noqa: E402
 from lookahead_core.device import products  # noqa: E402
 from lookahead_core.device.forward import forward_tree, keep_rows, prefill  # noqa: E402
 from lookahead_core.device.product_ways import (  # noqa: E402
@@ -35,8 +34,9 @@ from lookahead_core.device.product_ways import (  # noqa: E402
     time_ways,
     ways_for,
 )
-from lookahead_core.layout import chain_layout  # noqa: E402
 from lookahead_core.models import device_name, load_model  # noqa: E402
+from lookahead_core.tree.attention import attention_plan  # noqa: E402
+from lookahead_core.tree.layout import chain_layout  # noqa: E402
 from visuals.timing import products_words  # noqa: E402
 
 

@@ -20,7 +20,6 @@ from lab.measure.timed_run import timed_run
 from lab.measure.tune import TuneGrid, TuneOptions, tuning
 from lab.serve.budget import Deadline
 from lookahead_core.method_spec import Guessing, MethodSpec, Swept, same_runtime
-from lookahead_core.proposers import Candidate, Proposal, ProposerReport, chain_branch
 from lookahead_core.records import (
     METHODS,
     BenchMethod,
@@ -36,6 +35,7 @@ from lookahead_core.records import (
 from lookahead_core.request import DecodeRequest
 from lookahead_core.runtime import Runtime
 from lookahead_core.spec import GUESSING, SWEPT, registered
+from lookahead_core.step.proposers import Candidate, Proposal, ProposerReport, chain_branch
 from lookahead_core.tuning import choose_settings
 from lookahead_core.working_state import RESIDENT
 from visuals import replay

@@ -18,8 +18,6 @@ from safetensors.torch import save_file
 from lab.train.distillation import DataSource
 from lab.train.eagle import Sequence, TrainSettings, draft_vocabulary, sequences, train, train_layer
 from lab.train.training import RunClock
-from lookahead_core import verify as verify_module
-from lookahead_core.decoding import DecodingError
 from lookahead_core.methods.draft import Draft
 from lookahead_core.methods.eagle import (
     EAGLE,
@@ -36,6 +34,8 @@ from lookahead_core.records import BenchMethod, DraftRecord, Method
 from lookahead_core.request import DecodeRequest
 from lookahead_core.runtime import Runtime
 from lookahead_core.sampling import GREEDY, SamplingConfig
+from lookahead_core.step import verify as verify_module
+from lookahead_core.step.decoding import DecodingError
 from lookahead_core.trace import decode_steps, summarize
 
 from .test_bench import char_tokenizer

@@ -11,12 +11,12 @@ import torch
 
 from lab.train.heads import eagle_draft
 from lookahead_core.config import LookaheadConfig
-from lookahead_core.decoding import DecodingError
 from lookahead_core.methods.draft import make_draft
 from lookahead_core.models import ModelLoadError, encode_prompt, load_model
 from lookahead_core.records import DraftRecord, Method, StepRecord, StopReason
 from lookahead_core.request import DecodeRequest
 from lookahead_core.runtime import Runtime
+from lookahead_core.step.decoding import DecodingError
 from lookahead_core.trace import decode_steps, summarize
 
 from .conftest import slow_but

@@ -12,12 +12,12 @@ import pytest
 import torch
 
 from lookahead_core.config import LookaheadConfig
-from lookahead_core.decoding import DecodingError
 from lookahead_core.models import LoadedModel
-from lookahead_core.planning import CostAwarePlanner
 from lookahead_core.records import Branch, GuessSource, Method, PlannerKind, PlanReason, StepRecord, StopReason, Trace
 from lookahead_core.request import DecodeRequest
 from lookahead_core.runtime import Runtime
+from lookahead_core.step.decoding import DecodingError
+from lookahead_core.step.planning import CostAwarePlanner
 from lookahead_core.trace import decode_steps, record_trace, summarize
 from lookahead_core.tuning import choose_settings, replay_planner
 

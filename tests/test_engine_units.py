@@ -10,15 +10,15 @@ import torch
 from transformers import DynamicCache
 
 from lookahead_core.config import LookaheadConfig, SettingsError
-from lookahead_core.decoding import lay_out
 from lookahead_core.device.forward import keep_rows, tree_mask
-from lookahead_core.layout import CURRENT, chain_layout, tree_layout, visible_rows, window_geometry
 from lookahead_core.methods.lookahead import guess_branch, window_branch
 from lookahead_core.methods.pool import Guess, NGramPool, chosen_guesses
 from lookahead_core.methods.window import JacobiWindow
-from lookahead_core.planning import Plan
-from lookahead_core.proposers import Proposal
 from lookahead_core.records import Branch, GuessReason, GuessSource, PlanReason
+from lookahead_core.step.decoding import lay_out
+from lookahead_core.step.planning import Plan
+from lookahead_core.step.proposers import Proposal
+from lookahead_core.tree.layout import CURRENT, chain_layout, tree_layout, visible_rows, window_geometry
 
 # ------------------------------------------------------------------------------------------------
 # N-gram pool

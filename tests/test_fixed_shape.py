@@ -27,7 +27,6 @@ from lookahead_core.config import LookaheadConfig
 from lookahead_core.costs import StepCosts
 from lookahead_core.device import capture, fixed
 from lookahead_core.device.forward import Pass, prefill
-from lookahead_core.layout import chain_layout, tree_layout
 from lookahead_core.methods.draft import make_draft
 from lookahead_core.methods.medusa import load_heads, make_medusa
 from lookahead_core.records import BenchMethod, Method, RaceRecord, StepMode, to_data
@@ -45,6 +44,7 @@ from lookahead_core.trace import (
     warm_up_prompts,
     warming_up,
 )
+from lookahead_core.tree.layout import chain_layout, tree_layout
 from visuals.summary import summary_html
 
 from .conftest import heavy_but, slow_but

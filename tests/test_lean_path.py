@@ -19,14 +19,14 @@ import pytest
 from lookahead_core.config import LookaheadConfig, LookupConfig
 from lookahead_core.methods.lookahead import JacobiProposer
 from lookahead_core.methods.window import JacobiWindow
-from lookahead_core.planning import CostAwarePlanner
-from lookahead_core.proposers import StepContext
 from lookahead_core.records import Method, StepMode, StepRecord, StepTally
 from lookahead_core.records import reports as step_reports
 from lookahead_core.records import step as step_records
 from lookahead_core.request import DecodeRequest
 from lookahead_core.runtime import Runtime
 from lookahead_core.sampling import GREEDY, SamplingConfig
+from lookahead_core.step.planning import CostAwarePlanner
+from lookahead_core.step.proposers import StepContext
 from lookahead_core.trace import decode_steps, lean_steps
 
 from .conftest import heavy_but

@@ -16,8 +16,6 @@ from transformers import AutoModelForCausalLM, Gemma2Config
 
 from lab.train.distillation import DataSource
 from lab.train.medusa import TrainSettings, head_targets, train
-from lookahead_core import verify as verify_module
-from lookahead_core.decoding import DecodingError
 from lookahead_core.methods.medusa import (
     MedusaError,
     MedusaProposer,
@@ -33,6 +31,8 @@ from lookahead_core.records import Branch, HeadsRecord, Method, Needs, StepKind
 from lookahead_core.request import DecodeRequest
 from lookahead_core.runtime import Runtime
 from lookahead_core.sampling import GREEDY, SamplingConfig
+from lookahead_core.step import verify as verify_module
+from lookahead_core.step.decoding import DecodingError
 from lookahead_core.trace import decode_steps, summarize
 
 from .test_bench import char_tokenizer

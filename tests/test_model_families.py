@@ -14,10 +14,10 @@ import torch
 from transformers import AutoConfig
 
 from lab.tools import families
-from lookahead_core import attention
-from lookahead_core.attention import SLIDING, UnsupportedModel, attention_plan
 from lookahead_core.request import DecodeRequest
 from lookahead_core.trace import decode_steps
+from lookahead_core.tree import attention
+from lookahead_core.tree.attention import SLIDING, UnsupportedModel, attention_plan
 
 REFUSED = {"Falcon (ALiBi)", "BLOOM (ALiBi)", "MPT (ALiBi)"}
 SWEPT: dict[str, families.Outcome] = {}  # filled by the parametrised test, read by the page's check

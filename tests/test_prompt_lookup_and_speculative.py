@@ -14,14 +14,14 @@ from types import SimpleNamespace
 import pytest
 
 from lookahead_core.config import PROMPT_LOOKUP, LookupConfig, SettingsError
-from lookahead_core.decoding import DecodingError
 from lookahead_core.methods.draft import Draft, DraftError, DraftProposer, check_tokenizers, make_draft
 from lookahead_core.methods.lookup import PromptLookupProposer, find_matches
-from lookahead_core.proposers import StepContext
 from lookahead_core.records import Branch, DraftRecord, GuessReason, GuessSource, Method, Verdict
 from lookahead_core.request import DecodeRequest
 from lookahead_core.runtime import Runtime
 from lookahead_core.sampling import GREEDY
+from lookahead_core.step.decoding import DecodingError
+from lookahead_core.step.proposers import StepContext
 from lookahead_core.trace import decode_steps, summarize
 
 from .test_engine_tiny_models import greedy_case

@@ -11,12 +11,8 @@ from __future__ import annotations
 import pytest
 
 from lookahead_core.config import LookaheadConfig
-from lookahead_core.decoding import lay_out
 from lookahead_core.methods.lookahead import JacobiProposer
 from lookahead_core.methods.window import JacobiWindow
-from lookahead_core.planning import FullPlanner, Plan
-from lookahead_core.proposers import Outcome, ProposerReport, StepContext
-from lookahead_core.recorder import verification_record
 from lookahead_core.records import (
     Branch,
     GuessReason,
@@ -26,7 +22,11 @@ from lookahead_core.records import (
     PoolEntry,
     VerificationRecord,
 )
-from lookahead_core.verify import commit, verify
+from lookahead_core.step.decoding import lay_out
+from lookahead_core.step.planning import FullPlanner, Plan
+from lookahead_core.step.proposers import Outcome, ProposerReport, StepContext
+from lookahead_core.step.recorder import verification_record
+from lookahead_core.step.verify import commit, verify
 
 CONFIG = LookaheadConfig(window=2, ngram=3, guesses=3)
 # Under key 1 the prompt pools (2, 3) after 7, (4, 5) after 9 and (6, 6) after 5, oldest first.

@@ -15,7 +15,6 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, LlamaConfig
 
-from lookahead_core import verify as verify_module
 from lookahead_core.config import LookaheadConfig, LookupConfig, SettingsError, SuffixConfig
 from lookahead_core.methods.draft import Draft
 from lookahead_core.models import LoadedModel
@@ -23,8 +22,9 @@ from lookahead_core.records import Draw, GuessReason, GuessSource, Method, Token
 from lookahead_core.request import DecodeRequest
 from lookahead_core.runtime import Runtime
 from lookahead_core.sampling import SamplingConfig, probabilities
+from lookahead_core.step import verify as verify_module
+from lookahead_core.step.verify import verify_sampled
 from lookahead_core.trace import decode_steps, summarize
-from lookahead_core.verify import verify_sampled
 
 from .conftest import heavy_but
 from .tiny import tiny_model, tiny_runtime

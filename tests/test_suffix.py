@@ -11,7 +11,6 @@ import pytest
 import torch
 
 from lookahead_core.config import SettingsError, SuffixConfig
-from lookahead_core.layout import CURRENT
 from lookahead_core.methods.suffix import (
     PRIOR,
     SuffixStore,
@@ -28,6 +27,7 @@ from lookahead_core.records import GuessSource, Method, SuffixRecord, Trace
 from lookahead_core.request import DecodeRequest
 from lookahead_core.runtime import Runtime
 from lookahead_core.trace import decode_steps, lean_steps, record_trace, summarize
+from lookahead_core.tree.layout import CURRENT
 from tests.tiny import tiny_model
 
 # ----------------------------------------------------------------------------------------------

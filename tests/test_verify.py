@@ -10,13 +10,9 @@ from __future__ import annotations
 
 import pytest
 
-from lookahead_core.decoding import lay_out
 from lookahead_core.methods.lookahead import guess_branch, window_branch
 from lookahead_core.methods.pool import Guess
 from lookahead_core.methods.window import JacobiWindow
-from lookahead_core.planning import Plan
-from lookahead_core.proposers import Candidate, Proposal
-from lookahead_core.recorder import commit_sources, verification_record
 from lookahead_core.records import (
     Draw,
     GuessReason,
@@ -27,7 +23,11 @@ from lookahead_core.records import (
     TokenSource,
     Verdict,
 )
-from lookahead_core.verify import StepVerdict, commit, verify
+from lookahead_core.step.decoding import lay_out
+from lookahead_core.step.planning import Plan
+from lookahead_core.step.proposers import Candidate, Proposal
+from lookahead_core.step.recorder import commit_sources, verification_record
+from lookahead_core.step.verify import StepVerdict, commit, verify
 
 
 def guess(tokens: list[int], first_row: int, lane: int) -> Candidate:

@@ -138,14 +138,14 @@ def with_record(run: Run, index: int, record: StepRecord, settings: LookaheadSet
 
 def widest_step_run(run: Run) -> Run:
     """`run` with its last step replaced by a full step of WIDEST, built by the engine's own parts."""
-    from lookahead_core.decoding import lay_out
     from lookahead_core.methods.lookahead import guess_branch, window_branch
     from lookahead_core.methods.pool import Guess
     from lookahead_core.methods.window import JacobiWindow
-    from lookahead_core.planning import FullPlanner
-    from lookahead_core.proposers import Proposal
-    from lookahead_core.recorder import commit_sources, input_rows, plan_record, verification_record
-    from lookahead_core.verify import verify
+    from lookahead_core.step.decoding import lay_out
+    from lookahead_core.step.planning import FullPlanner
+    from lookahead_core.step.proposers import Proposal
+    from lookahead_core.step.recorder import commit_sources, input_rows, plan_record, verification_record
+    from lookahead_core.step.verify import verify
 
     width, ngram, count = WIDEST.window, WIDEST.ngram, WIDEST.guesses
     ids = [int(k) for k in run.trace.vocab]

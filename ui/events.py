@@ -19,11 +19,11 @@ from lab.serve.budget import BudgetError
 from lab.serve.questions import Waiting
 from lab.serve.requests import InputError
 from lab.serve.server import MODEL, ZERO_GPU
-from lookahead_core.attention import UnsupportedModel
 from lookahead_core.config import SettingsError
-from lookahead_core.decoding import DecodingError
 from lookahead_core.models import ModelLoadError, PromptError
 from lookahead_core.records import Progress
+from lookahead_core.step.decoding import DecodingError
+from lookahead_core.tree.attention import UnsupportedModel
 from visuals.markup import escape
 from visuals.summary import progress_fraction, progress_words
 

@@ -33,7 +33,6 @@ import torch
 from lab.measure.busy import CpuWatch
 from lab.measure.datasets import encode_item
 from lab.measure.timing import rate, ratio_of_medians, spread_of
-from lookahead_core.decoding import DecodingError
 from lookahead_core.device.forward import synchronize
 from lookahead_core.divergence import divergence
 from lookahead_core.models import LoadedModel, encode_prompt
@@ -57,6 +56,7 @@ from lookahead_core.request import DecodeRequest
 from lookahead_core.runtime import Runtime
 from lookahead_core.sampling import GREEDY, SamplingConfig
 from lookahead_core.spec import method_settings
+from lookahead_core.step.decoding import DecodingError
 from lookahead_core.trace import (
     WARM_UP_TOKENS,
     candidate_tokens,

@@ -20,11 +20,11 @@ from pathlib import Path
 import torch
 from transformers import AutoConfig, AutoModelForCausalLM
 
-from lookahead_core.attention import FULL, SLIDING, UnsupportedModel, attention_plan
 from lookahead_core.config import LookaheadConfig
 from lookahead_core.models import LoadedModel
 from lookahead_core.request import DecodeRequest
 from lookahead_core.trace import decode_steps, summarize
+from lookahead_core.tree.attention import FULL, SLIDING, UnsupportedModel, attention_plan
 
 VOCAB = 96
 WINDOW = 16  # the sliding window of the tiny configs that have one

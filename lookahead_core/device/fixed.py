@@ -31,9 +31,9 @@ from functools import lru_cache, partial
 import torch
 from transformers.cache_utils import Cache, DynamicCache, StaticLayer
 
-from ..attention import FULL, SLIDING, AttentionPlan, UnsupportedModel, attention_plan
-from ..layout import StepLayout, chain_layout
 from ..records import StepMode
+from ..tree.attention import FULL, SLIDING, AttentionPlan, UnsupportedModel, attention_plan
+from ..tree.layout import StepLayout, chain_layout
 from .capture import as_it_is, capture_for
 from .forward import EagerPasses, Pass, plain_head, prefill, synchronize
 from .products import attention_kernels, engine_model

@@ -25,8 +25,8 @@ import torch
 from torch import nn
 from transformers import DynamicCache
 
-from ..attention import AttentionPlan, step_masks
-from ..layout import StepLayout
+from ..tree.attention import AttentionPlan, step_masks
+from ..tree.layout import StepLayout
 from .products import engine_model
 
 

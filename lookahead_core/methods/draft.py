@@ -22,9 +22,9 @@ from ..config import DEFAULT_DRAFT_TOKENS, check_draft_tokens
 from ..device.forward import extend, new_cache, output_device
 from ..method_spec import Guessing, MakeProposer, MethodSpec, Swept
 from ..models import LoadedModel, ModelLoadError, load_model
-from ..proposers import Candidate, Outcome, Proposal, ProposedBranch, ProposerReport, StepContext, chain_branch
 from ..records import METHODS, Branch, DraftRecord, DraftSettings, GuessReason, GuessSource, Method
 from ..sampling import SamplingConfig, draw, probabilities
+from ..step.proposers import Candidate, Outcome, Proposal, ProposedBranch, ProposerReport, StepContext, chain_branch
 
 SELF_DRAFTS = ("bf16-self",)
 DEFAULT_DRAFT = "bf16-self"

@@ -31,9 +31,9 @@ from transformers.cache_utils import Cache
 
 from ..device.forward import output_device
 from ..method_spec import Guessing, MakeProposer, MethodSpec
-from ..proposers import Outcome, Proposal, ProposerReport, StepContext
 from ..records import METHODS, Method
 from ..sampling import SamplingConfig
+from ..step.proposers import Outcome, Proposal, ProposerReport, StepContext
 from . import eagle_on_device
 from .draft import Draft, draft_chain, draft_token, drafted_record
 from .medusa import HeadsTarget, MedusaError, logit_transform, read_checked, target_of

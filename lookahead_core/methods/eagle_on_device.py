@@ -13,9 +13,9 @@ from __future__ import annotations
 import torch
 from transformers.cache_utils import Cache, DynamicCache
 
-from ..decoding import GuessingDecoder
 from ..device.fixed import FixedStep, SpanLayer
 from ..method_spec import Resident
+from ..step.decoding import GuessingDecoder
 from ..working_state import OnDevice, fixed_tree, kept_down, kept_with, verified
 from .draft import Draft
 

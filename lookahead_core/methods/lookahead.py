@@ -1,7 +1,7 @@
 """Lookahead decoding's proposer (Fu et al., ICML 2024): the 2D Jacobi window (window.py) and the n-gram pool
-(pool.py) it feeds, behind the proposer interface (lookahead_core.proposers); the window's columns' trajectories and
-the pool's guesses as the branches a step lays out; and lookahead's spec (`SPEC`), its device form in
-lookahead_on_device.py.
+(pool.py) it feeds, behind the proposer interface (lookahead_core.step.proposers); the window's columns'
+trajectories and the pool's guesses as the branches a step lays out; and lookahead's spec (`SPEC`), its device form
+in lookahead_on_device.py.
 """
 
 from __future__ import annotations
@@ -9,9 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from ..config import LookaheadConfig
-from ..layout import window_geometry
 from ..method_spec import Guessing, MakeProposer, MethodSpec, Swept, same_runtime
-from ..proposers import Candidate, Outcome, Proposal, ProposedBranch, ProposerReport, StepContext, chain_branch
 from ..records import (
     METHODS,
     Branch,
@@ -25,6 +23,8 @@ from ..records import (
 )
 from ..records import PoolEntry as PoolRecordEntry
 from ..request import DecodeRequest
+from ..step.proposers import Candidate, Outcome, Proposal, ProposedBranch, ProposerReport, StepContext, chain_branch
+from ..tree.layout import window_geometry
 from . import lookahead_on_device
 from .pool import Guess, NGramPool, PoolEntry, chosen_guesses
 from .window import JacobiWindow

@@ -25,11 +25,11 @@ from dataclasses import dataclass
 import torch
 
 from ..config import LookaheadConfig
-from ..decoding import GuessingDecoder
 from ..device.fixed import FixedStep
-from ..layout import window_geometry
 from ..method_spec import Resident
-from ..planning import FullPlanner
+from ..step.decoding import GuessingDecoder
+from ..step.planning import FullPlanner
+from ..tree.layout import window_geometry
 from ..working_state import OnDevice, at, fixed_tree, kept_down, kept_with, verified
 from .pool import NGramPool
 

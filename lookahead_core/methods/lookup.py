@@ -13,8 +13,8 @@ from dataclasses import dataclass, replace
 
 from ..config import LookupConfig
 from ..method_spec import Guessing, MakeProposer, MethodSpec, Swept, same_runtime
-from ..proposers import Candidate, Outcome, Proposal, ProposedBranch, ProposerReport, StepContext, chain_branch
 from ..records import METHODS, GuessReason, GuessSource, LookupSettings, Method
+from ..step.proposers import Candidate, Outcome, Proposal, ProposedBranch, ProposerReport, StepContext, chain_branch
 from . import lookup_on_device
 
 

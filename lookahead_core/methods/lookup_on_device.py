@@ -12,9 +12,9 @@ from __future__ import annotations
 import torch
 
 from ..config import LookupConfig
-from ..decoding import GuessingDecoder
 from ..device.fixed import FixedStep
 from ..method_spec import Resident
+from ..step.decoding import GuessingDecoder
 from ..working_state import OnDevice, at, kept_down, kept_with, verified
 
 

@@ -26,10 +26,10 @@ from torch import nn
 from torch.nn import functional
 
 from ..config import SettingsError
-from ..layout import CURRENT
 from ..method_spec import Guessing, MakeProposer, MethodSpec, Swept
-from ..proposers import Candidate, Outcome, Proposal, ProposedBranch, ProposerReport, StepContext
 from ..records import METHODS, Branch, GuessReason, GuessSource, HeadGuesses, HeadsRecord, MedusaSettings, Method
+from ..step.proposers import Candidate, Outcome, Proposal, ProposedBranch, ProposerReport, StepContext
+from ..tree.layout import CURRENT
 from . import medusa_on_device
 
 TreePath = tuple[int, ...]  # (i1, .., id): head 1's i1-th choice, then head 2's i2-th, ..., head d's id-th

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import torch
 
-from ..decoding import GuessingDecoder
 from ..device.fixed import FixedStep
 from ..method_spec import Resident
+from ..step.decoding import GuessingDecoder
 from ..working_state import OnDevice, fixed_tree, kept_down, kept_with, verified
 
 

@@ -24,9 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from ..config import SuffixConfig
-from ..layout import CURRENT
 from ..method_spec import Guessing, MakeProposer, MethodSpec, Swept, same_runtime
-from ..proposers import Candidate, Outcome, Proposal, ProposedBranch, ProposerReport, StepContext
 from ..records import (
     METHODS,
     Branch,
@@ -38,6 +36,8 @@ from ..records import (
     SuffixRecord,
     SuffixSettings,
 )
+from ..step.proposers import Candidate, Outcome, Proposal, ProposedBranch, ProposerReport, StepContext
+from ..tree.layout import CURRENT
 
 STORE_TOKENS = 16_384  # a store's budget: earlier outputs past it go, the least recently used first
 OCCURRENCES_READ = 64  # at most this many occurrences are read a step, the latest first (this run's, then newest)

@@ -18,8 +18,8 @@ from typing import Protocol
 
 import torch
 
-from .records import Draw, GuessReason, GuessSource, SampledPosition, StopReason
-from .sampling import SamplingConfig, draw, probabilities, uniform
+from ..records import Draw, GuessReason, GuessSource, SampledPosition, StopReason
+from ..sampling import SamplingConfig, draw, probabilities, uniform
 
 
 @dataclass(frozen=True)

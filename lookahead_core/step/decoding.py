@@ -19,15 +19,15 @@ from dataclasses import replace
 
 import torch
 
-from .attention import attention_plan
-from .device.forward import EagerPasses, Pass, Passes, output_device
-from .layout import CURRENT, tree_layout
+from ..device.forward import EagerPasses, Pass, Passes, output_device
+from ..records import Branch, Method, StepKind, StepRecord, StepTally, StopReason
+from ..request import DecodeRequest
+from ..sampling import GREEDY, SamplingConfig, draw, probabilities
+from ..tree.attention import attention_plan
+from ..tree.layout import CURRENT, tree_layout
 from .planning import FullPlanner, Plan, StepPlanner
 from .proposers import Candidate, Outcome, Proposal, Proposer, StepContext, StepInput
 from .recorder import StepFacts, step_record, step_tally
-from .records import Branch, Method, StepKind, StepRecord, StepTally, StopReason
-from .request import DecodeRequest
-from .sampling import GREEDY, SamplingConfig, draw, probabilities
 from .verify import StepVerdict, commit, verify, verify_sampled
 
 

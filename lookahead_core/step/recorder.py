@@ -11,11 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .attention import AttentionPlan, sliding_view
-from .layout import StepLayout
-from .planning import Plan
-from .proposers import ProposerReport, StepInput
-from .records import (
+from ..records import (
     CandidateRecord,
     InputRow,
     Method,
@@ -29,6 +25,10 @@ from .records import (
     Verdict,
     VerificationRecord,
 )
+from ..tree.attention import AttentionPlan, sliding_view
+from ..tree.layout import StepLayout
+from .planning import Plan
+from .proposers import ProposerReport, StepInput
 from .verify import Path, StepVerdict
 
 

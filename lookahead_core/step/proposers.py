@@ -16,8 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
-from .layout import CURRENT, StepLayout
-from .records import (
+from ..records import (
     Branch,
     GuessReason,
     GuessSource,
@@ -25,6 +24,7 @@ from .records import (
     PoolRecord,
     WindowRecord,
 )
+from ..tree.layout import CURRENT, StepLayout
 from .verify import StepVerdict
 
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from .costs import StepCosts
+from ..costs import StepCosts
+from ..records import GuessReason, GuessSource, PlanReason
 from .proposers import Outcome, Proposal
-from .records import GuessReason, GuessSource, PlanReason
 
 PROBE_EVERY = 16  # a window left out this many steps in a row is fed once, to measure it again
 
