@@ -157,6 +157,8 @@ FOCUS_KEPT = """
   }, true);
   let pointed = { at: 0, on: null };
   let keyed = 0;  // the latest key pressed
+  let focused = 0;  // the latest focus an element took
+  document.addEventListener("focusin", () => { focused = Date.now(); }, true);
   let moved = 0;  // the latest click, key or wheel: what the visitor did after a loss ends its wait
   document.addEventListener("pointerdown", (event) => { pointed = { at: Date.now(), on: event.target }; }, true);
   document.addEventListener("keydown", () => { keyed = Date.now(); }, true);
@@ -180,6 +182,9 @@ FOCUS_KEPT = """
     const since = Date.now();
     const restore = () => {
       if (moved > since) return;  // the visitor went on (scrolled, clicked, typed): the page is theirs
+      // a control took the focus since (a later loss's own hand-off, the page's, a script's): this one is stale (a
+      // wait that ran late on a busy machine could otherwise take the focus back from where it has gone since)
+      if (focused > since) return;
       const now = document.activeElement;  // the disabled control itself until the browser's focus fix-up runs
       if (now && now !== document.body && !(now === lost && !usable(lost))) return;  // it went somewhere
       const again = lost.isConnected ? lost : (lost.id && document.getElementById(lost.id))
