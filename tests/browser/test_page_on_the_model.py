@@ -110,9 +110,17 @@ def test_the_race_plays_every_lane_back_to_its_measured_output(browser_page):
     lanes = race_to_end(page)
     names = ["Greedy", "Lookahead", "Prompt lookup", "Speculative decoding", "Medusa heads", "Suffix decoding"]
     assert [lane["name"] for lane in lanes] == names
+    # greedy: every lane writes the same text, or, where the deadline cut it short on a busy machine (beside two CPU
+    # burners, 2026-12-07: lookahead 7 tokens, speculative decoding 1), the start of it, and the race's table says
+    # it is the same as greedy's over the tokens both wrote
     shown = {lane["name"]: (lane["text"], lane["count"]) for lane in lanes}
-    assert all(lane["text"] == lanes[0]["text"] != "" for lane in lanes), f"greedy: all write the same: {shown}"
-    assert all(lane["count"].startswith("8 tokens") for lane in lanes)
+    longest = max((lane["text"] for lane in lanes), key=len)
+    assert all(lane["text"] and longest.startswith(lane["text"]) for lane in lanes), f"greedy: the same text: {shown}"
+    cut = [lane["name"] for lane in lanes if lane["text"] != longest]
+    assert all(lane["count"].startswith("8 tokens") for lane in lanes if lane["name"] not in cut), shown
+    table = page.inner_text("#ll-race")
+    assert "same as greedy" in table and "differs from greedy" not in table, table
+    assert not cut or "same as greedy over the first" in table, table
     page.locator("#ll-race-playback").scroll_into_view_if_needed()
     RACE_SCREENSHOT.parent.mkdir(exist_ok=True)
     page.locator("#ll-race").screenshot(path=str(RACE_SCREENSHOT))
