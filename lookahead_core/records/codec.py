@@ -162,8 +162,10 @@ def expect(value: Any, kind: type, where: str) -> Any:
     return value
 
 
+@functools.cache
 def record(kind: type) -> Callable[[Any, str], Any]:
-    """A dataclass's decoder. Its annotations are strings, resolved in the module that defines `kind` (each module of
+    """A dataclass's decoder, built once per type (a record that reads itself, StepRecord, asks for it per step).
+    Its annotations are strings, resolved in the module that defines `kind` (each module of
     the schema imports every type its fields name: a test of tests/test_records.py resolves every record's), on
     first use, so a record that holds its own kind is no endless recursion."""
 
