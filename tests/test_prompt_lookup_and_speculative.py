@@ -63,6 +63,33 @@ def test_every_method_equals_greedy_generate(family, method):
     assert multi_token_steps > 0, "no step accepted a guess: the test would not catch a verification bug"
 
 
+@pytest.mark.parametrize("family", ["llama", "gpt2"])  # gpt2 ties its head to its embeddings
+def test_the_bf16_copy_is_the_target_cast_whole_and_leaves_the_target_as_it_was(family):
+    """bf16_copy casts each tensor on its own: its copy must be what casting a whole copy gives (every parameter and
+    buffer, the tied ones still one tensor, the same logits), and the target keeps its float32 weights."""
+    import copy
+
+    import torch
+
+    from lookahead_core.methods.draft import bf16_copy
+
+    model = tiny_model(family).model
+    before = {name: tensor.clone() for name, tensor in model.state_dict().items()}
+    made, expected = bf16_copy(model), copy.deepcopy(model).to(torch.bfloat16).eval()
+    for name, tensor in expected.state_dict().items():
+        assert torch.equal(made.state_dict()[name], tensor) and made.state_dict()[name].dtype == tensor.dtype, name
+    buffers = [(name, buffer.dtype, buffer.tolist()) for name, buffer in made.named_buffers()]
+    assert buffers == [(name, buffer.dtype, buffer.tolist()) for name, buffer in expected.named_buffers()]
+    tied = model.get_output_embeddings().weight is model.get_input_embeddings().weight
+    assert (made.get_output_embeddings().weight is made.get_input_embeddings().weight) == tied
+    assert all(p.dtype == torch.bfloat16 for p in made.parameters()) and made.training is False
+    ids = torch.tensor([[1, 2, 3, 4, 5]])
+    with torch.no_grad():
+        assert torch.equal(made(ids).logits, expected(ids).logits)
+    assert all(torch.equal(tensor, before[name]) for name, tensor in model.state_dict().items())
+    assert all(p.dtype == torch.float32 for p in model.parameters())
+
+
 def test_speculative_steps_record_the_draft_chain():
     lm = tiny_model("llama")
     draft = make_draft(lm, "bf16-self", 4, 0.0)
