@@ -88,8 +88,9 @@ QUICK = {
 }
 
 
-def main() -> None:
-    args, methods = arguments()
+def main(argv: list[str] | None = None) -> None:
+    """The check as `argv` asks (default: the command line)."""
+    args, methods = arguments(argv)
     if args.device == "cuda" and not torch.cuda.is_available():
         sys.exit("error: no CUDA device: this script checks the GPU path")
     torch.backends.cuda.matmul.allow_tf32 = False
