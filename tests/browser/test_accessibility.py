@@ -5,19 +5,26 @@ tests.conftest.app_model), the race's playback and table, and the offline HTML r
 audited in test_classroom.py's walk (tests/browser/axe.py). A negative control checks that axe does catch a
 deliberately low-contrast element on the same page, so a silent axe cannot pass the audit.
 `pytest -s` prints the counts, state by state.
+
+On the same served app, what the race's playback does beyond reading at AA: its lanes played back to greedy's text
+(or, cut short by the deadline, its start, and the table says so), its pause and its slowed playback (the same race was
+run again on the whole model in test_page_on_the_model.py for these checks alone: 24 to 31 s of make test).
 """
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from scripts.serving import PHONE, open_page, wait_for_step
+from scripts.serving import LANE_TEXTS, PHONE, open_page, wait_for_step
 from tests.browser.axe import audited, with_axe
 from tests.browser.chromium import offline_context, run_on_model
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore:.*(copy keyword|no_silent_downcasting)")
 
 DESKTOP = {"width": 1280, "height": 900}
+OUT = Path(__file__).resolve().parents[2] / "out"  # git-ignored: what a reader of a failure looks at
 
 
 @pytest.fixture(scope="module")
@@ -109,6 +116,30 @@ def test_the_races_playback_and_table(desktop):
     # the playback fades each step's text in at its measured time: audit the text once it has all appeared
     page.wait_for_function("() => document.getAnimations().every(a => a.playState === 'finished')", timeout=60_000)
     assert audited(page, "the race's playback and table") == {}
+    lanes = page.evaluate(LANE_TEXTS)
+    names = ["Greedy", "Lookahead", "Prompt lookup", "Speculative decoding", "Medusa heads", "Suffix decoding"]
+    assert [lane["name"] for lane in lanes] == names
+    # greedy: every lane writes the same text, or, where the deadline cut it short on a busy machine (beside two CPU
+    # burners, 2026-12-07: lookahead 7 tokens of 8, speculative decoding 1), the start of it, and the race's table
+    # says it is the same as greedy's over the tokens both wrote
+    shown = {lane["name"]: (lane["text"], lane["all"], lane["count"]) for lane in lanes}
+    longest = max((lane["text"] for lane in lanes), key=len)
+    assert all(lane["text"] == lane["all"] and lane["count"].endswith(" s") for lane in lanes), f"unshown: {shown}"
+    assert all(lane["text"] and longest.startswith(lane["text"]) for lane in lanes), f"greedy: the same text: {shown}"
+    cut = [lane["name"] for lane in lanes if lane["text"] != longest]
+    assert all(lane["count"].startswith("6 tokens") for lane in lanes if lane["name"] not in cut), shown
+    table = page.inner_text("#ll-race")
+    assert "same as greedy" in table and "differs from greedy" not in table, table
+    assert not cut or "same as greedy over the first" in table, table
+    OUT.mkdir(exist_ok=True)
+    page.locator("#ll-race").screenshot(path=str(OUT / "race.png"))
+    page.check("#ll-race-playback .ll-pause")
+    state = page.evaluate(
+        "() => getComputedStyle(document.querySelector('#ll-race-playback .ll-lane-text > span')).animationPlayState"
+    )
+    assert state == "paused"
+    page.click("#ll-slow input")
+    page.wait_for_function("() => document.querySelector('#ll-race-playback').innerText.includes('Slowed down')")
     assert errors == []
 
 

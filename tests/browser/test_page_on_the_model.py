@@ -3,6 +3,8 @@
 Loads the page, runs the model, steps with the button and the keyboard, checks that no error
 toast appeared, and photographs a step into out/screenshot.png (git-ignored). The README's
 assets/screenshot.png is written by scripts/screenshot.py, with the same page-driving code.
+The race's playback, lane by lane, is test_accessibility.py's, on the default model's first layers (here, on the whole
+model, the same race took 24 to 31 s of make test for those checks alone, 2026-12-07, the 2-core AMD EPYC).
 """
 
 from __future__ import annotations
@@ -18,7 +20,6 @@ from scripts.serving import (
     caption,
     choose_preset,
     open_page,
-    race_to_end,
     screenshot_step,
     wait_for_step,
 )
@@ -100,41 +101,6 @@ def test_screenshot_of_a_step_with_accepted_guesses(browser_page):
     assert SCREENSHOT.stat().st_size > 50_000
 
 
-RACE_SCREENSHOT = SCREENSHOT.with_name("race.png")
-
-
-@pytest.mark.usefixtures("one_round")  # what the page shows of a Run or race, not its timing
-def test_the_race_plays_every_lane_back_to_its_measured_output(browser_page):
-    page, errors = browser_page
-    set_max_tokens(page, 8)  # 16 took 46 s of make test for the same checks
-    lanes = race_to_end(page)
-    names = ["Greedy", "Lookahead", "Prompt lookup", "Speculative decoding", "Medusa heads", "Suffix decoding"]
-    assert [lane["name"] for lane in lanes] == names
-    # greedy: every lane writes the same text, or, where the deadline cut it short on a busy machine (beside two CPU
-    # burners, 2026-12-07: lookahead 7 tokens, speculative decoding 1), the start of it, and the race's table says
-    # it is the same as greedy's over the tokens both wrote
-    shown = {lane["name"]: (lane["text"], lane["count"]) for lane in lanes}
-    longest = max((lane["text"] for lane in lanes), key=len)
-    assert all(lane["text"] and longest.startswith(lane["text"]) for lane in lanes), f"greedy: the same text: {shown}"
-    cut = [lane["name"] for lane in lanes if lane["text"] != longest]
-    assert all(lane["count"].startswith("8 tokens") for lane in lanes if lane["name"] not in cut), shown
-    table = page.inner_text("#ll-race")
-    assert "same as greedy" in table and "differs from greedy" not in table, table
-    assert not cut or "same as greedy over the first" in table, table
-    page.locator("#ll-race-playback").scroll_into_view_if_needed()
-    RACE_SCREENSHOT.parent.mkdir(exist_ok=True)
-    page.locator("#ll-race").screenshot(path=str(RACE_SCREENSHOT))
-    page.check("#ll-race-playback .ll-pause")
-    state = page.evaluate(
-        "() => getComputedStyle(document.querySelector('#ll-race-playback .ll-lane-text > span')).animationPlayState"
-    )
-    assert state == "paused"
-    page.click("#ll-slow input")
-    page.wait_for_function("() => document.querySelector('#ll-race-playback').innerText.includes('Slowed down')")
-    assert page.locator(ERROR_TOAST).count() == 0
-    assert errors == []
-
-
 def show_progress_then_stop(page, screenshot: Path) -> str:
     """Press Run (by keyboard: Enter on it), wait for its progress bar, photograph it, press Stop (the note under
     Run then says what stopped); the progress text shown. Run, disabled while it runs, hands its focus to Stop
@@ -142,10 +108,14 @@ def show_progress_then_stop(page, screenshot: Path) -> str:
     page.evaluate(FOCUS_TRAIL)
     page.focus("#ll-run")
     page.keyboard.press("Enter")
-    shown = page.wait_for_function(  # read in the same poll: Gradio's own status text replaces it between steps
-        "() => { const t = document.querySelector('#ll-run-notice').innerText; "
-        "return t.includes(' of ') && t.includes('new tokens') ? t : null; }"
-    ).json_value()
+    try:
+        shown = page.wait_for_function(  # read in the same poll: Gradio's own status text replaces it between steps
+            "() => { const t = document.querySelector('#ll-run-notice').innerText; "
+            "return t.includes(' of ') && t.includes('new tokens') ? t : null; }"
+        ).json_value()
+    except PlaywrightTimeout:  # a key swallowed (ui/scripts.FOCUS_KEPT's HANDED_MS), a question answered already
+        notice, trail = page.inner_text("#ll-run-notice"), page.evaluate("() => window.llFocusTrail")
+        raise AssertionError(f"no progress shown: the note says {notice!r}; {trail}") from None
     assert page.is_disabled("#ll-run") and page.is_disabled("#ll-race-run") and page.is_enabled("#ll-run-stop")
     try:
         page.wait_for_function("() => document.activeElement.id === 'll-run-stop'")

@@ -1,7 +1,7 @@
 """Suffix decoding in a real headless Chromium: its panel (the shipped suffix example at a step whose tree an
 earlier run's output fed) and the lesson step on it; axe-core finds no serious or critical violation on either, and
 the panel's tree is reached and read without a mouse. Its lane in a race is audited with the rest
-of the race (test_accessibility.py) and named there and in test_page_on_the_model.py.
+of the race (test_accessibility.py) and named there.
 """
 
 from __future__ import annotations
