@@ -15,7 +15,9 @@ from visuals import library
 from visuals.lesson import LESSON, step_index
 
 # How many animation frames in a row the outlined panel must keep its place, on screen, with no (finite) animation
-# running: the lesson's smooth scroll is over and its panels drawn, however slowly a busy machine draws frames
+# running and no chart of it still to draw: the lesson's smooth scroll is over and its panels drawn, however slowly a
+# busy machine draws frames. (A chart Gradio has not filled yet is a div named "Empty value": beside the other worker
+# the tune card, lesson step 10, once measured 1,091 px tall with its maps still to draw, and 900 or less drawn.)
 RESTING_FRAMES = 20
 AT_REST = """frames => {
   const lit = document.querySelector('.ll-lit');
@@ -24,7 +26,8 @@ AT_REST = """frames => {
   const place = [window.scrollY, box.top, box.height].join();
   const moving = document.getAnimations().some(
     (a) => a.playState === 'running' && isFinite(a.effect.getComputedTiming().endTime));
-  const still = !moving && box.bottom > 0 && box.top < window.innerHeight && place === window.llLitPlace;
+  const drawing = lit.querySelector('.empty[aria-label]') !== null;
+  const still = !moving && !drawing && box.bottom > 0 && box.top < window.innerHeight && place === window.llLitPlace;
   window.llLitPlace = place;
   window.llLitFrames = still ? (window.llLitFrames || 0) + 1 : 0;
   return window.llLitFrames >= frames;
