@@ -38,8 +38,9 @@ browser:
 	else echo "note: /usr/bin/chromium is missing and installing it needs root and apt-get: the browser test will be skipped"; fi
 
 # The tests keep Python's bytecode (__pycache__, git-ignored), pytest's rewritten test modules among it, even where the
-# environment says not to (PYTHONDONTWRITEBYTECODE=1 on these machines): rewriting the suite's asserts again took each
-# worker about 4 s of every run (make test-quick: 48.0 s, 42.5 s from the second run with the cache, the 2-core AMD EPYC).
+# environment says not to (PYTHONDONTWRITEBYTECODE=1 on these machines), so a run does not rewrite the suite's asserts
+# again in every worker (cProfile of one collection: about 4 s of it). Its gain on make test-quick is not shown: kept and
+# not kept, alternated, took 50.8 and 51.6 s, then 56.8 and 48.1 s (2026-12-07, the 2-core AMD EPYC, drifting).
 test test-quick test-slow test-gemma: export PYTHONDONTWRITEBYTECODE =
 
 # Markers (pyproject.toml): `model` and `browser` are applied by the fixtures a test takes (tests/conftest.py).

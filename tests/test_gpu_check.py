@@ -26,16 +26,8 @@ def test_the_gpu_check_runs_on_the_cpu_and_its_methods_are_exact(default_model, 
     from scripts import gpu_check
 
     command = ["--device", "cpu", "--dtypes", "float32", "--sets", "mtbench", "--limit", "1", "--max-new-tokens", "8"]
-    command += [
-        "--repeats",
-        "1",
-        "--out",
-        str(tmp_path),
-        "--app-tokens",
-        "4",
-        "--methods",
-        "greedy,lookahead,hf-static",
-    ]
+    command += ["--repeats", "1", "--out", str(tmp_path), "--app-tokens", "4"]
+    command += ["--methods", "greedy,lookahead,hf-static"]
     gpu_check.main(command)
     printed = capsys.readouterr()
     assert "FAILED" not in printed.out, printed.err[-2000:]

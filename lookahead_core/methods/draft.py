@@ -56,8 +56,9 @@ def bf16_copy(model):
     """The target's weights in bfloat16: a second copy, about half the memory of a float32 target.
 
     Each floating parameter and buffer is cast on its own and handed to the copy (deepcopy's memo), so the float32
-    weights are never copied whole first: a copy of SmolLM2 took 0.7 to 2.5 s so, 0.45 s this way (after an engine
-    pass, one torch thread, the 2-core AMD EPYC), and never held 540 MB more than the target. Tied weights stay tied
+    weights are never copied whole first: a copy of SmolLM2 took 0.67 to 2.5 s so, 0.43 to 0.49 s this way (after an
+    engine pass, one torch thread, the 2-core AMD EPYC, a fresh process each), and never holds 540 MB more than the
+    target. Tied weights stay tied
     (one tensor, one cast)."""
     cast: dict[int, torch.Tensor] = {}
     for tensor in [*model.parameters(), *model.buffers()]:

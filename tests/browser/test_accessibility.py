@@ -140,9 +140,7 @@ def test_the_races_playback_and_table(desktop):
     assert state == "paused"
     page.click("#ll-slow input")
     page.wait_for_function("() => document.querySelector('#ll-race-playback').innerText.includes('Slowed down')")
-    page.check(
-        "#ll-race-playback .ll-pause"
-    )  # the slowed playback, paused: its animations never run under the next tests
+    page.check("#ll-race-playback .ll-pause")  # paused again: no slowed animation runs on under the next tests
     assert errors == []
 
 
