@@ -161,8 +161,8 @@ def warming_up(
     Each method decodes the request as asked, its budget included, but stops after WARM_UP_TOKENS tokens: so its
     passes have the shapes the timed run's will have (in a fixed-shape mode, one per method and bucket: the
     capture is made here). `until` (a deadline for all the warm-ups) is asked before every pass after a
-    method's first, with the seconds the last one took: True ends the warm-ups there (a warm-up is untimed, so
-    one cut short only warms less)."""
+    method's first, with the seconds since the check before (lapses): True ends the warm-ups there (a warm-up is
+    untimed, so one cut short only warms less)."""
     for part, method in enumerate(methods, first_part):
         warming = replace(request, method=method)
         steps = first_tokens(lean_steps(lm, prompt_ids, warming, runtime), WARM_UP_TOKENS)
@@ -184,11 +184,31 @@ def first_tokens(steps: Iterator[StepTally], count: int) -> Iterator[StepTally]:
 
 
 def stopping(steps: Iterator[StepTally], until: Callable[[float], bool]) -> Iterator[StepTally]:
-    """`steps` until `until(the last step's seconds)` says True after a step."""
+    """`steps` until `until(the seconds since the check before)` says True after a step (lapses)."""
+    lapse = lapses()
     for record in steps:
         yield record
-        if until(record.step_seconds):
+        if until(lapse()):
             return
+
+
+def lapses() -> Callable[[], float]:
+    """A clock for a deadline's checks: each read gives the seconds since the read before (the first, since it was
+    made). Read after a step was handed on and its consumer asked for the next, it is what the next step is expected
+    to take: the step and whatever the consumer did with it. A step's own seconds leave the consumer out, and a
+    server's consumer (the page's update after every pass, under other visitors' events) can take longer than a
+    small model's step: a Run on the app's model beside two CPU burners, checked with its steps' seconds, held the
+    model 6.9 s of its 5 (a CI run, 2026-12-07), its 0.5 s reserve spent by the consumer's turns after the last
+    checks."""
+    last = time.perf_counter()
+
+    def lapse() -> float:
+        nonlocal last
+        now = time.perf_counter()
+        seconds, last = now - last, now
+        return seconds
+
+    return lapse
 
 
 def warm_up(lm: LoadedModel, prompt_ids: list[int], request: DecodeRequest, runtime: Runtime, methods) -> None:
@@ -265,18 +285,18 @@ def tracing(
 
     With the runtime's auto settings, lookahead runs their W, N, G and a fresh planner of their kind, and
     the trace keeps the measured step costs that planner weighed. `until` (a deadline) is asked before every
-    step after the prefill, with the seconds the last step took (what the next is expected to take; after the
-    prefill, the prefill's): once it says True, decoding stops there and the trace is partial, its stop reason
-    DEADLINE.
+    step after the prefill, with the seconds since the check before (lapses: the last step and what its consumer
+    did with it, what the next is expected to take; after the prefill, the prefill's): once it says True, decoding
+    stops there and the trace is partial, its stop reason DEADLINE.
     """
     plan = settle(lm, prompt_ids, request, runtime, recorded=True)
     request = plan.request
     steps, cut = [], False
-    started = time.time()
+    started, lapse = time.time(), lapses()
     for record in planned_steps(lm, prompt_ids, plan, runtime):
         steps.append(record)
         yield record
-        upcoming = record.step_seconds  # the next step, as this one (the first, as the prefill)
+        upcoming = lapse()  # the next step, as this one and its consumer's turn (the first, as the prefill)
         if record.stop is None and until is not None and until(upcoming):
             cut = True
             break

@@ -33,6 +33,7 @@ from lookahead_core.trace import (
     Progress,
     candidate_tokens,
     finished,
+    lapses,
     machine_facts,
     planned_steps,
     settle,
@@ -69,7 +70,8 @@ def timed_lane(
     The clock runs only while a step runs, up to the device's sync: whatever the consumer does with
     a Progress is not charged to the method. The step figures leave out the prefill, which all
     methods share. `until` (a deadline) is asked before every step after the prefill, with the seconds
-    the last step took (what the next is expected to take; after the prefill, the prefill's): True stops
+    since the check before (trace.lapses: the last step and the consumer's turn, what the next is expected to take;
+    after the prefill, the prefill's): True stops
     the lane there, its lap partial. `stop_at` stops it, whole, after the step that reached that many new tokens
     (a later round cut short to fit: its request, and so its shape, stay the first round's).
     The runtime's `learn` takes the step tallies at the end (the budget's prices).
@@ -78,9 +80,9 @@ def timed_lane(
     tokens, seconds, records = [0], [0.0], []
     steps = planned_steps(lm, prompt_ids, plan, runtime)
     synchronize(lm.device)
-    partial = False
+    partial, lapse = False, lapses()
     while stop_at is None or tokens[-1] < stop_at:  # a lap cut to `stop_at` ends whole, before the deadline is asked
-        upcoming = records[-1].step_seconds if records else 0.0  # the next step, as the last (the prefill first)
+        upcoming = lapse()  # the next step, as the last and its consumer's turn (the prefill first)
         if records and records[-1].stop is None and until is not None and until(upcoming):
             partial = True
             break
