@@ -84,11 +84,12 @@ def chromium_page(url: str) -> Iterator[tuple[object, list]]:
             browser.close()
 
 
-def open_page(browser, url: str, viewport: dict = VIEWPORT) -> tuple[object, list]:
+def open_page(browser, url: str, viewport: dict = VIEWPORT, motion: str = "no-preference") -> tuple[object, list]:
     """A new page of `browser` (a touch screen at PHONE's size) on `url` once the panels are drawn and its opening
     event has filled the session's run (ui.scripts.OPENED), and the list its JavaScript errors are appended to. Its
-    waits fail after PAGE_WAIT_MS unless they say otherwise."""
-    page = browser.new_page(viewport=viewport, has_touch=viewport is PHONE)
+    waits fail after PAGE_WAIT_MS unless they say otherwise. `motion`: the reader's system's wish, as CSS's
+    prefers-reduced-motion ("reduce": the lesson moves to its panels at once, no transitions)."""
+    page = browser.new_page(viewport=viewport, has_touch=viewport is PHONE, reduced_motion=motion)
     page.set_default_timeout(PAGE_WAIT_MS)
     errors: list = []
     page.on("pageerror", lambda error: errors.append(error))  # playwright cannot wrap a bound builtin

@@ -333,7 +333,8 @@ OPENED = """
 """
 
 # The lesson's panel: outlined and scrolled to the middle of the screen (on a phone, or a card taller than the screen,
-# to the top: on a phone above the lesson's sheet, assets/style.css); a lost focus goes to the step's Next
+# to the top: on a phone above the lesson's sheet, assets/style.css), smoothly unless the reader's system asks for
+# reduced motion (then at once, as assets/style.css keeps transitions off); a lost focus goes to the step's Next
 HIGHLIGHT = """
 (name) => {
   document.querySelectorAll(".ll-lit").forEach((element) => element.classList.remove("ll-lit"));
@@ -348,7 +349,7 @@ HIGHLIGHT = """
     fromTop()
       ? window.scrollTo({ top: window.scrollY + card.getBoundingClientRect().top - 8, behavior })
       : card.scrollIntoView({ behavior, block: "center" });
-  place("smooth");
+  place(window.matchMedia("(prefers-reduced-motion: reduce)").matches ? "auto" : "smooth");
   // The new step's panels, drawn meanwhile (late, on a busy machine or server), move the card: for 4 s it is placed
   // again whenever it drifts out of the screen (on a phone, where the lesson covers the lower half, from the top),
   // unless the reader scrolls or presses a key first

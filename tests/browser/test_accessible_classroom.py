@@ -42,6 +42,47 @@ def test_the_replay_steps_and_plays_by_keyboard_and_its_caption_is_announced(cla
         page.close()
 
 
+# Each scroll the page asks for, with how (window.llScrolls): the lesson places its panel by scrollIntoView or scrollTo
+SCROLLS_NOTED = """() => {
+  window.llScrolls = [];
+  const into = Element.prototype.scrollIntoView, to = window.scrollTo;
+  Element.prototype.scrollIntoView = function (options) {
+    window.llScrolls.push(options?.behavior);
+    return into.call(this, options);
+  };
+  window.scrollTo = function (options) {
+    window.llScrolls.push(options?.behavior);
+    return to.call(this, options);
+  };
+}"""
+
+
+@pytest.mark.parametrize("motion", ["reduce", "no-preference"])
+def test_a_reader_who_asks_for_reduced_motion_is_moved_at_once_and_sees_no_transition(classroom, browser, motion):
+    """With the system's reduced motion on, the lesson places its panel at once (no smooth scroll) and the page's
+    transitions take no time; without it (the negative control), the lesson scrolls smoothly and the accordions' and
+    buttons' transitions play."""
+    page, errors = open_page(browser, f"{classroom}?lesson=1", DESKTOP, motion=motion)
+    try:
+        page.wait_for_function("() => document.activeElement?.id === 'll-next-0'")
+        page.evaluate(SCROLLS_NOTED)
+        page.keyboard.press("Enter")
+        page.wait_for_function("() => window.llScrolls.length > 0")
+        page.wait_for_function("() => document.activeElement?.id === 'll-next-1'")  # step 2 placed, its Next focused
+        scrolls = page.evaluate("() => window.llScrolls")  # a drift put back from step 1's opening: "auto" too
+        durations = page.evaluate(
+            "() => [...document.querySelectorAll('button')].map((b) => getComputedStyle(b).transitionDuration)"
+        )
+        moving = any(duration.split(",")[0].strip() not in ("0s", "") for duration in durations)
+        if motion == "reduce":
+            assert "smooth" not in scrolls and not moving, (scrolls, sorted(set(durations)))
+        else:
+            assert "smooth" in scrolls and moving, (scrolls, sorted(set(durations)))
+        assert errors == []
+    finally:
+        page.close()
+
+
 def test_a_text_box_the_focus_left_stays_left_and_the_arrow_keys_step(classroom, browser):
     """A focus that leaves a control still there and usable with no key pressed (a script's blur, a click on the page's
     background answered late) stays where it went: ui/scripts.FOCUS_KEPT gave it back to the prompt's box, which
