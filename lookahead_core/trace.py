@@ -199,7 +199,9 @@ def lapses() -> Callable[[], float]:
     server's consumer (the page's update after every pass, under other visitors' events) can take longer than a
     small model's step: a Run on the app's model beside two CPU burners, checked with its steps' seconds, held the
     model 6.9 s of its 5 (a CI run, 2026-12-07), its 0.5 s reserve spent by the consumer's turns after the last
-    checks."""
+    checks. The first read after a prefill holds what the prefill set up once too (a fixed-shape mode's capture or
+    compile, outside the prefill's own seconds): near the end of a share a cold decoding then stops after its
+    prefill, where a step might still have fitted; the forecast errs early, never late."""
     last = time.perf_counter()
 
     def lapse() -> float:
@@ -286,8 +288,8 @@ def tracing(
     With the runtime's auto settings, lookahead runs their W, N, G and a fresh planner of their kind, and
     the trace keeps the measured step costs that planner weighed. `until` (a deadline) is asked before every
     step after the prefill, with the seconds since the check before (lapses: the last step and what its consumer
-    did with it, what the next is expected to take; after the prefill, the prefill's): once it says True, decoding
-    stops there and the trace is partial, its stop reason DEADLINE.
+    did with it, what the next is expected to take; after the prefill, the prefill's, its set-up and turn
+    included): once it says True, decoding stops there and the trace is partial, its stop reason DEADLINE.
     """
     plan = settle(lm, prompt_ids, request, runtime, recorded=True)
     request = plan.request

@@ -349,7 +349,7 @@ HIGHLIGHT = """
     fromTop()
       ? window.scrollTo({ top: window.scrollY + card.getBoundingClientRect().top - 8, behavior })
       : card.scrollIntoView({ behavior, block: "center" });
-  place(window.matchMedia("(prefers-reduced-motion: reduce)").matches ? "auto" : "smooth");
+  place(window.matchMedia("(prefers-reduced-motion: reduce)").matches ? "instant" : "smooth");
   // The new step's panels, drawn meanwhile (late, on a busy machine or server), move the card: for 4 s it is placed
   // again whenever it drifts out of the screen (on a phone, where the lesson covers the lower half, from the top),
   // unless the reader scrolls or presses a key first

@@ -131,13 +131,13 @@ class Deadline:
         return self.seconds * (1 - self.reserve) - self.elapsed()
 
     def passed(self, upcoming: float = 0.0) -> bool:
-        """Whether the time is up, or would be after a step of `upcoming` seconds."""
+        """Whether the time is up, or would be after `upcoming` seconds more (a step, and its consumer's turn)."""
         return self.left() <= upcoming
 
     def share(self, decodings_left: int) -> Callable[..., bool]:
         """A deadline for the decoding that starts now: an equal share of the time left among `decodings_left`
-        (a fast decoding leaves its unused time to those after it). Asked with the seconds the next step is
-        expected to take, it says True when that step would end past the share."""
+        (a fast decoding leaves its unused time to those after it). Asked with the seconds the next step and its
+        consumer's turn are expected to take (trace.lapses), it says True when they would end past the share."""
         end = self._clock() + max(self.left(), 0.0) / max(decodings_left, 1)
         return lambda upcoming=0.0: self._clock() + upcoming >= end
 
