@@ -69,10 +69,10 @@ def timed_lane(
 
     The clock runs only while a step runs, up to the device's sync: whatever the consumer does with
     a Progress is not charged to the method. The step figures leave out the prefill, which all
-    methods share. `until` (a deadline) is asked before every step after the prefill, with the seconds since the
-    check before (trace.lapses): the last step and the consumer's turn, which the method is not charged but the
-    request's time is, as what the next is expected to take (after the prefill, the prefill's, its set-up and turn
-    included). True stops the lane there, its lap partial. `stop_at` stops it, whole, after the step that reached
+    methods share. `until` (a deadline) is asked before every step after the prefill with what the next is
+    expected to take: the seconds since the check before (trace.lapses), the last step and the consumer's turn (not
+    charged to the method, but spent of the request's time); after the prefill, the prefill's, its set-up and turn
+    included. True stops the lane there, its lap partial. `stop_at` stops it, whole, after the step that reached
     that many new tokens (a later round cut short to fit: its request, and so its shape, stay the first round's).
     The runtime's `learn` takes the step tallies at the end (the budget's prices).
     """

@@ -67,8 +67,7 @@ def test_a_reader_who_asks_for_reduced_motion_is_moved_at_once_and_sees_no_trans
         page.wait_for_function("() => document.activeElement?.id === 'll-next-0'")
         page.evaluate(SCROLLS_NOTED)
         page.keyboard.press("Enter")
-        page.wait_for_function("() => window.llScrolls.length > 0")
-        page.wait_for_function("() => document.activeElement?.id === 'll-next-1'")  # step 2 placed, its Next focused
+        page.wait_for_function("() => document.activeElement?.id === 'll-next-1'")  # step 2 placed, then Next focused
         scrolls = page.evaluate("() => window.llScrolls")  # a drift put back from step 1's opening: "auto" too
         durations = page.evaluate(
             "() => [...document.querySelectorAll('button')].map((b) => getComputedStyle(b).transitionDuration)"
