@@ -5,8 +5,8 @@ imports `demo` from it. The engine (lookahead_core) records, the drawings (visua
 lab holds the one model, checks every request and runs the model work (lab.serve.server). Run, Race and the
 map are the only model work: a question measured a moment ago is answered from that measurement
 (lab.serve.questions); the rest wait in one bounded line for the model, told their place (lab.serve.line), report
-their progress after every forward pass, and stop at the next pass when their visitor leaves, presses
-Stop or cancels.
+their progress up to ten times a second, and stop at the pass after the next report when their visitor leaves,
+presses Stop or cancels.
 Who may load which model is the operator's choice (docs/deploy.md); `python app.py` logs each refused
 request on one line.
 """

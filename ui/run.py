@@ -8,7 +8,7 @@ Run's output joins it.
 
 The values arrive as the client sent them; lab.serve.requests checks each one, and a refusal leaves the
 replay as it was with a toast and a note under the Run button. The work waits in line for the model (lab.serve.line),
-saying its place, and reports its progress after every forward pass.
+saying its place, and reports its progress up to ten times a second (ui.events.reporting).
 """
 
 from __future__ import annotations
