@@ -24,20 +24,22 @@ def with_axe(page) -> None:
         page.evaluate(AXE.axe_script)
 
 
-def audited(page, state: str, within: list[str] | None = None) -> dict[str, int]:
+def audited(page, state: str, within: list[str] | None = None, drawn: bool = False) -> dict[str, int]:
     """The serious and critical violations axe finds on `page`, as {rule id: elements that break it}, printed
     under the name of the state; axe's full report of them is written to out/axe/STATE.json (git-ignored). `within`:
-    the CSS selectors of the parts audited (default: the whole page)."""
+    the CSS selectors of the parts audited (default: the whole page). `drawn`: the caller has just waited until the
+    parts audited had drawn every chart for RESTING_FRAMES frames (the lesson's walk, at each step's rest)."""
     # While the page loads, Gradio draws a not-yet-filled chart as a div named "Empty value" (an aria-label
     # axe refuses on a plain div): the audit is of the page once drawn, none left for RESTING_FRAMES frames in a
     # row (a chart the page fills later, such as the tune card's recorded maps, may show one after another is gone)
-    page.evaluate("() => { window.llDrawnFrames = 0; }")
-    page.wait_for_function(
-        "frames => (window.llDrawnFrames = document.querySelector('.empty[aria-label]') ? 0 : window.llDrawnFrames + 1)"
-        " >= frames",
-        arg=RESTING_FRAMES,
-        polling="raf",
-    )
+    if not drawn:
+        page.evaluate("() => { window.llDrawnFrames = 0; }")
+        page.wait_for_function(
+            "frames => (window.llDrawnFrames = document.querySelector('.empty[aria-label]') ? 0"
+            " : window.llDrawnFrames + 1) >= frames",
+            arg=RESTING_FRAMES,
+            polling="raf",
+        )
     with_axe(page)
     context = {"include": [[selector] for selector in within]} if within else None
     report = page.evaluate("c => axe.run(c === null ? document : c, {resultTypes: ['violations']})", context)
