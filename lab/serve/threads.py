@@ -3,7 +3,7 @@
 torch starts one intra-op thread per core, and its threads meet at a barrier in every kernel, so beside a busy
 program each step waits for the thread that lost its core: on this 2-core CPU beside one busy process 16 greedy
 tokens took 10.4-17.5 s on two threads and 1.2-1.4 s on one (issue 44). So a request runs on the cores that other
-programs left free since the previous reading (/proc/stat, busy.CpuWatch), never on more than the count that ran
+programs left free just before it (/proc/stat, busy.CpuWatch), never on more than the count that ran
 a plain step fastest when the model loaded. torch keeps the count per OS thread and a Gradio worker may resume a
 request's generator on another thread: `running_on` sets it for every resumption.
 """
@@ -23,6 +23,11 @@ from lab.measure.busy import CpuWatch
 
 # A reading shorter than this says little (the kernel counts CPU time in 10 ms ticks): it is waited out.
 SHORTEST_READING = 0.25
+# A reading longer than this may average a quiet past with a busy present: a Run beside two CPU burners started a
+# second before it, its reading taken since the previous request 21 s earlier, read 0.08 cores busy and took both
+# threads (2026-12-07, the 2-core AMD EPYC; in a make test run that morning the same test's Run held the model 9.9 s
+# of its 5). Older than this, the reading starts again: the request reads the last SHORTEST_READING alone.
+LONGEST_READING = 1.0
 
 Item = TypeVar("Item")
 Result = TypeVar("Result")
@@ -64,7 +69,10 @@ class ThreadChoice:
 
     def choose(self) -> int:
         """The threads for the request that starts now: the cores other programs left free since the previous
-        reading (rounded, at least one), at most `best`."""
+        reading, or over the last SHORTEST_READING where that was more than LONGEST_READING ago (rounded, at least
+        one), at most `best`."""
+        if self._watch.seconds() > LONGEST_READING:
+            self._watch = CpuWatch()
         wait = SHORTEST_READING - self._watch.seconds()
         if wait > 0:
             time.sleep(wait)
