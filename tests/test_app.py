@@ -447,6 +447,22 @@ def test_the_exports_are_pressable_only_once_the_opening_event_has_filled_the_se
         assert all(shown[button].interactive is True for button in buttons), asked
 
 
+def test_the_idle_queue_looks_for_work_every_hundredth_of_a_second_not_every_thousandth():
+    """Gradio's queue, with nothing to start, slept 1 ms between looks: 7% of a core for an app nobody used. The app
+    sets the sleep Gradio's loop reads (an upgrade that renames it must fail here, not pass unseen)."""
+    import inspect
+    import platform
+
+    from gradio import queueing
+
+    import app
+    from ui.page import QUEUE_IDLE_SECONDS
+
+    assert "await asyncio.sleep(self.sleep_when_free)" in inspect.getsource(queueing.Queue.start_processing)
+    expected = 0.05 if platform.system() == "Windows" else QUEUE_IDLE_SECONDS  # Gradio's own on Windows is longer
+    assert app.demo._queue.sleep_when_free == expected
+
+
 def test_a_lesson_link_opens_its_step_and_every_lesson_step_loads_its_preset_at_its_step():
     import app
     from visuals.lesson import LESSON, step_index
