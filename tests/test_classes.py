@@ -9,15 +9,9 @@ from lab.serve.classes import Board, Classes, Shown
 from lab.serve.shelf import Shelf
 from lookahead_core.records import RaceRecord
 
+from .clock import FakeClock
+
 RACES = sorted((Path(__file__).resolve().parent.parent / "docs" / "bench" / "races").glob("*.json"))
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def test_a_class_opens_with_an_unguessable_id_and_secret_and_an_empty_board():
@@ -59,7 +53,7 @@ def test_each_change_is_a_new_version_and_an_unchanged_one_is_not():
 
 
 def test_a_class_ends_after_its_driver_stays_idle_and_each_change_keeps_it():
-    clock = Clock()
+    clock = FakeClock()
     classes = Classes(capacity=10, seconds=100, clock=clock)
     class_id, secret = classes.open_class()
     clock.now = 90
@@ -72,7 +66,7 @@ def test_a_class_ends_after_its_driver_stays_idle_and_each_change_keeps_it():
 
 
 def test_at_most_capacity_classes_are_kept_the_longest_idle_going_first():
-    clock = Clock()
+    clock = FakeClock()
     classes = Classes(capacity=3, seconds=100, clock=clock)
     opened = []
     for second in range(3):

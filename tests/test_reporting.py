@@ -4,29 +4,19 @@ on a tiny model take 6 to 9 s in the page for its 0.7 s of work."""
 
 from __future__ import annotations
 
-import types
-
 import pytest
 
 from lab.serve.questions import Waiting
 from lookahead_core.records import Method, Progress
 from ui import events
 
+from .clock import FakeClock
+
 PASS_SECONDS = 0.03  # each pass of the work below, on the test's clock
 TURN_SECONDS = 0.25  # Gradio's turn with each update sent, on the test's clock
 
 
-class Clock:
-    """The clock reporting reads: the work advances it by a pass's seconds, the consumer by its turn."""
-
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def perf_counter(self) -> float:
-        return self.now
-
-
-def passes(clock: Clock, count: int):
+def passes(clock: FakeClock, count: int):
     """Model work: two places in the line, then `count` passes of PASS_SECONDS each, then its result."""
     yield Waiting(2, 10.0)
     yield Waiting(1, 5.0)
@@ -39,13 +29,14 @@ def passes(clock: Clock, count: int):
 
 
 @pytest.fixture
-def clock(monkeypatch) -> Clock:
-    clock = Clock()
-    monkeypatch.setattr(events, "time", types.SimpleNamespace(perf_counter=clock.perf_counter))
+def clock(monkeypatch) -> FakeClock:
+    """The clock reporting reads: the work moves it on by a pass's seconds, the consumer by its turn."""
+    clock = FakeClock()
+    monkeypatch.setattr(events, "time", clock)
     return clock
 
 
-def reported(clock: Clock, count: int) -> tuple[list, object]:
+def reported(clock: FakeClock, count: int) -> tuple[list, object]:
     """What the progress bar was told (each update's fraction, None while waiting), in order, and the result."""
     told = []
 

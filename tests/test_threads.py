@@ -13,6 +13,7 @@ from lab.serve.budget import BudgetError, Prices, first_token_seconds
 from lab.serve.holding import Held
 from lookahead_core.records import Busy
 
+from .clock import FakeClock
 from .test_budget import decode_step
 from .tiny import cost_table
 
@@ -54,12 +55,7 @@ def test_a_request_gets_the_cores_other_programs_left_free_at_most_the_fastest_c
     assert threads.ThreadChoice(cores=2, best=1).choose() == 1  # one thread ran fastest at load: never more
 
 
-class Clock:
-    now = 0.0
-
-    @staticmethod
-    def sleep(seconds: float) -> None:
-        Clock.now += seconds
+CLOCK = FakeClock()  # the test's clock, which the thread choice sleeps on and its watches read
 
 
 BUSY_FROM = 100.0  # on the test's clock: the machine quiet until then, two cores busy from then on
@@ -69,14 +65,14 @@ class WindowWatch:
     """A CpuWatch on the test's clock: what other programs used over its window, quiet before BUSY_FROM."""
 
     def __init__(self) -> None:
-        self.made = Clock.now
+        self.made = CLOCK.now
 
     def seconds(self) -> float:
-        return Clock.now - self.made
+        return CLOCK.now - self.made
 
     def reading(self) -> Busy:
-        wall = Clock.now - self.made
-        others = 2.0 * max(0.0, Clock.now - max(self.made, BUSY_FROM)) / wall
+        wall = CLOCK.now - self.made
+        others = 2.0 * max(0.0, CLOCK.now - max(self.made, BUSY_FROM)) / wall
         return Busy(other_cores=others, cores=2, seconds=wall, heavy=others > 0.2)
 
 
@@ -84,12 +80,12 @@ def test_a_request_after_a_quiet_while_reads_the_load_of_its_last_moment_alone(m
     """The previous reading 101 s ago, two burners started a second ago: read since then, the machine was 2% busy and
     the request would take both cores (the negative control, with no longest reading); read afresh, both are busy."""
     monkeypatch.setattr(threads, "CpuWatch", WindowWatch)
-    monkeypatch.setattr(threads, "time", Clock)
+    monkeypatch.setattr(threads, "time", CLOCK)
     for longest, chosen in ((float("inf"), 2), (threads.LONGEST_READING, 1)):
         monkeypatch.setattr(threads, "LONGEST_READING", longest)
-        Clock.now = 0.0
+        CLOCK.now = 0.0
         choice = threads.ThreadChoice(cores=2, best=2)  # its reading starts now: the previous request's
-        Clock.now = BUSY_FROM + 1.0
+        CLOCK.now = BUSY_FROM + 1.0
         assert choice.choose() == chosen, choice.others
     assert choice.others == pytest.approx(2.0)
 
