@@ -4,7 +4,9 @@ float32, so every output must equal greedy `generate`'s. It runs in `make test` 
 (`gpu_check.main`, as the command line calls it): a process of its own imported torch, transformers and the app again
 (about 8 s of its 36 s on the 2-core AMD EPYC, quiet), and its Run and race took three rounds where what they show is
 the check's to test, not their timing. Its last part, a Run and a race through the app's server functions, is written
-as files the app opens."""
+as files the app opens. The check drives the app's model (the real one's first layers, tests.conftest.app_model): what
+is tested is the check's own path, and the whole model's exactness is tests/test_fixed_shape.py's and
+tests/test_engine_default_model.py's (the whole model took the test 32 s alone, the app's 11 s: the 2-core AMD EPYC)."""
 
 from __future__ import annotations
 
@@ -18,13 +20,17 @@ from lookahead_core.request import DecodeRequest
 from visuals.library import read_run
 
 
-def test_the_gpu_check_runs_on_the_cpu_and_its_methods_are_exact(default_model, one_round, tmp_path, capsys):
+def test_the_gpu_check_runs_on_the_cpu_and_its_methods_are_exact(app_model, one_round, tmp_path, capsys, monkeypatch):
     """The whole check, end to end, on three methods (every method took 3 minutes of make test on the 2-core AMD CPU:
     each method's bench is test_bench's, its exactness on the real model test_fixed_shape's, its split this module's
     on a tiny model) and MT-Bench's first prompt (53 tokens: HumanEval's 125 were prefilled about 50 times); the app's
     Run and race as a visitor's, one round each. A part that fails prints FAILED and the check goes on: none may."""
+    from lab.serve import server
+    from lab.serve.holding import ModelHolder
     from scripts import gpu_check
 
+    monkeypatch.setattr(gpu_check, "load_model", lambda device, dtype: app_model)
+    monkeypatch.setattr(server, "MODEL", ModelHolder())  # the check puts its model in the server: not for later tests
     command = ["--device", "cpu", "--dtypes", "float32", "--sets", "mtbench", "--limit", "1", "--max-new-tokens", "8"]
     command += ["--repeats", "1", "--out", str(tmp_path), "--app-tokens", "4"]
     command += ["--methods", "greedy,lookahead,hf-static"]
