@@ -149,6 +149,7 @@ def test_a_run_of_the_added_method_is_exact_and_its_replay_draws_every_panel(app
     assert look(repeat).pattern == "."
 
 
+@pytest.mark.usefixtures("one_round")  # a lane's exactness, not its timing: three rounds took 13 s of make test
 def test_the_race_and_the_bench_take_the_added_method(app_model, repeat):
     record = race(app_model, app_model.tokenizer.encode(TEXT), REQUEST, Runtime(deadline=Deadline(60)), cost_table(0.1))
     lane = record.lane(repeat)

@@ -260,6 +260,7 @@ def test_a_round_cut_to_a_few_tokens_gives_no_speedup(tiny_lm, slow_clock):
 
 
 @pytest.mark.heavy
+@pytest.mark.usefixtures("one_round")  # the warm-ups come before the rounds: three took the test 13 s of make test
 def test_the_warm_ups_stop_at_their_share_of_the_deadline(tiny_lm, slow_clock):
     """Beside CPU burners the warm-ups (never timed) once took a 60 s race past 140 s: they now get one
     decoding's share of the time, and the race still measures every method (negative control: without a
