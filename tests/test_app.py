@@ -37,6 +37,8 @@ from ui.race import RACE_AUTO
 from visuals import export, library, replay
 from visuals.summary import example_note
 
+from .visual_checks import words
+
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore:.*(copy keyword|no_silent_downcasting)")
 
 PRESETS = library.load_presets()
@@ -665,11 +667,6 @@ def burning(count: int):
             burner.join()
 
 
-def text_of(html: str) -> str:
-    """An answer's HTML as the words it shows, for a failure's message."""
-    return re.sub(r"\s+", " ", unescape(re.sub(r"<[^>]+>", " ", html))).strip()
-
-
 def model_seconds(notice: str) -> float:
     """The model time a request's notice reports; the test fails, quoting the notice, where there is none."""
     took = re.search(r"This request took ([0-9.]+) s of model time", notice)
@@ -703,13 +700,13 @@ def test_the_default_run_and_race_beside_two_cpu_burners_complete_and_the_prices
     summary, notice = result[1], result[-1]
     used = model_seconds(notice)
     assert used <= 1.1 * BURNING_RUN_SECONDS, (
-        f"the Run held the model {used:.1f} s, over 1.1 × {BURNING_RUN_SECONDS} s; {text_of(summary)[:3000]}"
+        f"the Run held the model {used:.1f} s, over 1.1 × {BURNING_RUN_SECONDS} s; {words(summary)[:3000]}"
     )
     assert "these timings are less reliable" in summary and "Other programs used about" in summary
     assert "Not raced" not in race_summary and "Shorten" not in race_summary, race_summary
     raced = model_seconds(race_summary)
     # where the time went, if it overran: the race's own table (each lane's rounds, partial ones named) and the pace
-    said = f"steps at {busy[0]:.1f}x their price on {busy[1]} threads; {text_of(race_summary)[:3000]}"
+    said = f"steps at {busy[0]:.1f}x their price on {busy[1]} threads; {words(race_summary)[:3000]}"
     assert raced <= 1.1 * BURNING_RACE_SECONDS, f"the race held the model {raced:.1f} s; {said}"
     quiet = client.predict(**run_form(PROMPT_AFTER, max_new_tokens=4), api_name="/run")
     model_seconds(quiet[-1])

@@ -28,7 +28,7 @@ from visuals.summary import summary_html
 from visuals.timing import FEWEST_ROUNDS
 
 from .tiny import CharTokenizer, cost_table, tiny_draft, tiny_model
-from .visual_checks import example
+from .visual_checks import example, words
 
 QUIET = Busy(other_cores=0.1, cores=2, seconds=10.0, heavy=False)
 TOKENS = 48
@@ -53,7 +53,7 @@ def timed(methods: list[Method], seconds: dict[Method, list[float]]):
 
 def texts(html: str, pattern: str) -> list[str]:
     """The text (tags dropped, entities read) of every match of `pattern`'s first group in `html`."""
-    return [" ".join(unescape(re.sub(r"<[^>]+>", " ", m)).split()) for m in re.findall(pattern, html, re.DOTALL)]
+    return [words(m) for m in re.findall(pattern, html, re.DOTALL)]
 
 
 def stats(html: str) -> dict[str, str]:

@@ -52,6 +52,11 @@ def decode_steps(run: Run) -> list[tuple[int, StepRecord]]:
     return [(i, r) for i, r in enumerate(run.trace.steps) if r.kind == StepKind.DECODE]
 
 
+def words(html: str) -> str:
+    """The words `html` shows: its tags dropped, its entities read, its white space one space."""
+    return " ".join(unescape(re.sub(r"<[^>]+>", " ", html)).split())
+
+
 def chip_count(html: str, kind: str) -> int:
     return len(re.findall(rf'class="ll-tok ll-{kind}[ "]', html))
 
