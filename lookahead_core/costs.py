@@ -22,11 +22,12 @@ from functools import cached_property, partial
 
 import torch
 
+from .cache import cache_root
 from .device.capture import capture_for
 from .device.fixed import FixedPasses, chosen_mode, failed, shape_for
 from .device.forward import forward_tree, keep_rows, prefill
 from .device.product_ways import SIZES, fingerprint
-from .models import LoadedModel, cache_root
+from .models import LoadedModel
 from .records import StepCostCurve, StepMode
 from .tree.attention import attention_plan
 from .tree.layout import chain_layout

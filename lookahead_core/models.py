@@ -21,6 +21,7 @@ from pathlib import Path
 import torch
 from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
+from .cache import cache_root
 from .tree.attention import UnsupportedModel, attention_plan
 
 DEFAULT_MODEL = "SmolLM2-135M-Instruct"
@@ -103,11 +104,6 @@ def device_name(device: torch.device) -> str:
         return torch.cuda.get_device_name(device)
     cores, threads = os.cpu_count(), torch.get_num_threads()
     return f"CPU ({cores} core{'s' * (cores != 1)}, {threads} torch thread{'s' * (threads != 1)})"
-
-
-def cache_root() -> Path:
-    """Where dequantized default weights are kept: $XDG_CACHE_HOME/lookahead-lab, else ~/.cache/lookahead-lab."""
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "lookahead-lab"
 
 
 def resolve_device(device: str) -> str:

@@ -50,9 +50,9 @@ TEMPORARY_CURVES = "tmp-pytest-of-*"
 def pytest_sessionfinish(session) -> None:
     if hasattr(session.config, "workerinput"):  # an xdist worker: others may still be reading the cache
         return
-    from lookahead_core import models
+    from lookahead_core.cache import cache_root  # no torch: the controller imports none
 
-    for curve in (models.cache_root() / "step-costs").glob(TEMPORARY_CURVES):
+    for curve in (cache_root() / "step-costs").glob(TEMPORARY_CURVES):
         curve.unlink(missing_ok=True)
 
 

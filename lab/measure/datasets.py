@@ -22,7 +22,8 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-from lookahead_core.models import cache_root, encode_conversation, encode_prompt
+from lookahead_core.cache import cache_root
+from lookahead_core.models import encode_conversation, encode_prompt
 
 SHIPPED = Path(__file__).resolve().parents[2] / "assets" / "prompts"
 # Prompt sets in the repository, by name: see assets/prompts/README.md for their sources and licences.

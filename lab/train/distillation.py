@@ -21,7 +21,8 @@ from tqdm import tqdm
 
 from lab.measure.datasets import SHIPPED_SETS
 from lab.train.training import RunClock
-from lookahead_core.models import LoadedModel, cache_root, encode_prompt, load_model
+from lookahead_core.cache import cache_root
+from lookahead_core.models import LoadedModel, encode_prompt, load_model
 
 ANSWERS, RECORD = "answers.jsonl", "training.json"
 ANSWER_BATCH = 16  # prompts answered in one batched generate

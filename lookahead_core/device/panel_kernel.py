@@ -22,7 +22,7 @@ from pathlib import Path
 
 import torch
 
-from ..models import cache_root
+from ..cache import cache_root
 from .cpu import cpu_flags, cpu_model
 
 SOURCE = Path(__file__).with_name("panel_rows.cpp")

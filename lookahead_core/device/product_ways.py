@@ -30,7 +30,7 @@ import torch
 from torch import nn
 from torch.nn.functional import linear
 
-from ..models import cache_root
+from ..cache import cache_root
 from ..records import ProductChoice, ProductGroup, SchemaError, to_data
 from ..records.codec import decode
 from .cpu import cpu_flags, cpu_model
