@@ -668,6 +668,9 @@ def test_the_copy_down_is_recorded_where_its_warm_up_runs_move_nothing(monkeypat
 # Traceable: the step under torch.compile
 
 
+# The tests that compile take a one-layer tiny model: dynamo traces every layer, each the same code (a compile per
+# shape, and the layers' caches kept apart are the fixed step's tests above and on the real model below). With two
+# layers, the three tests took 30 s alone; with one, 21 s (the 2-core AMD EPYC, 2026-12-07).
 def compiled_with(backend: str):
     """The compiled mode's own wrapper (capture.compiled) with a backend that runs on this CPU. A test that puts it
     in the fixed mode's place also reads the whole cache in every pass, as the compiled mode does (`one_span`)."""
@@ -684,7 +687,7 @@ def one_span(monkeypatch) -> None:
 @pytest.mark.parametrize("backend", slow_but(["eager", "aot_eager"], "aot_eager"))
 def test_the_step_compiled_whole_gives_the_uncompiled_steps_records(backend, monkeypatch):
     """fullgraph=True: the pass and the copy-down trace with no graph break (no host read inside)."""
-    lm = tiny_model("llama")
+    lm = tiny_model("llama", layers=1)
     runtime = dataclasses.replace(tiny_runtime(lm, "llama"), mode=StepMode.FIXED)
     one_span(monkeypatch)  # both read the whole cache: a pass over fewer columns rounds apart in the last bits
     uncompiled = {m: untimed(decode_steps(lm, PROMPTS[0], request(m), runtime)) for m in Method}
@@ -711,7 +714,7 @@ def test_inductor_gives_generates_tokens():
 
 @pytest.mark.heavy
 def test_no_prompt_length_recompiles_and_a_second_bucket_is_caught(monkeypatch):
-    lm = tiny_model("llama")
+    lm = tiny_model("llama", layers=1)
     torch._dynamo.reset()
     monkeypatch.setitem(capture.CAPTURES, StepMode.FIXED, compiled_with("eager"))
     one_span(monkeypatch)
@@ -731,7 +734,7 @@ def test_more_shapes_than_dynamos_recompile_limit_all_compile(monkeypatch):
     took a minute of make test): the compiled mode's wrapper compiles them all, where a plain
     torch.compile(fullgraph=True) fails at the third (negative control). The limit is set by dynamo's own patch:
     monkeypatch's undo hid the setting from the worker's later tests."""
-    lm = tiny_model("llama")
+    lm = tiny_model("llama", layers=1)
     runtime = Runtime(mode=StepMode.FIXED)
     requests = [DecodeRequest(lookahead=LookaheadConfig(w, 3, 2), max_new_tokens=6) for w in range(1, 5)]
     one_span(monkeypatch)
@@ -747,7 +750,7 @@ def test_more_shapes_than_dynamos_recompile_limit_all_compile(monkeypatch):
         monkeypatch.setitem(capture.CAPTURES, StepMode.FIXED, plain)
         with pytest.raises(torch._dynamo.exc.FailOnRecompileLimitHit):
             for req in requests:
-                output(tiny_model("llama"), PROMPTS[0], req, runtime)
+                output(tiny_model("llama", layers=1), PROMPTS[0], req, runtime)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -299,7 +299,7 @@ def test_the_device_step_captures_whole(wrapper, method, monkeypatch, device_ste
     .item() or a mask index, would break the graph and fail here; the passes read the whole cache, as the compiled
     mode's do), the device step decides the same steps."""
     one_span(monkeypatch)
-    lm = tiny_model("llama")
+    lm = tiny_model("llama", layers=1)  # traced once per layer: see tests/test_fixed_shape.compiled_with
     runtime = dataclasses.replace(FIXED, heads=tiny_medusa(lm), layer=tiny_layer(lm))
     request = {
         Method.LOOKAHEAD: lookahead(LookaheadConfig(4, 4, 3)),
