@@ -37,7 +37,7 @@ from ui.race import RACE_AUTO
 from visuals import export, library, replay
 from visuals.summary import example_note
 
-from .visual_checks import words
+from .visual_checks import example, words
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore:.*(copy keyword|no_silent_downcasting)")
 
@@ -97,10 +97,6 @@ def run_form(prompt: str, **changes) -> dict:
 def race_form(prompt: str, settings: str, **changes) -> dict:
     """What the race sends for `prompt` and its `settings` choice: the page's usual values, with `changes` by name."""
     return form(RACE_PARAMETERS, {"prompt": prompt, **USUAL, "settings": settings, **changes})
-
-
-def example(preset_id: str) -> Run:
-    return library.load_run(library.example_path(library.preset(PRESETS, preset_id)))
 
 
 def step_value(output, asked: int | None = None) -> int:
