@@ -8,8 +8,8 @@ import threading
 import pytest
 import torch
 
-from lab.serve import budget, threads
-from lab.serve.budget import BudgetError, Prices, first_token_seconds
+from lab.serve import budget, holding, threads
+from lab.serve.budget import BudgetError, Prices, TooBusy, first_token_seconds
 from lab.serve.holding import Held
 from lookahead_core.records import Busy
 
@@ -177,3 +177,34 @@ def test_the_gate_renews_a_busy_moments_prices_with_a_probe_and_admits_the_reque
     assert held.admit(4, decodings=2, seconds=seconds) == 1
     assert prices.age() == 0.0 and prices.scale < 50
     assert torch.get_num_threads() == before  # the work runs on the count returned (running_on), not this thread
+
+
+@pytest.mark.parametrize("stalls", [1, 2], ids=["a stall in one probe: admitted", "both probes slow: refused"])
+def test_a_refusal_for_load_is_said_only_when_a_second_probe_agrees(tiny_lm, monkeypatch, stalls):
+    """A probe's few steps can catch a stall that is not the machine's pace: beside two CPU burners and a second
+    test worker one read 14.3x and a Run was refused (2026-12-07). The gate probes again before it refuses for load:
+    a stall in one probe admits the request at the second's prices; two probes that agree refuse it."""
+    monkeypatch.setattr(budget, "encode_prompt", lambda tokenizer, text, chat: [1, 2, 3, 4])
+    costs = cost_table(0.05)
+    costs.seconds = [s / 10 for s in costs.seconds]
+    prices = Prices(costs)
+    seconds = 20 * first_token_seconds(Prices(costs), 4, 2)
+    probes = []
+    real_probe = holding.probe
+
+    def probe(lm, priced, settled):
+        probes.append(len(probes))
+        if len(probes) <= stalls:  # a stalled moment: 50x the quiet price
+            priced.learn([decode_step(1, 50 * costs.seconds_for(1))] * 3, renew=True)
+        else:
+            real_probe(lm, priced, settled)
+
+    monkeypatch.setattr(holding, "probe", probe)
+    held = Held(tiny_lm, prices=prices, threads=threads.ThreadChoice(cores=2, best=1))
+    if stalls == 1:
+        assert held.admit(4, decodings=2, seconds=seconds) == 1
+        assert prices.scale < 20
+    else:
+        with pytest.raises(TooBusy, match="busy now"):
+            held.admit(4, decodings=2, seconds=seconds)
+    assert len(probes) == 2  # the stale prices' probe, then the second before any refusal

@@ -58,6 +58,10 @@ class BudgetError(ValueError):
     """A request not worth starting in the time a request may hold the model; the message says what would help."""
 
 
+class TooBusy(BudgetError):
+    """A request refused for the machine's load at the latest prices (it would fit on the quiet machine)."""
+
+
 class Prices:
     """What a forward pass of any width costs on this hardware: the measured curve, scaled by what the latest
     steps really took."""
@@ -208,8 +212,8 @@ def first_token_seconds(prices: Prices, prompt_tokens: int, decodings: int) -> f
 def check_budget(prices: Prices, prompt_tokens: int, decodings: int, seconds: float, load: str = "") -> None:
     """Refuse (BudgetError) work of which not even a first new token fits in `seconds` at the latest prices
     (first_token_seconds); past that the deadline stops it with what fitted. The message names the cause: the
-    prompt, where it would not fit at the curve's (quiet) prices either, else the machine's load (`load`: words on
-    what other programs use, or empty)."""
+    prompt, where it would not fit at the curve's (quiet) prices either, else the machine's load (TooBusy; `load`:
+    words on what other programs use, or empty)."""
     if first_token_seconds(prices, prompt_tokens, decodings) <= seconds:
         return
     quiet = first_token_seconds(Prices(prices.costs), prompt_tokens, decodings)
@@ -219,7 +223,7 @@ def check_budget(prices: Prices, prompt_tokens: int, decodings: int, seconds: fl
             f"it is quiet (once for each of the {decodings} decodings' warm-ups, then for the first one), over the "
             f"{seconds:.0f} s a request may hold the model. Shorten the prompt."
         )
-    raise BudgetError(
+    raise TooBusy(
         f"This machine is busy now: its latest steps took {prices.scale:.1f}× their time on the quiet machine{load}, "
         f"so not even a first new token would fit in the {seconds:.0f} s a request may hold the model (after the "
         f"warm-ups of its {decodings} decodings). Try again in a minute: the pace is measured again before every "

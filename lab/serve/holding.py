@@ -15,8 +15,8 @@ from lab.serve.budget import (
     FRESH_SECONDS,
     PROBE_TOKENS,
     WARM_UP_PROMPT,
-    BudgetError,
     Prices,
+    TooBusy,
     check_budget,
     fit,
     probe,
@@ -84,15 +84,14 @@ class Held:
 
     def judge(self, prompt_tokens: int, decodings: int, seconds: float, renew: bool) -> None:
         """BudgetError for work that does not fit (budget.check_budget), judged on fresh prices: renewed by a probe
-        first where asked or where their evidence is stale, and again before a refusal on evidence not just taken."""
+        first where asked or where their evidence is stale. A refusal for the machine's load (TooBusy) is said only when
+        a second probe, taken after it, agrees: a probe's few steps can catch a stall that is not the machine's pace
+        (a Run was refused at 14.3x beside two CPU burners and a second test worker, 2026-12-07)."""
         if renew or self.prices.age() > FRESH_SECONDS:
             probe(self.lm, self.prices, self.settled)
         try:
             check_budget(self.prices, prompt_tokens, decodings, seconds, self.load_words())
-        except BudgetError:
-            if self.prices.age() < FRESH_SECONDS / 2:
-                raise
-            # judged on the machine as it is this moment, never on a moment passed
+        except TooBusy:
             probe(self.lm, self.prices, self.settled)
             check_budget(self.prices, prompt_tokens, decodings, seconds, self.load_words())
 
