@@ -1,14 +1,15 @@
 """How model work reports to its page (ui.events.reporting): every place in the line, a pass ending at least
-PROGRESS_SECONDS after the last update was sent, and the result. A page update after every pass made a race
-on a tiny model take 6 to 9 s in the page for its 0.7 s of work."""
+PROGRESS_SECONDS after the last update was sent, and the result; a sweep's pieces of work the same way. A page update
+after every pass made a race on a tiny model take 6 to 9 s in the page for its 0.7 s of work."""
 
 from __future__ import annotations
 
 import pytest
 
+from lab.measure.tune import TuneProgress
 from lab.serve.questions import Waiting
 from lookahead_core.records import Method, Progress
-from ui import events
+from ui import events, tune
 
 from .clock import FakeClock
 
@@ -66,3 +67,32 @@ def test_without_the_pause_every_pass_would_be_an_update(clock, monkeypatch):
     monkeypatch.setattr(events, "PROGRESS_SECONDS", 0.0)
     told, _ = reported(clock, count=40)
     assert len(told) == 2 + 40
+
+
+def test_a_sweeps_pieces_of_work_are_reported_with_their_labels_and_its_report_returned(clock):
+    """The tune card's sweep goes through the same reporting: each piece of work (seconds long) is one update, in the
+    bar's words, and what the sweep yields last is returned."""
+    told = []
+
+    def sweep():
+        yield Waiting(1, 5.0)
+        for done in range(3):
+            clock.now += 1.0
+            yield TuneProgress(done=done, total=3, label=f"cell {done + 1}")
+        yield ("the report", 3.0)
+
+    def progress(fraction, desc):
+        told.append((fraction, desc))
+
+    updates = events.reporting(sweep(), progress, {}, kind=TuneProgress, bar=tune.tune_bar)
+    with pytest.raises(StopIteration) as done:
+        while True:
+            next(updates)
+            clock.now += TURN_SECONDS
+    assert done.value.value == ("the report", 3.0)
+    assert told == [
+        (None, Waiting(1, 5.0).words()),
+        (0.0, "1/3: cell 1"),
+        (1 / 3, "2/3: cell 2"),
+        (2 / 3, "3/3: cell 3"),
+    ]

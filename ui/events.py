@@ -11,7 +11,7 @@ import inspect
 import logging
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import gradio as gr
 
@@ -84,20 +84,28 @@ def warned(error: Exception, title: str) -> str:
 PROGRESS_SECONDS = 0.1
 
 
-def reporting(work: Iterator, progress: gr.Progress, unchanged: dict) -> Iterator[dict]:
-    """Show model work's place in the line (each Waiting) and then its Progress in Gradio's progress bar (a pass ending
-    PROGRESS_SECONDS or more after the last update's turn ended; the passes between are not shown), yielding
-    `unchanged` (an update that changes nothing) after each update: a yield is where Gradio stops work whose visitor
-    left, pressed Stop or cancelled, so the work stops at the first pass ending PROGRESS_SECONDS after the last update.
-    Returns the work's result (what it yields last)."""
+def run_bar(item: Progress) -> tuple[float, str]:
+    """A Run's or a race's Progress as the bar shows it: how much is done, and what runs now."""
+    return progress_fraction(item), progress_words(item)
+
+
+def reporting(
+    work: Iterator, progress: gr.Progress, unchanged: dict, kind: type = Progress, bar: Callable = run_bar
+) -> Iterator[dict]:
+    """Show model work's place in the line (each Waiting) and then its progress in Gradio's progress bar: each item of
+    `kind` as `bar` reads it (a fraction done and words), one ending PROGRESS_SECONDS or more after the last update's
+    turn ended (those between are not shown), yielding `unchanged` (an update that changes nothing) after each
+    update: a yield is where Gradio stops work whose visitor left, pressed Stop or cancelled, so the work stops at the
+    first item ending PROGRESS_SECONDS after the last update. Returns the work's result (what it yields last)."""
     sent = -PROGRESS_SECONDS  # when the last update's turn ended (time.perf_counter)
     for item in work:
-        if isinstance(item, Progress) and time.perf_counter() - sent < PROGRESS_SECONDS:
+        if isinstance(item, kind) and time.perf_counter() - sent < PROGRESS_SECONDS:
             continue
         if isinstance(item, Waiting):
             progress(None, desc=item.words())
-        elif isinstance(item, Progress):
-            progress(progress_fraction(item), desc=progress_words(item))
+        elif isinstance(item, kind):
+            fraction, words = bar(item)
+            progress(fraction, desc=words)
         else:
             return item
         yield unchanged

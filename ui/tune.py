@@ -14,7 +14,7 @@ import gradio as gr
 
 from lab.measure.tune import SWEPT, TuneProgress
 from lab.serve import server, tune_server
-from lab.serve.questions import Waiting, in_line
+from lab.serve.questions import in_line
 from lookahead_core.records import METHODS
 from lookahead_core.records.tune import TuneReport
 from visuals import library
@@ -29,7 +29,7 @@ from visuals.tune import (
     two_machines_html,
 )
 
-from .events import REFUSALS, announced_load, warned
+from .events import REFUSALS, announced_load, reporting, warned
 from .form import MODEL_FIELDS, Field, form_handler
 
 INTRO = (
@@ -142,6 +142,11 @@ def shown(card: TuneCard, report: TuneReport, seconds: float) -> dict:
     }
 
 
+def tune_bar(item: TuneProgress) -> tuple[float, str]:
+    """A sweep's progress as the bar shows it: the pieces of work done, and the one that runs now."""
+    return item.done / max(item.total, 1), f"{item.done + 1}/{item.total}: {item.label}"
+
+
 def map_tune(page, values: dict, progress):
     """Check the sweep, run it on the model chosen with a progress bar per piece of work, and show the map (the
     parameters are the HTTP API's /tune: the card's values in its order, then the model box's)."""
@@ -151,15 +156,8 @@ def map_tune(page, values: dict, progress):
         request = tune_server.tune_request(**values)
         yield from announced_load(request.model, request.dtype, progress, unchanged)
         size = (tune_server.TUNE_SECONDS, 1)  # the sweep as one piece: its pace is a sweep's seconds
-        for item in in_line(server.LINE, "map", size, lambda: tune_server.mapping(request)):
-            if isinstance(item, Waiting):
-                progress(None, desc=item.words())
-            elif isinstance(item, TuneProgress):
-                progress(item.done / max(item.total, 1), desc=f"{item.done + 1}/{item.total}: {item.label}")
-            else:
-                report, seconds = item
-                break
-            yield unchanged  # where Gradio stops work whose visitor pressed Stop or left
+        work = in_line(server.LINE, "map", size, lambda: tune_server.mapping(request))
+        report, seconds = yield from reporting(work, progress, unchanged, kind=TuneProgress, bar=tune_bar)
     except REFUSALS as error:
         yield {card.summary: notice_html(warned(error, "Not mapped"), "Not mapped") + INTRO}
         return
