@@ -48,7 +48,8 @@ def end_without_finalizing() -> None:
     """An xdist worker's last act, once its results are sent and every later exit handler has run: leave without
     the interpreter's finalization, which frees what the worker held object by object while the controller waits
     (make test's controller waited 5.8 s for its workers to exit after their last test; one browser module's, 2.3 s
-    and 0.6 s without: the 2-core AMD EPYC, 2026-12-07). A worker's exit status is not read; a lone process keeps it."""
+    and 0.6 s without: the 2-core AMD EPYC (Zen 3), 2026-12-07). A worker's exit status is not read; a lone process
+    keeps it."""
     for stream in (sys.stdout, sys.stderr):
         stream.flush()
     os._exit(0)

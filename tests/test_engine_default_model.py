@@ -103,7 +103,7 @@ def test_lookahead_saves_steps_on_copy_heavy_text(default_model):
 
 def test_eos_inside_an_accepted_block_stops_decoding_there(default_model):
     """Three steps: the answer's last words and EOS are guessed whole ("Say 'hello world' and nothing else." took 41
-    steps of about 60 rows to reach its EOS, 14 s of the 2-core AMD EPYC's make test, 2026-12-07)."""
+    steps of about 60 rows to reach its EOS, 14 s of the 2-core AMD EPYC (Zen 3)'s make test, 2026-12-07)."""
     ids = encode_prompt(default_model.tokenizer, "Repeat exactly: red, green, blue.", chat=True)
     steps = lookahead(default_model, ids, LookaheadConfig(window=7, ngram=5, guesses=7), 60)
     last, block = steps[-1], steps[-1].verification.block

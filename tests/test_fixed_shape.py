@@ -670,7 +670,7 @@ def test_the_copy_down_is_recorded_where_its_warm_up_runs_move_nothing(monkeypat
 
 # The tests that compile take a one-layer tiny model: dynamo traces every layer, each the same code; that the layers'
 # caches are kept apart is checked by the fixed step's tests above and on the real model below. With two layers, the
-# three tests took 30 s alone; with one, 21 s (the 2-core AMD EPYC, 2026-12-07).
+# three tests took 30 s alone; with one, 21 s (the 2-core AMD EPYC (Zen 3), 2026-12-07).
 def compiled_with(backend: str):
     """The compiled mode's own wrapper (capture.compiled) with a backend that runs on this CPU. A test that puts it
     in the fixed mode's place also reads the whole cache in every pass, as the compiled mode does (`one_span`)."""

@@ -2,11 +2,12 @@
 runs cannot break unseen. One prompt, a few tokens, one round, every entrant of the bench (hf-static included);
 float32, so every output must equal greedy `generate`'s. It runs in `make test` (CI), in the test's own process
 (`gpu_check.main`, as the command line calls it): a process of its own imported torch, transformers and the app again
-(about 8 s of its 36 s on the 2-core AMD EPYC, quiet), and its Run and race took three rounds where what they show is
-the check's to test, not their timing. Its last part, a Run and a race through the app's server functions, is written
-as files the app opens. The check drives the app's model (the real one's first layers, tests.conftest.app_model): what
-is tested is the check's own path, and the whole model's exactness is tests/test_fixed_shape.py's and
-tests/test_engine_default_model.py's (the whole model took the test 32 s alone, the app's 11 s: the 2-core AMD EPYC)."""
+(about 8 s of its 36 s on the 2-core AMD EPYC (Zen 3), quiet), and its Run and race took three rounds where what they
+show is the check's to test, not their timing. Its last part, a Run and a race through the app's server functions, is
+written as files the app opens. The check drives the app's model (the real one's first layers,
+tests.conftest.app_model): what is tested is the check's own path, and the whole model's exactness is
+tests/test_fixed_shape.py's and tests/test_engine_default_model.py's (the whole model took the test 32 s alone, the
+app's 11 s: the 2-core AMD EPYC (Zen 3))."""
 
 from __future__ import annotations
 

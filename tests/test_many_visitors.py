@@ -109,9 +109,9 @@ REPLAYERS = VISITORS - len(RUN_STARTS) - len(RACE_STARTS) - len(SWEEP_STARTS)
 GRACE_SECONDS = 10.0  # after the load, model work still running may finish; what is still queued is cancelled
 # Seconds: the replay steps' 95th percentile a class should get, printed beside the one measured; a figure, not a
 # bound the test holds (a speed target on a shared machine is a benchmark's, not a test's). The 2-core Intel CPU gave
-# under 1 s; the 2-core AMD EPYC 0.42 s alone, and beside the rest of `make test` 1.56 s here and 4.65 s on CI's machine
-# (2026-11-28). That replays never wait behind model work is test_replays_are_answered_while_a_run_holds_the_model's,
-# on no clock.
+# under 1 s; the 2-core AMD EPYC (Zen 3) 0.42 s alone, and beside the rest of `make test` 1.56 s here and 4.65 s on CI's
+# machine (2026-11-28). That replays never wait behind model work is
+# test_replays_are_answered_while_a_run_holds_the_model's, on no clock.
 REPLAY_P95 = 1.0
 MEMORY_GROWTH_MB = 200
 

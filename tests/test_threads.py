@@ -182,8 +182,9 @@ def test_the_gate_renews_a_busy_moments_prices_with_a_probe_and_admits_the_reque
 @pytest.mark.parametrize("stalls", [1, 2], ids=["a stall in one probe: admitted", "both probes slow: refused"])
 def test_a_refusal_for_load_is_said_only_when_a_second_probe_agrees(tiny_lm, monkeypatch, stalls):
     """A probe's few steps can catch a stall that is not the machine's pace: beside two CPU burners and a second
-    test worker one read 14.3x and a Run was refused (2026-12-07). The gate probes again before it refuses for load:
-    a stall in one probe admits the request at the second's prices; two probes that agree refuse it."""
+    test worker one read 14.3x and a Run was refused (the 2-core AMD EPYC (Zen 3), 2026-12-07). The gate probes again
+    before it refuses for load: a stall in one probe admits the request at the second's prices; two probes that agree
+    refuse it."""
     monkeypatch.setattr(budget, "encode_prompt", lambda tokenizer, text, chat: [1, 2, 3, 4])
     costs = cost_table(0.05)
     costs.seconds = [s / 10 for s in costs.seconds]

@@ -80,7 +80,7 @@ def warned(error: Exception, title: str) -> str:
 # The least time between two updates of a model work's progress bar: a forward pass of a small model (milliseconds)
 # is shorter than Gradio's turn to send its page an update (0.05 to 0.3 s measured beside other work), and an update
 # after every pass made a race on a tiny model take 6 to 9 s in the page for its 0.7 s of work (1.2 s with this
-# pause, the 2-core AMD EPYC, 2026-12-07). Ten updates a second still move the bar smoothly.
+# pause, the 2-core AMD EPYC (Zen 3), 2026-12-07). Ten updates a second still move the bar smoothly.
 PROGRESS_SECONDS = 0.1
 
 

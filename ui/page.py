@@ -45,7 +45,7 @@ MAX_WAITING = LINE_CAPACITY
 # How long Gradio's queue sleeps between looks while it has nothing to start (its own: 1 ms off Windows, 50 ms on it).
 # At 1 ms the idle app took 6.6 to 8.6% of a core (a class's shared machine, a student's laptop) and 64 greedy tokens on
 # two threads beside it 914 ms against 849 ms with no server (a 2-layer SmolLM2, medians of 4); at 10 ms 1.9 to 3.4% (in
-# four readings) and 865 ms (the 2-core AMD EPYC, 2026-12-07). A queued event (model work, not a step: replaying
+# four readings) and 865 ms (the 2-core AMD EPYC (Zen 3), 2026-12-07). A queued event (model work, not a step: replaying
 # bypasses the queue) starts at most 10 ms later.
 QUEUE_IDLE_SECONDS = 0.01
 # The theme's text sizes start at 14 px (Soft's start at 9): its labels, slider ends and info lines were 12 px, too

@@ -86,7 +86,8 @@ class Held:
         """BudgetError for work that does not fit (budget.check_budget), judged on fresh prices: renewed by a probe
         first where asked or where their evidence is stale. A refusal for the machine's load (TooBusy) is said only when
         a second probe, taken after it, agrees: a probe's few steps can catch a stall that is not the machine's pace
-        (a Run was refused at 14.3x beside two CPU burners and a second test worker, 2026-12-07)."""
+        (a Run was refused at 14.3x beside two CPU burners and a second test worker, the 2-core AMD EPYC (Zen 3),
+        2026-12-07)."""
         if renew or self.prices.age() > FRESH_SECONDS:
             probe(self.lm, self.prices, self.settled)
         try:

@@ -25,8 +25,8 @@ from lab.measure.busy import CpuWatch
 SHORTEST_READING = 0.25
 # A reading longer than this may average a quiet past with a busy present: a Run beside two CPU burners started a
 # second before it, its reading taken since the previous request 21 s earlier, read 0.08 cores busy and took both
-# threads (2026-12-07, the 2-core AMD EPYC; in a make test run that morning the same test's Run held the model 9.9 s
-# of its 5). Older than this, the reading starts again: the request reads the last SHORTEST_READING alone.
+# threads (2026-12-07, the 2-core AMD EPYC (Zen 3); in a make test run that morning the same test's Run held the
+# model 9.9 s of its 5). Older than this, the reading starts again: the request reads the last SHORTEST_READING alone.
 LONGEST_READING = 1.0
 
 Item = TypeVar("Item")

@@ -57,8 +57,8 @@ def bf16_copy(model):
 
     Each floating parameter and buffer is cast on its own and handed to the copy (deepcopy's memo), so the float32
     weights are never copied whole first: a copy of SmolLM2 took 0.67 to 2.5 s so, 0.43 to 0.49 s this way (after an
-    engine pass, one torch thread, the 2-core AMD EPYC, a fresh process each), and never holds 540 MB more than the
-    target. Tied weights stay tied (one tensor, one cast)."""
+    engine pass, one torch thread, the 2-core AMD EPYC (Zen 3), a fresh process each), and never holds 540 MB more
+    than the target. Tied weights stay tied (one tensor, one cast)."""
     cast: dict[int, torch.Tensor] = {}
     for tensor in [*model.parameters(), *model.buffers()]:
         if tensor.is_floating_point():

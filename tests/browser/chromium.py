@@ -184,7 +184,7 @@ COUNTING = """() => {
 
 # Where the focus went, from now on (window.llFocusTrail, its last 30 happenings): each focusin and focusout with
 # its element and the one it went to or came from, each key, and Run's and Stop's disabled states at each. A Run's
-# focus that never reached Stop (once in five clean runs on the 2-core AMD EPYC, 2026-12-07) says where it went.
+# focus that never reached Stop (once in five clean runs on the 2-core AMD EPYC (Zen 3), 2026-12-07) says where it went.
 FOCUS_TRAIL = """() => {
   if (window.llFocusTrail) return;
   const trail = window.llFocusTrail = [];

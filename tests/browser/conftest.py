@@ -19,7 +19,7 @@ from tests.browser.chromium import app_without_model, launched_chromium
 
 # The chromium launched for the browser modules a process runs one after another (make test deals them first:
 # tests/conftest.py `weight`), closed after the last of them: launching and closing one took a module 2 to 3 s (the
-# 2-core AMD EPYC). Each page still opens in a context of its own (scripts.serving.open_page).
+# 2-core AMD EPYC (Zen 3)). Each page still opens in a context of its own (scripts.serving.open_page).
 LAUNCHED = contextlib.ExitStack()
 CHROMIUM: list = []  # the launched chromium, while there is one
 

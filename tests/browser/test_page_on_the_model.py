@@ -4,7 +4,7 @@ Loads the page, runs the model, steps with the button and the keyboard, checks t
 toast appeared, and photographs a step into out/screenshot.png (git-ignored). The README's
 assets/screenshot.png is written by scripts/screenshot.py, with the same page-driving code.
 The race's playback, lane by lane, is test_accessibility.py's, on the default model's first layers (here, on the whole
-model, the same race took 24 to 31 s of make test for those checks alone, 2026-12-07, the 2-core AMD EPYC).
+model, the same race took 24 to 31 s of make test for those checks alone, 2026-12-07, the 2-core AMD EPYC (Zen 3)).
 """
 
 from __future__ import annotations
